@@ -1,0 +1,190 @@
+//! The command line as clap sees it: plain types, value parsers and help text.
+//! Cross-flag checks live in `config`, which turns these into checked types.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::jitter::Jitter;
+use crate::values::{self, RuleList};
+
+const AFTER_HELP: &str = "\
+Exit status: 0 if an attempt succeeded; the last attempt's exit code when
+retries run out or a stop rule matches; death by the same signal when the
+last attempt was killed by one (or backoff was interrupted); 124 timeout;
+125 backoff itself failed (bad usage); 126 command cannot be run; 127
+command not found.
+
+Examples:
+  backoff -- curl -fsS https://api.example.test/
+  backoff --base 1s --cap 1m --max-retries 10 -- ./deploy.sh
+  backoff --retry-on 75 --stop-on 2 -- make fetch
+  backoff schedule --jitter none --base 100ms --cap 30s";
+
+/// Run a command and retry it with capped exponential backoff and jitter.
+///
+/// backoff runs COMMAND; when it fails in a way worth retrying, backoff runs
+/// it again after a delay drawn from a capped exponential bound with jitter,
+/// so that many clients that failed together do not retry together. The
+/// command runs directly, never through a shell, in its own process group.
+#[derive(Debug, Parser)]
+#[command(
+    name = "backoff",
+    version,
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    subcommand_value_name = "SUBCOMMAND",
+    subcommand_help_heading = "Subcommands",
+    override_usage = "backoff [OPTIONS] [--] COMMAND [ARGS]...\n       backoff schedule [POLICY OPTIONS]"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+
+    #[command(flatten)]
+    pub rules: RuleArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// Keep the command in backoff's process group, for programs that need
+    /// the terminal; then signals reach only the command itself, not the
+    /// processes it started.
+    #[arg(long, help_heading = "Processes")]
+    pub foreground: bool,
+
+    /// The command to run and its arguments. Everything from the first
+    /// argument that is not an option belongs to the command.
+    #[arg(
+        value_name = "COMMAND",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        value_parser = clap::value_parser!(OsString),
+    )]
+    pub command: Vec<OsString>,
+
+    #[command(subcommand)]
+    pub subcommand: Option<Sub>,
+}
+
+/// backoff's subcommands. A program of the same name runs with `backoff --
+/// NAME`.
+#[derive(Debug, Subcommand)]
+pub enum Sub {
+    /// Print the delays a policy produces, and run nothing.
+    ///
+    /// For each retry: the exponential bound, the range the delay is drawn
+    /// from under the chosen jitter, its mean, and the cumulative worst-case
+    /// and mean waiting time. With --seed, also the delays one run would draw.
+    Schedule(ScheduleArgs),
+}
+
+/// Options of `backoff schedule`.
+#[derive(Debug, Args)]
+pub struct ScheduleArgs {
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+/// Output formats of `schedule`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned columns for people.
+    Table,
+    /// One JSON document.
+    Json,
+    /// Comma-separated values with a header line.
+    Csv,
+}
+
+/// The delay policy.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Policy")]
+pub struct PolicyArgs {
+    /// Upper bound of the first retry's delay.
+    #[arg(long, value_name = "DURATION", env = "BACKOFF_BASE", hide_env_values = true,
+          default_value = "100ms", value_parser = values::duration)]
+    pub base: Duration,
+
+    /// No single delay exceeds it, whatever the jitter.
+    #[arg(long, value_name = "DURATION", env = "BACKOFF_CAP", hide_env_values = true,
+          default_value = "30s", value_parser = values::duration)]
+    pub cap: Duration,
+
+    /// Growth of the bound per retry: finite, at least 1 (1 = constant).
+    #[arg(long, value_name = "F", env = "BACKOFF_FACTOR", hide_env_values = true,
+          default_value = "2", value_parser = values::factor)]
+    pub factor: f64,
+
+    /// How a delay is drawn from its bound.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "KIND",
+        env = "BACKOFF_JITTER",
+        hide_env_values = true,
+        default_value = "full",
+        ignore_case = true
+    )]
+    pub jitter: Jitter,
+
+    /// Retries after the first attempt (0 = run once) [default: 6]
+    #[arg(long, value_name = "N", env = "BACKOFF_MAX_RETRIES", hide_env_values = true,
+          value_parser = values::retries)]
+    pub max_retries: Option<u64>,
+
+    /// The same limit counted as attempts (3 = 2 retries).
+    #[arg(long, value_name = "N", value_parser = values::attempts)]
+    pub attempts: Option<u64>,
+
+    /// No retry limit: retry until success or a stop rule.
+    #[arg(long)]
+    pub forever: bool,
+
+    /// Seed of the jitter's random generator: same seed, same delays.
+    #[arg(long, value_name = "U64", value_parser = values::seed)]
+    pub seed: Option<u64>,
+}
+
+/// Which outcomes succeed, are retried, or stop the run.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Classification")]
+pub struct RuleArgs {
+    /// Retry only these outcomes: codes (3), ranges (1-5), signals
+    /// (sig:TERM), timeout; comma-separated, repeatable. Default: every
+    /// failure except death by SIGINT or SIGPIPE.
+    #[arg(long, value_name = "RULES", value_parser = values::rules)]
+    pub retry_on: Vec<RuleList>,
+
+    /// Never retry these outcomes; checked first.
+    #[arg(long, value_name = "RULES", value_parser = values::rules)]
+    pub stop_on: Vec<RuleList>,
+
+    /// Count these outcomes as success [default: 0].
+    #[arg(long, value_name = "RULES", value_parser = values::rules)]
+    pub success_on: Vec<RuleList>,
+}
+
+/// What backoff says.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Reporting")]
+pub struct OutputArgs {
+    /// Say nothing but backoff's own errors.
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Also print the command line, each delay's bound and the success line.
+    #[arg(short, long)]
+    pub verbose: bool,
+
+    /// Name the command in reports (default: the program's name).
+    #[arg(long, value_name = "LABEL", value_parser = values::label)]
+    pub name: Option<String>,
+}

@@ -1,0 +1,187 @@
+//! Checked domain types built from the command line, with the checks that
+//! involve more than one flag. Errors name the flag and quote the value.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::time::Duration;
+
+use clap::ArgMatches;
+use clap::parser::ValueSource;
+
+use crate::classify::{Rule, Rules};
+use crate::cli::{Cli, PolicyArgs, RuleArgs};
+use crate::jitter::Jitter;
+use crate::policy::Policy;
+
+/// backoff's own failure: bad usage or a bad value. Exit 125.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn invalid(value: impl fmt::Display, flag: &str, why: impl fmt::Display) -> UsageError {
+    UsageError(format!("invalid value '{value}' for '{flag}': {why}"))
+}
+
+/// How much backoff says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verbosity {
+    /// Only backoff's own errors.
+    Quiet,
+    /// One line per failed attempt and one when giving up.
+    Normal,
+    /// Also the command line, delay bounds and the success line.
+    Verbose,
+}
+
+/// A policy with its retry limit and seed, as `schedule` and a run use it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyConfig {
+    /// The shape of the delays.
+    pub policy: Policy,
+    /// Retries after the first attempt; `None` for `--forever`.
+    pub max_retries: Option<u64>,
+    /// `--seed`, if given.
+    pub seed: Option<u64>,
+}
+
+/// Everything a run needs, checked.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Delays, limit and seed.
+    pub policy: PolicyConfig,
+    /// Classification rules.
+    pub rules: Rules,
+    /// Keep the child in backoff's process group.
+    pub foreground: bool,
+    /// How much to report.
+    pub verbosity: Verbosity,
+    /// `--name`: a label that prefixes every report line.
+    pub name: Option<String>,
+    /// The command and its arguments.
+    pub command: Vec<OsString>,
+}
+
+/// The default number of retries after the first attempt.
+pub const DEFAULT_MAX_RETRIES: u64 = 6;
+
+fn from_command_line(m: &ArgMatches, id: &str) -> bool {
+    m.value_source(id) == Some(ValueSource::CommandLine)
+}
+
+fn show(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+/// Builds a checked policy from its flags; `m` are the matches of the command
+/// (or subcommand) the flags belong to.
+pub fn policy(args: &PolicyArgs, m: &ArgMatches) -> Result<PolicyConfig, UsageError> {
+    if args.base > args.cap {
+        return Err(invalid(
+            show(args.base),
+            "--base",
+            format!("greater than --cap ({})", show(args.cap)),
+        ));
+    }
+    if args.base.is_zero() && !(args.jitter == Jitter::None && args.cap.is_zero()) {
+        return Err(invalid(
+            "0",
+            "--base",
+            "must be above zero (for no delay at all, give --jitter none --cap 0)",
+        ));
+    }
+    let given = |id| from_command_line(m, id);
+    let (cli_retries, cli_attempts, forever) =
+        (given("max_retries"), given("attempts"), args.forever);
+    if [cli_retries, cli_attempts, forever]
+        .iter()
+        .filter(|&&b| b)
+        .count()
+        > 1
+    {
+        let names: Vec<&str> = [
+            (cli_retries, "--max-retries"),
+            (cli_attempts, "--attempts"),
+            (forever, "--forever"),
+        ]
+        .iter()
+        .filter(|(b, _)| *b)
+        .map(|(_, n)| *n)
+        .collect();
+        return Err(UsageError(format!(
+            "'{}' cannot be used with '{}'",
+            names[0], names[1]
+        )));
+    }
+    // A flag wins over the environment (BACKOFF_MAX_RETRIES).
+    let max_retries = if forever {
+        None
+    } else if let Some(a) = args.attempts {
+        Some(a - 1)
+    } else {
+        Some(args.max_retries.unwrap_or(DEFAULT_MAX_RETRIES))
+    };
+    Ok(PolicyConfig {
+        policy: Policy {
+            base: args.base,
+            cap: args.cap,
+            factor: args.factor,
+            jitter: args.jitter,
+        },
+        max_retries,
+        seed: args.seed,
+    })
+}
+
+fn flatten(lists: &[crate::values::RuleList]) -> Vec<Rule> {
+    lists.iter().flat_map(|l| l.0.iter().copied()).collect()
+}
+
+/// Builds the classification rules, refusing an outcome that is both
+/// retried and stopped.
+pub fn rules(args: &RuleArgs) -> Result<Rules, UsageError> {
+    let stop_on = flatten(&args.stop_on);
+    let retry_on = flatten(&args.retry_on);
+    for s in &stop_on {
+        if let Some(r) = retry_on.iter().find(|r| r.overlaps(*s)) {
+            return Err(invalid(s, "--stop-on", format!("overlaps --retry-on {r}")));
+        }
+    }
+    let success_on = flatten(&args.success_on);
+    Ok(Rules {
+        stop_on,
+        success_on: if success_on.is_empty() {
+            Rules::default().success_on
+        } else {
+            success_on
+        },
+        retry_on,
+    })
+}
+
+/// Builds the configuration of a run from the top-level command line.
+pub fn run(cli: Cli, m: &ArgMatches) -> Result<RunConfig, UsageError> {
+    let policy = policy(&cli.policy, m)?;
+    let rules = rules(&cli.rules)?;
+    let verbosity = if cli.output.quiet {
+        Verbosity::Quiet
+    } else if cli.output.verbose {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    };
+    Ok(RunConfig {
+        policy,
+        rules,
+        foreground: cli.foreground,
+        verbosity,
+        name: cli.output.name,
+        command: cli.command,
+    })
+}

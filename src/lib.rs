@@ -1,0 +1,140 @@
+//! backoff runs a command and retries it with capped exponential backoff and
+//! jitter. The crate is a pure core (policy, jitter, classification, the
+//! retry loop, reports) inside a thin shell that touches the OS (`child`,
+//! `signals`, `exit`, `main`).
+
+pub mod child;
+pub mod classify;
+pub mod cli;
+pub mod config;
+pub mod exit;
+pub mod jitter;
+pub mod policy;
+pub mod report;
+pub mod run;
+pub mod schedule;
+pub mod signals;
+pub mod values;
+
+use std::ffi::OsString;
+use std::io::Write;
+
+use clap::{CommandFactory, FromArgMatches};
+
+use crate::cli::{Cli, Sub};
+use crate::config::UsageError;
+use crate::exit::Exit;
+
+/// Writes `backoff: MESSAGE` to stderr in one write, ignoring a closed stderr.
+pub fn say(message: &str) {
+    let line = format!("backoff: {message}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
+/// Turns a clap error into backoff's one-line form (or help/version on
+/// stdout), with the status it calls for.
+fn clap_error(e: &clap::Error) -> Exit {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = std::io::stdout().write_all(e.render().to_string().as_bytes());
+            return Exit::SUCCESS;
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = std::io::stderr().write_all(e.render().to_string().as_bytes());
+            return Exit::USAGE;
+        }
+        _ => {}
+    }
+    let ctx = |k| match e.get(k) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let message = match (
+        e.kind(),
+        ctx(ContextKind::InvalidArg),
+        ctx(ContextKind::InvalidValue),
+    ) {
+        (ErrorKind::ValueValidation | ErrorKind::InvalidValue, Some(arg), Some(value)) => {
+            let flag = arg.split(' ').next().unwrap_or(&arg).to_owned();
+            let why = match e.kind() {
+                ErrorKind::InvalidValue => match e.get(ContextKind::ValidValue) {
+                    Some(ContextValue::Strings(v)) => format!("expected one of {}", v.join(", ")),
+                    _ => "not a valid value".to_owned(),
+                },
+                _ => std::error::Error::source(e)
+                    .map_or_else(|| "not a valid value".to_owned(), ToString::to_string),
+            };
+            format!("invalid value '{value}' for '{flag}': {why}")
+        }
+        (ErrorKind::MissingRequiredArgument, _, _) => {
+            "no command given (usage: backoff [OPTIONS] [--] COMMAND [ARGS]...)".to_owned()
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("bad usage");
+            format!(
+                "{} (see 'backoff --help')",
+                first.trim_start_matches("error: ")
+            )
+        }
+    };
+    say(&message);
+    Exit::USAGE
+}
+
+/// Parses the command line, runs what it asks for, and returns how to exit.
+pub fn main_with_args(args: Vec<OsString>) -> Exit {
+    let matches = match Cli::command().try_get_matches_from(args) {
+        Ok(m) => m,
+        Err(e) => return clap_error(&e),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => return clap_error(&e),
+    };
+    let result = match cli.subcommand {
+        Some(Sub::Schedule(ref args)) => {
+            let sub = matches.subcommand_matches("schedule").unwrap_or(&matches);
+            config::policy(&args.policy, sub).map(|cfg| {
+                let _ = std::io::stdout().write_all(schedule::render(&cfg, args.format).as_bytes());
+                Exit::SUCCESS
+            })
+        }
+        None => run_command(cli, &matches),
+    };
+    result.unwrap_or_else(|UsageError(message)| {
+        say(&message);
+        Exit::USAGE
+    })
+}
+
+fn run_command(cli: Cli, matches: &clap::ArgMatches) -> Result<Exit, UsageError> {
+    let cfg = config::run(cli, matches)?;
+    let watch = signals::SignalWatch::install()
+        .map_err(|e| UsageError(format!("cannot watch signals: {e}")))?;
+    let seed = cfg.policy.seed.unwrap_or_else(random_seed);
+    let plan = run::Plan {
+        policy: cfg.policy.policy,
+        max_retries: cfg.policy.max_retries,
+        seed,
+        rules: &cfg.rules,
+        command: &cfg.command,
+    };
+    let mut report = report::TextReport::new(std::io::stderr(), cfg.verbosity, cfg.name.as_deref());
+    let mut exec = child::RealExecutor::new(cfg.command.clone(), cfg.foreground, watch);
+    Ok(run::run(&plan, &mut exec, &mut report))
+}
+
+/// A seed from the OS, or from the clock and pid if the OS has none to give.
+fn random_seed() -> u64 {
+    use rand::TryRng;
+    rand::rngs::SysRng.try_next_u64().unwrap_or_else(|_| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        #[allow(clippy::cast_possible_truncation)]
+        let t = t as u64;
+        t ^ u64::from(std::process::id()).rotate_left(32)
+    })
+}

@@ -1,0 +1,175 @@
+//! The retry policy: exponential bounds capped at `cap`, and the delays drawn
+//! from them. Randomness enters through one owned, seedable generator; the
+//! formulas themselves live in `jitter`.
+
+use std::time::Duration;
+
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
+
+use crate::jitter::{self, Jitter};
+
+/// The shape of the delays between attempts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Policy {
+    /// Upper bound of the first retry's delay.
+    pub base: Duration,
+    /// No single delay exceeds it.
+    pub cap: Duration,
+    /// Growth per retry; finite and at least 1.
+    pub factor: f64,
+    /// How a delay is drawn from its bound.
+    pub jitter: Jitter,
+}
+
+impl Policy {
+    /// `upper(n) = min(cap, base * factor^n)` for the retry with index `n`
+    /// (0 for the first retry), saturating at `cap` instead of overflowing.
+    pub fn upper(&self, n: u64) -> Duration {
+        #[allow(clippy::cast_precision_loss)]
+        let base = self.base.as_nanos() as f64;
+        #[allow(clippy::cast_precision_loss)]
+        let cap = self.cap.as_nanos() as f64;
+        let exp = i32::try_from(n).unwrap_or(i32::MAX);
+        let bound = base * self.factor.powi(exp);
+        if !bound.is_finite() || bound >= cap {
+            return self.cap;
+        }
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let nanos = bound.round() as u128;
+        jitter::nanos(nanos).min(self.cap)
+    }
+
+    /// The smallest and largest delay the retry with index `n` can have:
+    /// `(lo, hi, hi_inclusive)`. Decorrelated jitter can land exactly on the
+    /// cap (its clamp), the other jitters stay below their bound.
+    pub fn range(&self, n: u64) -> (Duration, Duration, bool) {
+        let upper = self.upper(n);
+        match self.jitter {
+            Jitter::None => (upper, upper, true),
+            Jitter::Full => (Duration::ZERO, upper, upper.is_zero()),
+            Jitter::Equal => (upper / 2, upper, upper.is_zero()),
+            Jitter::Decorrelated => {
+                // prev < base * 3^(n), so this delay < base * 3^(n+1), clamped.
+                let grown = Policy {
+                    factor: 3.0,
+                    ..*self
+                }
+                .upper(n.saturating_add(1));
+                (self.base, grown, grown == self.cap)
+            }
+        }
+    }
+
+    /// A generator of this policy's delays, seeded for reproducibility.
+    pub fn delays(&self, seed: u64) -> Delays {
+        Delays {
+            policy: *self,
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            prev: self.base,
+        }
+    }
+}
+
+/// One delay and the bound it was drawn under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delay {
+    /// How long to wait.
+    pub delay: Duration,
+    /// The largest value this draw could have produced.
+    pub bound: Duration,
+}
+
+/// Draws the delays of one run, in order.
+#[derive(Debug, Clone)]
+pub struct Delays {
+    policy: Policy,
+    rng: Xoshiro256PlusPlus,
+    prev: Duration,
+}
+
+impl Delays {
+    /// The delay before the retry with index `n` (0 for the first retry).
+    /// Calls must come in order of `n` for decorrelated jitter, whose state
+    /// is the previous delay.
+    pub fn next(&mut self, n: u64) -> Delay {
+        let p = self.policy;
+        let upper = p.upper(n);
+        let u: f64 = self.rng.random();
+        let delay = match p.jitter {
+            Jitter::None => upper,
+            Jitter::Full => jitter::full(upper, u),
+            Jitter::Equal => jitter::equal(upper, u),
+            Jitter::Decorrelated => {
+                let bound = self.prev.saturating_mul(3).min(p.cap);
+                let d = jitter::decorrelated(p.base, p.cap, self.prev, u);
+                self.prev = d;
+                return Delay { delay: d, bound };
+            }
+        };
+        Delay {
+            delay,
+            bound: upper,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(jitter: Jitter) -> Policy {
+        Policy {
+            base: Duration::from_millis(100),
+            cap: Duration::from_secs(30),
+            factor: 2.0,
+            jitter,
+        }
+    }
+
+    #[test]
+    fn upper_doubles_from_base_and_saturates_at_cap() {
+        let p = policy(Jitter::None);
+        let ms: Vec<u128> = (0..12).map(|n| p.upper(n).as_millis()).collect();
+        assert_eq!(
+            ms,
+            [
+                100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 30000, 30000, 30000
+            ]
+        );
+        assert_eq!(p.upper(64), p.cap, "no wrap at 64 like some peers");
+        assert_eq!(p.upper(u64::MAX), p.cap);
+    }
+
+    #[test]
+    fn factor_one_is_constant() {
+        let p = Policy {
+            factor: 1.0,
+            ..policy(Jitter::None)
+        };
+        assert_eq!(p.upper(0), p.upper(1000));
+    }
+
+    #[test]
+    fn decorrelated_delays_feed_on_the_previous_one() {
+        let p = policy(Jitter::Decorrelated);
+        let mut d = p.delays(7);
+        let mut prev = p.base;
+        for n in 0..50 {
+            let x = d.next(n).delay;
+            assert!(x >= p.base && x <= p.cap);
+            assert!(x < prev * 3 || x == p.cap);
+            prev = x;
+        }
+    }
+
+    #[test]
+    fn same_seed_same_delays() {
+        for j in [Jitter::Full, Jitter::Equal, Jitter::Decorrelated] {
+            let p = policy(j);
+            let a: Vec<_> = (0..20).scan(p.delays(42), |d, n| Some(d.next(n))).collect();
+            let b: Vec<_> = (0..20).scan(p.delays(42), |d, n| Some(d.next(n))).collect();
+            assert_eq!(a, b);
+        }
+    }
+}

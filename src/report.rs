@@ -1,0 +1,316 @@
+//! Every line backoff writes about a run, to an injected writer. Each line is
+//! built first and written with one call; a write error (a closed stderr) is
+//! ignored, never a crash. Deciding what happens is not done here.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::time::Duration;
+
+use crate::classify::{Outcome, StopReason};
+use crate::config::Verbosity;
+use crate::policy::Delay;
+use crate::signals::signal_short_name;
+
+/// Something that happened during a run, worth telling the user.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event<'a> {
+    /// The run starts.
+    Start {
+        /// The command line.
+        command: &'a [OsString],
+    },
+    /// An attempt failed.
+    Failed {
+        /// 1-based attempt number.
+        attempt: u64,
+        /// Attempts allowed in all; `None` without a limit.
+        max_attempts: Option<u64>,
+        /// How it ended.
+        outcome: Outcome,
+        /// How long it ran.
+        elapsed: Duration,
+        /// What comes next.
+        next: Next,
+    },
+    /// The command could not be started.
+    CannotStart {
+        /// The program as given.
+        program: &'a OsString,
+        /// Why, as the OS said it.
+        error: &'a str,
+    },
+    /// An attempt succeeded.
+    Succeeded {
+        /// 1-based attempt number.
+        attempt: u64,
+        /// Attempts allowed in all.
+        max_attempts: Option<u64>,
+        /// Time since the run started.
+        total: Duration,
+    },
+    /// The run ends without success.
+    GaveUp {
+        /// Attempts made.
+        attempts: u64,
+        /// Time since the run started.
+        total: Duration,
+        /// The last attempt's outcome.
+        outcome: Outcome,
+    },
+    /// A signal ended the run.
+    Interrupted {
+        /// The signal backoff received.
+        signal: i32,
+        /// Whether it came during a delay (else during an attempt).
+        during_delay: bool,
+    },
+}
+
+/// What follows a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// A retry after this delay.
+    Retry(Delay),
+    /// Nothing: it was the last attempt allowed.
+    Exhausted,
+    /// Nothing: the failure is not retried.
+    Stop(StopReason),
+}
+
+/// Receives the events of a run.
+pub trait Report {
+    /// Tells about one event.
+    fn event(&mut self, event: &Event<'_>);
+}
+
+/// Writes events as `backoff: ` text lines.
+pub struct TextReport<W: Write> {
+    out: W,
+    verbosity: Verbosity,
+    prefix: String,
+}
+
+impl<W: Write> TextReport<W> {
+    /// A text reporter; `name` labels every line when given.
+    pub fn new(out: W, verbosity: Verbosity, name: Option<&str>) -> Self {
+        let prefix = match name {
+            Some(n) => format!("backoff: {n}: "),
+            None => "backoff: ".to_owned(),
+        };
+        TextReport {
+            out,
+            verbosity,
+            prefix,
+        }
+    }
+
+    fn line(&mut self, text: &str) {
+        let mut buf = String::with_capacity(self.prefix.len() + text.len() + 1);
+        buf.push_str(&self.prefix);
+        buf.push_str(text);
+        buf.push('\n');
+        let _ = self.out.write_all(buf.as_bytes());
+        let _ = self.out.flush();
+    }
+}
+
+/// `2/7`, or `2` without a limit.
+fn of(attempt: u64, max: Option<u64>) -> String {
+    match max {
+        Some(m) => format!("{attempt}/{m}"),
+        None => attempt.to_string(),
+    }
+}
+
+fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+impl<W: Write> Report for TextReport<W> {
+    fn event(&mut self, event: &Event<'_>) {
+        let verbose = self.verbosity >= Verbosity::Verbose;
+        let normal = self.verbosity >= Verbosity::Normal;
+        let text = match *event {
+            Event::Start { command } if verbose => format!("running {}", quote_command(command)),
+            Event::Failed {
+                attempt,
+                max_attempts,
+                outcome,
+                elapsed,
+                next,
+            } if normal => {
+                let head = format!(
+                    "attempt {} failed ({outcome}) after {}",
+                    of(attempt, max_attempts),
+                    human(elapsed)
+                );
+                match next {
+                    Next::Retry(d) if verbose => format!(
+                        "{head}; retrying in {} (bound {})",
+                        human(d.delay),
+                        human(d.bound)
+                    ),
+                    Next::Retry(d) => format!("{head}; retrying in {}", human(d.delay)),
+                    Next::Exhausted => head,
+                    Next::Stop(why) => {
+                        format!("{head}; not retrying: {}", stop_reason(why, outcome))
+                    }
+                }
+            }
+            Event::CannotStart { program, error } => {
+                format!("cannot run '{}': {error}", program.to_string_lossy())
+            }
+            Event::Succeeded {
+                attempt,
+                max_attempts,
+                total,
+            } if verbose => format!(
+                "attempt {} succeeded; {} in {}",
+                of(attempt, max_attempts),
+                plural(attempt, "attempt"),
+                human(total)
+            ),
+            Event::GaveUp {
+                attempts,
+                total,
+                outcome,
+            } if normal => format!(
+                "giving up after {} in {}: {outcome}",
+                plural(attempts, "attempt"),
+                human(total)
+            ),
+            Event::Interrupted {
+                signal,
+                during_delay,
+            } if normal => format!(
+                "interrupted by SIG{} {}; not retrying",
+                signal_short_name(signal),
+                if during_delay {
+                    "during the delay"
+                } else {
+                    "during the attempt"
+                }
+            ),
+            _ => return,
+        };
+        self.line(&text);
+    }
+}
+
+fn stop_reason(why: StopReason, outcome: Outcome) -> String {
+    match why {
+        StopReason::StopRule => format!("{outcome} matches --stop-on"),
+        StopReason::NotInRetryOn => format!("{outcome} is not in --retry-on"),
+        StopReason::NeverRetried => format!("{outcome} is never retried by default"),
+        StopReason::CannotStart => "the command cannot be started".to_owned(),
+    }
+}
+
+/// A duration the way people read it: `312ms`, `1.20s`, `41.2s`, `2m 5s`.
+pub fn human(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if d < Duration::from_millis(1) {
+        format!("{}us", d.as_micros())
+    } else if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else if d < Duration::from_secs(10) {
+        format!("{secs:.2}s")
+    } else if d < Duration::from_secs(60) {
+        format!("{secs:.1}s")
+    } else {
+        humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+    }
+}
+
+/// The command line as a shell would need it typed.
+pub fn quote_command(command: &[OsString]) -> String {
+    let words: Vec<String> = command
+        .iter()
+        .map(|w| {
+            let w = w.to_string_lossy();
+            let plain = !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-./:=,@%+".contains(c));
+            if plain {
+                w.into_owned()
+            } else {
+                format!("'{}'", w.replace('\'', r"'\''"))
+            }
+        })
+        .collect();
+    words.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_the_specification() {
+        assert_eq!(human(Duration::from_millis(312)), "312ms");
+        assert_eq!(human(Duration::from_millis(1200)), "1.20s");
+        assert_eq!(human(Duration::from_millis(41_200)), "41.2s");
+        assert_eq!(human(Duration::from_secs(125)), "2m 5s");
+        assert_eq!(human(Duration::from_micros(400)), "400us");
+    }
+
+    fn lines(v: Verbosity, events: &[Event<'_>]) -> String {
+        let mut out = Vec::new();
+        let mut r = TextReport::new(&mut out, v, None);
+        for e in events {
+            r.event(e);
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn failed_attempts_and_giving_up_read_as_documented() {
+        let events = [
+            Event::Failed {
+                attempt: 2,
+                max_attempts: Some(7),
+                outcome: Outcome::Exited(22),
+                elapsed: Duration::from_millis(1200),
+                next: Next::Retry(Delay {
+                    delay: Duration::from_millis(312),
+                    bound: Duration::from_millis(400),
+                }),
+            },
+            Event::GaveUp {
+                attempts: 7,
+                total: Duration::from_millis(41_200),
+                outcome: Outcome::Exited(22),
+            },
+        ];
+        assert_eq!(
+            lines(Verbosity::Normal, &events),
+            "backoff: attempt 2/7 failed (exit 22) after 1.20s; retrying in 312ms\n\
+             backoff: giving up after 7 attempts in 41.2s: exit 22\n"
+        );
+        assert!(lines(Verbosity::Verbose, &events).contains("(bound 400ms)"));
+        assert_eq!(lines(Verbosity::Quiet, &events), "");
+    }
+
+    #[test]
+    fn quiet_still_tells_why_the_command_cannot_start() {
+        let program = OsString::from("nope");
+        let e = Event::CannotStart {
+            program: &program,
+            error: "No such file or directory",
+        };
+        assert_eq!(
+            lines(Verbosity::Quiet, &[e]),
+            "backoff: cannot run 'nope': No such file or directory\n"
+        );
+    }
+
+    #[test]
+    fn quoting_keeps_plain_words_and_quotes_the_rest() {
+        let cmd: Vec<OsString> = ["curl", "-fsS", "a b", "it's"].map(OsString::from).to_vec();
+        assert_eq!(quote_command(&cmd), r"curl -fsS 'a b' 'it'\''s'");
+    }
+}

@@ -1,0 +1,295 @@
+//! The retry loop: attempt, classify, delay, again. It touches no OS facility
+//! itself; attempts, waiting and the clock come through the `Executor` trait,
+//! so unit tests run the whole loop with a fake in microseconds.
+
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+
+use crate::classify::{Outcome, Rules, StopReason, Verdict};
+use crate::exit::Exit;
+use crate::policy::{Delay, Policy};
+use crate::report::{Event, Next, Report};
+
+/// What an attempt is told about itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptSpec {
+    /// 1-based attempt number.
+    pub number: u64,
+    /// Attempts allowed in all; `None` without a limit.
+    pub max_attempts: Option<u64>,
+    /// The previous attempt's outcome.
+    pub last: Option<Outcome>,
+}
+
+/// How an attempt ended, as the executor saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// The attempt ended with this outcome; when it could not start, the
+    /// second field says why.
+    Done(Outcome, Option<String>),
+    /// backoff received this terminating signal (and passed it on); the
+    /// attempt's outcome, unless the signal came before it could start.
+    Interrupted(i32, Option<Outcome>),
+}
+
+/// The side effects of a run.
+pub trait Executor {
+    /// Runs one attempt to its end.
+    fn attempt(&mut self, spec: &AttemptSpec) -> Ended;
+    /// Waits for `delay`; returns the terminating signal that cut it short.
+    fn pause(&mut self, delay: Duration) -> Option<i32>;
+    /// The monotonic clock.
+    fn now(&self) -> Instant;
+}
+
+/// What a run needs to know.
+#[derive(Debug, Clone)]
+pub struct Plan<'a> {
+    /// The delay policy.
+    pub policy: Policy,
+    /// Retries after the first attempt; `None` without a limit.
+    pub max_retries: Option<u64>,
+    /// The jitter seed.
+    pub seed: u64,
+    /// Classification rules.
+    pub rules: &'a Rules,
+    /// The command line, for reports.
+    pub command: &'a [OsString],
+}
+
+/// The exit status for a run whose last attempt ended with `outcome`.
+pub fn exit_for(outcome: Outcome) -> Exit {
+    match outcome {
+        Outcome::Exited(c) => Exit::Code(c),
+        Outcome::Signaled(s) => Exit::Signal(s),
+        Outcome::TimedOut => Exit::TIMEOUT,
+        Outcome::NotFound => Exit::NOT_FOUND,
+        Outcome::CannotRun => Exit::CANNOT_RUN,
+    }
+}
+
+/// Runs the retry loop to its end and returns how backoff should exit.
+pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) -> Exit {
+    let start = exec.now();
+    let max_attempts = plan.max_retries.map(|r| r.saturating_add(1));
+    let mut delays = plan.policy.delays(plan.seed);
+    let mut last = None;
+    report.event(&Event::Start {
+        command: plan.command,
+    });
+    for number in 1u64.. {
+        let spec = AttemptSpec {
+            number,
+            max_attempts,
+            last,
+        };
+        let began = exec.now();
+        let ended = exec.attempt(&spec);
+        let elapsed = exec.now().saturating_duration_since(began);
+        let (outcome, spawn_error) = match ended {
+            Ended::Done(outcome, spawn_error) => (outcome, spawn_error),
+            Ended::Interrupted(signal, outcome) => {
+                report.event(&Event::Interrupted {
+                    signal,
+                    during_delay: false,
+                });
+                // A child that handled the signal and exited normally gives
+                // its status; otherwise backoff dies by the signal it got.
+                return match outcome {
+                    Some(Outcome::Exited(c)) => Exit::Code(c),
+                    _ => Exit::Signal(signal),
+                };
+            }
+        };
+        let total = || exec.now().saturating_duration_since(start);
+        let verdict = plan.rules.classify(outcome);
+        let next = match verdict {
+            Verdict::Success => {
+                report.event(&Event::Succeeded {
+                    attempt: number,
+                    max_attempts,
+                    total: total(),
+                });
+                return Exit::SUCCESS;
+            }
+            Verdict::Stop(StopReason::CannotStart) => {
+                report.event(&Event::CannotStart {
+                    program: &plan.command[0],
+                    error: spawn_error.as_deref().unwrap_or("cannot start"),
+                });
+                return exit_for(outcome);
+            }
+            Verdict::Stop(why) => Next::Stop(why),
+            Verdict::Retry if max_attempts.is_some_and(|m| number >= m) => Next::Exhausted,
+            Verdict::Retry => Next::Retry(delays.next(number - 1)),
+        };
+        report.event(&Event::Failed {
+            attempt: number,
+            max_attempts,
+            outcome,
+            elapsed,
+            next,
+        });
+        let Next::Retry(Delay { delay, .. }) = next else {
+            report.event(&Event::GaveUp {
+                attempts: number,
+                total: total(),
+                outcome,
+            });
+            return exit_for(outcome);
+        };
+        if let Some(signal) = exec.pause(delay) {
+            report.event(&Event::Interrupted {
+                signal,
+                during_delay: true,
+            });
+            return Exit::Signal(signal);
+        }
+        last = Some(outcome);
+    }
+    Exit::USAGE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jitter::Jitter;
+    use std::cell::Cell;
+
+    /// Replays scripted outcomes; time advances only when it sleeps.
+    struct Fake {
+        outcomes: Vec<Outcome>,
+        seen: Vec<AttemptSpec>,
+        slept: Vec<Duration>,
+        now: Cell<Instant>,
+        interrupt_pause: Option<i32>,
+    }
+
+    impl Fake {
+        fn new(outcomes: &[Outcome]) -> Self {
+            Fake {
+                outcomes: outcomes.iter().rev().copied().collect(),
+                seen: Vec::new(),
+                slept: Vec::new(),
+                now: Cell::new(Instant::now()),
+                interrupt_pause: None,
+            }
+        }
+    }
+
+    impl Executor for Fake {
+        fn attempt(&mut self, spec: &AttemptSpec) -> Ended {
+            self.seen.push(*spec);
+            let outcome = self.outcomes.pop().expect("more attempts than scripted");
+            Ended::Done(outcome, None)
+        }
+        fn pause(&mut self, d: Duration) -> Option<i32> {
+            self.slept.push(d);
+            self.now.set(self.now.get() + d);
+            self.interrupt_pause
+        }
+        fn now(&self) -> Instant {
+            self.now.get()
+        }
+    }
+
+    #[derive(Default)]
+    struct Events(Vec<String>);
+    impl Report for Events {
+        fn event(&mut self, e: &Event<'_>) {
+            self.0.push(format!("{e:?}"));
+        }
+    }
+
+    fn go(outcomes: &[Outcome], max_retries: Option<u64>, rules: &Rules) -> (Exit, Fake) {
+        let mut fake = Fake::new(outcomes);
+        let command = [OsString::from("cmd")];
+        let plan = Plan {
+            policy: Policy {
+                base: Duration::from_millis(100),
+                cap: Duration::from_secs(1),
+                factor: 2.0,
+                jitter: Jitter::None,
+            },
+            max_retries,
+            seed: 1,
+            rules,
+            command: &command,
+        };
+        let exit = run(&plan, &mut fake, &mut Events::default());
+        (exit, fake)
+    }
+
+    #[test]
+    fn retries_until_success_with_doubling_delays() {
+        let (exit, fake) = go(
+            &[Outcome::Exited(1), Outcome::Exited(1), Outcome::Exited(0)],
+            Some(6),
+            &Rules::default(),
+        );
+        assert_eq!(exit, Exit::SUCCESS);
+        assert_eq!(
+            fake.slept,
+            [Duration::from_millis(100), Duration::from_millis(200)]
+        );
+        let numbers: Vec<u64> = fake.seen.iter().map(|s| s.number).collect();
+        assert_eq!(numbers, [1, 2, 3]);
+        assert_eq!(fake.seen[2].last, Some(Outcome::Exited(1)));
+        assert_eq!(fake.seen[0].max_attempts, Some(7));
+    }
+
+    #[test]
+    fn no_delay_after_the_last_attempt_and_its_status_is_kept() {
+        let (exit, fake) = go(&[Outcome::Exited(3); 3], Some(2), &Rules::default());
+        assert_eq!(exit, Exit::Code(3));
+        assert_eq!(fake.seen.len(), 3);
+        assert_eq!(fake.slept.len(), 2);
+    }
+
+    #[test]
+    fn zero_retries_runs_once() {
+        let (exit, fake) = go(
+            &[Outcome::Signaled(libc::SIGTERM)],
+            Some(0),
+            &Rules::default(),
+        );
+        assert_eq!(exit, Exit::Signal(libc::SIGTERM));
+        assert!(fake.slept.is_empty());
+    }
+
+    #[test]
+    fn stop_verdicts_end_at_once() {
+        for o in [
+            Outcome::NotFound,
+            Outcome::CannotRun,
+            Outcome::Signaled(libc::SIGINT),
+        ] {
+            let (exit, fake) = go(&[o], Some(6), &Rules::default());
+            assert_eq!(exit, exit_for(o));
+            assert_eq!(fake.seen.len(), 1);
+        }
+    }
+
+    #[test]
+    fn a_signal_during_a_delay_ends_the_run_by_that_signal() {
+        let mut fake = Fake::new(&[Outcome::Exited(1)]);
+        fake.interrupt_pause = Some(libc::SIGTERM);
+        let rules = Rules::default();
+        let command = [OsString::from("cmd")];
+        let plan = Plan {
+            policy: Policy {
+                base: Duration::from_secs(30),
+                cap: Duration::from_secs(30),
+                factor: 2.0,
+                jitter: Jitter::None,
+            },
+            max_retries: None,
+            seed: 0,
+            rules: &rules,
+            command: &command,
+        };
+        let exit = run(&plan, &mut fake, &mut Events::default());
+        assert_eq!(exit, Exit::Signal(libc::SIGTERM));
+        assert_eq!(fake.seen.len(), 1, "no attempt after the signal");
+    }
+}

@@ -1,0 +1,253 @@
+//! Everything about signals, and the only `unsafe` of the crate: watching
+//! signals through a self-pipe, waiting for them with a deadline, sending them
+//! to a child's process group, and dying by one.
+
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use libc::c_int;
+
+/// Signals that end a run: during a delay at once, during an attempt after
+/// forwarding them to the child.
+pub const TERMINATING: [c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// The name of a signal without its `SIG` prefix (`TERM`), or its number.
+pub fn signal_short_name(sig: c_int) -> String {
+    match signal_hook::low_level::signal_name(sig) {
+        Some(name) => name.trim_start_matches("SIG").to_owned(),
+        None => sig.to_string(),
+    }
+}
+
+/// The highest signal number accepted on the command line.
+fn max_signal() -> c_int {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        libc::SIGRTMAX()
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        31
+    }
+}
+
+/// Parses `TERM`, `SIGTERM`, `term` or `15` into a signal number.
+pub fn parse_signal(s: &str) -> Option<c_int> {
+    if let Ok(n) = s.parse::<c_int>() {
+        return (1..=max_signal()).contains(&n).then_some(n);
+    }
+    let upper = s.to_ascii_uppercase();
+    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+    if name.is_empty() {
+        return None;
+    }
+    (1..=max_signal())
+        .find(|&n| signal_hook::low_level::signal_name(n).is_some_and(|m| &m[3..] == name))
+}
+
+/// Whether `sig` was inherited as ignored (as `nohup` and background jobs
+/// leave SIGINT, SIGQUIT and SIGHUP): such signals stay ignored.
+pub fn is_ignored(sig: c_int) -> bool {
+    // SAFETY: querying the disposition with a null new action changes nothing;
+    // `old` is a plain C struct that sigaction fills in.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &raw mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
+/// Watches signals through a self-pipe so that one `poll` can wait for a
+/// signal and a deadline at once (no polling loop, no `thread::sleep`).
+pub struct SignalWatch {
+    wake: UnixStream,
+    flags: Vec<(c_int, Arc<AtomicBool>)>,
+}
+
+impl SignalWatch {
+    /// Installs handlers for the terminating signals, SIGTSTP, SIGCONT and
+    /// SIGCHLD. A terminating or job-control signal inherited as ignored is
+    /// left ignored. Installing a SIGCHLD handler also undoes an inherited
+    /// `SIG_IGN` for SIGCHLD, which would make the child's status unreadable.
+    pub fn install() -> io::Result<SignalWatch> {
+        let (wake, notify) = UnixStream::pair()?;
+        wake.set_nonblocking(true)?;
+        let mut flags = Vec::new();
+        let watched = TERMINATING
+            .iter()
+            .chain(&[libc::SIGTSTP, libc::SIGCONT, libc::SIGCHLD]);
+        for &sig in watched {
+            if sig != libc::SIGCHLD && is_ignored(sig) {
+                continue;
+            }
+            let flag = Arc::new(AtomicBool::new(false));
+            signal_hook::flag::register(sig, Arc::clone(&flag))?;
+            signal_hook::low_level::pipe::register(sig, notify.try_clone()?)?;
+            flags.push((sig, flag));
+        }
+        Ok(SignalWatch { wake, flags })
+    }
+
+    /// The signals that arrived since the last call, in a fixed order.
+    pub fn pending(&self) -> Vec<c_int> {
+        self.flags
+            .iter()
+            .filter(|(_, f)| f.swap(false, Ordering::SeqCst))
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    /// Waits until a signal arrives or `deadline` passes (forever without
+    /// one), and returns the signals that arrived (empty at the deadline).
+    pub fn wait(&mut self, deadline: Option<Instant>) -> Vec<c_int> {
+        loop {
+            let got = self.pending();
+            if !got.is_empty() {
+                return got;
+            }
+            let timeout_ms = match deadline {
+                None => -1,
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return got;
+                    }
+                    poll_timeout_ms(left)
+                }
+            };
+            let mut fds = [libc::pollfd {
+                fd: self.wake.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            }];
+            // SAFETY: `fds` is a valid array of one pollfd that outlives the
+            // call; poll only writes its `revents`.
+            let _ = unsafe { libc::poll(fds.as_mut_ptr(), 1, timeout_ms) };
+            self.drain();
+        }
+    }
+
+    fn drain(&mut self) {
+        let mut buf = [0u8; 64];
+        while matches!(self.wake.read(&mut buf), Ok(n) if n > 0) {}
+    }
+}
+
+/// A poll timeout in whole milliseconds, rounded up so that a wait never
+/// ends before its deadline.
+fn poll_timeout_ms(left: Duration) -> c_int {
+    let ms = left.as_nanos().div_ceil(1_000_000);
+    c_int::try_from(ms).unwrap_or(c_int::MAX)
+}
+
+/// Sends `sig` to the process group `pgid`. Refuses groups that are not a
+/// child's: pgid 0 or 1, or backoff's own group.
+pub fn signal_group(pgid: u32, sig: c_int) -> io::Result<()> {
+    let pgid = libc::pid_t::try_from(pgid).map_err(|_| io::ErrorKind::InvalidInput)?;
+    // SAFETY: getpgrp has no preconditions.
+    let own = unsafe { libc::getpgrp() };
+    if pgid <= 1 || pgid == own {
+        return Err(io::ErrorKind::InvalidInput.into());
+    }
+    // SAFETY: kill with a negative pid signals a group; pgid > 1 was checked.
+    if unsafe { libc::kill(-pgid, sig) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sends `sig` to the process `pid`, never to pid 0 or 1.
+pub fn signal_process(pid: u32, sig: c_int) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| io::ErrorKind::InvalidInput)?;
+    if pid <= 1 {
+        return Err(io::ErrorKind::InvalidInput.into());
+    }
+    // SAFETY: kill on a positive pid greater than 1 only sends a signal.
+    if unsafe { libc::kill(pid, sig) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Whether any process of the group `pgid` is still alive (or a zombie).
+pub fn group_exists(pgid: u32) -> bool {
+    match signal_group(pgid, 0) {
+        Ok(()) => true,
+        Err(e) => e.raw_os_error() == Some(libc::EPERM),
+    }
+}
+
+/// Stops backoff itself, as SIGTSTP would have without a handler.
+pub fn stop_self() {
+    // SAFETY: raise has no preconditions; SIGSTOP cannot be caught.
+    unsafe {
+        libc::raise(libc::SIGSTOP);
+    }
+}
+
+/// Dies by `sig`: no core dump, default disposition, unblocked, raised. If
+/// the signal's default action does not end the process, returns so that the
+/// caller can exit with `128 + sig`.
+pub fn die_by(sig: c_int) {
+    // SAFETY: plain libc calls on valid, initialised arguments; they change
+    // only this process's own limits, disposition and mask before it ends.
+    unsafe {
+        let no_core = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &raw const no_core);
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(sig, &raw const action, std::ptr::null_mut());
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        libc::sigaddset(&raw mut set, sig);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_numbers_and_prefixes_case_insensitively() {
+        assert_eq!(parse_signal("TERM"), Some(libc::SIGTERM));
+        assert_eq!(parse_signal("sigterm"), Some(libc::SIGTERM));
+        assert_eq!(parse_signal("SIGKILL"), Some(libc::SIGKILL));
+        assert_eq!(parse_signal("9"), Some(libc::SIGKILL));
+        assert_eq!(parse_signal("hup"), Some(libc::SIGHUP));
+        for bad in ["", "SIG", "0", "-1", "999", "FOO", "SIGFOO", "1.5"] {
+            assert_eq!(parse_signal(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn short_names_drop_the_prefix() {
+        assert_eq!(signal_short_name(libc::SIGTERM), "TERM");
+        assert_eq!(signal_short_name(200), "200");
+    }
+
+    #[test]
+    fn poll_timeouts_round_up() {
+        assert_eq!(poll_timeout_ms(Duration::from_nanos(1)), 1);
+        assert_eq!(poll_timeout_ms(Duration::from_millis(5)), 5);
+        assert_eq!(poll_timeout_ms(Duration::from_secs(u64::MAX)), c_int::MAX);
+    }
+
+    #[test]
+    fn never_signals_init_or_everyone() {
+        assert!(signal_group(0, 0).is_err());
+        assert!(signal_group(1, 0).is_err());
+        assert!(signal_process(1, 0).is_err());
+        assert!(signal_process(0, 0).is_err());
+    }
+}

@@ -1,0 +1,295 @@
+//! Value parsers for the command line: durations, factors, counts, rule lists.
+//! Each takes any string and returns a value or a one-line, lowercase reason;
+//! none may panic, whatever the input (a property test feeds them garbage).
+
+use std::time::Duration;
+
+use crate::classify::Rule;
+use crate::signals::parse_signal;
+
+/// The longest duration accepted anywhere: 1000 years. Far beyond any useful
+/// delay or deadline, yet small enough that adding it to the clock cannot
+/// overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(1000 * 31_557_600);
+
+/// The largest retry count accepted; `--forever` is the way to ask for more.
+pub const MAX_RETRIES: u64 = 1_000_000_000;
+
+/// Parses a humantime duration (`250ms`, `1.5s`, `1h 30m`), refusing bare
+/// numbers, negative, overflowing and absurd values.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Err("a duration cannot be empty".into());
+    }
+    if t.starts_with('-') {
+        return Err("a duration cannot be negative".into());
+    }
+    if t.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(format!("a duration needs a unit, like {t}ms or {t}s"));
+    }
+    // humantime 2.4 panics when the sum of the parts overflows (its issue
+    // #66). Numbers this long are far past MAX_DURATION in any unit, so
+    // refusing them first keeps the parser away from that path.
+    let longest_number = t
+        .split(|c: char| !c.is_ascii_digit())
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    if t.len() > 100 || longest_number > 15 {
+        return Err(too_large());
+    }
+    let d = guarded_humantime(t)?;
+    if d > MAX_DURATION {
+        return Err(too_large());
+    }
+    Ok(d)
+}
+
+fn too_large() -> String {
+    "too large (at most 1000y)".into()
+}
+
+/// Calls humantime with the panic of its issue #66 caught, as a last line of
+/// defence behind the length checks above; the panic message is not shown.
+fn guarded_humantime(t: &str) -> Result<Duration, String> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let parsed = std::panic::catch_unwind(|| humantime::parse_duration(t));
+    std::panic::set_hook(hook);
+    match parsed {
+        Ok(Ok(d)) => Ok(d),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(too_large()),
+    }
+}
+
+/// Parses the growth factor: a finite number of at least 1.
+pub fn factor(s: &str) -> Result<f64, String> {
+    let f: f64 = s.trim().parse().map_err(|_| "not a number".to_owned())?;
+    if !f.is_finite() {
+        return Err("must be a finite number".into());
+    }
+    if f < 1.0 {
+        return Err("must be at least 1 (1 keeps delays constant)".into());
+    }
+    Ok(f)
+}
+
+/// Parses a whole number, refusing signs, fractions and other noise.
+fn whole(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    if t.starts_with('-') {
+        return Err("must not be negative".into());
+    }
+    if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.') && t.contains('.') {
+        return Err("must be a whole number".into());
+    }
+    if t.is_empty() || !t.chars().all(|c| c.is_ascii_digit()) {
+        return Err("must be a whole number".into());
+    }
+    t.parse().map_err(|_| "too large".to_owned())
+}
+
+/// Parses `--max-retries`: 0 to `MAX_RETRIES`.
+pub fn retries(s: &str) -> Result<u64, String> {
+    let n = whole(s)?;
+    if n > MAX_RETRIES {
+        return Err(format!("at most {MAX_RETRIES}; use --forever for no limit"));
+    }
+    Ok(n)
+}
+
+/// Parses `--attempts`: 1 to `MAX_RETRIES + 1`.
+pub fn attempts(s: &str) -> Result<u64, String> {
+    let n = whole(s)?;
+    if n == 0 {
+        return Err("must be at least 1".into());
+    }
+    if n > MAX_RETRIES + 1 {
+        return Err(format!(
+            "at most {}; use --forever for no limit",
+            MAX_RETRIES + 1
+        ));
+    }
+    Ok(n)
+}
+
+/// Parses `--seed`: any unsigned 64-bit number.
+pub fn seed(s: &str) -> Result<u64, String> {
+    whole(s).map_err(|e| {
+        if e == "too large" {
+            "must fit in 64 bits".to_owned()
+        } else {
+            e
+        }
+    })
+}
+
+/// Parses `--name`: one non-empty line.
+pub fn label(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        return Err("cannot be empty".into());
+    }
+    if s.chars().any(char::is_control) {
+        return Err("must be one line without control characters".into());
+    }
+    Ok(s.to_owned())
+}
+
+/// A comma-separated rule list, as given to one `--retry-on`, `--stop-on` or
+/// `--success-on`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleList(pub Vec<Rule>);
+
+/// Parses a rule list: `3`, `1-5`, `sig:TERM`, `sig:15`, `timeout`, joined by
+/// commas.
+pub fn rules(s: &str) -> Result<RuleList, String> {
+    s.split(',')
+        .map(|item| rule(item.trim()))
+        .collect::<Result<_, _>>()
+        .map(RuleList)
+}
+
+fn rule(item: &str) -> Result<Rule, String> {
+    if item.is_empty() {
+        return Err("empty item in the list".into());
+    }
+    if item.eq_ignore_ascii_case("timeout") {
+        return Ok(Rule::Timeout);
+    }
+    if let Some((prefix, name)) = item.split_once(':') {
+        if !prefix.eq_ignore_ascii_case("sig") {
+            return Err(format!(
+                "unknown rule '{item}' (expected a code, a range, sig:NAME or timeout)"
+            ));
+        }
+        return parse_signal(name.trim())
+            .map(Rule::Signal)
+            .ok_or_else(|| format!("unknown signal '{name}'"));
+    }
+    if let Some((lo, hi)) = item.split_once('-') {
+        let (lo, hi) = (code(lo.trim(), item)?, code(hi.trim(), item)?);
+        if lo > hi {
+            return Err(format!("reversed range '{item}'"));
+        }
+        return Ok(Rule::Codes(lo, hi));
+    }
+    code(item, item).map(|c| Rule::Codes(c, c))
+}
+
+fn code(s: &str, item: &str) -> Result<u8, String> {
+    if s.is_empty() || !s.chars().all(|c| c.is_ascii_digit()) {
+        return Err(format!(
+            "malformed rule '{item}' (expected a code, a range, sig:NAME or timeout)"
+        ));
+    }
+    s.parse::<u8>()
+        .map_err(|_| format!("exit code out of range in '{item}' (codes are 0 to 255)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn durations_need_units_and_sane_sizes() {
+        assert_eq!(duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(duration("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(duration("0s"), Ok(Duration::ZERO));
+        assert!(duration("100y").is_ok());
+        assert_eq!(
+            duration("100").unwrap_err(),
+            "a duration needs a unit, like 100ms or 100s"
+        );
+        for bad in [
+            "",
+            " ",
+            "-5s",
+            "NaN",
+            "inf",
+            "1e3s",
+            "10000y",
+            "1.5ns",
+            "0.5ns",
+            "5 parsecs",
+            "18446744073709551615s 1000ms",
+            "18446744073709551615s",
+            "9999999999999y",
+        ] {
+            assert!(duration(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn factors_are_finite_and_at_least_one() {
+        assert_eq!(factor("2"), Ok(2.0));
+        assert_eq!(factor("1"), Ok(1.0));
+        assert_eq!(factor("1.5"), Ok(1.5));
+        for bad in ["0.5", "NaN", "inf", "-inf", "1e400", "", "two", "-2"] {
+            assert!(factor(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn counts_are_whole_and_bounded() {
+        assert_eq!(retries("0"), Ok(0));
+        assert_eq!(retries("6"), Ok(6));
+        assert_eq!(attempts("1"), Ok(1));
+        for bad in [
+            "-1",
+            "1.5",
+            "",
+            "x",
+            "1e3",
+            "99999999999999999999",
+            "1000000001",
+        ] {
+            assert!(retries(bad).is_err(), "{bad:?}");
+        }
+        assert!(attempts("0").is_err());
+    }
+
+    #[test]
+    fn rule_lists_parse_every_item() {
+        assert_eq!(
+            rules("1, 3-5,sig:TERM,sig:9,SIG:sigint,timeout"),
+            Ok(RuleList(vec![
+                Rule::Codes(1, 1),
+                Rule::Codes(3, 5),
+                Rule::Signal(libc::SIGTERM),
+                Rule::Signal(libc::SIGKILL),
+                Rule::Signal(libc::SIGINT),
+                Rule::Timeout,
+            ]))
+        );
+        for bad in [
+            "", "1,", "5-1", "256", "0-300", "-1", "sig:FOO", "sig:", "foo", "1-", "x:1", "1.5",
+        ] {
+            assert!(rules(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn no_value_parser_panics(s in "\\PC{0,40}") {
+            let _ = duration(&s);
+            let _ = factor(&s);
+            let _ = retries(&s);
+            let _ = attempts(&s);
+            let _ = seed(&s);
+            let _ = label(&s);
+            let _ = rules(&s);
+        }
+
+        #[test]
+        fn no_duration_made_of_numbers_and_units_panics(
+            parts in proptest::collection::vec((0u64..=u64::MAX, "(ns|us|ms|s|m|h|d|w|M|y)"), 1..4)
+        ) {
+            let s: Vec<String> = parts.iter().map(|(n, u)| format!("{n}{u}")).collect();
+            let _ = duration(&s.join(" "));
+        }
+    }
+}
