@@ -34,6 +34,7 @@ Examples:
     version,
     after_help = AFTER_HELP,
     args_conflicts_with_subcommands = true,
+    disable_help_subcommand = true,
     subcommand_negates_reqs = true,
     subcommand_value_name = "SUBCOMMAND",
     subcommand_help_heading = "Subcommands",
@@ -59,6 +60,7 @@ pub struct Cli {
     /// argument that is not an option belongs to the command.
     #[arg(
         value_name = "COMMAND",
+        help_heading = "Command",
         required = true,
         num_args = 1..,
         trailing_var_arg = true,
@@ -110,17 +112,17 @@ pub enum Format {
 pub struct PolicyArgs {
     /// Upper bound of the first retry's delay.
     #[arg(long, value_name = "DURATION", env = "BACKOFF_BASE", hide_env_values = true,
-          default_value = "100ms", value_parser = values::duration)]
+          default_value = "100ms", value_parser = values::duration, allow_hyphen_values = true)]
     pub base: Duration,
 
     /// No single delay exceeds it, whatever the jitter.
     #[arg(long, value_name = "DURATION", env = "BACKOFF_CAP", hide_env_values = true,
-          default_value = "30s", value_parser = values::duration)]
+          default_value = "30s", value_parser = values::duration, allow_hyphen_values = true)]
     pub cap: Duration,
 
     /// Growth of the bound per retry: finite, at least 1 (1 = constant).
     #[arg(long, value_name = "F", env = "BACKOFF_FACTOR", hide_env_values = true,
-          default_value = "2", value_parser = values::factor)]
+          default_value = "2", value_parser = values::factor, allow_hyphen_values = true)]
     pub factor: f64,
 
     /// How a delay is drawn from its bound.
@@ -137,11 +139,11 @@ pub struct PolicyArgs {
 
     /// Retries after the first attempt (0 = run once) [default: 6]
     #[arg(long, value_name = "N", env = "BACKOFF_MAX_RETRIES", hide_env_values = true,
-          value_parser = values::retries)]
+          value_parser = values::retries, allow_hyphen_values = true)]
     pub max_retries: Option<u64>,
 
     /// The same limit counted as attempts (3 = 2 retries).
-    #[arg(long, value_name = "N", value_parser = values::attempts)]
+    #[arg(long, value_name = "N", value_parser = values::attempts, allow_hyphen_values = true)]
     pub attempts: Option<u64>,
 
     /// No retry limit: retry until success or a stop rule.
@@ -149,7 +151,7 @@ pub struct PolicyArgs {
     pub forever: bool,
 
     /// Seed of the jitter's random generator: same seed, same delays.
-    #[arg(long, value_name = "U64", value_parser = values::seed)]
+    #[arg(long, value_name = "U64", value_parser = values::seed, allow_hyphen_values = true)]
     pub seed: Option<u64>,
 }
 
@@ -160,15 +162,15 @@ pub struct RuleArgs {
     /// Retry only these outcomes: codes (3), ranges (1-5), signals
     /// (sig:TERM), timeout; comma-separated, repeatable. Default: every
     /// failure except death by SIGINT or SIGPIPE.
-    #[arg(long, value_name = "RULES", value_parser = values::rules)]
+    #[arg(long, value_name = "RULES", value_parser = values::rules, allow_hyphen_values = true)]
     pub retry_on: Vec<RuleList>,
 
     /// Never retry these outcomes; checked first.
-    #[arg(long, value_name = "RULES", value_parser = values::rules)]
+    #[arg(long, value_name = "RULES", value_parser = values::rules, allow_hyphen_values = true)]
     pub stop_on: Vec<RuleList>,
 
     /// Count these outcomes as success [default: 0].
-    #[arg(long, value_name = "RULES", value_parser = values::rules)]
+    #[arg(long, value_name = "RULES", value_parser = values::rules, allow_hyphen_values = true)]
     pub success_on: Vec<RuleList>,
 }
 

@@ -10,11 +10,11 @@ use clap::ValueEnum;
 pub enum Jitter {
     /// The delay is the bound itself.
     None,
-    /// Uniform in `[0, upper)`.
+    /// Uniform in [0, upper).
     Full,
-    /// `upper/2` plus uniform in `[0, upper/2)`.
+    /// upper/2 plus uniform in [0, upper/2).
     Equal,
-    /// `min(cap, uniform in [base, 3 * previous delay))`.
+    /// min(cap, uniform in [base, 3 × previous delay)); ignores --factor.
     Decorrelated,
 }
 

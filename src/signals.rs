@@ -73,7 +73,12 @@ impl SignalWatch {
     /// SIGCHLD. A terminating or job-control signal inherited as ignored is
     /// left ignored. Installing a SIGCHLD handler also undoes an inherited
     /// `SIG_IGN` for SIGCHLD, which would make the child's status unreadable.
+    ///
+    /// It also empties backoff's signal mask: a mask inherited from the
+    /// caller would hold back the signals watched here, and children inherit
+    /// it (the standard library does not reset it when it spawns).
     pub fn install() -> io::Result<SignalWatch> {
+        unblock_all();
         let (wake, notify) = UnixStream::pair()?;
         wake.set_nonblocking(true)?;
         let mut flags = Vec::new();
@@ -134,6 +139,17 @@ impl SignalWatch {
     fn drain(&mut self) {
         let mut buf = [0u8; 64];
         while matches!(self.wake.read(&mut buf), Ok(n) if n > 0) {}
+    }
+}
+
+/// Empties this thread's signal mask.
+fn unblock_all() {
+    // SAFETY: `set` is initialised by sigemptyset before use; the call only
+    // changes this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const set, std::ptr::null_mut());
     }
 }
 

@@ -1,0 +1,59 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[backoff] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'backoff'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'backoff'= {
+            cand --base 'Upper bound of the first retry''s delay'
+            cand --cap 'No single delay exceeds it, whatever the jitter'
+            cand --factor 'Growth of the bound per retry: finite, at least 1 (1 = constant)'
+            cand --jitter 'How a delay is drawn from its bound'
+            cand --max-retries 'Retries after the first attempt (0 = run once) [default: 6]'
+            cand --attempts 'The same limit counted as attempts (3 = 2 retries)'
+            cand --seed 'Seed of the jitter''s random generator: same seed, same delays'
+            cand --retry-on 'Retry only these outcomes: codes (3), ranges (1-5), signals (sig:TERM), timeout; comma-separated, repeatable. Default: every failure except death by SIGINT or SIGPIPE'
+            cand --stop-on 'Never retry these outcomes; checked first'
+            cand --success-on 'Count these outcomes as success [default: 0]'
+            cand --name 'Name the command in reports (default: the program''s name)'
+            cand --forever 'No retry limit: retry until success or a stop rule'
+            cand -q 'Say nothing but backoff''s own errors'
+            cand --quiet 'Say nothing but backoff''s own errors'
+            cand -v 'Also print the command line, each delay''s bound and the success line'
+            cand --verbose 'Also print the command line, each delay''s bound and the success line'
+            cand --foreground 'Keep the command in backoff''s process group, for programs that need the terminal; then signals reach only the command itself, not the processes it started'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand schedule 'Print the delays a policy produces, and run nothing'
+        }
+        &'backoff;schedule'= {
+            cand --base 'Upper bound of the first retry''s delay'
+            cand --cap 'No single delay exceeds it, whatever the jitter'
+            cand --factor 'Growth of the bound per retry: finite, at least 1 (1 = constant)'
+            cand --jitter 'How a delay is drawn from its bound'
+            cand --max-retries 'Retries after the first attempt (0 = run once) [default: 6]'
+            cand --attempts 'The same limit counted as attempts (3 = 2 retries)'
+            cand --seed 'Seed of the jitter''s random generator: same seed, same delays'
+            cand --format 'Output format'
+            cand --forever 'No retry limit: retry until success or a stop rule'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,62 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_backoff_global_optspecs
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever seed= retry-on= stop-on= success-on= q/quiet v/verbose name= foreground h/help V/version
+end
+
+function __fish_backoff_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_backoff_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_backoff_using_subcommand
+    set -l cmd (__fish_backoff_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c backoff -n "__fish_backoff_needs_command" -l base -d 'Upper bound of the first retry\'s delay' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l cap -d 'No single delay exceeds it, whatever the jitter' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant)' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l jitter -d 'How a delay is drawn from its bound' -r -f -a "none\t'The delay is the bound itself'
+full\t'Uniform in [0, upper)'
+equal\t'upper/2 plus uniform in [0, upper/2)'
+decorrelated\t'min(cap, uniform in [base, 3 × previous delay)); ignores --factor'"
+complete -c backoff -n "__fish_backoff_needs_command" -l max-retries -d 'Retries after the first attempt (0 = run once) [default: 6]' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l attempts -d 'The same limit counted as attempts (3 = 2 retries)' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l seed -d 'Seed of the jitter\'s random generator: same seed, same delays' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l retry-on -d 'Retry only these outcomes: codes (3), ranges (1-5), signals (sig:TERM), timeout; comma-separated, repeatable. Default: every failure except death by SIGINT or SIGPIPE' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l stop-on -d 'Never retry these outcomes; checked first' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l success-on -d 'Count these outcomes as success [default: 0]' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l name -d 'Name the command in reports (default: the program\'s name)' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l forever -d 'No retry limit: retry until success or a stop rule'
+complete -c backoff -n "__fish_backoff_needs_command" -s q -l quiet -d 'Say nothing but backoff\'s own errors'
+complete -c backoff -n "__fish_backoff_needs_command" -s v -l verbose -d 'Also print the command line, each delay\'s bound and the success line'
+complete -c backoff -n "__fish_backoff_needs_command" -l foreground -d 'Keep the command in backoff\'s process group, for programs that need the terminal; then signals reach only the command itself, not the processes it started'
+complete -c backoff -n "__fish_backoff_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c backoff -n "__fish_backoff_needs_command" -s V -l version -d 'Print version'
+complete -c backoff -n "__fish_backoff_needs_command" -a "schedule" -d 'Print the delays a policy produces, and run nothing'
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l base -d 'Upper bound of the first retry\'s delay' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l cap -d 'No single delay exceeds it, whatever the jitter' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l jitter -d 'How a delay is drawn from its bound' -r -f -a "none\t'The delay is the bound itself'
+full\t'Uniform in [0, upper)'
+equal\t'upper/2 plus uniform in [0, upper/2)'
+decorrelated\t'min(cap, uniform in [base, 3 × previous delay)); ignores --factor'"
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l max-retries -d 'Retries after the first attempt (0 = run once) [default: 6]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l attempts -d 'The same limit counted as attempts (3 = 2 retries)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l seed -d 'Seed of the jitter\'s random generator: same seed, same delays' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l format -d 'Output format' -r -f -a "table\t'Aligned columns for people'
+json\t'One JSON document'
+csv\t'Comma-separated values with a header line'"
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l forever -d 'No retry limit: retry until success or a stop rule'
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -s h -l help -d 'Print help (see more with \'--help\')'

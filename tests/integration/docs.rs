@@ -1,0 +1,190 @@
+//! The man pages and shell completions are generated from the clap
+//! definition and checked in. This test fails when they are stale; to
+//! regenerate them, run:
+//!
+//!     BACKOFF_REGENERATE=1 cargo test --test integration generated
+//!
+//! The man page's hand-written sections (environment, exit status, signals,
+//! processes, examples) live below.
+
+use std::path::{Path, PathBuf};
+
+use backoff_cli::cli::Cli;
+use clap::CommandFactory;
+use clap_complete::Shell;
+
+const ENVIRONMENT: &str = r".SH ENVIRONMENT
+.TP
+\fBBACKOFF_BASE\fR, \fBBACKOFF_CAP\fR, \fBBACKOFF_FACTOR\fR, \fBBACKOFF_JITTER\fR, \fBBACKOFF_MAX_RETRIES\fR
+Defaults for the policy options of the same name. A flag on the command line wins over the environment.
+.TP
+\fBBACKOFF_ATTEMPT\fR, \fBBACKOFF_MAX_ATTEMPTS\fR, \fBBACKOFF_LAST_STATUS\fR
+Set for the command: the attempt number (from 1), the number of attempts allowed (empty with \fB\-\-forever\fR), and from the second attempt on, how the previous attempt ended: its exit code, \fBsig:NAME\fR, or \fBtimeout\fR.
+";
+
+const CLASSIFICATION: &str = r#".SH "CLASSIFYING ATTEMPTS"
+Each attempt ends in one outcome: an exit code, death by a signal, or a failure to start. It is classified in this order:
+.IP 1. 4
+The command could not be started: stop (127 if not found, 126 otherwise). Never retried.
+.IP 2. 4
+A \fB\-\-stop\-on\fR rule matches: stop.
+.IP 3. 4
+A \fB\-\-success\-on\fR rule matches (default: exit code 0): success.
+.IP 4. 4
+A \fB\-\-retry\-on\fR rule matches: retry. Without \fB\-\-retry\-on\fR, every other outcome is retried except death by SIGINT or SIGPIPE (an interrupt and a closed downstream pipe are never transient).
+.IP 5. 4
+Otherwise: stop.
+.PP
+A rule list is comma\-separated: an exit code (\fB3\fR), a range (\fB1\-5\fR), a signal (\fBsig:TERM\fR, \fBsig:15\fR, \fBsig:SIGTERM\fR, case\-insensitive) or \fBtimeout\fR. A code both retried and stopped is an error. sysexits' 75 (EX_TEMPFAIL, "try again later") is not special by default; add \fB\-\-retry\-on 75\fR with \fB\-\-stop\-on\fR for the rest if that is the contract of your command.
+.PP
+The delay before retry \fIn\fR (0 for the first retry) is drawn from \fIupper(n)\fR = min(cap, base \(mu factor^n): \fBnone\fR sleeps upper(n); \fBfull\fR draws uniformly in [0, upper(n)); \fBequal\fR draws upper(n)/2 plus uniformly in [0, upper(n)/2); \fBdecorrelated\fR draws min(cap, uniform in [base, 3 \(mu previous delay)), starting from base, and ignores \fB\-\-factor\fR. No delay ever exceeds the cap, and none is slept after the last attempt. Decorrelated jitter piles late retries onto the cap exactly (its clamp); full jitter, the default, spreads them.
+"#;
+
+const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
+.TP
+\fB0\fR
+An attempt succeeded (also when a \fB\-\-success\-on\fR rule other than 0 matched).
+.TP
+\fIcode\fR
+The last attempt's exit code, when retries ran out or a stop rule matched.
+.TP
+\fB128+\fIN\fR
+backoff dies by signal \fIN\fR when the last attempt was killed by it (not by backoff), or when backoff itself was interrupted by it; a shell reports 128+\fIN\fR.
+.TP
+\fB124\fR
+The last attempt timed out.
+.TP
+\fB125\fR
+backoff itself failed: bad usage, a bad value, an internal error. Nothing was run.
+.TP
+\fB126\fR
+The command exists but cannot be run.
+.TP
+\fB127\fR
+The command was not found.
+"#;
+
+const SIGNALS: &str = r#".SH SIGNALS
+backoff waits for the command, for signals and for the end of a delay in one event\-driven wait; it never polls.
+.TP
+\fBSIGINT\fR, \fBSIGTERM\fR, \fBSIGHUP\fR, \fBSIGQUIT\fR
+During a delay: the delay ends at once, no further attempt starts, and backoff dies by the same signal. During an attempt: the signal is passed on to the command's process group and no further attempt starts; when the command has exited, backoff exits with its status if it handled the signal and exited normally, and otherwise dies by the signal. Processes of the group still alive then are killed. A second such signal kills the command's group with SIGKILL at once. A signal that backoff inherited as ignored (\fBnohup\fR, background jobs) stays ignored.
+.TP
+\fBSIGTSTP\fR, \fBSIGCONT\fR
+Passed on to the command's group, and backoff stops and continues with it, so job control works.
+.PP
+"Dies by the signal" means that backoff restores the signal's default action and raises it, so that a calling shell sees a signal death (130 for SIGINT, 143 for SIGTERM) and a shell loop stops on Ctrl\-C. No core file is written.
+.PP
+In GitHub Actions and similar runners, a cancelled step sends SIGINT to the step's shell only; start backoff with \fBexec backoff ...\fR so that it receives the signal itself.
+"#;
+
+const PROCESSES: &str = r#".SH "RUNNING THE COMMAND"
+The command is executed directly (PATH lookup, no shell) with its arguments as raw bytes. It runs in its own process group, so that a signal reaches every process it started; \fB\-\-foreground\fR keeps it in backoff's group for programs that read the terminal (a program in another group is stopped by SIGTTIN when it reads the terminal), and then only the command itself is signalled. The command starts with default signal actions (except those inherited as ignored) and an empty signal mask. Its standard input, output and error are backoff's own: backoff adds no copy and no buffering. backoff writes only to standard error, one line per report, each starting with "backoff: ".
+.PP
+When an attempt fails and is retried, processes it left running in its process group are sent SIGTERM before the delay starts, so that they do not race the retry (a port still held, a lock still taken). After the last attempt and after success they are left alone.
+"#;
+
+const EXAMPLES: &str = r".SH EXAMPLES
+.TP
+\fBbackoff \-\- curl \-fsS https://api.example.test/\fR
+Retry a request up to 6 times with full jitter, waiting at most 100ms, 200ms, 400ms and so on, never more than 30s.
+.TP
+\fBbackoff \-\-base 1s \-\-cap 1m \-\-max\-retries 10 \-\- ./deploy.sh\fR
+A slower, longer policy.
+.TP
+\fBbackoff \-\-forever \-\-jitter none \-\-base 2s \-\-cap 2s \-\- pg_isready \-h db\fR
+Wait for a database, checking every 2 seconds.
+.TP
+\fBbackoff \-\-retry\-on 75 \-\-stop\-on 1\-74,76\-255 \-\- ./sync\fR
+Retry only on EX_TEMPFAIL.
+.TP
+\fBbackoff schedule \-\-jitter none \-\-base 100ms \-\-cap 30s\fR
+Show the delays a policy produces, and run nothing.
+.TP
+\fB*/5 * * * * backoff \-q \-\-name sync \-\- /usr/local/bin/sync\fR
+In a crontab: quiet unless backoff itself fails.
+";
+
+/// Every generated file with its expected content.
+fn generated() -> Vec<(PathBuf, Vec<u8>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cmd = Cli::command();
+    let mut files = Vec::new();
+
+    let man = clap_mangen::Man::new(cmd.clone()).date("");
+    let mut page = Vec::new();
+    man.render_title(&mut page).unwrap();
+    man.render_name_section(&mut page).unwrap();
+    man.render_synopsis_section(&mut page).unwrap();
+    man.render_description_section(&mut page).unwrap();
+    man.render_options_section(&mut page).unwrap();
+    man.render_subcommands_section(&mut page).unwrap();
+    for section in [
+        CLASSIFICATION,
+        ENVIRONMENT,
+        PROCESSES,
+        SIGNALS,
+        EXIT_STATUS,
+        EXAMPLES,
+    ] {
+        page.extend_from_slice(section.as_bytes());
+    }
+    man.render_version_section(&mut page).unwrap();
+    files.push((root.join("man/backoff.1"), page));
+
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        let name = format!("backoff-{}", sub.get_name());
+        let static_name: &'static str = Box::leak(name.clone().into_boxed_str());
+        let sub = sub.clone().name(static_name);
+        let mut page = Vec::new();
+        clap_mangen::Man::new(sub)
+            .date("")
+            .render(&mut page)
+            .unwrap();
+        files.push((root.join(format!("man/{name}.1")), page));
+    }
+
+    for (shell, file) in [
+        (Shell::Bash, "backoff.bash"),
+        (Shell::Zsh, "_backoff"),
+        (Shell::Fish, "backoff.fish"),
+        (Shell::Elvish, "backoff.elv"),
+    ] {
+        let mut out = Vec::new();
+        clap_complete::generate(shell, &mut Cli::command(), "backoff", &mut out);
+        files.push((root.join("completions").join(file), out));
+    }
+    files
+}
+
+#[test]
+fn generated_man_pages_and_completions_are_up_to_date() {
+    let regenerate = std::env::var_os("BACKOFF_REGENERATE").is_some();
+    let mut stale = Vec::new();
+    for (path, content) in generated() {
+        if regenerate {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &content).unwrap();
+        } else if std::fs::read(&path).ok().as_deref() != Some(&content[..]) {
+            stale.push(path.display().to_string());
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "stale generated files: {stale:?}; regenerate them with \
+         `BACKOFF_REGENERATE=1 cargo test --test integration generated` and commit them"
+    );
+}
+
+#[test]
+fn the_man_page_has_its_hand_written_sections() {
+    let page = String::from_utf8(generated().remove(0).1).unwrap();
+    for section in [
+        ".SH \"EXIT STATUS\"",
+        ".SH SIGNALS",
+        ".SH EXAMPLES",
+        ".SH ENVIRONMENT",
+    ] {
+        assert!(page.contains(section), "missing {section}");
+    }
+}

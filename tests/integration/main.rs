@@ -1,0 +1,10 @@
+//! Integration tests: the real binary against real processes and signals.
+
+mod docs;
+mod environment;
+mod processes;
+mod retrying;
+mod schedule;
+mod signals;
+mod support;
+mod usage;

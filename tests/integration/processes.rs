@@ -1,0 +1,118 @@
+//! How the command is run: directly, with raw arguments, in its own process
+//! group, with the documented environment.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+
+use predicates::prelude::*;
+
+use crate::support::backoff;
+
+#[test]
+fn everything_after_the_command_belongs_to_it_even_option_like_words() {
+    backoff(["printf", "%s|", "-v", "--base", "x"])
+        .assert()
+        .success()
+        .stdout("-v|--base|x|");
+}
+
+#[test]
+fn a_program_named_like_a_subcommand_runs_after_double_dash() {
+    backoff(["--max-retries", "0", "--", "schedule"])
+        .assert()
+        .code(127)
+        .stderr(predicate::str::contains("cannot run 'schedule'"));
+}
+
+#[test]
+fn arguments_pass_as_raw_bytes_without_a_shell() {
+    let raw = OsStr::from_bytes(b"caf\xe9 $HOME;*");
+    let out = backoff([OsStr::new("printf"), OsStr::new("%s"), raw])
+        .output()
+        .unwrap();
+    assert_eq!(out.stdout, raw.as_bytes());
+}
+
+/// The process group id of a process, from `/proc/PID/stat` (field 5).
+#[cfg(target_os = "linux")]
+const PGRP_OF_SHELL_AND_PARENT: &str =
+    "cut -d' ' -f5 /proc/$$/stat; cut -d' ' -f5 /proc/$PPID/stat";
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_child_runs_in_its_own_process_group_unless_foreground() {
+    let groups = |extra: &[&str]| {
+        let out = backoff(
+            extra
+                .iter()
+                .chain(&["--", "sh", "-c", PGRP_OF_SHELL_AND_PARENT]),
+        )
+        .output()
+        .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.lines().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let own = groups(&[]);
+    assert_eq!(own.len(), 2);
+    assert_ne!(own[0], own[1], "the child must lead its own group");
+    let fg = groups(&["--foreground"]);
+    assert_eq!(
+        fg[0], fg[1],
+        "--foreground keeps the child in backoff's group"
+    );
+}
+
+#[test]
+fn the_child_sees_its_attempt_number_limit_and_last_status() {
+    let script = "echo \"$BACKOFF_ATTEMPT:$BACKOFF_MAX_ATTEMPTS:${BACKOFF_LAST_STATUS-unset}\"; \
+                  case $BACKOFF_ATTEMPT in 1) exit 3;; 2) kill -TERM $$;; esac";
+    backoff([
+        "--base",
+        "1ms",
+        "--max-retries",
+        "4",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ])
+    .assert()
+    .success()
+    .stdout("1:5:unset\n2:5:3\n3:5:sig:TERM\n");
+    backoff(["--base", "1ms", "--forever", "--", "sh", "-c", script])
+        .assert()
+        .success()
+        .stdout("1::unset\n2::3\n3::sig:TERM\n");
+}
+
+#[test]
+fn an_inherited_backoff_last_status_does_not_leak_into_the_first_attempt() {
+    backoff(["--", "sh", "-c", "echo ${BACKOFF_LAST_STATUS-unset}"])
+        .env("BACKOFF_LAST_STATUS", "99")
+        .assert()
+        .success()
+        .stdout("unset\n");
+}
+
+#[test]
+fn processes_a_failed_attempt_left_behind_are_ended_before_the_retry() {
+    let dir = crate::support::TempDir::new("lingering");
+    let pids = dir.join("pids");
+    backoff(["--base", "1ms", "--max-retries", "1", "--", "sh", "-c"])
+        .arg(format!(
+            "sleep 300 >/dev/null 2>&1 & echo $! >> '{}'; exit 1",
+            pids.display()
+        ))
+        .assert()
+        .code(1);
+    let lines = dir.lines("pids");
+    // The first attempt's sleep was ended before the retry; the last
+    // attempt's is left alone, as after a success.
+    let first: i32 = lines[0].parse().unwrap();
+    crate::support::eventually("the first attempt's sleep to end", || {
+        crate::support::gone(first)
+    });
+    let last: i32 = lines[1].parse().unwrap();
+    assert!(!crate::support::gone(last));
+    crate::support::send(last, libc::SIGKILL);
+}

@@ -1,0 +1,248 @@
+//! Helpers shared by the integration tests: building the command, running it
+//! in the background, and waiting for what it prints, always with a deadline.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The longest any single wait in a test may take before it fails: generous,
+/// so that a loaded two-core machine does not make tests flaky.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+/// The path of the built `backoff` binary.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_backoff"))
+}
+
+/// `backoff` with the given arguments, as an `assert_cmd` command, with the
+/// environment cleared of `BACKOFF_*` variables.
+pub fn backoff<I, S>(args: I) -> assert_cmd::Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    assert_cmd::Command::from_std(command(args))
+}
+
+/// A fresh temporary directory, removed when dropped.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "backoff-test-{}-{name}-{}",
+            std::process::id(),
+            COUNT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// The lines of a file in this directory (empty if it does not exist).
+    pub fn lines(&self, name: &str) -> Vec<String> {
+        std::fs::read_to_string(self.join(name))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Which stream a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Out,
+    Err,
+}
+
+/// A `backoff` process running in the background, whose output lines are
+/// collected as they come.
+pub struct Running {
+    pub child: Child,
+    lines: Receiver<(Stream, String)>,
+    pub seen: Vec<(Stream, String)>,
+}
+
+fn pump<R: Read + Send + 'static>(r: R, stream: Stream, tx: mpsc::Sender<(Stream, String)>) {
+    thread::spawn(move || {
+        for line in BufReader::new(r).lines() {
+            let Ok(line) = line else { break };
+            if tx.send((stream, line)).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+impl Running {
+    /// Starts `cmd` (a `backoff` command) with stdout and stderr captured.
+    pub fn start(mut cmd: Command) -> Running {
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn backoff");
+        let (tx, rx) = mpsc::channel();
+        pump(child.stdout.take().unwrap(), Stream::Out, tx.clone());
+        pump(child.stderr.take().unwrap(), Stream::Err, tx);
+        Running {
+            child,
+            lines: rx,
+            seen: Vec::new(),
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        i32::try_from(self.child.id()).unwrap()
+    }
+
+    /// Waits until a line containing `needle` appears, and returns it.
+    pub fn wait_for(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + PATIENCE;
+        if let Some((_, l)) = self.seen.iter().find(|(_, l)| l.contains(needle)) {
+            return l.clone();
+        }
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok((s, line)) => {
+                    self.seen.push((s, line.clone()));
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    let _ = self.child.kill();
+                    panic!(
+                        "no line containing {needle:?} within {PATIENCE:?}; saw {:?}",
+                        self.seen
+                    )
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("output ended without {needle:?}; saw {:?}", self.seen)
+                }
+            }
+        }
+    }
+
+    /// Sends a signal to backoff.
+    pub fn signal(&self, sig: i32) {
+        send(self.pid(), sig);
+    }
+
+    /// Waits for backoff to exit, within `within`; returns its status and
+    /// how long it took.
+    pub fn wait_exit(&mut self, within: Duration) -> (ExitStatus, Duration) {
+        let start = Instant::now();
+        loop {
+            if let Some(st) = self.child.try_wait().expect("try_wait") {
+                // Collect what is left of the output.
+                while let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
+                    self.seen.push(l);
+                }
+                return (st, start.elapsed());
+            }
+            if start.elapsed() > within {
+                let _ = self.child.kill();
+                panic!(
+                    "backoff did not exit within {within:?}; saw {:?}",
+                    self.seen
+                );
+            }
+            thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// The stderr lines seen so far.
+    pub fn stderr(&self) -> Vec<&str> {
+        self.seen
+            .iter()
+            .filter(|(s, _)| *s == Stream::Err)
+            .map(|(_, l)| l.as_str())
+            .collect()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A `std::process::Command` for the backoff binary, with a clean
+/// `BACKOFF_*` environment.
+pub fn command<I, S>(args: I) -> Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut cmd = Command::new(bin());
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("BACKOFF_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.args(args);
+    cmd
+}
+
+/// Sends `sig` to `pid`.
+pub fn send(pid: i32, sig: i32) {
+    // SAFETY: kill only sends a signal to a process the test started.
+    let rc = unsafe { libc::kill(pid, sig) };
+    assert_eq!(rc, 0, "kill({pid}, {sig}) failed");
+}
+
+/// Whether a process is gone: no such pid, or a zombie no one reaped yet
+/// (in a container the reaper may be slow or absent).
+pub fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => {
+            // SAFETY: signal 0 only checks for existence.
+            unsafe { libc::kill(pid, 0) != 0 }
+        }
+        Ok(stat) => process_state(&stat) == Some('Z'),
+    }
+}
+
+/// The state letter of a `/proc/PID/stat` line.
+pub fn process_state(stat: &str) -> Option<char> {
+    let after = stat.rsplit_once(')')?.1;
+    after.trim_start().chars().next()
+}
+
+/// The state letter of a live process, from `/proc`.
+pub fn state_of(pid: i32) -> Option<char> {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| process_state(&s))
+}
+
+/// Waits until `cond` holds, within `PATIENCE`; panics with `what` if not.
+pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
