@@ -133,14 +133,16 @@ fn a_second_signal_kills_the_childs_group_at_once() {
 #[test]
 fn sigtstp_and_sigcont_are_passed_on_to_the_child() {
     let mut cmd = command(["--base", "1ms", "--", "sh", "-c"]);
-    cmd.arg("echo pid=$$; while :; do sleep 0.05; done");
+    // No fork in the child: a shell stopped mid-vfork would show as `D`.
+    cmd.arg("echo pid=$$; exec sleep 300");
     let mut run = Running::start(cmd);
     let line = run.wait_for("pid=");
     let child: i32 = line.trim_start_matches("pid=").parse().unwrap();
     run.signal(libc::SIGTSTP);
-    eventually("backoff and its child to stop", || {
-        state_of(run.pid()) == Some('T') && state_of(child) == Some('T')
-    });
+    eventually(
+        &format!("backoff {} and its child {child} to stop", run.pid()),
+        || state_of(run.pid()) == Some('T') && state_of(child) == Some('T'),
+    );
     run.signal(libc::SIGCONT);
     eventually("backoff and its child to continue", || {
         state_of(run.pid()).is_some_and(|s| s != 'T') && state_of(child).is_some_and(|s| s != 'T')

@@ -242,7 +242,14 @@ pub fn state_of(pid: i32) -> Option<char> {
 pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + PATIENCE;
     while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        if Instant::now() >= deadline {
+            let ps = std::process::Command::new("ps")
+                .args(["-eo", "pid,ppid,pgid,sid,stat,cmd"])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            panic!("timed out waiting for: {what}\n{ps}");
+        }
         thread::sleep(Duration::from_millis(5));
     }
 }
