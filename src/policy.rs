@@ -172,4 +172,45 @@ mod tests {
             assert_eq!(a, b);
         }
     }
+
+    proptest::proptest! {
+        /// Over many policies and seeds, every drawn delay lies in the range
+        /// its formula allows, and never above the cap.
+        #[test]
+        fn every_delay_lies_in_its_formulas_range(
+            base_ms in 1u64..5_000,
+            extra_ms in 0u64..120_000,
+            factor in 1.0f64..10.0,
+            jitter in proptest::sample::select(vec![
+                Jitter::None, Jitter::Full, Jitter::Equal, Jitter::Decorrelated,
+            ]),
+            seed in proptest::num::u64::ANY,
+        ) {
+            let p = Policy {
+                base: Duration::from_millis(base_ms),
+                cap: Duration::from_millis(base_ms + extra_ms),
+                factor,
+                jitter,
+            };
+            let mut delays = p.delays(seed);
+            let mut prev = p.base;
+            for n in 0..40 {
+                let d = delays.next(n);
+                let (lo, hi, inclusive) = p.range(n);
+                proptest::prop_assert!(d.delay <= p.cap);
+                proptest::prop_assert!(d.delay >= lo, "{d:?} below {lo:?} at {n}");
+                proptest::prop_assert!(d.delay < hi || (inclusive && d.delay == hi), "{d:?} above {hi:?} at {n}");
+                proptest::prop_assert!(d.delay <= d.bound);
+                match jitter {
+                    Jitter::None => proptest::prop_assert_eq!(d.delay, p.upper(n)),
+                    Jitter::Full => proptest::prop_assert!(d.delay < p.upper(n)),
+                    Jitter::Equal => proptest::prop_assert!(d.delay >= p.upper(n) / 2 && d.delay < p.upper(n)),
+                    Jitter::Decorrelated => proptest::prop_assert!(
+                        d.delay == p.cap || (d.delay >= p.base && d.delay < prev * 3)
+                    ),
+                }
+                prev = d.delay;
+            }
+        }
+    }
 }
