@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_backoff_global_optspecs
-    string join \n base= cap= factor= jitter= max-retries= attempts= forever seed= retry-on= stop-on= success-on= q/quiet v/verbose name= foreground h/help V/version
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever seed= retry-on= stop-on= success-on= timeout= signal= kill-after= max-time= preserve-status q/quiet v/verbose name= foreground h/help V/version
 end
 
 function __fish_backoff_needs_command
@@ -37,8 +37,13 @@ complete -c backoff -n "__fish_backoff_needs_command" -l seed -d 'Seed of the ji
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-on -d 'Retry only these outcomes: codes (3), ranges (1-5), signals (sig:TERM), timeout; comma-separated, repeatable. Default: every failure except death by SIGINT or SIGPIPE' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l stop-on -d 'Never retry these outcomes; checked first' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l success-on -d 'Count these outcomes as success [default: 0]' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l timeout -d 'Limit of each attempt: on expiry the command\'s process group gets --signal, then KILL after --kill-after; the outcome is "timeout"' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l signal -d 'Signal sent when an attempt times out (name or number)' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l kill-after -d 'How long a timed-out attempt may take to end before it is killed' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Deadline of the whole run, from its start: no attempt starts after it, a delay that would pass it is not slept, and the running attempt is bounded by the time left' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l name -d 'Name the command in reports (default: the program\'s name)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l forever -d 'No retry limit: retry until success or a stop rule'
+complete -c backoff -n "__fish_backoff_needs_command" -l preserve-status -d 'When the last attempt timed out, exit with the command\'s own status instead of 124'
 complete -c backoff -n "__fish_backoff_needs_command" -s q -l quiet -d 'Say nothing but backoff\'s own errors'
 complete -c backoff -n "__fish_backoff_needs_command" -s v -l verbose -d 'Also print the command line, each delay\'s bound and the success line'
 complete -c backoff -n "__fish_backoff_needs_command" -l foreground -d 'Keep the command in backoff\'s process group, for programs that need the terminal; then signals reach only the command itself, not the processes it started'

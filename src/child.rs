@@ -1,6 +1,7 @@
 //! The real executor: spawns the command (no shell, its own process group),
-//! waits for it and for signals in one event-driven wait, passes signals on,
-//! and decodes how it ended. Policy decisions are not made here.
+//! waits for it, for signals and for its time limit in one event-driven wait,
+//! passes signals on, and decodes how it ended. Policy decisions are not made
+//! here.
 
 use std::ffi::OsString;
 use std::io;
@@ -10,27 +11,46 @@ use std::time::{Duration, Instant};
 
 use libc::c_int;
 
-use crate::classify::Outcome;
+use crate::classify::{Outcome, Status};
 use crate::run::{AttemptSpec, Ended, Executor};
 use crate::signals::{self, SignalWatch, TERMINATING};
+
+/// How attempts are run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Keep the child in backoff's process group; signal only the child.
+    pub foreground: bool,
+    /// The signal a timed-out attempt gets first.
+    pub timeout_signal: c_int,
+    /// How long after that signal the attempt is killed.
+    pub kill_after: Duration,
+}
 
 /// Runs attempts of one command for real.
 pub struct RealExecutor {
     command: Vec<OsString>,
-    foreground: bool,
+    options: Options,
     watch: SignalWatch,
     /// The process group of the last attempt, if processes of it outlived
     /// the command itself.
     lingering: Option<u32>,
 }
 
+/// What happened while waiting for a child.
+struct Waited {
+    status: ExitStatus,
+    /// The first terminating signal backoff received meanwhile.
+    interrupted: Option<c_int>,
+    /// Whether the attempt ran past its limit.
+    timed_out: bool,
+}
+
 impl RealExecutor {
-    /// An executor for `command`; `foreground` keeps the child in backoff's
-    /// process group.
-    pub fn new(command: Vec<OsString>, foreground: bool, watch: SignalWatch) -> Self {
+    /// An executor for `command`.
+    pub fn new(command: Vec<OsString>, options: Options, watch: SignalWatch) -> Self {
         RealExecutor {
             command,
-            foreground,
+            options,
             watch,
             lingering: None,
         }
@@ -48,9 +68,10 @@ impl RealExecutor {
             Some(o) => cmd.env("BACKOFF_LAST_STATUS", o.env_value()),
             None => cmd.env_remove("BACKOFF_LAST_STATUS"),
         };
-        if !self.foreground {
+        if !self.options.foreground {
             cmd.process_group(0);
         }
+        signals::kill_child_with_parent(&mut cmd);
         cmd.spawn()
     }
 
@@ -58,26 +79,46 @@ impl RealExecutor {
     /// the child alone with `--foreground`. Only called before the child is
     /// reaped, so its pid cannot have been reused.
     fn forward(&self, pid: u32, sig: c_int) {
-        let _ = if self.foreground {
+        let _ = if self.options.foreground {
             signals::signal_process(pid, sig)
         } else {
             signals::signal_group(pid, sig)
         };
     }
 
-    /// Waits for the child to end, passing signals on meanwhile.
-    fn wait(&mut self, child: &mut Child) -> (ExitStatus, Option<c_int>) {
+    /// Waits for the child to end, passing signals on and enforcing its time
+    /// limit meanwhile.
+    fn wait(&mut self, child: &mut Child, limit: Option<Duration>) -> Waited {
         let pid = child.id();
         let mut interrupted: Option<c_int> = None;
+        let mut timeout_at = limit.and_then(|l| Instant::now().checked_add(l));
+        let mut kill_at: Option<Instant> = None;
+        let mut timed_out = false;
         loop {
             match child.try_wait() {
-                Ok(Some(status)) => return (status, interrupted),
+                Ok(Some(status)) => {
+                    return Waited {
+                        status,
+                        interrupted,
+                        timed_out,
+                    };
+                }
                 Ok(None) => {}
                 // ECHILD cannot happen (SIGCHLD is handled, not ignored); if
                 // it did, waiting longer would never end.
-                Err(_) => return (ExitStatus::from_raw(127 << 8), interrupted),
+                Err(_) => {
+                    return Waited {
+                        status: ExitStatus::from_raw(127 << 8),
+                        interrupted,
+                        timed_out,
+                    };
+                }
             }
-            for sig in self.watch.wait(None) {
+            let wake = match (timeout_at, kill_at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            for sig in self.watch.wait(wake) {
                 match sig {
                     s if TERMINATING.contains(&s) => {
                         if interrupted.is_some() {
@@ -95,6 +136,24 @@ impl RealExecutor {
                     libc::SIGCONT => self.forward(pid, libc::SIGCONT),
                     _ => {}
                 }
+            }
+            let now = Instant::now();
+            if timeout_at.is_some_and(|t| now >= t) {
+                timeout_at = None;
+                timed_out = true;
+                let sig = self.options.timeout_signal;
+                self.forward(pid, sig);
+                if sig != libc::SIGKILL {
+                    // A stopped command could not act on the signal.
+                    if sig != libc::SIGCONT {
+                        self.forward(pid, libc::SIGCONT);
+                    }
+                    kill_at = Some(now.checked_add(self.options.kill_after).unwrap_or(now));
+                }
+            }
+            if kill_at.is_some_and(|k| now >= k) {
+                kill_at = None;
+                self.forward(pid, libc::SIGKILL);
             }
         }
     }
@@ -117,13 +176,13 @@ impl RealExecutor {
 }
 
 /// Decodes a wait status.
-fn outcome(status: ExitStatus) -> Outcome {
+fn status(status: ExitStatus) -> Status {
     if let Some(code) = status.code() {
-        Outcome::Exited(u8::try_from(code & 0xff).unwrap_or(u8::MAX))
+        Status::Code(u8::try_from(code & 0xff).unwrap_or(u8::MAX))
     } else if let Some(sig) = status.signal() {
-        Outcome::Signaled(sig)
+        Status::Signal(sig)
     } else {
-        Outcome::Exited(u8::MAX)
+        Status::Code(u8::MAX)
     }
 }
 
@@ -139,8 +198,7 @@ fn describe(e: &io::Error) -> String {
 impl Executor for RealExecutor {
     fn attempt(&mut self, spec: &AttemptSpec) -> Ended {
         // A signal that came between the delay and now: start nothing.
-        let pending = self.watch.pending();
-        if let Some(sig) = Self::pending_termination(pending) {
+        if let Some(sig) = Self::pending_termination(self.watch.pending()) {
             return Ended::Interrupted(sig, None);
         }
         let mut child = match self.spawn(spec) {
@@ -155,18 +213,26 @@ impl Executor for RealExecutor {
             }
         };
         let pid = child.id();
-        let (status, interrupted) = self.wait(&mut child);
+        let waited = self.wait(&mut child, spec.limit);
         self.lingering = None;
-        if !self.foreground && signals::group_exists(pid) {
-            if interrupted.is_some() {
-                // The run is over: leave nothing of the command behind.
+        if !self.options.foreground && signals::group_exists(pid) {
+            if waited.interrupted.is_some() || waited.timed_out {
+                // The attempt was ended by backoff: leave nothing of it.
                 let _ = signals::signal_group(pid, libc::SIGKILL);
             } else {
                 self.lingering = Some(pid);
             }
         }
-        let o = outcome(status);
-        match interrupted {
+        let st = status(waited.status);
+        let o = if waited.timed_out {
+            Outcome::TimedOut(st)
+        } else {
+            match st {
+                Status::Code(c) => Outcome::Exited(c),
+                Status::Signal(s) => Outcome::Signaled(s),
+            }
+        };
+        match waited.interrupted {
             Some(sig) => Ended::Interrupted(sig, Some(o)),
             None => Ended::Done(o, None),
         }

@@ -5,6 +5,15 @@ use std::fmt;
 
 use crate::signals::signal_short_name;
 
+/// How a process ended, as its parent saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Exited with this code.
+    Code(u8),
+    /// Killed by this signal.
+    Signal(i32),
+}
+
 /// How one attempt ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -12,8 +21,9 @@ pub enum Outcome {
     Exited(u8),
     /// Killed by this signal (not by backoff's timeout).
     Signaled(i32),
-    /// Ran past its time limit and was stopped by backoff.
-    TimedOut,
+    /// Ran past its time limit and was stopped by backoff; how the process
+    /// itself ended then (for `--preserve-status`).
+    TimedOut(Status),
     /// Could not be started: the program was not found.
     NotFound,
     /// Could not be started for another reason (permissions, format, ...).
@@ -27,7 +37,7 @@ impl fmt::Display for Outcome {
         match *self {
             Outcome::Exited(c) => write!(f, "exit {c}"),
             Outcome::Signaled(s) => write!(f, "signal {}", signal_short_name(s)),
-            Outcome::TimedOut => f.write_str("timeout"),
+            Outcome::TimedOut(_) => f.write_str("timeout"),
             Outcome::NotFound => f.write_str("command not found"),
             Outcome::CannotRun => f.write_str("command cannot be run"),
         }
@@ -41,7 +51,7 @@ impl Outcome {
         match self {
             Outcome::Exited(c) => c.to_string(),
             Outcome::Signaled(s) => format!("sig:{}", signal_short_name(s)),
-            Outcome::TimedOut => "timeout".to_owned(),
+            Outcome::TimedOut(_) => "timeout".to_owned(),
             Outcome::NotFound => "127".to_owned(),
             Outcome::CannotRun => "126".to_owned(),
         }
@@ -65,7 +75,7 @@ impl Rule {
         match (self, outcome) {
             (Rule::Codes(lo, hi), Outcome::Exited(c)) => (lo..=hi).contains(&c),
             (Rule::Signal(s), Outcome::Signaled(t)) => s == t,
-            (Rule::Timeout, Outcome::TimedOut) => true,
+            (Rule::Timeout, Outcome::TimedOut(_)) => true,
             _ => false,
         }
     }
@@ -169,7 +179,8 @@ impl Rules {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use Outcome::{CannotRun, Exited, NotFound, Signaled, TimedOut};
+    use Outcome::{CannotRun, Exited, NotFound, Signaled};
+    const TIMED_OUT: Outcome = Outcome::TimedOut(Status::Signal(libc::SIGTERM));
 
     #[test]
     fn defaults_succeed_on_zero_and_retry_everything_else_but_int_and_pipe() {
@@ -179,7 +190,7 @@ mod tests {
         assert_eq!(r.classify(Exited(255)), Verdict::Retry);
         assert_eq!(r.classify(Signaled(libc::SIGTERM)), Verdict::Retry);
         assert_eq!(r.classify(Signaled(libc::SIGKILL)), Verdict::Retry);
-        assert_eq!(r.classify(TimedOut), Verdict::Retry);
+        assert_eq!(r.classify(TIMED_OUT), Verdict::Retry);
         assert_eq!(
             r.classify(Signaled(libc::SIGINT)),
             Verdict::Stop(StopReason::NeverRetried)
@@ -217,7 +228,7 @@ mod tests {
             Verdict::Stop(StopReason::NotInRetryOn)
         );
         assert_eq!(
-            r.classify(TimedOut),
+            r.classify(TIMED_OUT),
             Verdict::Stop(StopReason::NotInRetryOn)
         );
     }
@@ -233,7 +244,7 @@ mod tests {
             ..Rules::default()
         };
         assert_eq!(r.classify(Signaled(libc::SIGTERM)), Verdict::Retry);
-        assert_eq!(r.classify(TimedOut), Verdict::Retry);
+        assert_eq!(r.classify(TIMED_OUT), Verdict::Retry);
         assert_eq!(
             r.classify(Signaled(libc::SIGINT)),
             Verdict::Stop(StopReason::NotInRetryOn)

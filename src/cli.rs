@@ -48,6 +48,9 @@ pub struct Cli {
     pub rules: RuleArgs,
 
     #[command(flatten)]
+    pub time: TimeArgs,
+
+    #[command(flatten)]
     pub output: OutputArgs,
 
     /// Keep the command in backoff's process group, for programs that need
@@ -172,6 +175,39 @@ pub struct RuleArgs {
     /// Count these outcomes as success [default: 0].
     #[arg(long, value_name = "RULES", value_parser = values::rules, allow_hyphen_values = true)]
     pub success_on: Vec<RuleList>,
+}
+
+/// Time limits of one attempt and of the whole run.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Time limits")]
+pub struct TimeArgs {
+    /// Limit of each attempt: on expiry the command's process group gets
+    /// --signal, then KILL after --kill-after; the outcome is "timeout".
+    #[arg(long, value_name = "DURATION", env = "BACKOFF_TIMEOUT", hide_env_values = true,
+          value_parser = values::duration, allow_hyphen_values = true)]
+    pub timeout: Option<Duration>,
+
+    /// Signal sent when an attempt times out (name or number).
+    #[arg(long, value_name = "SIG", default_value = "TERM", value_parser = values::signal,
+          allow_hyphen_values = true)]
+    pub signal: i32,
+
+    /// How long a timed-out attempt may take to end before it is killed.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub kill_after: Duration,
+
+    /// Deadline of the whole run, from its start: no attempt starts after
+    /// it, a delay that would pass it is not slept, and the running attempt
+    /// is bounded by the time left.
+    #[arg(long, value_name = "DURATION", env = "BACKOFF_MAX_TIME", hide_env_values = true,
+          value_parser = values::duration, allow_hyphen_values = true)]
+    pub max_time: Option<Duration>,
+
+    /// When the last attempt timed out, exit with the command's own status
+    /// instead of 124.
+    #[arg(long)]
+    pub preserve_status: bool,
 }
 
 /// What backoff says.

@@ -9,7 +9,7 @@ use clap::ArgMatches;
 use clap::parser::ValueSource;
 
 use crate::classify::{Rule, Rules};
-use crate::cli::{Cli, PolicyArgs, RuleArgs};
+use crate::cli::{Cli, PolicyArgs, RuleArgs, TimeArgs};
 use crate::jitter::Jitter;
 use crate::policy::Policy;
 
@@ -51,6 +51,37 @@ pub struct PolicyConfig {
     pub seed: Option<u64>,
 }
 
+/// Time limits, checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `--timeout`.
+    pub timeout: Option<Duration>,
+    /// `--signal`.
+    pub signal: i32,
+    /// `--kill-after`.
+    pub kill_after: Duration,
+    /// `--max-time`.
+    pub max_time: Option<Duration>,
+    /// `--preserve-status`.
+    pub preserve_status: bool,
+}
+
+/// Builds the time limits, refusing zero limits.
+pub fn limits(args: &TimeArgs) -> Result<Limits, UsageError> {
+    for (flag, value) in [("--timeout", args.timeout), ("--max-time", args.max_time)] {
+        if value.is_some_and(|d| d.is_zero()) {
+            return Err(invalid("0", flag, "must be above zero"));
+        }
+    }
+    Ok(Limits {
+        timeout: args.timeout,
+        signal: args.signal,
+        kill_after: args.kill_after,
+        max_time: args.max_time,
+        preserve_status: args.preserve_status,
+    })
+}
+
 /// Everything a run needs, checked.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -58,6 +89,8 @@ pub struct RunConfig {
     pub policy: PolicyConfig,
     /// Classification rules.
     pub rules: Rules,
+    /// Time limits.
+    pub limits: Limits,
     /// Keep the child in backoff's process group.
     pub foreground: bool,
     /// How much to report.
@@ -169,6 +202,7 @@ pub fn rules(args: &RuleArgs) -> Result<Rules, UsageError> {
 pub fn run(cli: Cli, m: &ArgMatches) -> Result<RunConfig, UsageError> {
     let policy = policy(&cli.policy, m)?;
     let rules = rules(&cli.rules)?;
+    let limits = limits(&cli.time)?;
     let verbosity = if cli.output.quiet {
         Verbosity::Quiet
     } else if cli.output.verbose {
@@ -179,6 +213,7 @@ pub fn run(cli: Cli, m: &ArgMatches) -> Result<RunConfig, UsageError> {
     Ok(RunConfig {
         policy,
         rules,
+        limits,
         foreground: cli.foreground,
         verbosity,
         name: cli.output.name,

@@ -120,9 +120,20 @@ fn run_command(cli: Cli, matches: &clap::ArgMatches) -> Result<Exit, UsageError>
         seed,
         rules: &cfg.rules,
         command: &cfg.command,
+        timeout: cfg.limits.timeout,
+        max_time: cfg.limits.max_time,
+        preserve_status: cfg.limits.preserve_status,
     };
     let mut report = report::TextReport::new(std::io::stderr(), cfg.verbosity, cfg.name.as_deref());
-    let mut exec = child::RealExecutor::new(cfg.command.clone(), cfg.foreground, watch);
+    let mut exec = child::RealExecutor::new(
+        cfg.command.clone(),
+        child::Options {
+            foreground: cfg.foreground,
+            timeout_signal: cfg.limits.signal,
+            kill_after: cfg.limits.kill_after,
+        },
+        watch,
+    );
     Ok(run::run(&plan, &mut exec, &mut report))
 }
 

@@ -56,6 +56,8 @@ pub enum Event<'a> {
         total: Duration,
         /// The last attempt's outcome.
         outcome: Outcome,
+        /// Why no retry follows.
+        reason: Ending,
     },
     /// A signal ended the run.
     Interrupted {
@@ -75,6 +77,26 @@ pub enum Next {
     Exhausted,
     /// Nothing: the failure is not retried.
     Stop(StopReason),
+    /// Nothing: the retry would start after `--max-time`.
+    Deadline {
+        /// The delay the retry would have needed.
+        delay: Duration,
+        /// The `--max-time` it would pass.
+        max_time: Duration,
+        /// Whether the deadline has passed already.
+        passed: bool,
+    },
+}
+
+/// Why a run ended without success.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// No retries were left.
+    Exhausted,
+    /// The failure was not worth retrying.
+    Stopped,
+    /// `--max-time` passed, or would have before the next retry.
+    Deadline,
 }
 
 /// Receives the events of a run.
@@ -159,6 +181,21 @@ impl<W: Write> Report for TextReport<W> {
                     Next::Stop(why) => {
                         format!("{head}; not retrying: {}", stop_reason(why, outcome))
                     }
+                    Next::Deadline {
+                        max_time,
+                        passed: true,
+                        ..
+                    } => format!(
+                        "{head}; not retrying: --max-time {} has passed",
+                        human(max_time)
+                    ),
+                    Next::Deadline {
+                        delay, max_time, ..
+                    } => format!(
+                        "{head}; not retrying: the next retry in {} would pass --max-time {}",
+                        human(delay),
+                        human(max_time)
+                    ),
                 }
             }
             Event::CannotStart { program, error } => {
@@ -178,6 +215,7 @@ impl<W: Write> Report for TextReport<W> {
                 attempts,
                 total,
                 outcome,
+                ..
             } if normal => format!(
                 "giving up after {} in {}: {outcome}",
                 plural(attempts, "attempt"),
@@ -284,6 +322,7 @@ mod tests {
                 attempts: 7,
                 total: Duration::from_millis(41_200),
                 outcome: Outcome::Exited(22),
+                reason: Ending::Exhausted,
             },
         ];
         assert_eq!(

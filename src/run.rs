@@ -5,10 +5,10 @@
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use crate::classify::{Outcome, Rules, StopReason, Verdict};
+use crate::classify::{Outcome, Rules, Status, StopReason, Verdict};
 use crate::exit::Exit;
 use crate::policy::{Delay, Policy};
-use crate::report::{Event, Next, Report};
+use crate::report::{Ending, Event, Next, Report};
 
 /// What an attempt is told about itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +19,9 @@ pub struct AttemptSpec {
     pub max_attempts: Option<u64>,
     /// The previous attempt's outcome.
     pub last: Option<Outcome>,
+    /// How long this attempt may run: `--timeout`, or the time left before
+    /// `--max-time` if that is shorter.
+    pub limit: Option<Duration>,
 }
 
 /// How an attempt ended, as the executor saw it.
@@ -55,33 +58,51 @@ pub struct Plan<'a> {
     pub rules: &'a Rules,
     /// The command line, for reports.
     pub command: &'a [OsString],
+    /// `--timeout`: the limit of each attempt.
+    pub timeout: Option<Duration>,
+    /// `--max-time`: the deadline of the whole run, from its start.
+    pub max_time: Option<Duration>,
+    /// `--preserve-status`: after a timeout, exit as the command did.
+    pub preserve_status: bool,
 }
 
-/// The exit status for a run whose last attempt ended with `outcome`.
-pub fn exit_for(outcome: Outcome) -> Exit {
-    match outcome {
-        Outcome::Exited(c) => Exit::Code(c),
-        Outcome::Signaled(s) => Exit::Signal(s),
-        Outcome::TimedOut => Exit::TIMEOUT,
-        Outcome::NotFound => Exit::NOT_FOUND,
-        Outcome::CannotRun => Exit::CANNOT_RUN,
+/// The exit status for a run whose last attempt ended with `outcome`;
+/// `preserve_status` makes a timed-out attempt exit as the command did.
+pub fn exit_for(outcome: Outcome, preserve_status: bool) -> Exit {
+    let status = match outcome {
+        Outcome::Exited(c) => Status::Code(c),
+        Outcome::Signaled(s) => Status::Signal(s),
+        Outcome::TimedOut(s) if preserve_status => s,
+        Outcome::TimedOut(_) => return Exit::TIMEOUT,
+        Outcome::NotFound => return Exit::NOT_FOUND,
+        Outcome::CannotRun => return Exit::CANNOT_RUN,
+    };
+    match status {
+        Status::Code(c) => Exit::Code(c),
+        Status::Signal(s) => Exit::Signal(s),
     }
 }
 
 /// Runs the retry loop to its end and returns how backoff should exit.
 pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) -> Exit {
     let start = exec.now();
+    // A deadline too far to represent is no deadline at all.
+    let deadline = plan.max_time.and_then(|t| start.checked_add(t));
     let max_attempts = plan.max_retries.map(|r| r.saturating_add(1));
     let mut delays = plan.policy.delays(plan.seed);
     let mut last = None;
     report.event(&Event::Start {
         command: plan.command,
     });
-    for number in 1u64.. {
+    let mut number = 0u64;
+    loop {
+        number = number.saturating_add(1);
+        let left = deadline.map(|d| d.saturating_duration_since(exec.now()));
         let spec = AttemptSpec {
             number,
             max_attempts,
             last,
+            limit: min_some(plan.timeout, left),
         };
         let began = exec.now();
         let ended = exec.attempt(&spec);
@@ -102,8 +123,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             }
         };
         let total = || exec.now().saturating_duration_since(start);
-        let verdict = plan.rules.classify(outcome);
-        let next = match verdict {
+        let next = match plan.rules.classify(outcome) {
             Verdict::Success => {
                 report.event(&Event::Succeeded {
                     attempt: number,
@@ -117,11 +137,27 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
                     program: &plan.command[0],
                     error: spawn_error.as_deref().unwrap_or("cannot start"),
                 });
-                return exit_for(outcome);
+                return exit_for(outcome, plan.preserve_status);
             }
             Verdict::Stop(why) => Next::Stop(why),
             Verdict::Retry if max_attempts.is_some_and(|m| number >= m) => Next::Exhausted,
-            Verdict::Retry => Next::Retry(delays.next(number - 1)),
+            Verdict::Retry => {
+                let delay = delays.next(number - 1);
+                // A retry that could not start before the deadline is not
+                // waited for: give up now and say why.
+                match (deadline, plan.max_time) {
+                    (Some(d), Some(max_time))
+                        if exec.now().checked_add(delay.delay).is_none_or(|t| t >= d) =>
+                    {
+                        Next::Deadline {
+                            delay: delay.delay,
+                            max_time,
+                            passed: exec.now() >= d,
+                        }
+                    }
+                    _ => Next::Retry(delay),
+                }
+            }
         };
         report.event(&Event::Failed {
             attempt: number,
@@ -135,8 +171,13 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
                 attempts: number,
                 total: total(),
                 outcome,
+                reason: match next {
+                    Next::Stop(_) => Ending::Stopped,
+                    Next::Deadline { .. } => Ending::Deadline,
+                    _ => Ending::Exhausted,
+                },
             });
-            return exit_for(outcome);
+            return exit_for(outcome, plan.preserve_status);
         };
         if let Some(signal) = exec.pause(delay) {
             report.event(&Event::Interrupted {
@@ -147,7 +188,14 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
         }
         last = Some(outcome);
     }
-    Exit::USAGE
+}
+
+/// The smaller of two optional limits.
+fn min_some(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
 }
 
 #[cfg(test)]
@@ -215,6 +263,9 @@ mod tests {
             seed: 1,
             rules,
             command: &command,
+            timeout: None,
+            max_time: None,
+            preserve_status: false,
         };
         let exit = run(&plan, &mut fake, &mut Events::default());
         (exit, fake)
@@ -265,7 +316,7 @@ mod tests {
             Outcome::Signaled(libc::SIGINT),
         ] {
             let (exit, fake) = go(&[o], Some(6), &Rules::default());
-            assert_eq!(exit, exit_for(o));
+            assert_eq!(exit, exit_for(o, false));
             assert_eq!(fake.seen.len(), 1);
         }
     }
@@ -287,6 +338,9 @@ mod tests {
             seed: 0,
             rules: &rules,
             command: &command,
+            timeout: None,
+            max_time: None,
+            preserve_status: false,
         };
         let exit = run(&plan, &mut fake, &mut Events::default());
         assert_eq!(exit, Exit::Signal(libc::SIGTERM));

@@ -199,6 +199,37 @@ pub fn group_exists(pgid: u32) -> bool {
     }
 }
 
+/// Arranges for the child spawned by `cmd` to be killed if backoff dies
+/// (even by SIGKILL), so that no attempt outlives it. Linux only: elsewhere
+/// this does nothing. The parent-death signal fires when the spawning
+/// *thread* exits, so commands are spawned from the main thread; it is
+/// cleared when the child executes a set-user-ID program.
+pub fn kill_child_with_parent(cmd: &mut std::process::Command) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
+        // SAFETY: the hook runs in the forked child before exec and calls
+        // only async-signal-safe functions (prctl, getppid, raise).
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // backoff may have died before the prctl: then nothing would
+                // ever send the signal.
+                if libc::getppid() != parent {
+                    libc::raise(libc::SIGKILL);
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = cmd;
+}
+
 /// Stops backoff itself, as SIGTSTP would have without a handler.
 pub fn stop_self() {
     // SAFETY: raise has no preconditions; SIGSTOP cannot be caught.

@@ -126,6 +126,11 @@ pub fn seed(s: &str) -> Result<u64, String> {
     })
 }
 
+/// Parses a signal: `TERM`, `SIGTERM`, `term` or `15`.
+pub fn signal(s: &str) -> Result<i32, String> {
+    parse_signal(s.trim()).ok_or_else(|| "unknown signal".to_owned())
+}
+
 /// Parses `--name`: one non-empty line.
 pub fn label(s: &str) -> Result<String, String> {
     if s.trim().is_empty() {
@@ -282,6 +287,7 @@ mod tests {
             let _ = seed(&s);
             let _ = label(&s);
             let _ = rules(&s);
+            let _ = signal(&s);
         }
 
         #[test]

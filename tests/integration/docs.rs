@@ -15,8 +15,8 @@ use clap_complete::Shell;
 
 const ENVIRONMENT: &str = r".SH ENVIRONMENT
 .TP
-\fBBACKOFF_BASE\fR, \fBBACKOFF_CAP\fR, \fBBACKOFF_FACTOR\fR, \fBBACKOFF_JITTER\fR, \fBBACKOFF_MAX_RETRIES\fR
-Defaults for the policy options of the same name. A flag on the command line wins over the environment.
+\fBBACKOFF_BASE\fR, \fBBACKOFF_CAP\fR, \fBBACKOFF_FACTOR\fR, \fBBACKOFF_JITTER\fR, \fBBACKOFF_MAX_RETRIES\fR, \fBBACKOFF_TIMEOUT\fR, \fBBACKOFF_MAX_TIME\fR
+Defaults for the options of the same name. A flag on the command line wins over the environment.
 .TP
 \fBBACKOFF_ATTEMPT\fR, \fBBACKOFF_MAX_ATTEMPTS\fR, \fBBACKOFF_LAST_STATUS\fR
 Set for the command: the attempt number (from 1), the number of attempts allowed (empty with \fB\-\-forever\fR), and from the second attempt on, how the previous attempt ended: its exit code, \fBsig:NAME\fR, or \fBtimeout\fR.
@@ -52,7 +52,7 @@ The last attempt's exit code, when retries ran out or a stop rule matched.
 backoff dies by signal \fIN\fR when the last attempt was killed by it (not by backoff), or when backoff itself was interrupted by it; a shell reports 128+\fIN\fR.
 .TP
 \fB124\fR
-The last attempt timed out.
+The last attempt timed out (\fB\-\-timeout\fR, or cut short by \fB\-\-max\-time\fR). With \fB\-\-preserve\-status\fR, the command's own status instead, as \fBtimeout\fR(1) does.
 .TP
 \fB125\fR
 backoff itself failed: bad usage, a bad value, an internal error. Nothing was run.
@@ -69,6 +69,12 @@ backoff waits for the command, for signals and for the end of a delay in one eve
 .TP
 \fBSIGINT\fR, \fBSIGTERM\fR, \fBSIGHUP\fR, \fBSIGQUIT\fR
 During a delay: the delay ends at once, no further attempt starts, and backoff dies by the same signal. During an attempt: the signal is passed on to the command's process group and no further attempt starts; when the command has exited, backoff exits with its status if it handled the signal and exited normally, and otherwise dies by the signal. Processes of the group still alive then are killed. A second such signal kills the command's group with SIGKILL at once. A signal that backoff inherited as ignored (\fBnohup\fR, background jobs) stays ignored.
+.TP
+Timeouts
+When an attempt runs past \fB\-\-timeout\fR (or past the time \fB\-\-max\-time\fR leaves), its process group gets \fB\-\-signal\fR (default SIGTERM) and SIGCONT (a stopped command could not act on it), then SIGKILL after \fB\-\-kill\-after\fR (default 5s) if the command has not ended. Processes of the group still alive when the command has ended are killed. With \fB\-\-foreground\fR only the command itself is signalled, so processes it started in the background may outlive the attempt.
+.TP
+\fBSIGKILL\fR
+On Linux, the command is killed when backoff dies, even by SIGKILL (a parent\-death signal, set before the command starts and checked against a race). This does not reach the processes the command started, and it is cleared when the command executes a set\-user\-ID program.
 .TP
 \fBSIGTSTP\fR, \fBSIGCONT\fR
 Passed on to the command's group, and backoff stops and continues with it, so job control works.
@@ -91,6 +97,9 @@ Retry a request up to 6 times with full jitter, waiting at most 100ms, 200ms, 40
 .TP
 \fBbackoff \-\-base 1s \-\-cap 1m \-\-max\-retries 10 \-\- ./deploy.sh\fR
 A slower, longer policy.
+.TP
+\fBbackoff \-\-timeout 30s \-\-max\-time 5m \-\- ./integration\-tests\fR
+Give each attempt 30 seconds and the whole run 5 minutes; a delay that would end after the deadline is not slept.
 .TP
 \fBbackoff \-\-forever \-\-jitter none \-\-base 2s \-\-cap 2s \-\- pg_isready \-h db\fR
 Wait for a database, checking every 2 seconds.

@@ -2,6 +2,7 @@
 
 mod docs;
 mod environment;
+mod limits;
 mod processes;
 mod retrying;
 mod schedule;

@@ -1,0 +1,282 @@
+//! Time limits: `--timeout`, `--signal`, `--kill-after`, `--max-time`,
+//! `--preserve-status`, and no process left behind.
+
+use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
+
+use predicates::prelude::*;
+
+use crate::support::{PATIENCE, Running, TempDir, backoff, command, eventually, gone};
+
+/// The durations in `after X` of the report lines, in milliseconds.
+fn attempt_durations(lines: &[&str]) -> Vec<f64> {
+    lines
+        .iter()
+        .filter_map(|l| l.split_once(" after ").map(|(_, rest)| rest))
+        .filter_map(|rest| rest.split(';').next())
+        .filter_map(|d| {
+            d.strip_suffix("ms")
+                .and_then(|v| v.parse::<f64>().ok())
+                .or_else(|| {
+                    d.strip_suffix('s')
+                        .and_then(|v| v.parse::<f64>().ok())
+                        .map(|s| s * 1000.0)
+                })
+        })
+        .collect()
+}
+
+#[test]
+fn a_timeout_ends_every_attempt_and_leaves_no_process_of_its_tree() {
+    let dir = TempDir::new("timeout-tree");
+    let pids = dir.join("pids");
+    let mut cmd = command([
+        "--timeout",
+        "200ms",
+        "--max-retries",
+        "1",
+        "--base",
+        "1ms",
+        "--",
+        "sh",
+        "-c",
+    ]);
+    cmd.arg(format!(
+        "sleep 5 & echo $! >> '{p}'; echo $$ >> '{p}'; exec sleep 5",
+        p = pids.display()
+    ));
+    let mut run = Running::start(cmd);
+    let (status, took) = run.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(124), "{:?}", run.seen);
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    let durations = attempt_durations(&run.stderr());
+    assert_eq!(durations.len(), 2, "{:?}", run.seen);
+    for ms in durations {
+        assert!((200.0..2000.0).contains(&ms), "an attempt took {ms} ms");
+    }
+    let sleeps = dir.lines("pids");
+    assert_eq!(sleeps.len(), 4);
+    for pid in sleeps {
+        let pid: i32 = pid.parse().unwrap();
+        eventually(&format!("sleep {pid} to be gone"), || gone(pid));
+    }
+}
+
+#[test]
+fn a_command_that_ignores_the_timeout_signal_is_killed_after_kill_after() {
+    let mut cmd = command([
+        "--timeout",
+        "100ms",
+        "--kill-after",
+        "300ms",
+        "--max-retries",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        "trap '' TERM; echo ready; sleep 30",
+    ]);
+    cmd.env("LC_ALL", "C");
+    let mut run = Running::start(cmd);
+    let (status, took) = run.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(124), "{:?}", run.seen);
+    assert!(
+        took >= Duration::from_millis(400),
+        "killed too early: {took:?}"
+    );
+    assert!(took < Duration::from_secs(10), "not killed: {took:?}");
+}
+
+#[test]
+fn the_timeout_signal_can_be_chosen_and_preserve_status_keeps_the_commands_status() {
+    backoff([
+        "--timeout",
+        "100ms",
+        "--signal",
+        "INT",
+        "--preserve-status",
+        "--max-retries",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        "trap 'exit 5' INT; while :; do sleep 0.02; done",
+    ])
+    .assert()
+    .code(5);
+    let out = backoff([
+        "--timeout",
+        "100ms",
+        "--preserve-status",
+        "--max-retries",
+        "0",
+        "--",
+        "sleep",
+        "5",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGTERM));
+    backoff([
+        "--timeout",
+        "100ms",
+        "--signal",
+        "9",
+        "--max-retries",
+        "0",
+        "--",
+        "sleep",
+        "5",
+    ])
+    .assert()
+    .code(124);
+}
+
+#[test]
+fn timeouts_are_retried_by_default_and_stopped_by_stop_on_timeout() {
+    let count = |extra: &[&str]| {
+        let dir = TempDir::new("timeout-retry");
+        backoff(["--timeout", "100ms", "--max-retries", "2", "--base", "1ms"])
+            .args(extra)
+            .args(["--", "sh", "-c"])
+            .arg(format!(
+                "echo x >> '{}'; exec sleep 5",
+                dir.join("log").display()
+            ))
+            .assert()
+            .code(124)
+            .stderr(predicate::str::contains("failed (timeout)"));
+        dir.lines("log").len()
+    };
+    assert_eq!(count(&[]), 3);
+    assert_eq!(count(&["--stop-on", "timeout"]), 1);
+    assert_eq!(count(&["--retry-on", "1"]), 1);
+}
+
+#[test]
+fn a_delay_that_would_pass_max_time_is_not_slept() {
+    let mut cmd = command([
+        "--max-time",
+        "1s",
+        "--base",
+        "10s",
+        "--cap",
+        "10s",
+        "--jitter",
+        "none",
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ]);
+    cmd.env("LC_ALL", "C");
+    let mut run = Running::start(cmd);
+    let (status, took) = run.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(3), "the command's own status");
+    assert!(took < Duration::from_secs(5), "slept: {took:?}");
+    assert!(
+        run.stderr()
+            .iter()
+            .any(|l| l.contains("the next retry in 10.0s would pass --max-time 1.00s")),
+        "{:?}",
+        run.seen
+    );
+}
+
+#[test]
+fn max_time_ends_a_long_attempt_with_124() {
+    let mut run = Running::start(command(["--max-time", "500ms", "--", "sleep", "30"]));
+    let (status, took) = run.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(124), "{:?}", run.seen);
+    assert!(took >= Duration::from_millis(500));
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert!(
+        run.stderr()
+            .iter()
+            .any(|l| l.contains("--max-time 500ms has passed"))
+    );
+}
+
+#[test]
+fn a_huge_max_time_works_and_an_absurd_one_is_refused() {
+    backoff(["--max-time", "100y", "--timeout", "100y", "--", "true"])
+        .assert()
+        .success();
+    backoff([
+        "--max-time",
+        "100y",
+        "--max-retries",
+        "1",
+        "--base",
+        "1ms",
+        "--",
+        "false",
+    ])
+    .assert()
+    .code(1);
+    for v in ["10000y", "0s", "100"] {
+        backoff(["--max-time", v, "--", "true"])
+            .assert()
+            .code(125)
+            .stderr(predicate::str::contains("'--max-time'"));
+    }
+    backoff(["--timeout", "0s", "--", "true"])
+        .assert()
+        .code(125);
+    backoff(["--signal", "NOPE", "--", "true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("'--signal'"));
+}
+
+#[test]
+fn timeouts_come_from_the_environment() {
+    backoff(["--max-retries", "0", "--", "sleep", "5"])
+        .env("BACKOFF_TIMEOUT", "100ms")
+        .assert()
+        .code(124);
+    backoff(["--", "sleep", "5"])
+        .env("BACKOFF_MAX_TIME", "200ms")
+        .assert()
+        .code(124);
+}
+
+#[test]
+fn with_foreground_a_timeout_still_ends_the_attempt() {
+    let dir = TempDir::new("fg-timeout");
+    backoff([
+        "--foreground",
+        "--timeout",
+        "200ms",
+        "--max-retries",
+        "0",
+        "--",
+        "sh",
+        "-c",
+    ])
+    .arg(format!(
+        "sleep 30 >/dev/null 2>&1 & echo $! > '{}'; exec sleep 30",
+        dir.join("pid").display()
+    ))
+    .assert()
+    .code(124);
+    // The documented caveat: only the command itself was signalled.
+    let pid: i32 = dir.lines("pid")[0].parse().unwrap();
+    assert!(
+        !gone(pid),
+        "with --foreground the background sleep is not signalled"
+    );
+    crate::support::send(pid, libc::SIGKILL);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_command_dies_when_backoff_is_killed_with_sigkill() {
+    let mut run = Running::start(command(["--", "sh", "-c", "echo pid=$$; exec sleep 300"]));
+    let line = run.wait_for("pid=");
+    let child: i32 = line.trim_start_matches("pid=").parse().unwrap();
+    run.signal(libc::SIGKILL);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+    eventually("the command to die with backoff", || gone(child));
+}
