@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_backoff_global_optspecs
-    string join \n base= cap= factor= jitter= max-retries= attempts= forever seed= retry-on= stop-on= success-on= timeout= signal= kill-after= max-time= preserve-status q/quiet v/verbose name= foreground h/help V/version
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever seed= retry-on= stop-on= success-on= timeout= signal= kill-after= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= preset= hold-stdout replay-stdin q/quiet v/verbose name= foreground h/help V/version
 end
 
 function __fish_backoff_needs_command
@@ -41,9 +41,16 @@ complete -c backoff -n "__fish_backoff_needs_command" -l timeout -d 'Limit of ea
 complete -c backoff -n "__fish_backoff_needs_command" -l signal -d 'Signal sent when an attempt times out (name or number)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l kill-after -d 'How long a timed-out attempt may take to end before it is killed' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Deadline of the whole run, from its start: no attempt starts after it, a delay that would pass it is not slept, and the running attempt is bounded by the time left' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l retry-if-output -d 'Retry an attempt that printed a line (stdout or stderr) matching REGEX; repeatable. The output still reaches you live, unchanged' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l stop-if-output -d 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-pattern -d 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'Rules for a well-known command (see the man page for every rule)' -r -f -a "curl\t'HTTP retry semantics for curl: transient transport failures and HTTP 408, 425, 429 and 5xx are retried, other 4xx are not'"
 complete -c backoff -n "__fish_backoff_needs_command" -l name -d 'Name the command in reports (default: the program\'s name)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l forever -d 'No retry limit: retry until success or a stop rule'
 complete -c backoff -n "__fish_backoff_needs_command" -l preserve-status -d 'When the last attempt timed out, exit with the command\'s own status instead of 124'
+complete -c backoff -n "__fish_backoff_needs_command" -l retry-after -d 'Honour a server\'s Retry-After header line in the output (seconds or an HTTP-date): the next delay is at least that long, even above --cap'
+complete -c backoff -n "__fish_backoff_needs_command" -l hold-stdout -d 'Hold back each attempt\'s stdout; write only the stdout of the attempt that ends the run'
+complete -c backoff -n "__fish_backoff_needs_command" -l replay-stdin -d 'Read stdin once, to its end, before the first attempt, and give every attempt the same bytes'
 complete -c backoff -n "__fish_backoff_needs_command" -s q -l quiet -d 'Say nothing but backoff\'s own errors'
 complete -c backoff -n "__fish_backoff_needs_command" -s v -l verbose -d 'Also print the command line, each delay\'s bound and the success line'
 complete -c backoff -n "__fish_backoff_needs_command" -l foreground -d 'Keep the command in backoff\'s process group, for programs that need the terminal; then signals reach only the command itself, not the processes it started'

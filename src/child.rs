@@ -4,14 +4,17 @@
 //! here.
 
 use std::ffi::OsString;
-use std::io;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant, SystemTime};
 
 use libc::c_int;
 
 use crate::classify::{Outcome, Status};
+use crate::output::{LineScanner, Observed, OutputRules, retry_after_delay};
 use crate::run::{AttemptSpec, Ended, Executor};
 use crate::signals::{self, SignalWatch, TERMINATING};
 
@@ -24,6 +27,22 @@ pub struct Options {
     pub timeout_signal: c_int,
     /// How long after that signal the attempt is killed.
     pub kill_after: Duration,
+    /// `--hold-stdout`.
+    pub hold_stdout: bool,
+}
+
+/// How long backoff keeps reading the command's output after the command
+/// exited: a process it left behind may hold the pipe open forever.
+const DRAIN: Duration = Duration::from_millis(500);
+
+/// Bytes read from the command's output at a time.
+const CHUNK: usize = 64 * 1024;
+
+/// Where one captured stream of the command goes.
+struct Pipe {
+    from: File,
+    to: File,
+    scanner: LineScanner,
 }
 
 /// Runs attempts of one command for real.
@@ -34,6 +53,14 @@ pub struct RealExecutor {
     /// The process group of the last attempt, if processes of it outlived
     /// the command itself.
     lingering: Option<u32>,
+    /// What to look for in the output; the output is piped through backoff
+    /// only when this is set.
+    rules: Option<OutputRules>,
+    /// `--replay-stdin`: every attempt reads this file from its start.
+    stdin: Option<File>,
+    /// `--hold-stdout`: the current attempt's stdout.
+    held: Option<File>,
+    buffer: Vec<u8>,
 }
 
 /// What happened while waiting for a child.
@@ -43,20 +70,42 @@ struct Waited {
     interrupted: Option<c_int>,
     /// Whether the attempt ran past its limit.
     timed_out: bool,
+    /// What its output showed.
+    seen: Observed,
 }
 
 impl RealExecutor {
-    /// An executor for `command`.
-    pub fn new(command: Vec<OsString>, options: Options, watch: SignalWatch) -> Self {
-        RealExecutor {
+    /// An executor for `command`. `rules` say what to look for in the
+    /// output; `stdin` is the replayed input, if any.
+    ///
+    /// # Errors
+    ///
+    /// When the temporary file for `--hold-stdout` cannot be created.
+    pub fn new(
+        command: Vec<OsString>,
+        options: Options,
+        rules: Option<OutputRules>,
+        stdin: Option<File>,
+        watch: SignalWatch,
+    ) -> io::Result<Self> {
+        let held = if options.hold_stdout {
+            Some(tempfile::tempfile()?)
+        } else {
+            None
+        };
+        Ok(RealExecutor {
             command,
             options,
             watch,
             lingering: None,
-        }
+            rules,
+            stdin,
+            held,
+            buffer: Vec::new(),
+        })
     }
 
-    fn spawn(&self, spec: &AttemptSpec) -> io::Result<Child> {
+    fn spawn(&mut self, spec: &AttemptSpec) -> io::Result<Child> {
         let mut cmd = Command::new(&self.command[0]);
         cmd.args(&self.command[1..]);
         cmd.env("BACKOFF_ATTEMPT", spec.number.to_string());
@@ -71,8 +120,70 @@ impl RealExecutor {
         if !self.options.foreground {
             cmd.process_group(0);
         }
+        if let Some(input) = &self.stdin {
+            let mut input = input.try_clone()?;
+            input.seek(SeekFrom::Start(0))?;
+            cmd.stdin(input);
+        }
+        if let Some(held) = &mut self.held {
+            held.set_len(0)?;
+            held.seek(SeekFrom::Start(0))?;
+        }
+        if self.rules.is_some() {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        } else if let Some(held) = &self.held {
+            // Nothing to match: the command writes straight into the file.
+            cmd.stdout(held.try_clone()?);
+        }
         signals::kill_child_with_parent(&mut cmd);
         cmd.spawn()
+    }
+
+    /// The pipes of a freshly spawned child, with where each one goes.
+    fn pipes(&self, child: &mut Child) -> io::Result<Vec<Pipe>> {
+        let mut pipes = Vec::new();
+        if let Some(out) = child.stdout.take() {
+            let to = match &self.held {
+                Some(held) => held.try_clone()?,
+                None => File::from(io::stdout().as_fd().try_clone_to_owned()?),
+            };
+            pipes.push(Pipe {
+                from: File::from(OwnedFd::from(out)),
+                to,
+                scanner: LineScanner::default(),
+            });
+        }
+        if let Some(err) = child.stderr.take() {
+            pipes.push(Pipe {
+                from: File::from(OwnedFd::from(err)),
+                to: File::from(io::stderr().as_fd().try_clone_to_owned()?),
+                scanner: LineScanner::default(),
+            });
+        }
+        Ok(pipes)
+    }
+
+    /// Copies what one pipe has to offer; returns false when the pipe is
+    /// done: at its end, or when its destination is gone (then closing it
+    /// gives the command the SIGPIPE it would have had without backoff).
+    fn copy(&mut self, pipe: &mut Pipe, seen: &mut Observed) -> bool {
+        if self.buffer.len() < CHUNK {
+            self.buffer.resize(CHUNK, 0);
+        }
+        match pipe.from.read(&mut self.buffer) {
+            Ok(0) => false,
+            Ok(n) => {
+                let data = &self.buffer[..n];
+                if let Some(rules) = &self.rules {
+                    pipe.scanner.feed(rules, data, seen);
+                }
+                pipe.to.write_all(data).is_ok()
+            }
+            Err(e) => matches!(
+                e.kind(),
+                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+            ),
+        }
     }
 
     /// Sends `sig` to the running child: to its whole process group, or to
@@ -86,59 +197,86 @@ impl RealExecutor {
         };
     }
 
-    /// Waits for the child to end, passing signals on and enforcing its time
-    /// limit meanwhile.
-    fn wait(&mut self, child: &mut Child, limit: Option<Duration>) -> Waited {
+    /// Waits for the child to end, passing signals on, copying and matching
+    /// its output, and enforcing its time limit meanwhile.
+    fn wait(&mut self, child: &mut Child, mut pipes: Vec<Pipe>, limit: Option<Duration>) -> Waited {
         let pid = child.id();
         let mut interrupted: Option<c_int> = None;
         let mut timeout_at = limit.and_then(|l| Instant::now().checked_add(l));
         let mut kill_at: Option<Instant> = None;
         let mut timed_out = false;
+        let mut seen = Observed::default();
+        let mut exited: Option<ExitStatus> = None;
+        let mut drain_until = None;
         loop {
-            match child.try_wait() {
-                Ok(Some(status)) => {
-                    return Waited {
-                        status,
-                        interrupted,
-                        timed_out,
-                    };
-                }
-                Ok(None) => {}
-                // ECHILD cannot happen (SIGCHLD is handled, not ignored); if
-                // it did, waiting longer would never end.
-                Err(_) => {
-                    return Waited {
-                        status: ExitStatus::from_raw(127 << 8),
-                        interrupted,
-                        timed_out,
-                    };
+            if exited.is_none() {
+                match child.try_wait() {
+                    Ok(Some(status)) => {
+                        exited = Some(status);
+                        drain_until = Instant::now().checked_add(DRAIN);
+                    }
+                    Ok(None) => {}
+                    // ECHILD cannot happen (SIGCHLD is handled, not ignored);
+                    // if it did, waiting longer would never end.
+                    Err(_) => exited = Some(ExitStatus::from_raw(127 << 8)),
                 }
             }
-            let wake = match (timeout_at, kill_at) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            for sig in self.watch.wait(wake) {
+            let drained = pipes.is_empty() || drain_until.is_some_and(|d| Instant::now() >= d);
+            if let Some(status) = exited.filter(|_| drained) {
+                if let Some(rules) = &self.rules {
+                    for p in &mut pipes {
+                        p.scanner.finish(rules, &mut seen);
+                    }
+                }
+                return Waited {
+                    status,
+                    interrupted,
+                    timed_out,
+                    seen,
+                };
+            }
+            let running = exited.is_none();
+            let wake = [timeout_at, kill_at, drain_until]
+                .into_iter()
+                .flatten()
+                .min();
+            let fds: Vec<BorrowedFd<'_>> = pipes.iter().map(|p| p.from.as_fd()).collect();
+            let (signals, ready) = self.watch.wait_io(wake, &fds);
+            drop(fds);
+            for sig in signals {
+                // Once the child is reaped its pid may be reused: no signal.
                 match sig {
                     s if TERMINATING.contains(&s) => {
                         if interrupted.is_some() {
                             // A second signal: no more patience.
-                            self.forward(pid, libc::SIGKILL);
+                            if running {
+                                self.forward(pid, libc::SIGKILL);
+                            }
                         } else {
                             interrupted = Some(s);
-                            self.forward(pid, s);
+                            if running {
+                                self.forward(pid, s);
+                            }
                         }
                     }
                     libc::SIGTSTP => {
-                        self.forward(pid, libc::SIGTSTP);
+                        if running {
+                            self.forward(pid, libc::SIGTSTP);
+                        }
                         signals::stop_self();
                     }
-                    libc::SIGCONT => self.forward(pid, libc::SIGCONT),
+                    libc::SIGCONT if running => self.forward(pid, libc::SIGCONT),
                     _ => {}
                 }
             }
+            let mut i = 0;
+            pipes.retain_mut(|p| {
+                let keep = !ready[i] || self.copy(p, &mut seen);
+                i += 1;
+                keep
+            });
             let now = Instant::now();
-            if timeout_at.is_some_and(|t| now >= t) {
+            if running && timeout_at.is_some_and(|t| now >= t) {
                 timeout_at = None;
                 timed_out = true;
                 let sig = self.options.timeout_signal;
@@ -151,7 +289,7 @@ impl RealExecutor {
                     kill_at = Some(now.checked_add(self.options.kill_after).unwrap_or(now));
                 }
             }
-            if kill_at.is_some_and(|k| now >= k) {
+            if running && kill_at.is_some_and(|k| now >= k) {
                 kill_at = None;
                 self.forward(pid, libc::SIGKILL);
             }
@@ -209,11 +347,21 @@ impl Executor for RealExecutor {
                 } else {
                     Outcome::CannotRun
                 };
-                return Ended::Done(o, Some(describe(&e)));
+                return Ended::Done {
+                    outcome: o,
+                    seen: Observed::default(),
+                    spawn_error: Some(describe(&e)),
+                };
             }
         };
         let pid = child.id();
-        let waited = self.wait(&mut child, spec.limit);
+        let pipes = self.pipes(&mut child).unwrap_or_default();
+        let mut waited = self.wait(&mut child, pipes, spec.limit);
+        waited.seen.hint = waited
+            .seen
+            .retry_after
+            .as_deref()
+            .and_then(|v| retry_after_delay(v, SystemTime::now()));
         self.lingering = None;
         if !self.options.foreground && signals::group_exists(pid) {
             if waited.interrupted.is_some() || waited.timed_out {
@@ -234,7 +382,11 @@ impl Executor for RealExecutor {
         };
         match waited.interrupted {
             Some(sig) => Ended::Interrupted(sig, Some(o)),
-            None => Ended::Done(o, None),
+            None => Ended::Done {
+                outcome: o,
+                seen: waited.seen,
+                spawn_error: None,
+            },
         }
     }
 
@@ -261,5 +413,33 @@ impl Executor for RealExecutor {
 
     fn now(&self) -> Instant {
         Instant::now()
+    }
+
+    fn finish(&mut self) {
+        // The stdout of the attempt that ended the run, at last.
+        if let Some(held) = &mut self.held {
+            let Ok(mut out) = io::stdout().as_fd().try_clone_to_owned().map(File::from) else {
+                return;
+            };
+            if held.seek(SeekFrom::Start(0)).is_ok() {
+                let _ = io::copy(held, &mut out);
+            }
+        }
+    }
+}
+
+/// Reads all of stdin into an unlinked temporary file, for `--replay-stdin`.
+///
+/// # Errors
+///
+/// When the file cannot be created or written, or stdin cannot be read.
+pub fn spool_stdin() -> io::Result<File> {
+    let mut file = tempfile::tempfile()?;
+    let mut stdin = io::stdin().lock();
+    match io::copy(&mut stdin, &mut file) {
+        Ok(_) => Ok(file),
+        // A closed stdin is an empty one.
+        Err(e) if e.raw_os_error() == Some(libc::EBADF) => Ok(file),
+        Err(e) => Err(e),
     }
 }

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::output::Observed;
 use crate::signals::signal_short_name;
 
 /// How a process ended, as its parent saw it.
@@ -122,6 +123,60 @@ pub enum StopReason {
     NeverRetried,
     /// `--retry-on` was given and did not match.
     NotInRetryOn,
+    /// A `--stop-if-output` pattern matched.
+    StopOutput,
+    /// The preset knows this failure is not transient.
+    Preset(Preset),
+    /// The preset knows this HTTP status is not worth retrying.
+    HttpStatus(u16),
+}
+
+/// Rules for a well-known command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Preset {
+    /// HTTP retry semantics for curl: transient transport failures and
+    /// HTTP 408, 425, 429 and 5xx are retried, other 4xx are not.
+    Curl,
+}
+
+/// curl exit codes of transient failures: proxy (5), resolve (6), connect
+/// (7), HTTP/2 framing (16), partial file (18), operation timeout (28), TLS
+/// connect (35), empty reply (52), send (55), receive (56), HTTP/2 stream
+/// (92), HTTP/3 (95).
+pub const CURL_TRANSIENT: [u8; 12] = [5, 6, 7, 16, 18, 28, 35, 52, 55, 56, 92, 95];
+
+/// HTTP statuses worth retrying: request timeout, too early, too many
+/// requests, and every server error.
+pub fn http_retryable(status: u16) -> bool {
+    matches!(status, 408 | 425 | 429 | 500..=599)
+}
+
+impl Preset {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Curl => "curl",
+        }
+    }
+
+    /// The preset's verdict on an outcome, if it has one.
+    fn verdict(self, outcome: Outcome, seen: &Observed) -> Option<Verdict> {
+        match (self, outcome) {
+            // --fail turned an HTTP error into exit 22: the status decides.
+            // Without a visible status (curl -f without -S), retry.
+            (Preset::Curl, Outcome::Exited(22)) => Some(match seen.http_status {
+                Some(s) if (400..500).contains(&s) && !http_retryable(s) => {
+                    Verdict::Stop(StopReason::HttpStatus(s))
+                }
+                _ => Verdict::Retry,
+            }),
+            (Preset::Curl, Outcome::Exited(c)) if CURL_TRANSIENT.contains(&c) => {
+                Some(Verdict::Retry)
+            }
+            (Preset::Curl, Outcome::Exited(_)) => Some(Verdict::Stop(StopReason::Preset(self))),
+            _ => None,
+        }
+    }
 }
 
 /// The classification rules of one run.
@@ -134,6 +189,11 @@ pub struct Rules {
     /// `--retry-on`; empty means the default: every other outcome except death
     /// by SIGINT or SIGPIPE.
     pub retry_on: Vec<Rule>,
+    /// Whether `--retry-if-output` patterns were given (they, like
+    /// `--retry-on`, turn the default of retrying everything off).
+    pub retry_output: bool,
+    /// `--preset`.
+    pub preset: Option<Preset>,
 }
 
 impl Default for Rules {
@@ -142,14 +202,17 @@ impl Default for Rules {
             stop_on: Vec::new(),
             success_on: vec![Rule::Codes(0, 0)],
             retry_on: Vec::new(),
+            retry_output: false,
+            preset: None,
         }
     }
 }
 
 impl Rules {
-    /// Classifies an outcome, in the order of the specification: could not
-    /// start, stop rules, success rules, retry rules, otherwise stop.
-    pub fn classify(&self, outcome: Outcome) -> Verdict {
+    /// Classifies an outcome with what its output showed, in the order of
+    /// the specification: could not start, stop rules, success rules, retry
+    /// rules, the preset, otherwise the default.
+    pub fn classify(&self, outcome: Outcome, seen: &Observed) -> Verdict {
         if matches!(outcome, Outcome::NotFound | Outcome::CannotRun) {
             return Verdict::Stop(StopReason::CannotStart);
         }
@@ -157,21 +220,26 @@ impl Rules {
         if any(&self.stop_on) {
             return Verdict::Stop(StopReason::StopRule);
         }
+        if seen.stop_match {
+            return Verdict::Stop(StopReason::StopOutput);
+        }
         if any(&self.success_on) {
             return Verdict::Success;
         }
-        if self.retry_on.is_empty() {
-            return match outcome {
-                Outcome::Signaled(libc::SIGINT | libc::SIGPIPE) => {
-                    Verdict::Stop(StopReason::NeverRetried)
-                }
-                _ => Verdict::Retry,
-            };
+        if any(&self.retry_on) || seen.retry_match {
+            return Verdict::Retry;
         }
-        if any(&self.retry_on) {
-            Verdict::Retry
-        } else {
-            Verdict::Stop(StopReason::NotInRetryOn)
+        if let Some(v) = self.preset.and_then(|p| p.verdict(outcome, seen)) {
+            return v;
+        }
+        if !self.retry_on.is_empty() || self.retry_output {
+            return Verdict::Stop(StopReason::NotInRetryOn);
+        }
+        match outcome {
+            Outcome::Signaled(libc::SIGINT | libc::SIGPIPE) => {
+                Verdict::Stop(StopReason::NeverRetried)
+            }
+            _ => Verdict::Retry,
         }
     }
 }
@@ -185,18 +253,30 @@ mod tests {
     #[test]
     fn defaults_succeed_on_zero_and_retry_everything_else_but_int_and_pipe() {
         let r = Rules::default();
-        assert_eq!(r.classify(Exited(0)), Verdict::Success);
-        assert_eq!(r.classify(Exited(1)), Verdict::Retry);
-        assert_eq!(r.classify(Exited(255)), Verdict::Retry);
-        assert_eq!(r.classify(Signaled(libc::SIGTERM)), Verdict::Retry);
-        assert_eq!(r.classify(Signaled(libc::SIGKILL)), Verdict::Retry);
-        assert_eq!(r.classify(TIMED_OUT), Verdict::Retry);
         assert_eq!(
-            r.classify(Signaled(libc::SIGINT)),
+            r.classify(Exited(0), &Observed::default()),
+            Verdict::Success
+        );
+        assert_eq!(r.classify(Exited(1), &Observed::default()), Verdict::Retry);
+        assert_eq!(
+            r.classify(Exited(255), &Observed::default()),
+            Verdict::Retry
+        );
+        assert_eq!(
+            r.classify(Signaled(libc::SIGTERM), &Observed::default()),
+            Verdict::Retry
+        );
+        assert_eq!(
+            r.classify(Signaled(libc::SIGKILL), &Observed::default()),
+            Verdict::Retry
+        );
+        assert_eq!(r.classify(TIMED_OUT, &Observed::default()), Verdict::Retry);
+        assert_eq!(
+            r.classify(Signaled(libc::SIGINT), &Observed::default()),
             Verdict::Stop(StopReason::NeverRetried)
         );
         assert_eq!(
-            r.classify(Signaled(libc::SIGPIPE)),
+            r.classify(Signaled(libc::SIGPIPE), &Observed::default()),
             Verdict::Stop(StopReason::NeverRetried)
         );
     }
@@ -209,7 +289,10 @@ mod tests {
             ..Rules::default()
         };
         for o in [NotFound, CannotRun] {
-            assert_eq!(r.classify(o), Verdict::Stop(StopReason::CannotStart));
+            assert_eq!(
+                r.classify(o, &Observed::default()),
+                Verdict::Stop(StopReason::CannotStart)
+            );
         }
     }
 
@@ -219,16 +302,23 @@ mod tests {
             stop_on: vec![Rule::Codes(3, 3)],
             success_on: vec![Rule::Codes(0, 0), Rule::Codes(3, 4)],
             retry_on: vec![Rule::Codes(1, 10)],
+            ..Rules::default()
         };
-        assert_eq!(r.classify(Exited(3)), Verdict::Stop(StopReason::StopRule));
-        assert_eq!(r.classify(Exited(4)), Verdict::Success);
-        assert_eq!(r.classify(Exited(5)), Verdict::Retry);
         assert_eq!(
-            r.classify(Exited(11)),
+            r.classify(Exited(3), &Observed::default()),
+            Verdict::Stop(StopReason::StopRule)
+        );
+        assert_eq!(
+            r.classify(Exited(4), &Observed::default()),
+            Verdict::Success
+        );
+        assert_eq!(r.classify(Exited(5), &Observed::default()), Verdict::Retry);
+        assert_eq!(
+            r.classify(Exited(11), &Observed::default()),
             Verdict::Stop(StopReason::NotInRetryOn)
         );
         assert_eq!(
-            r.classify(TIMED_OUT),
+            r.classify(TIMED_OUT, &Observed::default()),
             Verdict::Stop(StopReason::NotInRetryOn)
         );
     }
@@ -243,10 +333,13 @@ mod tests {
             ],
             ..Rules::default()
         };
-        assert_eq!(r.classify(Signaled(libc::SIGTERM)), Verdict::Retry);
-        assert_eq!(r.classify(TIMED_OUT), Verdict::Retry);
         assert_eq!(
-            r.classify(Signaled(libc::SIGINT)),
+            r.classify(Signaled(libc::SIGTERM), &Observed::default()),
+            Verdict::Retry
+        );
+        assert_eq!(r.classify(TIMED_OUT, &Observed::default()), Verdict::Retry);
+        assert_eq!(
+            r.classify(Signaled(libc::SIGINT), &Observed::default()),
             Verdict::Stop(StopReason::NotInRetryOn)
         );
         // An explicit rule may retry SIGINT deaths.
@@ -254,7 +347,10 @@ mod tests {
             retry_on: vec![Rule::Signal(libc::SIGINT)],
             ..Rules::default()
         };
-        assert_eq!(r.classify(Signaled(libc::SIGINT)), Verdict::Retry);
+        assert_eq!(
+            r.classify(Signaled(libc::SIGINT), &Observed::default()),
+            Verdict::Retry
+        );
     }
 
     #[test]
@@ -263,5 +359,72 @@ mod tests {
         assert!(!Rule::Codes(1, 4).overlaps(Rule::Codes(5, 9)));
         assert!(Rule::Timeout.overlaps(Rule::Timeout));
         assert!(!Rule::Timeout.overlaps(Rule::Codes(0, 255)));
+    }
+
+    #[test]
+    fn output_rules_stop_before_success_and_retry_like_retry_on() {
+        let r = Rules {
+            retry_output: true,
+            ..Rules::default()
+        };
+        let stop = Observed {
+            stop_match: true,
+            retry_match: true,
+            ..Observed::default()
+        };
+        assert_eq!(
+            r.classify(Exited(0), &stop),
+            Verdict::Stop(StopReason::StopOutput)
+        );
+        let retry = Observed {
+            retry_match: true,
+            ..Observed::default()
+        };
+        assert_eq!(r.classify(Exited(1), &retry), Verdict::Retry);
+        assert_eq!(
+            r.classify(Exited(1), &Observed::default()),
+            Verdict::Stop(StopReason::NotInRetryOn)
+        );
+    }
+
+    #[test]
+    fn the_curl_preset_retries_transient_failures_and_some_http_statuses() {
+        let r = Rules {
+            preset: Some(Preset::Curl),
+            ..Rules::default()
+        };
+        let http = |s| Observed {
+            http_status: Some(s),
+            ..Observed::default()
+        };
+        for code in CURL_TRANSIENT {
+            assert_eq!(
+                r.classify(Exited(code), &Observed::default()),
+                Verdict::Retry
+            );
+        }
+        for s in [408, 425, 429, 500, 502, 503, 504, 599] {
+            assert_eq!(r.classify(Exited(22), &http(s)), Verdict::Retry, "{s}");
+        }
+        for s in [400, 401, 403, 404, 409, 410, 422, 451] {
+            assert_eq!(
+                r.classify(Exited(22), &http(s)),
+                Verdict::Stop(StopReason::HttpStatus(s)),
+                "{s}"
+            );
+        }
+        assert_eq!(r.classify(Exited(22), &Observed::default()), Verdict::Retry);
+        assert_eq!(
+            r.classify(Exited(3), &Observed::default()),
+            Verdict::Stop(StopReason::Preset(Preset::Curl))
+        );
+        assert_eq!(r.classify(Exited(0), &http(503)), Verdict::Success);
+        // The user's own rules add to the preset's.
+        let r = Rules {
+            retry_on: vec![Rule::Codes(3, 3)],
+            preset: Some(Preset::Curl),
+            ..Rules::default()
+        };
+        assert_eq!(r.classify(Exited(3), &Observed::default()), Verdict::Retry);
     }
 }

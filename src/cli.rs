@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use regex::bytes::Regex;
+
+use crate::classify::Preset;
 use crate::jitter::Jitter;
 use crate::values::{self, RuleList};
 
@@ -49,6 +52,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub time: TimeArgs,
+
+    #[command(flatten)]
+    pub streams: StreamArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -208,6 +214,46 @@ pub struct TimeArgs {
     /// instead of 124.
     #[arg(long)]
     pub preserve_status: bool,
+}
+
+/// Output rules, servers' hints, held output and replayed input.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Output and servers")]
+pub struct StreamArgs {
+    /// Retry an attempt that printed a line (stdout or stderr) matching
+    /// REGEX; repeatable. The output still reaches you live, unchanged.
+    #[arg(long, value_name = "REGEX", value_parser = values::regex, allow_hyphen_values = true)]
+    pub retry_if_output: Vec<Regex>,
+
+    /// Never retry an attempt that printed a line matching REGEX; beats
+    /// every retry rule; repeatable.
+    #[arg(long, value_name = "REGEX", value_parser = values::regex, allow_hyphen_values = true)]
+    pub stop_if_output: Vec<Regex>,
+
+    /// Honour a server's Retry-After header line in the output (seconds or
+    /// an HTTP-date): the next delay is at least that long, even above --cap.
+    #[arg(long)]
+    pub retry_after: bool,
+
+    /// Find the Retry-After value elsewhere: the first capture group of
+    /// REGEX holds it (implies --retry-after).
+    #[arg(long, value_name = "REGEX", value_parser = values::capturing_regex,
+          allow_hyphen_values = true)]
+    pub retry_after_pattern: Option<Regex>,
+
+    /// Rules for a well-known command (see the man page for every rule).
+    #[arg(long, value_enum, value_name = "NAME")]
+    pub preset: Option<Preset>,
+
+    /// Hold back each attempt's stdout; write only the stdout of the attempt
+    /// that ends the run.
+    #[arg(long)]
+    pub hold_stdout: bool,
+
+    /// Read stdin once, to its end, before the first attempt, and give every
+    /// attempt the same bytes.
+    #[arg(long)]
+    pub replay_stdin: bool,
 }
 
 /// What backoff says.

@@ -8,9 +8,10 @@ use std::time::Duration;
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 
-use crate::classify::{Rule, Rules};
+use crate::classify::{Preset, Rule, Rules};
 use crate::cli::{Cli, PolicyArgs, RuleArgs, TimeArgs};
 use crate::jitter::Jitter;
+use crate::output::{self, OutputRules};
 use crate::policy::Policy;
 
 /// backoff's own failure: bad usage or a bad value. Exit 125.
@@ -91,6 +92,12 @@ pub struct RunConfig {
     pub rules: Rules,
     /// Time limits.
     pub limits: Limits,
+    /// What to look for in the output, if anything.
+    pub output_rules: Option<OutputRules>,
+    /// `--hold-stdout`.
+    pub hold_stdout: bool,
+    /// `--replay-stdin`.
+    pub replay_stdin: bool,
     /// Keep the child in backoff's process group.
     pub foreground: bool,
     /// How much to report.
@@ -195,6 +202,8 @@ pub fn rules(args: &RuleArgs) -> Result<Rules, UsageError> {
             success_on
         },
         retry_on,
+        retry_output: false,
+        preset: None,
     })
 }
 
@@ -203,6 +212,21 @@ pub fn run(cli: Cli, m: &ArgMatches) -> Result<RunConfig, UsageError> {
     let policy = policy(&cli.policy, m)?;
     let rules = rules(&cli.rules)?;
     let limits = limits(&cli.time)?;
+    let streams = &cli.streams;
+    let rules = Rules {
+        retry_output: !streams.retry_if_output.is_empty(),
+        preset: streams.preset,
+        ..rules
+    };
+    let retry_after = streams.retry_after_pattern.clone().or_else(|| {
+        (streams.retry_after || streams.preset.is_some()).then(output::retry_after_header)
+    });
+    let output_rules = OutputRules::new(
+        streams.retry_if_output.clone(),
+        streams.stop_if_output.clone(),
+        retry_after,
+        streams.preset == Some(Preset::Curl),
+    );
     let verbosity = if cli.output.quiet {
         Verbosity::Quiet
     } else if cli.output.verbose {
@@ -214,6 +238,9 @@ pub fn run(cli: Cli, m: &ArgMatches) -> Result<RunConfig, UsageError> {
         policy,
         rules,
         limits,
+        output_rules,
+        hold_stdout: streams.hold_stdout,
+        replay_stdin: streams.replay_stdin,
         foreground: cli.foreground,
         verbosity,
         name: cli.output.name,

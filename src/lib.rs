@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod exit;
 pub mod jitter;
+pub mod output;
 pub mod policy;
 pub mod report;
 pub mod run;
@@ -111,6 +112,12 @@ pub fn main_with_args(args: Vec<OsString>) -> Exit {
 
 fn run_command(cli: Cli, matches: &clap::ArgMatches) -> Result<Exit, UsageError> {
     let cfg = config::run(cli, matches)?;
+    // Before the signal handlers: until then Ctrl-C ends a long read at once.
+    let stdin = if cfg.replay_stdin {
+        Some(child::spool_stdin().map_err(|e| UsageError(format!("cannot read stdin: {e}")))?)
+    } else {
+        None
+    };
     let watch = signals::SignalWatch::install()
         .map_err(|e| UsageError(format!("cannot watch signals: {e}")))?;
     let seed = cfg.policy.seed.unwrap_or_else(random_seed);
@@ -131,9 +138,13 @@ fn run_command(cli: Cli, matches: &clap::ArgMatches) -> Result<Exit, UsageError>
             foreground: cfg.foreground,
             timeout_signal: cfg.limits.signal,
             kill_after: cfg.limits.kill_after,
+            hold_stdout: cfg.hold_stdout,
         },
+        cfg.output_rules.clone(),
+        stdin,
         watch,
-    );
+    )
+    .map_err(|e| UsageError(format!("cannot hold stdout: {e}")))?;
     Ok(run::run(&plan, &mut exec, &mut report))
 }
 

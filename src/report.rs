@@ -72,7 +72,12 @@ pub enum Event<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
     /// A retry after this delay.
-    Retry(Delay),
+    Retry {
+        /// The delay and its bound.
+        delay: Delay,
+        /// Whether a server's Retry-After set the delay.
+        server: bool,
+    },
     /// Nothing: it was the last attempt allowed.
     Exhausted,
     /// Nothing: the failure is not retried.
@@ -171,12 +176,21 @@ impl<W: Write> Report for TextReport<W> {
                     human(elapsed)
                 );
                 match next {
-                    Next::Retry(d) if verbose => format!(
-                        "{head}; retrying in {} (bound {})",
-                        human(d.delay),
-                        human(d.bound)
+                    Next::Retry {
+                        delay,
+                        server: true,
+                    } => format!(
+                        "{head}; retrying in {} (Retry-After from the server)",
+                        human(delay.delay)
                     ),
-                    Next::Retry(d) => format!("{head}; retrying in {}", human(d.delay)),
+                    Next::Retry { delay, .. } if verbose => format!(
+                        "{head}; retrying in {} (bound {})",
+                        human(delay.delay),
+                        human(delay.bound)
+                    ),
+                    Next::Retry { delay, .. } => {
+                        format!("{head}; retrying in {}", human(delay.delay))
+                    }
                     Next::Exhausted => head,
                     Next::Stop(why) => {
                         format!("{head}; not retrying: {}", stop_reason(why, outcome))
@@ -245,6 +259,9 @@ fn stop_reason(why: StopReason, outcome: Outcome) -> String {
         StopReason::NotInRetryOn => format!("{outcome} is not in --retry-on"),
         StopReason::NeverRetried => format!("{outcome} is never retried by default"),
         StopReason::CannotStart => "the command cannot be started".to_owned(),
+        StopReason::StopOutput => "its output matches --stop-if-output".to_owned(),
+        StopReason::Preset(p) => format!("{outcome} is not transient for --preset {}", p.name()),
+        StopReason::HttpStatus(s) => format!("HTTP {s} is not worth retrying"),
     }
 }
 
@@ -313,10 +330,13 @@ mod tests {
                 max_attempts: Some(7),
                 outcome: Outcome::Exited(22),
                 elapsed: Duration::from_millis(1200),
-                next: Next::Retry(Delay {
-                    delay: Duration::from_millis(312),
-                    bound: Duration::from_millis(400),
-                }),
+                next: Next::Retry {
+                    delay: Delay {
+                        delay: Duration::from_millis(312),
+                        bound: Duration::from_millis(400),
+                    },
+                    server: false,
+                },
             },
             Event::GaveUp {
                 attempts: 7,

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::classify::{Outcome, Rules, Status, StopReason, Verdict};
 use crate::exit::Exit;
+use crate::output::Observed;
 use crate::policy::{Delay, Policy};
 use crate::report::{Ending, Event, Next, Report};
 
@@ -27,9 +28,15 @@ pub struct AttemptSpec {
 /// How an attempt ended, as the executor saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {
-    /// The attempt ended with this outcome; when it could not start, the
-    /// second field says why.
-    Done(Outcome, Option<String>),
+    /// The attempt ended with this outcome.
+    Done {
+        /// How it ended.
+        outcome: Outcome,
+        /// What its output showed.
+        seen: Observed,
+        /// Why it could not start, when it could not.
+        spawn_error: Option<String>,
+    },
     /// backoff received this terminating signal (and passed it on); the
     /// attempt's outcome, unless the signal came before it could start.
     Interrupted(i32, Option<Outcome>),
@@ -43,6 +50,8 @@ pub trait Executor {
     fn pause(&mut self, delay: Duration) -> Option<i32>;
     /// The monotonic clock.
     fn now(&self) -> Instant;
+    /// The run is over: release what was held back (`--hold-stdout`).
+    fn finish(&mut self) {}
 }
 
 /// What a run needs to know.
@@ -107,28 +116,23 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
         let began = exec.now();
         let ended = exec.attempt(&spec);
         let elapsed = exec.now().saturating_duration_since(began);
-        let (outcome, spawn_error) = match ended {
-            Ended::Done(outcome, spawn_error) => (outcome, spawn_error),
+        let (outcome, seen, spawn_error) = match ended {
+            Ended::Done {
+                outcome,
+                seen,
+                spawn_error,
+            } => (outcome, seen, spawn_error),
             Ended::Interrupted(signal, outcome) => {
-                report.event(&Event::Interrupted {
-                    signal,
-                    during_delay: false,
-                });
-                // A child that handled the signal and exited normally gives
-                // its status; otherwise backoff dies by the signal it got.
-                return match outcome {
-                    Some(Outcome::Exited(c)) => Exit::Code(c),
-                    _ => Exit::Signal(signal),
-                };
+                return interrupted(exec, report, signal, outcome, false);
             }
         };
-        let total = || exec.now().saturating_duration_since(start);
-        let next = match plan.rules.classify(outcome) {
+        let next = match plan.rules.classify(outcome, &seen) {
             Verdict::Success => {
+                exec.finish();
                 report.event(&Event::Succeeded {
                     attempt: number,
                     max_attempts,
-                    total: total(),
+                    total: exec.now().saturating_duration_since(start),
                 });
                 return Exit::SUCCESS;
             }
@@ -142,21 +146,13 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             Verdict::Stop(why) => Next::Stop(why),
             Verdict::Retry if max_attempts.is_some_and(|m| number >= m) => Next::Exhausted,
             Verdict::Retry => {
-                let delay = delays.next(number - 1);
-                // A retry that could not start before the deadline is not
-                // waited for: give up now and say why.
-                match (deadline, plan.max_time) {
-                    (Some(d), Some(max_time))
-                        if exec.now().checked_add(delay.delay).is_none_or(|t| t >= d) =>
-                    {
-                        Next::Deadline {
-                            delay: delay.delay,
-                            max_time,
-                            passed: exec.now() >= d,
-                        }
-                    }
-                    _ => Next::Retry(delay),
+                let mut delay = delays.next(number - 1);
+                // The server's Retry-After is a floor, above the cap if need be.
+                let server = seen.hint.is_some_and(|h| h > delay.delay);
+                if let Some(h) = seen.hint.filter(|_| server) {
+                    delay.delay = h;
                 }
+                retry_before(delay, server, exec.now(), deadline, plan.max_time)
             }
         };
         report.event(&Event::Failed {
@@ -166,10 +162,15 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             elapsed,
             next,
         });
-        let Next::Retry(Delay { delay, .. }) = next else {
+        let Next::Retry {
+            delay: Delay { delay, .. },
+            ..
+        } = next
+        else {
+            exec.finish();
             report.event(&Event::GaveUp {
                 attempts: number,
-                total: total(),
+                total: exec.now().saturating_duration_since(start),
                 outcome,
                 reason: match next {
                     Next::Stop(_) => Ending::Stopped,
@@ -180,13 +181,50 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             return exit_for(outcome, plan.preserve_status);
         };
         if let Some(signal) = exec.pause(delay) {
-            report.event(&Event::Interrupted {
-                signal,
-                during_delay: true,
-            });
-            return Exit::Signal(signal);
+            return interrupted(exec, report, signal, None, true);
         }
         last = Some(outcome);
+    }
+}
+
+/// Ends a run that `signal` interrupted. A child that handled the signal and
+/// exited normally gives its status; otherwise backoff dies by the signal.
+fn interrupted(
+    exec: &mut dyn Executor,
+    report: &mut dyn Report,
+    signal: i32,
+    outcome: Option<Outcome>,
+    during_delay: bool,
+) -> Exit {
+    exec.finish();
+    report.event(&Event::Interrupted {
+        signal,
+        during_delay,
+    });
+    match outcome {
+        Some(Outcome::Exited(c)) => Exit::Code(c),
+        _ => Exit::Signal(signal),
+    }
+}
+
+/// A retry after `delay`, unless it could not start before the deadline:
+/// then it is not waited for, and the run gives up now, saying why.
+fn retry_before(
+    delay: Delay,
+    server: bool,
+    now: Instant,
+    deadline: Option<Instant>,
+    max_time: Option<Duration>,
+) -> Next {
+    match (deadline, max_time) {
+        (Some(d), Some(max_time)) if now.checked_add(delay.delay).is_none_or(|t| t >= d) => {
+            Next::Deadline {
+                delay: delay.delay,
+                max_time,
+                passed: now >= d,
+            }
+        }
+        _ => Next::Retry { delay, server },
     }
 }
 
@@ -229,7 +267,11 @@ mod tests {
         fn attempt(&mut self, spec: &AttemptSpec) -> Ended {
             self.seen.push(*spec);
             let outcome = self.outcomes.pop().expect("more attempts than scripted");
-            Ended::Done(outcome, None)
+            Ended::Done {
+                outcome,
+                seen: Observed::default(),
+                spawn_error: None,
+            }
         }
         fn pause(&mut self, d: Duration) -> Option<i32> {
             self.slept.push(d);

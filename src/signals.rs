@@ -3,7 +3,7 @@
 //! to a child's process group, and dying by one.
 
 use std::io::{self, Read};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -109,30 +109,52 @@ impl SignalWatch {
     /// Waits until a signal arrives or `deadline` passes (forever without
     /// one), and returns the signals that arrived (empty at the deadline).
     pub fn wait(&mut self, deadline: Option<Instant>) -> Vec<c_int> {
+        self.wait_io(deadline, &[]).0
+    }
+
+    /// Waits until a signal arrives, one of `readers` can be read without
+    /// blocking (data, end of file or an error), or `deadline` passes.
+    /// Returns the signals that arrived and, for each reader, whether it is
+    /// ready.
+    pub fn wait_io(
+        &mut self,
+        deadline: Option<Instant>,
+        readers: &[BorrowedFd<'_>],
+    ) -> (Vec<c_int>, Vec<bool>) {
+        let mut fds: Vec<libc::pollfd> = std::iter::once(self.wake.as_raw_fd())
+            .chain(readers.iter().map(AsRawFd::as_raw_fd))
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
         loop {
             let got = self.pending();
             if !got.is_empty() {
-                return got;
+                return (got, vec![false; readers.len()]);
             }
             let timeout_ms = match deadline {
                 None => -1,
                 Some(d) => {
                     let left = d.saturating_duration_since(Instant::now());
                     if left.is_zero() {
-                        return got;
+                        return (got, vec![false; readers.len()]);
                     }
                     poll_timeout_ms(left)
                 }
             };
-            let mut fds = [libc::pollfd {
-                fd: self.wake.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            }];
-            // SAFETY: `fds` is a valid array of one pollfd that outlives the
-            // call; poll only writes its `revents`.
-            let _ = unsafe { libc::poll(fds.as_mut_ptr(), 1, timeout_ms) };
-            self.drain();
+            let count = libc::nfds_t::try_from(fds.len()).unwrap_or(libc::nfds_t::MAX);
+            // SAFETY: `fds` is a valid array of `count` pollfd structs that
+            // outlives the call; poll only writes their `revents`.
+            let _ = unsafe { libc::poll(fds.as_mut_ptr(), count, timeout_ms) };
+            if fds[0].revents != 0 {
+                self.drain();
+            }
+            let ready: Vec<bool> = fds[1..].iter().map(|p| p.revents != 0).collect();
+            if ready.iter().any(|&r| r) {
+                return (self.pending(), ready);
+            }
         }
     }
 

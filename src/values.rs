@@ -131,6 +131,37 @@ pub fn signal(s: &str) -> Result<i32, String> {
     parse_signal(s.trim()).ok_or_else(|| "unknown signal".to_owned())
 }
 
+/// Parses a regular expression (the `regex` crate's syntax), matched
+/// against the bytes of one line.
+pub fn regex(s: &str) -> Result<regex::bytes::Regex, String> {
+    regex::bytes::RegexBuilder::new(s)
+        .size_limit(16 << 20)
+        .build()
+        .map_err(|e| {
+            // The crate's message spans several lines; keep the last, which
+            // says what is wrong.
+            let text = e.to_string();
+            let why = text
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid regex")
+                .trim()
+                .trim_start_matches("error: ")
+                .to_owned();
+            format!("invalid regex: {why}")
+        })
+}
+
+/// Parses a regular expression that has a capture group for the value.
+pub fn capturing_regex(s: &str) -> Result<regex::bytes::Regex, String> {
+    let r = regex(s)?;
+    if r.captures_len() < 2 {
+        return Err("needs a capture group, like 'retry in ([0-9]+)'".into());
+    }
+    Ok(r)
+}
+
 /// Parses `--name`: one non-empty line.
 pub fn label(s: &str) -> Result<String, String> {
     if s.trim().is_empty() {
@@ -288,6 +319,8 @@ mod tests {
             let _ = label(&s);
             let _ = rules(&s);
             let _ = signal(&s);
+            let _ = regex(&s);
+            let _ = capturing_regex(&s);
         }
 
         #[test]

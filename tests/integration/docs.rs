@@ -40,6 +40,40 @@ A rule list is comma\-separated: an exit code (\fB3\fR), a range (\fB1\-5\fR), a
 The delay before retry \fIn\fR (0 for the first retry) is drawn from \fIupper(n)\fR = min(cap, base \(mu factor^n): \fBnone\fR sleeps upper(n); \fBfull\fR draws uniformly in [0, upper(n)); \fBequal\fR draws upper(n)/2 plus uniformly in [0, upper(n)/2); \fBdecorrelated\fR draws min(cap, uniform in [base, 3 \(mu previous delay)), starting from base, and ignores \fB\-\-factor\fR. No delay ever exceeds the cap, and none is slept after the last attempt. Decorrelated jitter piles late retries onto the cap exactly (its clamp); full jitter, the default, spreads them.
 "#;
 
+const OUTPUT: &str = r#".SH "OUTPUT, INPUT AND SERVERS"
+By default the command's standard input, output and error are backoff's own, and backoff adds no copy and no buffering. Only the options below make backoff read the command's output, through pipes; it then reaches you live and unchanged, in order on each stream, binary output and a last line without a newline included.
+.TP
+\fB\-\-retry\-if\-output\fR \fIREGEX\fR, \fB\-\-stop\-if\-output\fR \fIREGEX\fR
+Each line of stdout and stderr is matched (a line longer than 64 KiB is matched in 64 KiB pieces; a trailing carriage return is ignored). A stop match beats every retry rule and even success; a retry match retries like \fB\-\-retry\-on\fR, and like it turns the default of retrying every failure off. The syntax is that of the Rust \fBregex\fR crate.
+.TP
+\fB\-\-retry\-after\fR, \fB\-\-retry\-after\-pattern\fR \fIREGEX\fR
+A line \fBRetry\-After: \fR\fIvalue\fR (case\-insensitive, as curl prints headers with \fB\-i\fR or \fB\-D /dev/stderr\fR), or the first capture group of \fIREGEX\fR, gives the server's hint: delay\-seconds or an HTTP\-date (RFC 9110 \(sc10.2.3). The last hint an attempt printed sets a floor for the next delay, above \fB\-\-cap\fR if need be, and the report says so. A hint that would pass \fB\-\-max\-time\fR ends the run at once.
+.TP
+\fB\-\-hold\-stdout\fR
+Each attempt's stdout goes to an unlinked temporary file; only the stdout of the attempt that ends the run (the successful one, the last, or the one interrupted) is written to stdout, so a consumer never sees a partial or repeated body. Memory stays small whatever the size.
+.TP
+\fB\-\-replay\-stdin\fR
+Standard input is read to its end into an unlinked temporary file before the first attempt, and every attempt reads that file from its start. A closed standard input is an empty one.
+.PP
+After the command exits, backoff reads what is left in its pipes for at most 0.5 s: a process the command left running may hold them open.
+"#;
+
+const PRESETS: &str = r#".SH PRESETS
+\fB\-\-preset curl\fR gives curl HTTP retry semantics. Use curl with \fB\-f\fR (\fB\-\-fail\fR) and \fB\-S\fR, and with \fB\-D /dev/stderr\fR or \fB\-i\fR to let backoff see \fBRetry\-After\fR. Its rules, after your own \fB\-\-stop\-on\fR, \fB\-\-success\-on\fR and \fB\-\-retry\-on\fR:
+.IP \(bu 2
+exit 0: success;
+.IP \(bu 2
+exit 5, 6, 7, 16, 18, 28, 35, 52, 55, 56, 92, 95 (proxy, resolve, connect, HTTP/2, partial file, timeout, TLS connect, empty reply, send, receive, HTTP/2 stream, HTTP/3 failures): retry;
+.IP \(bu 2
+exit 22 (an HTTP error with \fB\-\-fail\fR): the status from curl's "The requested URL returned error: NNN" line or from the last HTTP status line decides: 408, 425, 429 and 5xx are retried, every other 4xx stops the run; with no visible status, exit 22 is retried;
+.IP \(bu 2
+any other exit code: stop (a malformed URL, a certificate problem, a write error do not heal);
+.IP \(bu 2
+\fB\-\-retry\-after\fR is on.
+.PP
+Death by a signal and timeouts follow the default rules.
+"#;
+
 const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
 .TP
 \fB0\fR
@@ -85,7 +119,7 @@ In GitHub Actions and similar runners, a cancelled step sends SIGINT to the step
 "#;
 
 const PROCESSES: &str = r#".SH "RUNNING THE COMMAND"
-The command is executed directly (PATH lookup, no shell) with its arguments as raw bytes. It runs in its own process group, so that a signal reaches every process it started; \fB\-\-foreground\fR keeps it in backoff's group for programs that read the terminal (a program in another group is stopped by SIGTTIN when it reads the terminal), and then only the command itself is signalled. The command starts with default signal actions (except those inherited as ignored) and an empty signal mask. Its standard input, output and error are backoff's own: backoff adds no copy and no buffering. backoff writes only to standard error, one line per report, each starting with "backoff: ".
+The command is executed directly (PATH lookup, no shell) with its arguments as raw bytes. It runs in its own process group, so that a signal reaches every process it started; \fB\-\-foreground\fR keeps it in backoff's group for programs that read the terminal (a program in another group is stopped by SIGTTIN when it reads the terminal), and then only the command itself is signalled. The command starts with default signal actions (except those inherited as ignored) and an empty signal mask. Its standard input, output and error are backoff's own, with no copy and no buffering, unless an option of OUTPUT, INPUT AND SERVERS needs to see them. backoff writes only to standard error, one line per report, each starting with "backoff: ".
 .PP
 When an attempt fails and is retried, processes it left running in its process group are sent SIGTERM before the delay starts, so that they do not race the retry (a port still held, a lock still taken). After the last attempt and after success they are left alone.
 "#;
@@ -97,6 +131,9 @@ Retry a request up to 6 times with full jitter, waiting at most 100ms, 200ms, 40
 .TP
 \fBbackoff \-\-base 1s \-\-cap 1m \-\-max\-retries 10 \-\- ./deploy.sh\fR
 A slower, longer policy.
+.TP
+\fBbackoff \-\-preset curl \-\-hold\-stdout \-\- curl \-fsS \-D /dev/stderr https://api.example.test/ | jq .\fR
+Retry transient failures, 408, 425, 429 and 5xx, honour Retry\-After, and hand jq only the body of the final response.
 .TP
 \fBbackoff \-\-timeout 30s \-\-max\-time 5m \-\- ./integration\-tests\fR
 Give each attempt 30 seconds and the whole run 5 minutes; a delay that would end after the deadline is not slept.
@@ -130,6 +167,8 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
     man.render_subcommands_section(&mut page).unwrap();
     for section in [
         CLASSIFICATION,
+        OUTPUT,
+        PRESETS,
         ENVIRONMENT,
         PROCESSES,
         SIGNALS,
@@ -192,6 +231,7 @@ fn the_man_page_has_its_hand_written_sections() {
         ".SH \"EXIT STATUS\"",
         ".SH SIGNALS",
         ".SH EXAMPLES",
+        ".SH PRESETS",
         ".SH ENVIRONMENT",
     ] {
         assert!(page.contains(section), "missing {section}");

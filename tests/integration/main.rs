@@ -2,10 +2,13 @@
 
 mod docs;
 mod environment;
+mod http;
 mod limits;
 mod processes;
 mod retrying;
 mod schedule;
+mod servers;
 mod signals;
+mod streams;
 mod support;
 mod usage;

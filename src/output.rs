@@ -1,0 +1,304 @@
+//! What an attempt printed, as far as classification cares: output rules
+//! (`--retry-if-output`, `--stop-if-output`), a server's `Retry-After` hint,
+//! and the HTTP status curl reported. Pure: bytes in, observations out; the
+//! copying itself happens in `child`.
+
+use std::time::{Duration, SystemTime};
+
+use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
+
+use crate::values::MAX_DURATION;
+
+/// Lines longer than this are matched in pieces of this size, so that one
+/// endless line cannot grow backoff's memory.
+pub const MAX_LINE: usize = 64 * 1024;
+
+/// The `Retry-After:` header line, as curl prints it with `-i` or `-D`.
+const RETRY_AFTER_HEADER: &str = r"(?i)^\s*(?:<\s*)?retry-after:\s*([^\r\n]*?)\s*$";
+/// curl's `--fail` message: `curl: (22) The requested URL returned error: 503`.
+const CURL_FAIL_LINE: &str = r"returned error: ([0-9]{3})";
+/// An HTTP status line: `HTTP/1.1 503 Service Unavailable`, `HTTP/2 429`.
+const HTTP_STATUS_LINE: &str = r"^(?:<\s*)?HTTP/[0-9.]+ ([0-9]{3})\b";
+
+/// The patterns that classify attempts by what they print.
+#[derive(Debug, Clone)]
+pub struct OutputRules {
+    retry: Vec<Regex>,
+    stop: Vec<Regex>,
+    retry_after: Option<Regex>,
+    http_status: bool,
+    /// Every pattern at once, over many lines, to skip blocks with no match.
+    any: RegexSet,
+    /// Compiled once: curl's `--fail` line and HTTP status lines.
+    fail_line: Regex,
+    status_line: Regex,
+}
+
+/// The regex behind `--retry-after` without a pattern of its own.
+///
+/// # Panics
+///
+/// Never: the pattern is a constant that compiles.
+pub fn retry_after_header() -> Regex {
+    Regex::new(RETRY_AFTER_HEADER).expect("a valid built-in regex")
+}
+
+impl OutputRules {
+    /// Rules from `--retry-if-output`, `--stop-if-output`, the `Retry-After`
+    /// pattern (`None` without `--retry-after`), and whether to read HTTP
+    /// status codes (the curl preset). Returns `None` when nothing needs to
+    /// see the output.
+    ///
+    /// # Panics
+    ///
+    /// Never: the built-in patterns are constants that compile.
+    pub fn new(
+        retry: Vec<Regex>,
+        stop: Vec<Regex>,
+        retry_after: Option<Regex>,
+        http_status: bool,
+    ) -> Option<OutputRules> {
+        if retry.is_empty() && stop.is_empty() && retry_after.is_none() && !http_status {
+            return None;
+        }
+        let fail_line = Regex::new(CURL_FAIL_LINE).expect("a valid built-in regex");
+        let status_line = Regex::new(HTTP_STATUS_LINE).expect("a valid built-in regex");
+        let mut patterns: Vec<&str> = retry.iter().chain(&stop).map(Regex::as_str).collect();
+        if let Some(r) = &retry_after {
+            patterns.push(r.as_str());
+        }
+        if http_status {
+            patterns.push(CURL_FAIL_LINE);
+            patterns.push(HTTP_STATUS_LINE);
+        }
+        // Each pattern already compiled on its own, so the set compiles too;
+        // multi-line mode makes ^ and $ match at every line of a block.
+        let any = RegexSetBuilder::new(&patterns)
+            .multi_line(true)
+            .size_limit(64 << 20)
+            .build()
+            .ok()?;
+        Some(OutputRules {
+            retry,
+            stop,
+            retry_after,
+            http_status,
+            any,
+            fail_line,
+            status_line,
+        })
+    }
+}
+
+/// What the output of one attempt showed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Observed {
+    /// A `--retry-if-output` pattern matched a line.
+    pub retry_match: bool,
+    /// A `--stop-if-output` pattern matched a line.
+    pub stop_match: bool,
+    /// The last `Retry-After` value seen, as printed.
+    pub retry_after: Option<String>,
+    /// The last HTTP status seen (curl's `--fail` line or a status line).
+    pub http_status: Option<u16>,
+    /// The delay `retry_after` asks for, as of the attempt's end.
+    pub hint: Option<Duration>,
+}
+
+/// Splits one stream into lines and matches them, however the bytes arrive.
+#[derive(Debug, Default)]
+pub struct LineScanner {
+    partial: Vec<u8>,
+}
+
+impl LineScanner {
+    /// Feeds bytes as they were read.
+    pub fn feed(&mut self, rules: &OutputRules, chunk: &[u8], seen: &mut Observed) {
+        let Some(last) = chunk.iter().rposition(|&b| b == b'\n') else {
+            self.push_partial(rules, chunk, seen);
+            return;
+        };
+        let (mut complete, rest) = chunk.split_at(last + 1);
+        if !self.partial.is_empty() {
+            // The first line of this chunk ends the line begun before.
+            let first = complete.iter().position(|&b| b == b'\n').unwrap_or(last);
+            let (head, tail) = complete.split_at(first + 1);
+            self.push_partial(rules, head, seen);
+            let line = std::mem::take(&mut self.partial);
+            scan_block(rules, &line, seen);
+            complete = tail;
+        }
+        if !complete.is_empty() {
+            scan_block(rules, complete, seen);
+        }
+        self.push_partial(rules, rest, seen);
+    }
+
+    /// Matches what is left: a last line without a newline.
+    pub fn finish(&mut self, rules: &OutputRules, seen: &mut Observed) {
+        let block = std::mem::take(&mut self.partial);
+        if !block.is_empty() {
+            scan_block(rules, &block, seen);
+        }
+    }
+
+    fn push_partial(&mut self, rules: &OutputRules, mut bytes: &[u8], seen: &mut Observed) {
+        while self.partial.len() + bytes.len() > MAX_LINE {
+            let room = MAX_LINE - self.partial.len();
+            self.partial.extend_from_slice(&bytes[..room]);
+            bytes = &bytes[room..];
+            let block = std::mem::take(&mut self.partial);
+            scan_block(rules, &block, seen);
+        }
+        self.partial.extend_from_slice(bytes);
+    }
+}
+
+/// Matches every line of `block` (complete lines, or one piece of a long
+/// line). Blocks where no pattern matches at all are skipped in one search.
+fn scan_block(rules: &OutputRules, block: &[u8], seen: &mut Observed) {
+    if !rules.any.is_match(block) {
+        return;
+    }
+    for line in block.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        scan_line(rules, line, seen);
+    }
+}
+
+fn scan_line(rules: &OutputRules, line: &[u8], seen: &mut Observed) {
+    if rules.stop.iter().any(|r| r.is_match(line)) {
+        seen.stop_match = true;
+    }
+    if rules.retry.iter().any(|r| r.is_match(line)) {
+        seen.retry_match = true;
+    }
+    if let Some(r) = &rules.retry_after {
+        if let Some(value) = r.captures(line).and_then(|c| c.get(1)) {
+            seen.retry_after = Some(String::from_utf8_lossy(value.as_bytes()).trim().to_owned());
+        }
+    }
+    if rules.http_status {
+        let status = rules
+            .fail_line
+            .captures(line)
+            .or_else(|| rules.status_line.captures(line));
+        if let Some(code) = status.and_then(|c| c.get(1)) {
+            seen.http_status = std::str::from_utf8(code.as_bytes())
+                .ok()
+                .and_then(|s| s.parse().ok());
+        }
+    }
+}
+
+/// The delay a `Retry-After` value asks for, seen at `now`: delay-seconds or
+/// an HTTP-date (RFC 9110 §10.2.3); a date in the past asks for no delay.
+/// `None` when the value is neither.
+pub fn retry_after_delay(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        let secs = value.parse::<u64>().unwrap_or(u64::MAX);
+        return Some(Duration::from_secs(secs).min(MAX_DURATION));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(
+        when.duration_since(now)
+            .unwrap_or(Duration::ZERO)
+            .min(MAX_DURATION),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules() -> OutputRules {
+        OutputRules::new(
+            vec![Regex::new("try again").unwrap()],
+            vec![Regex::new("^fatal").unwrap()],
+            Some(retry_after_header()),
+            true,
+        )
+        .unwrap()
+    }
+
+    fn scan(pieces: &[&[u8]]) -> Observed {
+        let r = rules();
+        let mut s = LineScanner::default();
+        let mut seen = Observed::default();
+        for p in pieces {
+            s.feed(&r, p, &mut seen);
+        }
+        s.finish(&r, &mut seen);
+        seen
+    }
+
+    #[test]
+    fn lines_match_however_the_bytes_are_split() {
+        let whole: &[u8] = b"ok\nplease try again later\nfatal: no\n";
+        let one = scan(&[whole]);
+        assert!(one.retry_match && one.stop_match);
+        for cut in 0..whole.len() {
+            let (a, b) = whole.split_at(cut);
+            assert_eq!(scan(&[a, b]), one, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn anchors_apply_per_line_and_a_last_line_without_newline_counts() {
+        assert!(!scan(&[b"not fatal\n"]).stop_match);
+        assert!(scan(&[b"x\nfatal"]).stop_match);
+        assert!(!scan(&[b"nothing here\n"]).retry_match);
+    }
+
+    #[test]
+    fn retry_after_headers_and_http_statuses_are_read() {
+        let seen = scan(&[b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 7\r\n\r\n"]);
+        assert_eq!(seen.retry_after.as_deref(), Some("7"));
+        assert_eq!(seen.http_status, Some(503));
+        let seen = scan(&[b"curl: (22) The requested URL returned error: 404\n"]);
+        assert_eq!(seen.http_status, Some(404));
+        let seen = scan(&[b"< retry-after: Wed, 21 Oct 2015 07:28:00 GMT\n"]);
+        assert_eq!(
+            seen.retry_after.as_deref(),
+            Some("Wed, 21 Oct 2015 07:28:00 GMT")
+        );
+    }
+
+    #[test]
+    fn endless_lines_are_matched_in_bounded_pieces() {
+        let mut long = vec![b'x'; 3 * MAX_LINE];
+        long.extend_from_slice(b"try again\n");
+        let r = rules();
+        let mut s = LineScanner::default();
+        let mut seen = Observed::default();
+        for piece in long.chunks(1000) {
+            s.feed(&r, piece, &mut seen);
+            assert!(s.partial.len() <= MAX_LINE);
+        }
+        assert!(seen.retry_match);
+    }
+
+    #[test]
+    fn retry_after_values_are_seconds_or_http_dates() {
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
+        assert_eq!(
+            retry_after_delay("120", now),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(
+            retry_after_delay("Wed, 21 Oct 2015 07:28:30 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            retry_after_delay("Wed, 21 Oct 2015 07:27:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(retry_after_delay("soon", now), None);
+        assert_eq!(retry_after_delay("-5", now), None);
+        assert_eq!(
+            retry_after_delay("99999999999999999999999", now),
+            Some(MAX_DURATION)
+        );
+    }
+}

@@ -1,0 +1,254 @@
+//! Retries that understand servers: `--preset curl` against a real curl and
+//! a real HTTP server, `Retry-After`, output rules.
+
+use std::time::{Duration, SystemTime};
+
+use predicates::prelude::*;
+
+use crate::http::{Reply, Server, refused_url};
+use crate::support::{PATIENCE, Running, backoff, command};
+
+fn curl(url: &str) -> Vec<String> {
+    ["curl", "-fsS", "-D", "/dev/stderr", url]
+        .map(str::to_owned)
+        .to_vec()
+}
+
+#[test]
+fn retry_after_503_twice_then_200_makes_three_requests_and_prints_the_body_once() {
+    let server = Server::start(vec![
+        Reply::new(503, "busy\n").header("Retry-After", "1"),
+        Reply::new(503, "busy\n").header("Retry-After", "1"),
+        Reply::new(200, "the body\n"),
+    ]);
+    let out = backoff(["--preset", "curl", "--"])
+        .args(curl(&server.url))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "the body\n");
+    let times = server.requests();
+    assert_eq!(times.len(), 3);
+    for pair in times.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= Duration::from_secs(1),
+            "a retry came early"
+        );
+    }
+    assert!(
+        stderr.contains("retrying in 1.00s (Retry-After from the server)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_404_is_not_retried_and_exits_22() {
+    let server = Server::start(vec![Reply::new(404, "no\n")]);
+    backoff(["--preset", "curl", "--base", "1ms", "--"])
+        .args(curl(&server.url))
+        .assert()
+        .code(22)
+        .stderr(predicate::str::contains("HTTP 404 is not worth retrying"));
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn the_404_is_read_from_curls_fail_line_without_headers() {
+    let server = Server::start(vec![Reply::new(404, "no\n")]);
+    backoff(["--preset", "curl", "--base", "1ms", "--", "curl", "-fsS"])
+        .arg(&server.url)
+        .assert()
+        .code(22);
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn a_429_and_a_500_are_retried() {
+    let server = Server::start(vec![
+        Reply::new(429, ""),
+        Reply::new(500, ""),
+        Reply::new(200, "ok\n"),
+    ]);
+    backoff(["--preset", "curl", "--base", "1ms", "--", "curl", "-fsS"])
+        .arg(&server.url)
+        .assert()
+        .success()
+        .stdout("ok\n");
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[test]
+fn a_refused_connection_is_retried() {
+    backoff([
+        "--preset",
+        "curl",
+        "--base",
+        "1ms",
+        "--max-retries",
+        "2",
+        "--",
+        "curl",
+        "-fsS",
+    ])
+    .arg(refused_url())
+    .assert()
+    .code(7)
+    .stderr(predicate::str::contains("attempt 3/3 failed (exit 7)"));
+}
+
+#[test]
+fn an_unusable_url_is_not_retried() {
+    backoff([
+        "--preset", "curl", "--base", "1ms", "--", "curl", "-fsS", "nope://x",
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("not transient for --preset curl"));
+}
+
+#[test]
+fn retry_after_as_an_http_date_is_honoured() {
+    let when = SystemTime::now() + Duration::from_secs(2);
+    let server = Server::start(vec![
+        Reply::new(503, "").header("Retry-After", &httpdate::fmt_http_date(when)),
+        Reply::new(200, "ok\n"),
+    ]);
+    backoff(["--preset", "curl", "--"])
+        .args(curl(&server.url))
+        .assert()
+        .success();
+    let times = server.requests();
+    assert_eq!(times.len(), 2);
+    // The date has a resolution of one second.
+    assert!(times[1] - times[0] >= Duration::from_secs(1));
+}
+
+#[test]
+fn a_retry_after_beyond_max_time_gives_up_at_once() {
+    let server = Server::start(vec![Reply::new(503, "").header("Retry-After", "60")]);
+    let mut cmd = command(["--preset", "curl", "--max-time", "10s", "--"]);
+    cmd.args(curl(&server.url));
+    let mut run = Running::start(cmd);
+    let (status, took) = run.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(22));
+    assert!(took < Duration::from_secs(10), "waited: {took:?}");
+    assert!(
+        run.stderr().iter().any(
+            |l| l.contains("the next retry in 1m") && l.contains("would pass --max-time 10.0s")
+        ),
+        "{:?}",
+        run.seen
+    );
+}
+
+#[test]
+fn a_retry_after_pattern_finds_the_hint_elsewhere() {
+    backoff([
+        "--retry-after-pattern",
+        "come back in ([0-9]+) s",
+        "--base",
+        "1ms",
+        "--max-retries",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "echo 'come back in 1 s'; exit 1",
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains(
+        "retrying in 1.00s (Retry-After from the server)",
+    ));
+    backoff(["--retry-after-pattern", "no group", "--", "true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("'--retry-after-pattern'"));
+}
+
+#[test]
+fn output_rules_stop_beats_retry_and_both_see_stdout_and_stderr() {
+    backoff([
+        "--retry-if-output",
+        "transient",
+        "--stop-if-output",
+        "^fatal",
+        "--base",
+        "1ms",
+        "--",
+        "sh",
+        "-c",
+        "echo transient; echo 'fatal: disk' >&2; exit 1",
+    ])
+    .assert()
+    .code(1)
+    .stdout("transient\n")
+    .stderr(predicate::str::contains("fatal: disk"))
+    .stderr(predicate::str::contains(
+        "its output matches --stop-if-output",
+    ));
+    backoff([
+        "--retry-if-output",
+        "transient",
+        "--base",
+        "1ms",
+        "--max-retries",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        "echo transient >&2; exit 1",
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("attempt 3/3 failed"));
+    // Without a match, --retry-if-output alone does not retry.
+    backoff([
+        "--retry-if-output",
+        "transient",
+        "--base",
+        "1ms",
+        "--",
+        "sh",
+        "-c",
+        "exit 1",
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("attempt 1/7 failed"));
+    backoff(["--retry-if-output", "(", "--", "true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("'--retry-if-output'"));
+}
+
+#[test]
+fn output_reaches_the_user_live_while_rules_watch_it() {
+    let cmd = command([
+        "--retry-if-output",
+        "never",
+        "--",
+        "sh",
+        "-c",
+        "echo first-line; exec sleep 30",
+    ]);
+    let mut run = Running::start(cmd);
+    run.wait_for("first-line");
+    run.signal(libc::SIGTERM);
+    run.wait_exit(PATIENCE);
+}
+
+#[test]
+fn binary_output_and_a_last_line_without_newline_pass_unchanged() {
+    let out = backoff([
+        "--retry-if-output",
+        "zzz",
+        "--",
+        "printf",
+        "a\\000b\\377\\nno-newline",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(out.stdout, b"a\0b\xff\nno-newline");
+}

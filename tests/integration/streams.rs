@@ -1,0 +1,137 @@
+//! `--hold-stdout` and `--replay-stdin` with large data: no byte lost or
+//! duplicated, and memory bounded.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::Path;
+use std::process::Stdio;
+
+use crate::support::{TempDir, command};
+
+const SIZE: usize = 100 << 20;
+
+/// Writes `len` pseudo-random bytes (xorshift, seeded) to `path`.
+fn random_file(path: &Path, len: usize, seed: u64) {
+    let mut w = BufWriter::new(File::create(path).unwrap());
+    let mut x = seed | 1;
+    let mut left = len;
+    while left > 0 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let bytes = x.to_le_bytes();
+        let n = left.min(8);
+        w.write_all(&bytes[..n]).unwrap();
+        left -= n;
+    }
+    w.flush().unwrap();
+}
+
+/// Whether two files have exactly the same bytes.
+fn same_bytes(a: &Path, b: &Path) -> bool {
+    let (mut fa, mut fb) = (File::open(a).unwrap(), File::open(b).unwrap());
+    if fa.metadata().unwrap().len() != fb.metadata().unwrap().len() {
+        return false;
+    }
+    let (mut ba, mut bb) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
+    loop {
+        let n = fa.read(&mut ba).unwrap();
+        if n == 0 {
+            return true;
+        }
+        fb.read_exact(&mut bb[..n]).unwrap();
+        if ba[..n] != bb[..n] {
+            return false;
+        }
+    }
+}
+
+/// A shell line that records backoff's peak resident memory (`VmHWM`, in
+/// KiB) into `file`: the command's parent is backoff.
+fn record_peak_rss(file: &Path) -> String {
+    format!(
+        "grep VmHWM /proc/$PPID/status | tr -dc 0-9 > '{}'",
+        file.display()
+    )
+}
+
+fn peak_kib(dir: &TempDir) -> u64 {
+    dir.lines("rss")[0].parse().unwrap()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn hold_stdout_writes_exactly_the_final_attempts_100_mib_with_bounded_memory() {
+    for rules in [&[][..], &["--stop-if-output", "never-printed-zq"][..]] {
+        let dir = TempDir::new("hold");
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        random_file(&a, SIZE, 1);
+        random_file(&b, SIZE, 2);
+        let out = dir.join("out");
+        let mut cmd = command(["--hold-stdout", "--base", "1ms", "--max-retries", "1"]);
+        cmd.args(rules).args(["--", "sh", "-c"]).arg(format!(
+            "if [ $BACKOFF_ATTEMPT = 1 ]; then cat '{}'; exit 1; fi; cat '{}'; {}",
+            a.display(),
+            b.display(),
+            record_peak_rss(&dir.join("rss"))
+        ));
+        let status = cmd
+            .stdout(File::create(&out).unwrap())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{rules:?}");
+        assert!(
+            same_bytes(&out, &b),
+            "{rules:?}: stdout is not the final attempt's"
+        );
+        let kib = peak_kib(&dir);
+        assert!(kib < 16 * 1024, "{rules:?}: peak RSS {kib} KiB");
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn replay_stdin_gives_every_attempt_the_same_100_mib_with_bounded_memory() {
+    let dir = TempDir::new("replay");
+    let input = dir.join("in");
+    random_file(&input, SIZE, 3);
+    let mut cmd = command([
+        "--replay-stdin",
+        "--base",
+        "1ms",
+        "--max-retries",
+        "2",
+        "--",
+        "sh",
+        "-c",
+    ]);
+    cmd.arg(format!(
+        "cat > '{d}/got'$BACKOFF_ATTEMPT; {rss}; [ $BACKOFF_ATTEMPT = 3 ]",
+        d = dir.path().display(),
+        rss = record_peak_rss(&dir.join("rss"))
+    ));
+    let status = cmd
+        .stdin(File::open(&input).unwrap())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for attempt in 1..=3 {
+        assert!(
+            same_bytes(&input, &dir.join(&format!("got{attempt}"))),
+            "attempt {attempt} got other bytes"
+        );
+    }
+    let kib = peak_kib(&dir);
+    assert!(kib < 16 * 1024, "peak RSS {kib} KiB");
+}
+
+#[test]
+fn replay_stdin_with_an_empty_or_closed_stdin_gives_empty_input() {
+    let out = command(["--replay-stdin", "--", "wc", "-c"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
+}
