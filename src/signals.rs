@@ -3,10 +3,8 @@
 //! to a child's process group, and dying by one.
 
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, IntoRawFd};
 use std::os::unix::net::UnixStream;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use libc::c_int;
@@ -62,10 +60,11 @@ pub fn is_ignored(sig: c_int) -> bool {
 }
 
 /// Watches signals through a self-pipe so that one `poll` can wait for a
-/// signal and a deadline at once (no polling loop, no `thread::sleep`).
+/// signal, the command's output and a deadline at once (no polling loop, no
+/// `thread::sleep`). Each handler writes its signal's number into the pipe,
+/// so signals arrive in order and none is merged with another.
 pub struct SignalWatch {
     wake: UnixStream,
-    flags: Vec<(c_int, Arc<AtomicBool>)>,
 }
 
 impl SignalWatch {
@@ -81,7 +80,8 @@ impl SignalWatch {
         unblock_all();
         let (wake, notify) = UnixStream::pair()?;
         wake.set_nonblocking(true)?;
-        let mut flags = Vec::new();
+        // The handlers write to this end for the rest of the process's life.
+        let notify = notify.into_raw_fd();
         let watched = TERMINATING
             .iter()
             .chain(&[libc::SIGTSTP, libc::SIGCONT, libc::SIGCHLD]);
@@ -89,21 +89,36 @@ impl SignalWatch {
             if sig != libc::SIGCHLD && is_ignored(sig) {
                 continue;
             }
-            let flag = Arc::new(AtomicBool::new(false));
-            signal_hook::flag::register(sig, Arc::clone(&flag))?;
-            signal_hook::low_level::pipe::register(sig, notify.try_clone()?)?;
-            flags.push((sig, flag));
+            let byte = u8::try_from(sig).unwrap_or(u8::MAX);
+            let action = move || {
+                // SAFETY: send(2) on a descriptor that is never closed, from
+                // a byte on the stack, is async-signal-safe; a full pipe
+                // only drops the byte (the reader is behind anyway).
+                unsafe {
+                    libc::send(
+                        notify,
+                        (&raw const byte).cast::<libc::c_void>(),
+                        1,
+                        libc::MSG_DONTWAIT,
+                    );
+                }
+            };
+            // SAFETY: the action only calls send(2), which is
+            // async-signal-safe, and touches no lock or allocation; the
+            // signals registered here are not ones signal-hook forbids.
+            unsafe { signal_hook::low_level::register(sig, action)? };
         }
-        Ok(SignalWatch { wake, flags })
+        Ok(SignalWatch { wake })
     }
 
-    /// The signals that arrived since the last call, in a fixed order.
-    pub fn pending(&self) -> Vec<c_int> {
-        self.flags
-            .iter()
-            .filter(|(_, f)| f.swap(false, Ordering::SeqCst))
-            .map(|(s, _)| *s)
-            .collect()
+    /// The signals that arrived since the last call, in order.
+    pub fn pending(&mut self) -> Vec<c_int> {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 64];
+        while let Ok(n @ 1..) = self.wake.read(&mut buf) {
+            got.extend(buf[..n].iter().map(|&b| c_int::from(b)));
+        }
+        got
     }
 
     /// Waits until a signal arrives or `deadline` passes (forever without
@@ -148,19 +163,11 @@ impl SignalWatch {
             // SAFETY: `fds` is a valid array of `count` pollfd structs that
             // outlives the call; poll only writes their `revents`.
             let _ = unsafe { libc::poll(fds.as_mut_ptr(), count, timeout_ms) };
-            if fds[0].revents != 0 {
-                self.drain();
-            }
             let ready: Vec<bool> = fds[1..].iter().map(|p| p.revents != 0).collect();
             if ready.iter().any(|&r| r) {
                 return (self.pending(), ready);
             }
         }
-    }
-
-    fn drain(&mut self) {
-        let mut buf = [0u8; 64];
-        while matches!(self.wake.read(&mut buf), Ok(n) if n > 0) {}
     }
 }
 
