@@ -7,8 +7,8 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
 use std::time::{Duration, Instant, SystemTime};
 
 use libc::c_int;
@@ -17,6 +17,7 @@ use crate::classify::{Outcome, Status};
 use crate::output::{LineScanner, Observed, OutputRules, retry_after_delay};
 use crate::run::{AttemptSpec, Ended, Executor};
 use crate::signals::{self, SignalWatch, TERMINATING};
+use crate::spawn::{self, Launch, Program};
 
 /// How attempts are run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +48,7 @@ struct Pipe {
 
 /// Runs attempts of one command for real.
 pub struct RealExecutor {
-    command: Vec<OsString>,
+    program: Program,
     options: Options,
     watch: SignalWatch,
     /// The process group of the last attempt, if processes of it outlived
@@ -94,7 +95,7 @@ impl RealExecutor {
             None
         };
         Ok(RealExecutor {
-            command,
+            program: Program::new(command),
             options,
             watch,
             lingering: None,
@@ -105,62 +106,61 @@ impl RealExecutor {
         })
     }
 
-    fn spawn(&mut self, spec: &AttemptSpec) -> io::Result<Child> {
-        let mut cmd = Command::new(&self.command[0]);
-        cmd.args(&self.command[1..]);
-        cmd.env("BACKOFF_ATTEMPT", spec.number.to_string());
-        cmd.env(
-            "BACKOFF_MAX_ATTEMPTS",
-            spec.max_attempts.map(|m| m.to_string()).unwrap_or_default(),
-        );
-        match spec.last {
-            Some(o) => cmd.env("BACKOFF_LAST_STATUS", o.env_value()),
-            None => cmd.env_remove("BACKOFF_LAST_STATUS"),
-        };
-        if !self.options.foreground {
-            cmd.process_group(0);
-        }
-        if let Some(input) = &self.stdin {
-            let mut input = input.try_clone()?;
+    /// Starts an attempt; returns its pid and the pipes of its output, if
+    /// output rules need to see it.
+    fn spawn(&mut self, spec: &AttemptSpec) -> io::Result<(u32, Vec<Pipe>)> {
+        let env = [
+            ("BACKOFF_ATTEMPT", Some(spec.number.to_string())),
+            (
+                "BACKOFF_MAX_ATTEMPTS",
+                Some(spec.max_attempts.map(|m| m.to_string()).unwrap_or_default()),
+            ),
+            ("BACKOFF_LAST_STATUS", spec.last.map(Outcome::env_value)),
+        ];
+        if let Some(input) = &mut self.stdin {
             input.seek(SeekFrom::Start(0))?;
-            cmd.stdin(input);
         }
         if let Some(held) = &mut self.held {
             held.set_len(0)?;
             held.seek(SeekFrom::Start(0))?;
         }
-        if self.rules.is_some() {
-            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        } else if let Some(held) = &self.held {
-            // Nothing to match: the command writes straight into the file.
-            cmd.stdout(held.try_clone()?);
-        }
-        signals::kill_child_with_parent(&mut cmd);
-        cmd.spawn()
-    }
-
-    /// The pipes of a freshly spawned child, with where each one goes.
-    fn pipes(&self, child: &mut Child) -> io::Result<Vec<Pipe>> {
         let mut pipes = Vec::new();
-        if let Some(out) = child.stdout.take() {
-            let to = match &self.held {
+        let mut ends = Vec::new();
+        if self.rules.is_some() {
+            let to_stdout = match &self.held {
                 Some(held) => held.try_clone()?,
                 None => File::from(io::stdout().as_fd().try_clone_to_owned()?),
             };
-            pipes.push(Pipe {
-                from: File::from(OwnedFd::from(out)),
-                to,
-                scanner: LineScanner::default(),
-            });
+            let to_stderr = File::from(io::stderr().as_fd().try_clone_to_owned()?);
+            for to in [to_stdout, to_stderr] {
+                let (from, end) = io::pipe()?;
+                pipes.push(Pipe {
+                    from: File::from(OwnedFd::from(from)),
+                    to,
+                    scanner: LineScanner::default(),
+                });
+                ends.push(OwnedFd::from(end));
+            }
         }
-        if let Some(err) = child.stderr.take() {
-            pipes.push(Pipe {
-                from: File::from(OwnedFd::from(err)),
-                to: File::from(io::stderr().as_fd().try_clone_to_owned()?),
-                scanner: LineScanner::default(),
-            });
-        }
-        Ok(pipes)
+        let stdout = match (ends.first(), &self.held) {
+            (Some(end), _) => Some(end.as_fd()),
+            // Nothing to match: the command writes straight into the file.
+            (None, Some(held)) => Some(held.as_fd()),
+            (None, None) => None,
+        };
+        let pid = self.program.launch(&Launch {
+            env: &env,
+            own_group: !self.options.foreground,
+            stdio: [
+                self.stdin.as_ref().map(AsFd::as_fd),
+                stdout,
+                ends.get(1).map(AsFd::as_fd),
+            ],
+        })?;
+        // The write ends now belong to the command alone: dropping them
+        // here lets the pipes end when it (and what it started) is done.
+        drop(ends);
+        Ok((pid, pipes))
     }
 
     /// Copies what one pipe has to offer; returns false when the pipe is
@@ -199,8 +199,7 @@ impl RealExecutor {
 
     /// Waits for the child to end, passing signals on, copying and matching
     /// its output, and enforcing its time limit meanwhile.
-    fn wait(&mut self, child: &mut Child, mut pipes: Vec<Pipe>, limit: Option<Duration>) -> Waited {
-        let pid = child.id();
+    fn wait(&mut self, pid: u32, mut pipes: Vec<Pipe>, limit: Option<Duration>) -> Waited {
         let mut interrupted: Option<c_int> = None;
         let mut timeout_at = limit.and_then(|l| Instant::now().checked_add(l));
         let mut kill_at: Option<Instant> = None;
@@ -210,7 +209,7 @@ impl RealExecutor {
         let mut drain_until = None;
         loop {
             if exited.is_none() {
-                match child.try_wait() {
+                match spawn::try_wait(pid) {
                     Ok(Some(status)) => {
                         exited = Some(status);
                         drain_until = Instant::now().checked_add(DRAIN);
@@ -339,8 +338,8 @@ impl Executor for RealExecutor {
         if let Some(sig) = Self::pending_termination(self.watch.pending()) {
             return Ended::Interrupted(sig, None);
         }
-        let mut child = match self.spawn(spec) {
-            Ok(c) => c,
+        let (pid, pipes) = match self.spawn(spec) {
+            Ok(started) => started,
             Err(e) => {
                 let o = if e.kind() == io::ErrorKind::NotFound {
                     Outcome::NotFound
@@ -354,9 +353,7 @@ impl Executor for RealExecutor {
                 };
             }
         };
-        let pid = child.id();
-        let pipes = self.pipes(&mut child).unwrap_or_default();
-        let mut waited = self.wait(&mut child, pipes, spec.limit);
+        let mut waited = self.wait(pid, pipes, spec.limit);
         waited.seen.hint = waited
             .seen
             .retry_after

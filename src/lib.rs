@@ -15,6 +15,7 @@ pub mod report;
 pub mod run;
 pub mod schedule;
 pub mod signals;
+pub mod spawn;
 pub mod values;
 
 use std::ffi::OsString;

@@ -192,9 +192,11 @@ fn poll_timeout_ms(left: Duration) -> c_int {
 /// Sends `sig` to the process group `pgid`. Refuses groups that are not a
 /// child's: pgid 0 or 1, or backoff's own group.
 pub fn signal_group(pgid: u32, sig: c_int) -> io::Result<()> {
+    // backoff never changes its own group, so it is read once.
+    static OWN: std::sync::OnceLock<libc::pid_t> = std::sync::OnceLock::new();
     let pgid = libc::pid_t::try_from(pgid).map_err(|_| io::ErrorKind::InvalidInput)?;
     // SAFETY: getpgrp has no preconditions.
-    let own = unsafe { libc::getpgrp() };
+    let own = *OWN.get_or_init(|| unsafe { libc::getpgrp() });
     if pgid <= 1 || pgid == own {
         return Err(io::ErrorKind::InvalidInput.into());
     }
@@ -226,37 +228,6 @@ pub fn group_exists(pgid: u32) -> bool {
         Ok(()) => true,
         Err(e) => e.raw_os_error() == Some(libc::EPERM),
     }
-}
-
-/// Arranges for the child spawned by `cmd` to be killed if backoff dies
-/// (even by SIGKILL), so that no attempt outlives it. Linux only: elsewhere
-/// this does nothing. The parent-death signal fires when the spawning
-/// *thread* exits, so commands are spawned from the main thread; it is
-/// cleared when the child executes a set-user-ID program.
-pub fn kill_child_with_parent(cmd: &mut std::process::Command) {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: getpid has no preconditions.
-        let parent = unsafe { libc::getpid() };
-        // SAFETY: the hook runs in the forked child before exec and calls
-        // only async-signal-safe functions (prctl, getppid, raise).
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                // backoff may have died before the prctl: then nothing would
-                // ever send the signal.
-                if libc::getppid() != parent {
-                    libc::raise(libc::SIGKILL);
-                }
-                Ok(())
-            });
-        }
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    let _ = cmd;
 }
 
 /// Stops backoff itself, as SIGTSTP would have without a handler.

@@ -258,3 +258,40 @@ fn the_same_seed_draws_the_same_delays() {
     assert_eq!(a.len(), 5);
     assert_eq!(a, delays("42"));
 }
+
+#[test]
+fn a_file_in_no_executable_format_is_not_run_through_a_shell() {
+    let dir = TempDir::new("noformat");
+    let script = dir.join("script");
+    std::fs::write(&script, "echo ran-by-a-shell\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    backoff(["--base", "1ms", "--"])
+        .arg(&script)
+        .assert()
+        .code(126)
+        .stdout("")
+        .stderr(predicate::str::contains("cannot run"));
+}
+
+#[test]
+fn path_lookup_skips_a_match_that_is_not_executable() {
+    let (a, b) = (TempDir::new("path-a"), TempDir::new("path-b"));
+    std::fs::write(a.join("backoff-test-cmd"), "#!/bin/sh\necho wrong\n").unwrap();
+    std::fs::write(b.join("backoff-test-cmd"), "#!/bin/sh\necho right\n").unwrap();
+    std::fs::set_permissions(
+        b.join("backoff-test-cmd"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!("{}:{}", a.path().display(), b.path().display());
+    backoff(["--", "backoff-test-cmd"])
+        .env("PATH", &path)
+        .assert()
+        .success()
+        .stdout("right\n");
+    // Found only where it cannot be run: 126, not 127.
+    backoff(["--", "backoff-test-cmd"])
+        .env("PATH", a.path())
+        .assert()
+        .code(126);
+}
