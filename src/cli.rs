@@ -1,7 +1,11 @@
 //! The command line as clap sees it: plain types, value parsers and help text.
 //! Cross-flag checks live in `config`, which turns these into checked types.
 
+// Doc comments here are the help text people read, not Rust documentation.
+#![allow(clippy::doc_markdown)]
+
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -271,4 +275,30 @@ pub struct OutputArgs {
     /// Name the command in reports (default: the program's name).
     #[arg(long, value_name = "LABEL", value_parser = values::label)]
     pub name: Option<String>,
+
+    /// How backoff reports on stderr: text lines, one JSON object per event,
+    /// or GitHub Actions annotations [default: github when GITHUB_ACTIONS is
+    /// true, else text]
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
+
+    /// At exit, write a JSON summary of the run to FILE (atomically).
+    #[arg(long, value_name = "FILE", value_parser = values::output_file)]
+    pub report: Option<PathBuf>,
+
+    /// At exit, write Prometheus metrics of the run to FILE (atomically), for
+    /// the node exporter's textfile collector.
+    #[arg(long, value_name = "FILE", value_parser = values::output_file)]
+    pub metrics_file: Option<PathBuf>,
+}
+
+/// Formats of backoff's own reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// "backoff: " lines for people.
+    Text,
+    /// One JSON object per event, one per line.
+    Json,
+    /// Text, with ::warning:: on each retry and ::error:: when giving up.
+    Github,
 }

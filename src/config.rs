@@ -3,13 +3,14 @@
 
 use std::ffi::OsString;
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 
 use crate::classify::{Preset, Rule, Rules};
-use crate::cli::{Cli, PolicyArgs, RuleArgs, TimeArgs};
+use crate::cli::{Cli, LogFormat, PolicyArgs, RuleArgs, TimeArgs};
 use crate::jitter::Jitter;
 use crate::output::{self, OutputRules};
 use crate::policy::Policy;
@@ -104,6 +105,12 @@ pub struct RunConfig {
     pub verbosity: Verbosity,
     /// `--name`: a label that prefixes every report line.
     pub name: Option<String>,
+    /// `--log-format`, or github under GitHub Actions, else text.
+    pub log_format: LogFormat,
+    /// `--report`.
+    pub report: Option<PathBuf>,
+    /// `--metrics-file`.
+    pub metrics_file: Option<PathBuf>,
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
@@ -244,6 +251,15 @@ pub fn run(cli: Cli, m: &ArgMatches) -> Result<RunConfig, UsageError> {
         foreground: cli.foreground,
         verbosity,
         name: cli.output.name,
+        log_format: cli.output.log_format.unwrap_or_else(|| {
+            if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
+                LogFormat::Github
+            } else {
+                LogFormat::Text
+            }
+        }),
+        report: cli.output.report,
+        metrics_file: cli.output.metrics_file,
         command: cli.command,
     })
 }

@@ -16,6 +16,7 @@ pub mod run;
 pub mod schedule;
 pub mod signals;
 pub mod spawn;
+pub mod summary;
 pub mod values;
 
 use std::ffi::OsString;
@@ -23,7 +24,7 @@ use std::io::Write;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::cli::{Cli, Sub};
+use crate::cli::{Cli, LogFormat, Sub};
 use crate::config::UsageError;
 use crate::exit::Exit;
 
@@ -132,7 +133,32 @@ fn run_command(cli: Cli, matches: &clap::ArgMatches) -> Result<Exit, UsageError>
         max_time: cfg.limits.max_time,
         preserve_status: cfg.limits.preserve_status,
     };
-    let mut report = report::TextReport::new(std::io::stderr(), cfg.verbosity, cfg.name.as_deref());
+    let label = cfg
+        .name
+        .clone()
+        .unwrap_or_else(|| cfg.command[0].to_string_lossy().into_owned());
+    let (mut text, mut json);
+    let log: &mut dyn report::Report = match cfg.log_format {
+        LogFormat::Json => {
+            json = summary::JsonReport::new(
+                std::io::stderr(),
+                cfg.verbosity,
+                label.clone(),
+                std::time::SystemTime::now,
+            );
+            &mut json
+        }
+        format => {
+            let new = if format == LogFormat::Github {
+                report::TextReport::github
+            } else {
+                report::TextReport::new
+            };
+            text = new(std::io::stderr(), cfg.verbosity, cfg.name.as_deref());
+            &mut text
+        }
+    };
+    let mut recorder = summary::Recorder::new(label, std::time::SystemTime::now);
     let mut exec = child::RealExecutor::new(
         cfg.command.clone(),
         child::Options {
@@ -146,7 +172,35 @@ fn run_command(cli: Cli, matches: &clap::ArgMatches) -> Result<Exit, UsageError>
         watch,
     )
     .map_err(|e| UsageError(format!("cannot hold stdout: {e}")))?;
-    Ok(run::run(&plan, &mut exec, &mut report))
+    let exit = run::run(
+        &plan,
+        &mut exec,
+        &mut summary::Reports(vec![log, &mut recorder]),
+    );
+    write_summaries(&cfg, &recorder, exit);
+    Ok(exit)
+}
+
+/// Writes `--report` and `--metrics-file`. A file that cannot be written is
+/// reported, but the run's exit status stays the command's.
+fn write_summaries(cfg: &config::RunConfig, recorder: &summary::Recorder, exit: Exit) {
+    if let Some(path) = &cfg.report {
+        let mut doc = format!("{:#}", recorder.report(exit));
+        doc.push('\n');
+        if let Err(e) = summary::write_atomically(path, doc.as_bytes()) {
+            say(&format!("cannot write --report '{}': {e}", path.display()));
+        }
+    }
+    if let Some(path) = &cfg.metrics_file {
+        let previous = std::fs::read_to_string(path).ok();
+        let text = recorder.metrics(exit, previous.as_deref());
+        if let Err(e) = summary::write_atomically(path, text.as_bytes()) {
+            say(&format!(
+                "cannot write --metrics-file '{}': {e}",
+                path.display()
+            ));
+        }
+    }
 }
 
 /// A seed from the OS, or from the clock and pid if the OS has none to give.

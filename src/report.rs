@@ -18,6 +18,15 @@ pub enum Event<'a> {
     Start {
         /// The command line.
         command: &'a [OsString],
+        /// Attempts allowed in all; `None` without a limit.
+        max_attempts: Option<u64>,
+    },
+    /// An attempt starts.
+    AttemptStarted {
+        /// 1-based attempt number.
+        attempt: u64,
+        /// Attempts allowed in all; `None` without a limit.
+        max_attempts: Option<u64>,
     },
     /// An attempt failed.
     Failed {
@@ -34,6 +43,10 @@ pub enum Event<'a> {
     },
     /// The command could not be started.
     CannotStart {
+        /// 1-based attempt number.
+        attempt: u64,
+        /// `NotFound` or `CannotRun`.
+        outcome: Outcome,
         /// The program as given.
         program: &'a OsString,
         /// Why, as the OS said it.
@@ -45,6 +58,10 @@ pub enum Event<'a> {
         attempt: u64,
         /// Attempts allowed in all.
         max_attempts: Option<u64>,
+        /// How the attempt ended (an exit code `--success-on` accepts).
+        outcome: Outcome,
+        /// How long it ran.
+        elapsed: Duration,
         /// Time since the run started.
         total: Duration,
     },
@@ -63,8 +80,9 @@ pub enum Event<'a> {
     Interrupted {
         /// The signal backoff received.
         signal: i32,
-        /// Whether it came during a delay (else during an attempt).
-        during_delay: bool,
+        /// The attempt it came during, with its outcome and duration; `None`
+        /// when it came during a delay (or before an attempt could start).
+        attempt: Option<(u64, Outcome, Duration)>,
     },
 }
 
@@ -96,6 +114,8 @@ pub enum Next {
 /// Why a run ended without success.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ending {
+    /// A signal interrupted it.
+    Interrupted,
     /// No retries were left.
     Exhausted,
     /// The failure was not worth retrying.
@@ -104,17 +124,31 @@ pub enum Ending {
     Deadline,
 }
 
+impl Ending {
+    /// The name used in reports and events.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ending::Interrupted => "interrupted",
+            Ending::Exhausted => "exhausted",
+            Ending::Stopped => "stopped",
+            Ending::Deadline => "deadline",
+        }
+    }
+}
+
 /// Receives the events of a run.
 pub trait Report {
     /// Tells about one event.
     fn event(&mut self, event: &Event<'_>);
 }
 
-/// Writes events as `backoff: ` text lines.
+/// Writes events as `backoff: ` text lines, or as GitHub Actions
+/// annotations for retries and giving up.
 pub struct TextReport<W: Write> {
     out: W,
     verbosity: Verbosity,
     prefix: String,
+    github: bool,
 }
 
 impl<W: Write> TextReport<W> {
@@ -128,17 +162,37 @@ impl<W: Write> TextReport<W> {
             out,
             verbosity,
             prefix,
+            github: false,
         }
     }
 
-    fn line(&mut self, text: &str) {
-        let mut buf = String::with_capacity(self.prefix.len() + text.len() + 1);
-        buf.push_str(&self.prefix);
-        buf.push_str(text);
-        buf.push('\n');
+    /// The same lines, with `::warning::` for each retry and `::error::`
+    /// when giving up, as GitHub Actions shows them on the run's page.
+    pub fn github(out: W, verbosity: Verbosity, name: Option<&str>) -> Self {
+        TextReport {
+            github: true,
+            ..TextReport::new(out, verbosity, name)
+        }
+    }
+
+    fn line(&mut self, level: Option<&str>, text: &str) {
+        let buf = match level.filter(|_| self.github) {
+            Some(level) => format!(
+                "::{level} title=backoff::{}\n",
+                escape_workflow(&format!("{}{text}", &self.prefix["backoff: ".len()..]))
+            ),
+            None => format!("{}{text}\n", self.prefix),
+        };
         let _ = self.out.write_all(buf.as_bytes());
         let _ = self.out.flush();
     }
+}
+
+/// Escapes a GitHub Actions workflow command's message.
+fn escape_workflow(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 /// `2/7`, or `2` without a limit.
@@ -159,98 +213,113 @@ fn plural(n: u64, word: &str) -> String {
 
 impl<W: Write> Report for TextReport<W> {
     fn event(&mut self, event: &Event<'_>) {
-        let verbose = self.verbosity >= Verbosity::Verbose;
-        let normal = self.verbosity >= Verbosity::Normal;
-        let text = match *event {
-            Event::Start { command } if verbose => format!("running {}", quote_command(command)),
-            Event::Failed {
-                attempt,
-                max_attempts,
-                outcome,
-                elapsed,
-                next,
-            } if normal => {
-                let head = format!(
-                    "attempt {} failed ({outcome}) after {}",
-                    of(attempt, max_attempts),
-                    human(elapsed)
-                );
-                match next {
-                    Next::Retry {
-                        delay,
-                        server: true,
-                    } => format!(
-                        "{head}; retrying in {} (Retry-After from the server)",
-                        human(delay.delay)
-                    ),
-                    Next::Retry { delay, .. } if verbose => format!(
-                        "{head}; retrying in {} (bound {})",
-                        human(delay.delay),
-                        human(delay.bound)
-                    ),
-                    Next::Retry { delay, .. } => {
-                        format!("{head}; retrying in {}", human(delay.delay))
-                    }
-                    Next::Exhausted => head,
-                    Next::Stop(why) => {
-                        format!("{head}; not retrying: {}", stop_reason(why, outcome))
-                    }
-                    Next::Deadline {
-                        max_time,
-                        passed: true,
-                        ..
-                    } => format!(
-                        "{head}; not retrying: --max-time {} has passed",
-                        human(max_time)
-                    ),
-                    Next::Deadline {
-                        delay, max_time, ..
-                    } => format!(
-                        "{head}; not retrying: the next retry in {} would pass --max-time {}",
-                        human(delay),
-                        human(max_time)
-                    ),
-                }
-            }
-            Event::CannotStart { program, error } => {
-                format!("cannot run '{}': {error}", program.to_string_lossy())
-            }
-            Event::Succeeded {
-                attempt,
-                max_attempts,
-                total,
-            } if verbose => format!(
-                "attempt {} succeeded; {} in {}",
-                of(attempt, max_attempts),
-                plural(attempt, "attempt"),
-                human(total)
-            ),
-            Event::GaveUp {
-                attempts,
-                total,
-                outcome,
-                ..
-            } if normal => format!(
-                "giving up after {} in {}: {outcome}",
-                plural(attempts, "attempt"),
-                human(total)
-            ),
-            Event::Interrupted {
-                signal,
-                during_delay,
-            } if normal => format!(
-                "interrupted by SIG{} {}; not retrying",
-                signal_short_name(signal),
-                if during_delay {
-                    "during the delay"
-                } else {
-                    "during the attempt"
-                }
-            ),
-            _ => return,
-        };
-        self.line(&text);
+        if let Some(text) = text(event, self.verbosity) {
+            let level = match event {
+                Event::Failed {
+                    next: Next::Retry { .. },
+                    ..
+                } => Some("warning"),
+                Event::GaveUp { .. } | Event::CannotStart { .. } => Some("error"),
+                _ => None,
+            };
+            self.line(level, &text);
+        }
     }
+}
+
+/// The text line for an event at this verbosity, if it has one.
+pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
+    let verbose = verbosity >= Verbosity::Verbose;
+    let normal = verbosity >= Verbosity::Normal;
+    let text = match *event {
+        Event::Start { command, .. } if verbose => {
+            format!("running {}", quote_command(command))
+        }
+        Event::Failed {
+            attempt,
+            max_attempts,
+            outcome,
+            elapsed,
+            next,
+        } if normal => {
+            let head = format!(
+                "attempt {} failed ({outcome}) after {}",
+                of(attempt, max_attempts),
+                human(elapsed)
+            );
+            match next {
+                Next::Retry {
+                    delay,
+                    server: true,
+                } => format!(
+                    "{head}; retrying in {} (Retry-After from the server)",
+                    human(delay.delay)
+                ),
+                Next::Retry { delay, .. } if verbose => format!(
+                    "{head}; retrying in {} (bound {})",
+                    human(delay.delay),
+                    human(delay.bound)
+                ),
+                Next::Retry { delay, .. } => {
+                    format!("{head}; retrying in {}", human(delay.delay))
+                }
+                Next::Exhausted => head,
+                Next::Stop(why) => {
+                    format!("{head}; not retrying: {}", stop_reason(why, outcome))
+                }
+                Next::Deadline {
+                    max_time,
+                    passed: true,
+                    ..
+                } => format!(
+                    "{head}; not retrying: --max-time {} has passed",
+                    human(max_time)
+                ),
+                Next::Deadline {
+                    delay, max_time, ..
+                } => format!(
+                    "{head}; not retrying: the next retry in {} would pass --max-time {}",
+                    human(delay),
+                    human(max_time)
+                ),
+            }
+        }
+        Event::CannotStart { program, error, .. } => {
+            format!("cannot run '{}': {error}", program.to_string_lossy())
+        }
+        Event::Succeeded {
+            attempt,
+            max_attempts,
+            total,
+            ..
+        } if verbose => format!(
+            "attempt {} succeeded; {} in {}",
+            of(attempt, max_attempts),
+            plural(attempt, "attempt"),
+            human(total)
+        ),
+        Event::GaveUp {
+            attempts,
+            total,
+            outcome,
+            ..
+        } if normal => format!(
+            "giving up after {} in {}: {outcome}",
+            plural(attempts, "attempt"),
+            human(total)
+        ),
+        Event::Interrupted { signal, attempt } if normal => format!(
+            "interrupted by SIG{} {}; not retrying",
+            signal_short_name(signal),
+            if attempt.is_some() {
+                "during the attempt"
+            } else {
+                "during the delay"
+            }
+        ),
+        _ => return None,
+    };
+    Some(text)
 }
 
 fn stop_reason(why: StopReason, outcome: Outcome) -> String {
@@ -358,6 +427,8 @@ mod tests {
     fn quiet_still_tells_why_the_command_cannot_start() {
         let program = OsString::from("nope");
         let e = Event::CannotStart {
+            attempt: 1,
+            outcome: Outcome::NotFound,
             program: &program,
             error: "No such file or directory",
         };

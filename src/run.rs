@@ -102,6 +102,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
     let mut last = None;
     report.event(&Event::Start {
         command: plan.command,
+        max_attempts,
     });
     let mut number = 0u64;
     loop {
@@ -113,6 +114,10 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             last,
             limit: min_some(plan.timeout, left),
         };
+        report.event(&Event::AttemptStarted {
+            attempt: number,
+            max_attempts,
+        });
         let began = exec.now();
         let ended = exec.attempt(&spec);
         let elapsed = exec.now().saturating_duration_since(began);
@@ -123,7 +128,8 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
                 spawn_error,
             } => (outcome, seen, spawn_error),
             Ended::Interrupted(signal, outcome) => {
-                return interrupted(exec, report, signal, outcome, false);
+                let attempt = outcome.map(|o| (number, o, elapsed));
+                return interrupted(exec, report, signal, attempt);
             }
         };
         let next = match plan.rules.classify(outcome, &seen) {
@@ -132,12 +138,16 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
                 report.event(&Event::Succeeded {
                     attempt: number,
                     max_attempts,
+                    outcome,
+                    elapsed,
                     total: exec.now().saturating_duration_since(start),
                 });
                 return Exit::SUCCESS;
             }
             Verdict::Stop(StopReason::CannotStart) => {
                 report.event(&Event::CannotStart {
+                    attempt: number,
+                    outcome,
                     program: &plan.command[0],
                     error: spawn_error.as_deref().unwrap_or("cannot start"),
                 });
@@ -181,7 +191,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             return exit_for(outcome, plan.preserve_status);
         };
         if let Some(signal) = exec.pause(delay) {
-            return interrupted(exec, report, signal, None, true);
+            return interrupted(exec, report, signal, None);
         }
         last = Some(outcome);
     }
@@ -193,16 +203,12 @@ fn interrupted(
     exec: &mut dyn Executor,
     report: &mut dyn Report,
     signal: i32,
-    outcome: Option<Outcome>,
-    during_delay: bool,
+    attempt: Option<(u64, Outcome, Duration)>,
 ) -> Exit {
     exec.finish();
-    report.event(&Event::Interrupted {
-        signal,
-        during_delay,
-    });
-    match outcome {
-        Some(Outcome::Exited(c)) => Exit::Code(c),
+    report.event(&Event::Interrupted { signal, attempt });
+    match attempt {
+        Some((_, Outcome::Exited(c), _)) => Exit::Code(c),
         _ => Exit::Signal(signal),
     }
 }

@@ -162,6 +162,25 @@ pub fn capturing_regex(s: &str) -> Result<regex::bytes::Regex, String> {
     Ok(r)
 }
 
+/// Parses a file to write at exit: a path whose directory exists.
+pub fn output_file(s: &str) -> Result<std::path::PathBuf, String> {
+    if s.is_empty() {
+        return Err("cannot be empty".into());
+    }
+    let path = std::path::PathBuf::from(s);
+    if path.is_dir() {
+        return Err("is a directory".into());
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(format!("no such directory '{}'", dir.display()));
+    }
+    Ok(path)
+}
+
 /// Parses `--name`: one non-empty line.
 pub fn label(s: &str) -> Result<String, String> {
     if s.trim().is_empty() {
@@ -321,6 +340,7 @@ mod tests {
             let _ = signal(&s);
             let _ = regex(&s);
             let _ = capturing_regex(&s);
+            let _ = output_file(&s);
         }
 
         #[test]

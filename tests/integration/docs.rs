@@ -74,6 +74,24 @@ any other exit code: stop (a malformed URL, a certificate problem, a write error
 Death by a signal and timeouts follow the default rules.
 "#;
 
+const REPORTING: &str = r#".SH "REPORTS AND METRICS"
+Everything backoff says goes to stderr, one line per write. By default: one line per failed attempt and one when it gives up. \fB\-q\fR keeps only backoff's own errors; \fB\-v\fR adds the command line, each delay's bound and the success line. Reports name the program, never its arguments (they may hold secrets), unless \fB\-v\fR; \fB\-\-name\fR labels every line.
+.TP
+\fB\-\-log\-format json\fR
+One JSON object per line and event, schema version 1. Every object has \fBschema\fR (1), \fBtime\fR (RFC 3339, UTC), \fBname\fR (the label) and \fBevent\fR, one of: \fBstart\fR (\fBprogram\fR, \fBmax_attempts\fR, and \fBargv\fR with \fB\-v\fR); \fBattempt_start\fR (\fBattempt\fR, \fBmax_attempts\fR); \fBattempt_end\fR (\fBattempt\fR, \fBoutcome\fR, \fBduration_seconds\fR, \fBnext\fR: retry, exhausted, stopped or deadline; with retry also \fBdelay_seconds\fR, \fBbound_seconds\fR and \fBdelay_from_server\fR; \fBerror\fR when the command could not start); \fBsuccess\fR (\fBattempt\fR, \fBoutcome\fR, \fBduration_seconds\fR, \fBtotal_seconds\fR); \fBgive_up\fR (\fBattempts\fR, \fBoutcome\fR, \fBreason\fR, \fBtotal_seconds\fR); \fBinterrupted\fR (\fBsignal\fR, \fBduring\fR: attempt or delay). An \fBoutcome\fR is {"kind":"exit","code":N}, {"kind":"signal","signal":"TERM","number":15}, {"kind":"timeout"}, {"kind":"not_found"} or {"kind":"cannot_run"}. New fields may appear in version 1; a changed meaning bumps the version.
+.TP
+\fB\-\-log\-format github\fR
+Text, with \fB::warning title=backoff::\fR on each retry and \fB::error title=backoff::\fR when giving up, which GitHub Actions shows on the run's page. Chosen by default when \fBGITHUB_ACTIONS\fR is \fBtrue\fR.
+.TP
+\fB\-\-report\fR \fIFILE\fR
+At exit, on every path (success, exhausted, stopped, deadline, interrupted by a signal), a JSON document: \fBschema\fR (1), \fBname\fR, \fBstart\fR, \fBend\fR, \fBduration_seconds\fR, \fBattempts\fR (each with \fBattempt\fR, \fBstart\fR, \fBduration_seconds\fR, \fBoutcome\fR and \fBdelay_after_seconds\fR), \fBretry_count\fR, \fBbackoff_seconds\fR (time slept between attempts; a delay cut short counts for what was slept), \fBfinal_status\fR (backoff's exit status, 128+N for signal N), \fBfinal_signal\fR, and \fBreason\fR: success, exhausted, stopped, deadline or interrupted.
+.TP
+\fB\-\-metrics\-file\fR \fIFILE\fR
+At exit, Prometheus text exposition for the node exporter's textfile collector, every sample labelled \fBname\fR: gauges of the last run (\fBbackoff_last_attempts\fR, \fBbackoff_last_retries\fR, \fBbackoff_last_backoff_seconds\fR, \fBbackoff_last_exit_status\fR, \fBbackoff_last_success\fR, \fBbackoff_last_run_timestamp_seconds\fR) and counters carried over from the file's previous content (\fBbackoff_runs_total\fR, \fBbackoff_attempts_total\fR, \fBbackoff_retries_total\fR, \fBbackoff_backoff_seconds_total\fR).
+.PP
+Both files are written atomically (a temporary file in the same directory, renamed over the old one), with mode 0644; their directory must exist when backoff starts. A file that cannot be written is reported on stderr and does not change the exit status.
+"#;
+
 const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
 .TP
 \fB0\fR
@@ -147,8 +165,8 @@ Retry only on EX_TEMPFAIL.
 \fBbackoff schedule \-\-jitter none \-\-base 100ms \-\-cap 30s\fR
 Show the delays a policy produces, and run nothing.
 .TP
-\fB*/5 * * * * backoff \-q \-\-name sync \-\- /usr/local/bin/sync\fR
-In a crontab: quiet unless backoff itself fails.
+\fB*/5 * * * * backoff \-q \-\-name sync \-\-metrics\-file /var/lib/node_exporter/sync.prom \-\- /usr/local/bin/sync\fR
+In a crontab: quiet unless backoff itself fails, with metrics for Prometheus.
 ";
 
 /// Every generated file with its expected content.
@@ -169,6 +187,7 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
         CLASSIFICATION,
         OUTPUT,
         PRESETS,
+        REPORTING,
         ENVIRONMENT,
         PROCESSES,
         SIGNALS,

@@ -4,6 +4,7 @@ mod docs;
 mod environment;
 mod http;
 mod limits;
+mod observe;
 mod processes;
 mod retrying;
 mod schedule;

@@ -1,0 +1,370 @@
+//! Observability: JSON events, GitHub annotations, the run report and
+//! Prometheus metrics.
+
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::support::{PATIENCE, Running, TempDir, backoff, command};
+
+fn events(stderr: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}")))
+        .collect()
+}
+
+#[test]
+fn every_event_of_a_three_attempt_run_is_a_json_line_that_agrees_with_the_run() {
+    let out = backoff([
+        "--log-format",
+        "json",
+        "--seed",
+        "5",
+        "--base",
+        "2ms",
+        "--jitter",
+        "none",
+        "--",
+        "sh",
+        "-c",
+        "exit $((BACKOFF_ATTEMPT == 3 ? 0 : 10 + BACKOFF_ATTEMPT))",
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success());
+    let ev = events(&out.stderr);
+    let kinds: Vec<&str> = ev.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "start",
+            "attempt_start",
+            "attempt_end",
+            "attempt_start",
+            "attempt_end",
+            "attempt_start",
+            "success"
+        ]
+    );
+    for e in &ev {
+        assert_eq!(e["schema"], 1);
+        assert_eq!(e["name"], "sh");
+        assert!(e["time"].as_str().unwrap().ends_with('Z'));
+    }
+    assert_eq!(ev[2]["outcome"]["code"], 11);
+    assert_eq!(ev[4]["outcome"]["code"], 12);
+    assert_eq!(ev[2]["delay_seconds"], 0.002);
+    assert_eq!(ev[4]["delay_seconds"], 0.004);
+    assert_eq!(ev[4]["bound_seconds"], 0.004);
+    assert_eq!(ev[2]["next"], "retry");
+    assert_eq!(ev[6]["attempt"], 3);
+}
+
+#[test]
+fn json_events_name_the_give_up_reason() {
+    let out = backoff([
+        "--log-format",
+        "json",
+        "--stop-on",
+        "4",
+        "--",
+        "sh",
+        "-c",
+        "exit 4",
+    ])
+    .output()
+    .unwrap();
+    let ev = events(&out.stderr);
+    let last = ev.last().unwrap();
+    assert_eq!(last["event"], "give_up");
+    assert_eq!(last["reason"], "stopped");
+}
+
+#[test]
+fn github_actions_get_warning_and_error_annotations_without_a_flag() {
+    let out = backoff(["--max-retries", "1", "--base", "1ms", "--", "false"])
+        .env("GITHUB_ACTIONS", "true")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("::warning title=backoff::attempt 1/2 failed (exit 1)"),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with("backoff: attempt 2/2 failed"),
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("::error title=backoff::giving up after 2 attempts"),
+        "{text}"
+    );
+    // An explicit format wins.
+    let out = backoff(["--log-format", "text", "--max-retries", "0", "--", "false"])
+        .env("GITHUB_ACTIONS", "true")
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8(out.stderr).unwrap().contains("::"));
+}
+
+fn report(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).expect("report written")).expect("report parses")
+}
+
+#[test]
+fn the_report_is_written_on_success_exhaustion_stop_and_deadline() {
+    let dir = TempDir::new("report");
+    let file = dir.join("report.json");
+    let file_arg = file.to_str().unwrap();
+
+    backoff([
+        "--report", file_arg, "--base", "1ms", "--jitter", "none", "--name", "job", "--", "sh",
+        "-c",
+    ])
+    .arg("[ $BACKOFF_ATTEMPT = 3 ]")
+    .assert()
+    .success();
+    let r = report(&file);
+    assert_eq!(r["reason"], "success");
+    assert_eq!(r["name"], "job");
+    assert_eq!(r["retry_count"], 2);
+    assert_eq!(r["final_status"], 0);
+    assert_eq!(r["attempts"].as_array().unwrap().len(), 3);
+    assert_eq!(r["backoff_seconds"], 0.003, "1ms + 2ms without jitter");
+    assert_eq!(r["attempts"][0]["delay_after_seconds"], 0.001);
+    assert_eq!(r["attempts"][2]["delay_after_seconds"], Value::Null);
+
+    backoff([
+        "--report",
+        file_arg,
+        "--base",
+        "1ms",
+        "--max-retries",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "exit 7",
+    ])
+    .assert()
+    .code(7);
+    let r = report(&file);
+    assert_eq!(r["reason"], "exhausted");
+    assert_eq!(r["final_status"], 7);
+    assert_eq!(r["retry_count"], 1);
+
+    backoff([
+        "--report",
+        file_arg,
+        "--stop-on",
+        "7",
+        "--",
+        "sh",
+        "-c",
+        "exit 7",
+    ])
+    .assert()
+    .code(7);
+    assert_eq!(report(&file)["reason"], "stopped");
+
+    backoff([
+        "--report",
+        file_arg,
+        "--max-time",
+        "1s",
+        "--base",
+        "10s",
+        "--",
+        "sh",
+        "-c",
+        "exit 2",
+    ])
+    .assert()
+    .code(2);
+    let r = report(&file);
+    assert_eq!(r["reason"], "deadline");
+    assert_eq!(r["backoff_seconds"], 0.0);
+
+    backoff(["--report", file_arg, "--", "backoff-test-no-such-program"])
+        .assert()
+        .code(127);
+    let r = report(&file);
+    assert_eq!(r["reason"], "stopped");
+    assert_eq!(r["attempts"][0]["outcome"]["kind"], "not_found");
+}
+
+#[test]
+fn the_report_is_written_after_sigterm_during_a_delay() {
+    let dir = TempDir::new("report-signal");
+    let file = dir.join("report.json");
+    let mut cmd = command([
+        "--report",
+        file.to_str().unwrap(),
+        "--base",
+        "30s",
+        "--jitter",
+        "none",
+        "--",
+        "sh",
+        "-c",
+        "exit 1",
+    ]);
+    cmd.env("LC_ALL", "C");
+    let mut run = Running::start(cmd);
+    run.wait_for("retrying in 30.0s");
+    run.signal(libc::SIGTERM);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
+    let r = report(&file);
+    assert_eq!(r["reason"], "interrupted");
+    assert_eq!(r["final_status"], 143);
+    assert_eq!(r["final_signal"], "TERM");
+    assert_eq!(r["retry_count"], 0);
+    let slept = r["backoff_seconds"].as_f64().unwrap();
+    assert!(
+        slept < 30.0,
+        "only the part of the delay that was slept: {slept}"
+    );
+}
+
+/// A small parser of the Prometheus text exposition format: every sample
+/// with its labels, checking each line's syntax and that every sample's
+/// metric has a TYPE.
+fn parse_exposition(text: &str) -> BTreeMap<String, f64> {
+    let mut types = BTreeMap::new();
+    let mut samples = BTreeMap::new();
+    assert!(text.ends_with('\n'), "the text must end with a newline");
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').expect("TYPE name kind");
+            assert!(["counter", "gauge"].contains(&kind), "{line}");
+            assert!(
+                types.insert(name.to_owned(), kind.to_owned()).is_none(),
+                "TYPE twice: {line}"
+            );
+            continue;
+        }
+        if line.starts_with("# HELP ") {
+            continue;
+        }
+        assert!(
+            !line.starts_with('#') && !line.is_empty(),
+            "stray line {line:?}"
+        );
+        let (series, value) = line.rsplit_once(' ').expect("series value");
+        let name = series.split('{').next().unwrap();
+        assert!(
+            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit()),
+            "metric name {name:?}"
+        );
+        if let Some(labels) = series.strip_prefix(name) {
+            if !labels.is_empty() {
+                assert!(
+                    labels.starts_with('{') && labels.ends_with('}'),
+                    "labels {labels:?}"
+                );
+                let (k, v) = labels[1..labels.len() - 1].split_once('=').unwrap();
+                assert!(k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+                assert!(v.starts_with('"') && v.ends_with('"'), "label value {v:?}");
+            }
+        }
+        assert!(types.contains_key(name), "no TYPE for {name}");
+        if types[name] == "counter" {
+            assert!(
+                name.ends_with("_total"),
+                "counter {name} must end in _total"
+            );
+        }
+        let v: f64 = value.parse().unwrap_or_else(|_| panic!("value {value:?}"));
+        samples.insert(series.to_owned(), v);
+    }
+    samples
+}
+
+#[test]
+#[allow(clippy::float_cmp)] // small whole numbers, exact in f64
+fn the_metrics_file_parses_and_counters_add_up_across_runs() {
+    let dir = TempDir::new("metrics");
+    let file = dir.join("backoff.prom");
+    let arg = file.to_str().unwrap();
+    for _ in 0..2 {
+        backoff([
+            "--metrics-file",
+            arg,
+            "--name",
+            "sync \"a\"",
+            "--base",
+            "1ms",
+            "--max-retries",
+            "2",
+            "--",
+            "false",
+        ])
+        .assert()
+        .code(1);
+    }
+    let m = parse_exposition(&std::fs::read_to_string(&file).unwrap());
+    let l = r#"{name="sync \"a\""}"#;
+    assert_eq!(m[&format!("backoff_last_attempts{l}")], 3.0);
+    assert_eq!(m[&format!("backoff_last_retries{l}")], 2.0);
+    assert_eq!(m[&format!("backoff_last_success{l}")], 0.0);
+    assert_eq!(m[&format!("backoff_last_exit_status{l}")], 1.0);
+    assert_eq!(m[&format!("backoff_runs_total{l}")], 2.0);
+    assert_eq!(m[&format!("backoff_attempts_total{l}")], 6.0);
+    assert_eq!(m[&format!("backoff_retries_total{l}")], 4.0);
+    assert!(m[&format!("backoff_last_run_timestamp_seconds{l}")] > 1.7e9);
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o644);
+}
+
+#[test]
+fn the_metrics_file_is_replaced_atomically_for_a_concurrent_reader() {
+    let dir = TempDir::new("metrics-atomic");
+    let file = dir.join("m.prom");
+    let arg = file.to_str().unwrap().to_owned();
+    backoff(["--metrics-file", &arg, "--", "true"])
+        .assert()
+        .success();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (file, done) = (file.clone(), std::sync::Arc::clone(&done));
+        std::thread::spawn(move || {
+            let mut reads = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let text = std::fs::read_to_string(&file).expect("the file never disappears");
+                parse_exposition(&text);
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for _ in 0..40 {
+        backoff(["--metrics-file", &arg, "--", "true"])
+            .assert()
+            .success();
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(reader.join().expect("every read parsed") > 0);
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "no temporary file is left behind");
+}
+
+#[test]
+fn bad_report_paths_are_refused_before_anything_runs() {
+    for flag in ["--report", "--metrics-file"] {
+        backoff([flag, "/no/such/dir/r.json", "--", "true"])
+            .assert()
+            .code(125)
+            .stderr(predicates::str::contains(format!("'{flag}'")));
+        backoff([flag, "/tmp", "--", "true"]).assert().code(125);
+    }
+    backoff(["--log-format", "yaml", "--", "true"])
+        .assert()
+        .code(125);
+}
