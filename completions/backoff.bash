@@ -16,8 +16,17 @@ _backoff() {
             ",$1")
                 cmd="backoff"
                 ;;
+            backoff,budget)
+                cmd="backoff__subcmd__budget"
+                ;;
             backoff,schedule)
                 cmd="backoff__subcmd__schedule"
+                ;;
+            backoff__subcmd__budget,reset)
+                cmd="backoff__subcmd__budget__subcmd__reset"
+                ;;
+            backoff__subcmd__budget,show)
+                cmd="backoff__subcmd__budget__subcmd__show"
                 ;;
             *)
                 ;;
@@ -26,7 +35,7 @@ _backoff() {
 
     case "${cmd}" in
         backoff)
-            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --seed --retry-on --stop-on --success-on --timeout --signal --kill-after --max-time --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --preset --hold-stdout --replay-stdin --quiet --verbose --name --log-format --report --metrics-file --foreground --help --version schedule"
+            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --seed --retry-on --stop-on --success-on --timeout --signal --kill-after --max-time --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --preset --hold-stdout --replay-stdin --budget --budget-ratio --budget-burst --budget-dir --quiet --verbose --name --log-format --report --metrics-file --foreground --help --version schedule budget"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -104,6 +113,22 @@ _backoff() {
                     COMPREPLY=($(compgen -W "curl" -- "${cur}"))
                     return 0
                     ;;
+                --budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-ratio)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-burst)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --name)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -118,6 +143,68 @@ _backoff() {
                     ;;
                 --metrics-file)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        backoff__subcmd__budget)
+            opts="-h --help show reset"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        backoff__subcmd__budget__subcmd__reset)
+            opts="-h --budget-burst --budget-dir --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --budget-burst)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        backoff__subcmd__budget__subcmd__show)
+            opts="-h --budget-burst --budget-dir --format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --budget-burst)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)

@@ -36,6 +36,10 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --stop-if-output 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable'
             cand --retry-after-pattern 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)'
             cand --preset 'Rules for a well-known command (see the man page for every rule)'
+            cand --budget 'Share a retry budget with every backoff process using the same KEY: each retry takes a token, each success deposits --budget-ratio of one; with no token left, backoff does not retry. First attempts are never blocked'
+            cand --budget-ratio 'Tokens a success deposits'
+            cand --budget-burst 'Most tokens a budget holds, and starts with'
+            cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]'
             cand --name 'Name the command in reports (default: the program''s name)'
             cand --log-format 'How backoff reports on stderr: text lines, one JSON object per event, or GitHub Actions annotations [default: github when GITHUB_ACTIONS is true, else text]'
             cand --report 'At exit, write a JSON summary of the run to FILE (atomically)'
@@ -55,6 +59,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand schedule 'Print the delays a policy produces, and run nothing'
+            cand budget 'Show or reset a retry budget shared by processes (see --budget)'
         }
         &'backoff;schedule'= {
             cand --base 'Upper bound of the first retry''s delay'
@@ -68,6 +73,25 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --forever 'No retry limit: retry until success or a stop rule'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
+        }
+        &'backoff;budget'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand show 'Print the tokens left in a budget'
+            cand reset 'Fill a budget to its burst again'
+        }
+        &'backoff;budget;show'= {
+            cand --budget-burst 'Most tokens a budget holds, and starts with'
+            cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]'
+            cand --format 'Output format'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'backoff;budget;reset'= {
+            cand --budget-burst 'Most tokens a budget holds, and starts with'
+            cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]'
+            cand -h 'Print help'
+            cand --help 'Print help'
         }
     ]
     $completions[$command]

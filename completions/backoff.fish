@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_backoff_global_optspecs
-    string join \n base= cap= factor= jitter= max-retries= attempts= forever seed= retry-on= stop-on= success-on= timeout= signal= kill-after= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= preset= hold-stdout replay-stdin q/quiet v/verbose name= log-format= report= metrics-file= foreground h/help V/version
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever seed= retry-on= stop-on= success-on= timeout= signal= kill-after= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= preset= hold-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= q/quiet v/verbose name= log-format= report= metrics-file= foreground h/help V/version
 end
 
 function __fish_backoff_needs_command
@@ -45,6 +45,10 @@ complete -c backoff -n "__fish_backoff_needs_command" -l retry-if-output -d 'Ret
 complete -c backoff -n "__fish_backoff_needs_command" -l stop-if-output -d 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-pattern -d 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'Rules for a well-known command (see the man page for every rule)' -r -f -a "curl\t'HTTP retry semantics for curl: transient transport failures and HTTP 408, 425, 429 and 5xx are retried, other 4xx are not'"
+complete -c backoff -n "__fish_backoff_needs_command" -l budget -d 'Share a retry budget with every backoff process using the same KEY: each retry takes a token, each success deposits --budget-ratio of one; with no token left, backoff does not retry. First attempts are never blocked' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-ratio -d 'Tokens a success deposits' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-dir -d 'Directory of the budgets\' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]' -r -F
 complete -c backoff -n "__fish_backoff_needs_command" -l name -d 'Name the command in reports (default: the program\'s name)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l log-format -d 'How backoff reports on stderr: text lines, one JSON object per event, or GitHub Actions annotations [default: github when GITHUB_ACTIONS is true, else text]' -r -f -a "text\t'"backoff: " lines for people'
 json\t'One JSON object per event, one per line'
@@ -62,6 +66,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l foreground -d 'Keep the
 complete -c backoff -n "__fish_backoff_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_needs_command" -s V -l version -d 'Print version'
 complete -c backoff -n "__fish_backoff_needs_command" -a "schedule" -d 'Print the delays a policy produces, and run nothing'
+complete -c backoff -n "__fish_backoff_needs_command" -a "budget" -d 'Show or reset a retry budget shared by processes (see --budget)'
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l base -d 'Upper bound of the first retry\'s delay' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l cap -d 'No single delay exceeds it, whatever the jitter' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant)' -r
@@ -77,3 +82,14 @@ json\t'One JSON document'
 csv\t'Comma-separated values with a header line'"
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l forever -d 'No retry limit: retry until success or a stop rule'
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -s h -l help -d 'Print help'
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "show" -d 'Print the tokens left in a budget'
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Fill a budget to its burst again'
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-dir -d 'Directory of the budgets\' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]' -r -F
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l format -d 'Output format' -r -f -a "text\t'One line for people'
+json\t'One JSON object'"
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-dir -d 'Directory of the budgets\' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]' -r -F
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help'

@@ -391,10 +391,10 @@ impl Executor for RealExecutor {
         // A retry follows: processes the last attempt left in its group would
         // race it (a port held, a lock taken), so they get SIGTERM now, right
         // after the attempt ended and before its group id can be reused.
-        if let Some(pgid) = self.lingering.take() {
-            if signals::group_exists(pgid) {
-                let _ = signals::signal_group(pgid, libc::SIGTERM);
-            }
+        if let Some(pgid) = self.lingering.take()
+            && signals::group_exists(pgid)
+        {
+            let _ = signals::signal_group(pgid, libc::SIGTERM);
         }
         let deadline = Instant::now().checked_add(delay);
         loop {

@@ -61,6 +61,9 @@ pub struct Cli {
     pub streams: StreamArgs,
 
     #[command(flatten)]
+    pub budget: BudgetArgs,
+
+    #[command(flatten)]
     pub output: OutputArgs,
 
     /// Keep the command in backoff's process group, for programs that need
@@ -95,6 +98,76 @@ pub enum Sub {
     /// from under the chosen jitter, its mean, and the cumulative worst-case
     /// and mean waiting time. With --seed, also the delays one run would draw.
     Schedule(ScheduleArgs),
+    /// Show or reset a retry budget shared by processes (see --budget).
+    #[command(subcommand)]
+    Budget(BudgetCommand),
+}
+
+/// `backoff budget show|reset KEY`.
+#[derive(Debug, Subcommand)]
+pub enum BudgetCommand {
+    /// Print the tokens left in a budget.
+    Show {
+        /// The budget's key.
+        #[arg(value_name = "KEY", value_parser = values::budget_key)]
+        key: String,
+        #[command(flatten)]
+        store: BudgetStore,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: BudgetFormat,
+    },
+    /// Fill a budget to its burst again.
+    Reset {
+        /// The budget's key.
+        #[arg(value_name = "KEY", value_parser = values::budget_key)]
+        key: String,
+        #[command(flatten)]
+        store: BudgetStore,
+    },
+}
+
+/// Output formats of `budget show`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BudgetFormat {
+    /// One line for people.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// Where a budget lives and how big it is.
+#[derive(Debug, Clone, Args)]
+pub struct BudgetStore {
+    /// Most tokens a budget holds, and starts with.
+    #[arg(long, value_name = "N", default_value = "10", value_parser = values::burst,
+          allow_hyphen_values = true)]
+    pub budget_burst: u64,
+
+    /// Directory of the budgets' state files [default: $XDG_RUNTIME_DIR/backoff,
+    /// else backoff-UID in the temporary directory]
+    #[arg(long, value_name = "DIR")]
+    pub budget_dir: Option<PathBuf>,
+}
+
+/// The retry budget of a run.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Retry budget")]
+pub struct BudgetArgs {
+    /// Share a retry budget with every backoff process using the same KEY:
+    /// each retry takes a token, each success deposits --budget-ratio of one;
+    /// with no token left, backoff does not retry. First attempts are never
+    /// blocked.
+    #[arg(long, value_name = "KEY", value_parser = values::budget_key)]
+    pub budget: Option<String>,
+
+    /// Tokens a success deposits.
+    #[arg(long, value_name = "R", default_value = "0.1", value_parser = values::ratio,
+          allow_hyphen_values = true)]
+    pub budget_ratio: u64,
+
+    #[command(flatten)]
+    pub store: BudgetStore,
 }
 
 /// Options of `backoff schedule`.

@@ -9,8 +9,9 @@ use std::time::Duration;
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 
+use crate::budget::{self, Bucket, FileBudget};
 use crate::classify::{Preset, Rule, Rules};
-use crate::cli::{Cli, LogFormat, PolicyArgs, RuleArgs, TimeArgs};
+use crate::cli::{BudgetArgs, BudgetStore, Cli, LogFormat, PolicyArgs, RuleArgs, TimeArgs};
 use crate::jitter::Jitter;
 use crate::output::{self, OutputRules};
 use crate::policy::Policy;
@@ -111,6 +112,8 @@ pub struct RunConfig {
     pub report: Option<PathBuf>,
     /// `--metrics-file`.
     pub metrics_file: Option<PathBuf>,
+    /// `--budget`, opened and checked.
+    pub budget: Option<FileBudget>,
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
@@ -214,6 +217,31 @@ pub fn rules(args: &RuleArgs) -> Result<Rules, UsageError> {
     })
 }
 
+/// Opens the budget store of `--budget-dir` for `key`.
+pub fn open_budget(key: &str, store: &BudgetStore, ratio: u64) -> Result<FileBudget, UsageError> {
+    let dir = store.budget_dir.clone().unwrap_or_else(budget::default_dir);
+    let bucket = Bucket {
+        burst: store.budget_burst,
+        ratio,
+    };
+    FileBudget::open(&dir, key, bucket)
+        .map_err(|e| UsageError(format!("cannot use retry budget '{key}': {e}")))
+}
+
+fn budget(args: &BudgetArgs) -> Result<Option<FileBudget>, UsageError> {
+    let Some(key) = &args.budget else {
+        return Ok(None);
+    };
+    if args.budget_ratio > args.store.budget_burst {
+        return Err(invalid(
+            budget::show_tokens(args.budget_ratio),
+            "--budget-ratio",
+            "greater than --budget-burst",
+        ));
+    }
+    open_budget(key, &args.store, args.budget_ratio).map(Some)
+}
+
 /// Builds the configuration of a run from the top-level command line.
 pub fn run(cli: Cli, m: &ArgMatches) -> Result<RunConfig, UsageError> {
     let policy = policy(&cli.policy, m)?;
@@ -258,6 +286,7 @@ pub fn run(cli: Cli, m: &ArgMatches) -> Result<RunConfig, UsageError> {
                 LogFormat::Text
             }
         }),
+        budget: budget(&cli.budget)?,
         report: cli.output.report,
         metrics_file: cli.output.metrics_file,
         command: cli.command,

@@ -3,6 +3,7 @@
 //! retry loop, reports) inside a thin shell that touches the OS (`child`,
 //! `signals`, `exit`, `main`).
 
+pub mod budget;
 pub mod child;
 pub mod classify;
 pub mod cli;
@@ -104,6 +105,7 @@ pub fn main_with_args(args: Vec<OsString>) -> Exit {
                 Exit::SUCCESS
             })
         }
+        Some(Sub::Budget(ref command)) => budget_command(command),
         None => run_command(cli, &matches),
     };
     result.unwrap_or_else(|UsageError(message)| {
@@ -132,6 +134,7 @@ fn run_command(cli: Cli, matches: &clap::ArgMatches) -> Result<Exit, UsageError>
         timeout: cfg.limits.timeout,
         max_time: cfg.limits.max_time,
         preserve_status: cfg.limits.preserve_status,
+        budget: cfg.budget.as_ref().map(|b| b as &dyn run::RetryBudget),
     };
     let label = cfg
         .name
@@ -201,6 +204,56 @@ fn write_summaries(cfg: &config::RunConfig, recorder: &summary::Recorder, exit: 
             ));
         }
     }
+}
+
+impl run::RetryBudget for budget::FileBudget {
+    fn take(&self) -> bool {
+        self.take().unwrap_or_else(|e| {
+            say(&format!("retry budget unusable, not retrying: {e}"));
+            false
+        })
+    }
+
+    fn deposit(&self) {
+        if let Err(e) = budget::FileBudget::deposit(self) {
+            say(&format!("retry budget unusable, nothing deposited: {e}"));
+        }
+    }
+}
+
+/// `backoff budget show|reset KEY`.
+fn budget_command(command: &cli::BudgetCommand) -> Result<Exit, UsageError> {
+    let fail = |key: &str, e: std::io::Error| UsageError(format!("retry budget '{key}': {e}"));
+    match command {
+        cli::BudgetCommand::Show { key, store, format } => {
+            let b = config::open_budget(key, store, 0)?;
+            let level = b.level().map_err(|e| fail(key, e))?;
+            let line = match format {
+                cli::BudgetFormat::Text => format!(
+                    "{key}: {} of {} tokens ({})\n",
+                    budget::show_tokens(level),
+                    budget::show_tokens(store.budget_burst),
+                    b.path().display()
+                ),
+                cli::BudgetFormat::Json => format!(
+                    "{}\n",
+                    serde_json::json!({
+                        "key": key,
+                        "tokens": budget::show_tokens(level).parse::<f64>().unwrap_or(0.0),
+                        "micro_tokens": level,
+                        "burst": budget::show_tokens(store.budget_burst).parse::<f64>().unwrap_or(0.0),
+                        "path": b.path().display().to_string(),
+                    })
+                ),
+            };
+            let _ = std::io::stdout().write_all(line.as_bytes());
+        }
+        cli::BudgetCommand::Reset { key, store } => {
+            let b = config::open_budget(key, store, 0)?;
+            b.reset().map_err(|e| fail(key, e))?;
+        }
+    }
+    Ok(Exit::SUCCESS)
 }
 
 /// A seed from the OS, or from the clock and pid if the OS has none to give.

@@ -173,10 +173,10 @@ fn scan_line(rules: &OutputRules, line: &[u8], seen: &mut Observed) {
     if rules.retry.iter().any(|r| r.is_match(line)) {
         seen.retry_match = true;
     }
-    if let Some(r) = &rules.retry_after {
-        if let Some(value) = r.captures(line).and_then(|c| c.get(1)) {
-            seen.retry_after = Some(String::from_utf8_lossy(value.as_bytes()).trim().to_owned());
-        }
+    if let Some(r) = &rules.retry_after
+        && let Some(value) = r.captures(line).and_then(|c| c.get(1))
+    {
+        seen.retry_after = Some(String::from_utf8_lossy(value.as_bytes()).trim().to_owned());
     }
     if rules.http_status {
         let status = rules

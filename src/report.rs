@@ -100,6 +100,8 @@ pub enum Next {
     Exhausted,
     /// Nothing: the failure is not retried.
     Stop(StopReason),
+    /// Nothing: the retry budget has no token left.
+    Budget,
     /// Nothing: the retry would start after `--max-time`.
     Deadline {
         /// The delay the retry would have needed.
@@ -122,6 +124,8 @@ pub enum Ending {
     Stopped,
     /// `--max-time` passed, or would have before the next retry.
     Deadline,
+    /// The retry budget had no token left.
+    Budget,
 }
 
 impl Ending {
@@ -132,6 +136,7 @@ impl Ending {
             Ending::Exhausted => "exhausted",
             Ending::Stopped => "stopped",
             Ending::Deadline => "deadline",
+            Ending::Budget => "budget",
         }
     }
 }
@@ -263,6 +268,7 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
                 Next::Retry { delay, .. } => {
                     format!("{head}; retrying in {}", human(delay.delay))
                 }
+                Next::Budget => format!("{head}; not retrying: retry budget exhausted"),
                 Next::Exhausted => head,
                 Next::Stop(why) => {
                     format!("{head}; not retrying: {}", stop_reason(why, outcome))

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::classify::{Outcome, Rules, Status, StopReason, Verdict};
 use crate::exit::Exit;
 use crate::output::Observed;
-use crate::policy::{Delay, Policy};
+use crate::policy::{Delay, Delays, Policy};
 use crate::report::{Ending, Event, Next, Report};
 
 /// What an attempt is told about itself.
@@ -73,6 +73,17 @@ pub struct Plan<'a> {
     pub max_time: Option<Duration>,
     /// `--preserve-status`: after a timeout, exit as the command did.
     pub preserve_status: bool,
+    /// `--budget`: the retry budget shared with other processes.
+    pub budget: Option<&'a dyn RetryBudget>,
+}
+
+/// A retry budget: every retry must take a token from it.
+pub trait RetryBudget: std::fmt::Debug {
+    /// Takes a token for a retry; false when none is left (or the budget
+    /// cannot be used: then no retry is the safe answer).
+    fn take(&self) -> bool;
+    /// Deposits after a success.
+    fn deposit(&self);
 }
 
 /// The exit status for a run whose last attempt ended with `outcome`;
@@ -134,6 +145,9 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
         };
         let next = match plan.rules.classify(outcome, &seen) {
             Verdict::Success => {
+                if let Some(b) = plan.budget {
+                    b.deposit();
+                }
                 exec.finish();
                 report.event(&Event::Succeeded {
                     attempt: number,
@@ -155,15 +169,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             }
             Verdict::Stop(why) => Next::Stop(why),
             Verdict::Retry if max_attempts.is_some_and(|m| number >= m) => Next::Exhausted,
-            Verdict::Retry => {
-                let mut delay = delays.next(number - 1);
-                // The server's Retry-After is a floor, above the cap if need be.
-                let server = seen.hint.is_some_and(|h| h > delay.delay);
-                if let Some(h) = seen.hint.filter(|_| server) {
-                    delay.delay = h;
-                }
-                retry_before(delay, server, exec.now(), deadline, plan.max_time)
-            }
+            Verdict::Retry => retry_next(plan, &mut delays, number, &seen, exec.now(), deadline),
         };
         report.event(&Event::Failed {
             attempt: number,
@@ -185,6 +191,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
                 reason: match next {
                     Next::Stop(_) => Ending::Stopped,
                     Next::Deadline { .. } => Ending::Deadline,
+                    Next::Budget => Ending::Budget,
                     _ => Ending::Exhausted,
                 },
             });
@@ -210,6 +217,28 @@ fn interrupted(
     match attempt {
         Some((_, Outcome::Exited(c), _)) => Exit::Code(c),
         _ => Exit::Signal(signal),
+    }
+}
+
+/// What follows a failure worth retrying: a retry after the policy's delay
+/// (or the server's, if longer), unless the deadline or the budget forbids.
+fn retry_next(
+    plan: &Plan<'_>,
+    delays: &mut Delays,
+    number: u64,
+    seen: &Observed,
+    now: Instant,
+    deadline: Option<Instant>,
+) -> Next {
+    let mut delay = delays.next(number - 1);
+    // The server's Retry-After is a floor, above the cap if need be.
+    let server = seen.hint.is_some_and(|h| h > delay.delay);
+    if let Some(h) = seen.hint.filter(|_| server) {
+        delay.delay = h;
+    }
+    match retry_before(delay, server, now, deadline, plan.max_time) {
+        Next::Retry { .. } if plan.budget.is_some_and(|b| !b.take()) => Next::Budget,
+        next => next,
     }
 }
 
@@ -314,6 +343,7 @@ mod tests {
             timeout: None,
             max_time: None,
             preserve_status: false,
+            budget: None,
         };
         let exit = run(&plan, &mut fake, &mut Events::default());
         (exit, fake)
@@ -389,6 +419,7 @@ mod tests {
             timeout: None,
             max_time: None,
             preserve_status: false,
+            budget: None,
         };
         let exit = run(&plan, &mut fake, &mut Events::default());
         assert_eq!(exit, Exit::Signal(libc::SIGTERM));

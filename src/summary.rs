@@ -107,6 +107,7 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
                     v["delay_from_server"] = json!(server);
                 }
                 Next::Exhausted => v["next"] = json!("exhausted"),
+                Next::Budget => v["next"] = json!("budget"),
                 Next::Stop(_) => v["next"] = json!("stopped"),
                 Next::Deadline { delay, .. } => {
                     v["next"] = json!("deadline");
@@ -374,10 +375,10 @@ impl Report for Recorder {
                 ..
             } => {
                 self.end_attempt(attempt, outcome, Some(elapsed));
-                if let Next::Retry { delay, .. } = next {
-                    if let Some(a) = self.attempts.last_mut() {
-                        a.delay_after = Some(delay.delay);
-                    }
+                if let Next::Retry { delay, .. } = next
+                    && let Some(a) = self.attempts.last_mut()
+                {
+                    a.delay_after = Some(delay.delay);
                 }
             }
             Event::CannotStart {

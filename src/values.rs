@@ -181,6 +181,34 @@ pub fn output_file(s: &str) -> Result<std::path::PathBuf, String> {
     Ok(path)
 }
 
+/// Parses a budget key.
+pub fn budget_key(s: &str) -> Result<String, String> {
+    crate::budget::check_key(s).map(|()| s.to_owned())
+}
+
+/// Parses `--budget-burst`: 1 to a million tokens, in millionths.
+pub fn burst(s: &str) -> Result<u64, String> {
+    use crate::budget::{MAX_BURST, UNIT, parse_tokens};
+    let t = parse_tokens(s)?;
+    if t < UNIT {
+        return Err("must be at least 1".into());
+    }
+    if t > MAX_BURST * UNIT {
+        return Err(format!("at most {MAX_BURST}"));
+    }
+    Ok(t)
+}
+
+/// Parses `--budget-ratio`: 0 to a million tokens, in millionths.
+pub fn ratio(s: &str) -> Result<u64, String> {
+    use crate::budget::{MAX_BURST, UNIT, parse_tokens};
+    let t = parse_tokens(s)?;
+    if t > MAX_BURST * UNIT {
+        return Err(format!("at most {MAX_BURST}"));
+    }
+    Ok(t)
+}
+
 /// Parses `--name`: one non-empty line.
 pub fn label(s: &str) -> Result<String, String> {
     if s.trim().is_empty() {
@@ -341,6 +369,9 @@ mod tests {
             let _ = regex(&s);
             let _ = capturing_regex(&s);
             let _ = output_file(&s);
+            let _ = budget_key(&s);
+            let _ = burst(&s);
+            let _ = ratio(&s);
         }
 
         #[test]

@@ -92,6 +92,14 @@ At exit, Prometheus text exposition for the node exporter's textfile collector, 
 Both files are written atomically (a temporary file in the same directory, renamed over the old one), with mode 0644; their directory must exist when backoff starts. A file that cannot be written is reported on stderr and does not change the exit status.
 "#;
 
+const BUDGET: &str = r#".SH "RETRY BUDGET"
+Jitter spreads retries in time; a budget bounds how many there are. Every backoff process started with the same \fB\-\-budget\fR \fIKEY\fR shares one token bucket: it holds at most \fB\-\-budget\-burst\fR tokens (default 10) and starts full; each retry takes one token; each success deposits \fB\-\-budget\-ratio\fR of a token (default 0.1). With less than one token left, backoff does not retry: it gives up with the last attempt's status and says "retry budget exhausted" (reason \fBbudget\fR in reports). First attempts are never blocked. Tokens are counted in millionths, so concurrent processes never lose or create one.
+.PP
+The state of a key is one small file, \fIKEY\fR\fB.budget\fR, in \fB\-\-budget\-dir\fR (default \fB$XDG_RUNTIME_DIR/backoff\fR, else \fBbackoff\-\fR\fIUID\fR in the temporary directory), created with mode 0700. It is updated under an exclusive lock that the kernel releases when its holder dies, even by SIGKILL, and rewritten in one write of a fixed size. A directory or file that is a symbolic link, belongs to another user, is writable by others, or does not hold a valid state is refused with exit 125 and left untouched. A key is 1 to 128 letters, digits, '.', '_' or '\-', not starting with '.'.
+.PP
+\fBbackoff budget show\fR \fIKEY\fR prints a bucket's tokens (\fB\-\-format json\fR for programs); \fBbackoff budget reset\fR \fIKEY\fR fills it again. Both take \fB\-\-budget\-dir\fR and \fB\-\-budget\-burst\fR.
+"#;
+
 const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
 .TP
 \fB0\fR
@@ -188,6 +196,7 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
         OUTPUT,
         PRESETS,
         REPORTING,
+        BUDGET,
         ENVIRONMENT,
         PROCESSES,
         SIGNALS,

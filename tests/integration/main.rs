@@ -1,5 +1,6 @@
 //! Integration tests: the real binary against real processes and signals.
 
+mod budget;
 mod docs;
 mod environment;
 mod http;

@@ -262,16 +262,16 @@ fn parse_exposition(text: &str) -> BTreeMap<String, f64> {
                 && !name.starts_with(|c: char| c.is_ascii_digit()),
             "metric name {name:?}"
         );
-        if let Some(labels) = series.strip_prefix(name) {
-            if !labels.is_empty() {
-                assert!(
-                    labels.starts_with('{') && labels.ends_with('}'),
-                    "labels {labels:?}"
-                );
-                let (k, v) = labels[1..labels.len() - 1].split_once('=').unwrap();
-                assert!(k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
-                assert!(v.starts_with('"') && v.ends_with('"'), "label value {v:?}");
-            }
+        if let Some(labels) = series.strip_prefix(name)
+            && !labels.is_empty()
+        {
+            assert!(
+                labels.starts_with('{') && labels.ends_with('}'),
+                "labels {labels:?}"
+            );
+            let (k, v) = labels[1..labels.len() - 1].split_once('=').unwrap();
+            assert!(k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+            assert!(v.starts_with('"') && v.ends_with('"'), "label value {v:?}");
         }
         assert!(types.contains_key(name), "no TYPE for {name}");
         if types[name] == "counter" {
