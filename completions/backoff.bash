@@ -22,6 +22,9 @@ _backoff() {
             backoff,schedule)
                 cmd="backoff__subcmd__schedule"
                 ;;
+            backoff,simulate)
+                cmd="backoff__subcmd__simulate"
+                ;;
             backoff__subcmd__budget,reset)
                 cmd="backoff__subcmd__budget__subcmd__reset"
                 ;;
@@ -35,7 +38,7 @@ _backoff() {
 
     case "${cmd}" in
         backoff)
-            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --seed --retry-on --stop-on --success-on --timeout --signal --kill-after --max-time --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --preset --hold-stdout --replay-stdin --budget --budget-ratio --budget-burst --budget-dir --quiet --verbose --name --log-format --report --metrics-file --foreground --help --version schedule budget"
+            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --seed --retry-on --stop-on --success-on --timeout --signal --kill-after --max-time --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --preset --hold-stdout --replay-stdin --budget --budget-ratio --budget-burst --budget-dir --quiet --verbose --name --log-format --report --metrics-file --foreground --help --version schedule simulate budget"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -251,6 +254,60 @@ _backoff() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        backoff__subcmd__simulate)
+            opts="-h --clients --runs --strategy --base --cap --factor --jitter --seed --format --plot --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --clients)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --runs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --strategy)
+                    COMPREPLY=($(compgen -W "none exponential full equal decorrelated policy" -- "${cur}"))
+                    return 0
+                    ;;
+                --base)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cap)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --factor)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --jitter)
+                    COMPREPLY=($(compgen -W "none full equal decorrelated" -- "${cur}"))
+                    return 0
+                    ;;
+                --seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    return 0
+                    ;;
+                --plot)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -59,6 +59,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand schedule 'Print the delays a policy produces, and run nothing'
+            cand simulate 'Reproduce the experiment that shows why jitter matters'
             cand budget 'Show or reset a retry budget shared by processes (see --budget)'
         }
         &'backoff;schedule'= {
@@ -71,6 +72,20 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --seed 'Seed of the jitter''s random generator: same seed, same delays'
             cand --format 'Output format'
             cand --forever 'No retry limit: retry until success or a stop rule'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'backoff;simulate'= {
+            cand --clients 'Client counts: a list (10,50,100) or a range with a step (10-190/10)'
+            cand --runs 'Runs per client count and strategy'
+            cand --strategy 'Strategies, comma-separated; "policy" is backoff''s own policy from --base, --cap, --factor and --jitter [default: none, exponential, full, equal, decorrelated]'
+            cand --base 'Base of the delays (Brooker''s 5ms)'
+            cand --cap 'Cap of the delays (Brooker''s 2s)'
+            cand --factor 'Growth per retry of the "policy" strategy'
+            cand --jitter 'Jitter of the "policy" strategy'
+            cand --seed 'Seed of the simulation: same seed, same output [default: random]'
+            cand --format 'Output format; a table is followed by a terminal chart'
+            cand --plot 'Also draw both charts into an SVG file'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }

@@ -66,6 +66,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l foreground -d 'Keep the
 complete -c backoff -n "__fish_backoff_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_needs_command" -s V -l version -d 'Print version'
 complete -c backoff -n "__fish_backoff_needs_command" -a "schedule" -d 'Print the delays a policy produces, and run nothing'
+complete -c backoff -n "__fish_backoff_needs_command" -a "simulate" -d 'Reproduce the experiment that shows why jitter matters'
 complete -c backoff -n "__fish_backoff_needs_command" -a "budget" -d 'Show or reset a retry budget shared by processes (see --budget)'
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l base -d 'Upper bound of the first retry\'s delay' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l cap -d 'No single delay exceeds it, whatever the jitter' -r
@@ -82,6 +83,27 @@ json\t'One JSON document'
 csv\t'Comma-separated values with a header line'"
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l forever -d 'No retry limit: retry until success or a stop rule'
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l clients -d 'Client counts: a list (10,50,100) or a range with a step (10-190/10)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l runs -d 'Runs per client count and strategy' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l strategy -d 'Strategies, comma-separated; "policy" is backoff\'s own policy from --base, --cap, --factor and --jitter [default: none, exponential, full, equal, decorrelated]' -r -f -a "none\t'No delay: read again at once'
+exponential\t'e = min(cap, base · 2^n), no jitter'
+full\t'Uniform in [0, e)'
+equal\t'e/2 plus uniform in [0, e/2)'
+decorrelated\t'min(cap, uniform in [base, 3 · previous sleep)), from base'
+policy\t'backoff\'s own policy, from --base, --cap, --factor and --jitter'"
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l base -d 'Base of the delays (Brooker\'s 5ms)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l cap -d 'Cap of the delays (Brooker\'s 2s)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l factor -d 'Growth per retry of the "policy" strategy' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l jitter -d 'Jitter of the "policy" strategy' -r -f -a "none\t'The delay is the bound itself'
+full\t'Uniform in [0, upper)'
+equal\t'upper/2 plus uniform in [0, upper/2)'
+decorrelated\t'min(cap, uniform in [base, 3 × previous delay)); ignores --factor'"
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l seed -d 'Seed of the simulation: same seed, same output [default: random]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l format -d 'Output format; a table is followed by a terminal chart' -r -f -a "table\t'Aligned columns for people'
+json\t'One JSON document'
+csv\t'Comma-separated values with a header line'"
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l plot -d 'Also draw both charts into an SVG file' -r -F
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -s h -l help -d 'Print help'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "show" -d 'Print the tokens left in a budget'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Fill a budget to its burst again'

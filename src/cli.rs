@@ -14,7 +14,8 @@ use regex::bytes::Regex;
 
 use crate::classify::Preset;
 use crate::jitter::Jitter;
-use crate::values::{self, RuleList};
+use crate::simulate::Strategy;
+use crate::values::{self, ClientCounts, RuleList};
 
 const AFTER_HELP: &str = "\
 Exit status: 0 if an attempt succeeded; the last attempt's exit code when
@@ -98,9 +99,74 @@ pub enum Sub {
     /// from under the chosen jitter, its mean, and the cumulative worst-case
     /// and mean waiting time. With --seed, also the delays one run would draw.
     Schedule(ScheduleArgs),
+    /// Reproduce the experiment that shows why jitter matters.
+    ///
+    /// M. Brooker's "Exponential Backoff And Jitter" (AWS Architecture Blog,
+    /// 2015): N clients contend to update one row under optimistic
+    /// concurrency; every message takes |Normal(10ms, 2ms)|; a client whose
+    /// write lost reads again after its strategy's delay. Prints, per client
+    /// count and strategy, the mean and spread over the runs of the server's
+    /// write calls and of the time the last client succeeded, then draws
+    /// them.
+    Simulate(SimulateArgs),
     /// Show or reset a retry budget shared by processes (see --budget).
     #[command(subcommand)]
     Budget(BudgetCommand),
+}
+
+/// Options of `backoff simulate`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// Client counts: a list (10,50,100) or a range with a step (10-190/10).
+    #[arg(long, value_name = "LIST", default_value = "10-190/10", value_parser = values::client_counts)]
+    pub clients: ClientCounts,
+
+    /// Runs per client count and strategy.
+    #[arg(long, value_name = "N", default_value = "100", value_parser = values::runs)]
+    pub runs: u32,
+
+    /// Strategies, comma-separated; "policy" is backoff's own policy from
+    /// --base, --cap, --factor and --jitter [default: none, exponential,
+    /// full, equal, decorrelated]
+    #[arg(long, value_enum, value_name = "LIST", value_delimiter = ',')]
+    pub strategy: Vec<Strategy>,
+
+    /// Base of the delays (Brooker's 5ms).
+    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub base: Duration,
+
+    /// Cap of the delays (Brooker's 2s).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub cap: Duration,
+
+    /// Growth per retry of the "policy" strategy.
+    #[arg(long, value_name = "F", default_value = "2", value_parser = values::factor,
+          allow_hyphen_values = true)]
+    pub factor: f64,
+
+    /// Jitter of the "policy" strategy.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "KIND",
+        default_value = "full",
+        ignore_case = true
+    )]
+    pub jitter: Jitter,
+
+    /// Seed of the simulation: same seed, same output [default: random]
+    #[arg(long, value_name = "U64", value_parser = values::seed)]
+    pub seed: Option<u64>,
+
+    /// Output format; a table is followed by a terminal chart.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+
+    /// Also draw both charts into an SVG file.
+    #[arg(long, value_name = "FILE", value_parser = values::output_file)]
+    pub plot: Option<PathBuf>,
 }
 
 /// `backoff budget show|reset KEY`.

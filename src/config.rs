@@ -11,10 +11,13 @@ use clap::parser::ValueSource;
 
 use crate::budget::{self, Bucket, FileBudget};
 use crate::classify::{Preset, Rule, Rules};
-use crate::cli::{BudgetArgs, BudgetStore, Cli, LogFormat, PolicyArgs, RuleArgs, TimeArgs};
+use crate::cli::{
+    BudgetArgs, BudgetStore, Cli, LogFormat, PolicyArgs, RuleArgs, SimulateArgs, TimeArgs,
+};
 use crate::jitter::Jitter;
 use crate::output::{self, OutputRules};
 use crate::policy::Policy;
+use crate::simulate;
 
 /// backoff's own failure: bad usage or a bad value. Exit 125.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,6 +217,41 @@ pub fn rules(args: &RuleArgs) -> Result<Rules, UsageError> {
         retry_on,
         retry_output: false,
         preset: None,
+    })
+}
+
+/// Builds the setup of `backoff simulate`; `seed` supplies a random seed
+/// when none is given.
+pub fn simulation(args: &SimulateArgs, seed: fn() -> u64) -> Result<simulate::Setup, UsageError> {
+    if args.base.is_zero() {
+        return Err(invalid("0", "--base", "must be above zero"));
+    }
+    if args.base > args.cap {
+        return Err(invalid(
+            show(args.base),
+            "--base",
+            format!("greater than --cap ({})", show(args.cap)),
+        ));
+    }
+    let mut strategies = if args.strategy.is_empty() {
+        simulate::Strategy::BROOKER.to_vec()
+    } else {
+        args.strategy.clone()
+    };
+    strategies.dedup();
+    Ok(simulate::Setup {
+        clients: args.clients.0.clone(),
+        runs: args.runs,
+        strategies,
+        base: args.base,
+        cap: args.cap,
+        policy: Policy {
+            base: args.base,
+            cap: args.cap,
+            factor: args.factor,
+            jitter: args.jitter,
+        },
+        seed: args.seed.unwrap_or_else(seed),
     })
 }
 

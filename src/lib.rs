@@ -11,11 +11,13 @@ pub mod config;
 pub mod exit;
 pub mod jitter;
 pub mod output;
+pub mod plot;
 pub mod policy;
 pub mod report;
 pub mod run;
 pub mod schedule;
 pub mod signals;
+pub mod simulate;
 pub mod spawn;
 pub mod summary;
 pub mod values;
@@ -106,6 +108,7 @@ pub fn main_with_args(args: Vec<OsString>) -> Exit {
             })
         }
         Some(Sub::Budget(ref command)) => budget_command(command),
+        Some(Sub::Simulate(ref args)) => simulate_command(args),
         None => run_command(cli, &matches),
     };
     result.unwrap_or_else(|UsageError(message)| {
@@ -219,6 +222,27 @@ impl run::RetryBudget for budget::FileBudget {
             say(&format!("retry budget unusable, nothing deposited: {e}"));
         }
     }
+}
+
+/// `backoff simulate`.
+fn simulate_command(args: &cli::SimulateArgs) -> Result<Exit, UsageError> {
+    let setup = config::simulation(args, random_seed)?;
+    let cells = simulate::simulate(&setup);
+    let text = match args.format {
+        cli::Format::Table => {
+            let mut t = plot::table(&setup, &cells);
+            t.push_str(&plot::terminal_charts(&setup, &cells));
+            t
+        }
+        cli::Format::Csv => plot::csv(&cells),
+        cli::Format::Json => plot::json_doc(&setup, &cells),
+    };
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    if let Some(path) = &args.plot {
+        plot::svg(&setup, &cells, path)
+            .map_err(|e| UsageError(format!("cannot write --plot '{}': {e}", path.display())))?;
+    }
+    Ok(Exit::SUCCESS)
 }
 
 /// `backoff budget show|reset KEY`.

@@ -181,6 +181,52 @@ pub fn output_file(s: &str) -> Result<std::path::PathBuf, String> {
     Ok(path)
 }
 
+/// The client counts of `--clients`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientCounts(pub Vec<u32>);
+
+/// Parses `--clients`: `10,50,100`, `10-190/10` or `10-190` (step 10), each
+/// count from 1 to 10000, at most 1000 of them.
+pub fn client_counts(s: &str) -> Result<ClientCounts, String> {
+    let count = |t: &str| -> Result<u32, String> {
+        match t.trim().parse::<u32>() {
+            Ok(n) if (1..=10_000).contains(&n) => Ok(n),
+            _ => Err(format!("'{t}' is not a client count from 1 to 10000")),
+        }
+    };
+    let mut out = Vec::new();
+    for item in s.split(',') {
+        if let Some((range, step)) = item
+            .split_once('/')
+            .map_or_else(|| item.split_once('-').map(|_| (item, "10")), Some)
+        {
+            let (lo, hi) = range
+                .split_once('-')
+                .ok_or_else(|| format!("'{item}' is not a range like 10-190/10"))?;
+            let (lo, hi, step) = (count(lo)?, count(hi)?, count(step)?);
+            if lo > hi {
+                return Err(format!("reversed range '{item}'"));
+            }
+            out.extend((lo..=hi).step_by(step as usize));
+        } else {
+            out.push(count(item)?);
+        }
+        if out.len() > 1000 {
+            return Err("at most 1000 client counts".into());
+        }
+    }
+    Ok(ClientCounts(out))
+}
+
+/// Parses `--runs`: 1 to 100000.
+pub fn runs(s: &str) -> Result<u32, String> {
+    let n = whole(s)?;
+    u32::try_from(n)
+        .ok()
+        .filter(|n| (1..=100_000).contains(n))
+        .ok_or_else(|| "must be from 1 to 100000".to_owned())
+}
+
 /// Parses a budget key.
 pub fn budget_key(s: &str) -> Result<String, String> {
     crate::budget::check_key(s).map(|()| s.to_owned())
@@ -370,6 +416,8 @@ mod tests {
             let _ = capturing_regex(&s);
             let _ = output_file(&s);
             let _ = budget_key(&s);
+            let _ = client_counts(&s);
+            let _ = runs(&s);
             let _ = burst(&s);
             let _ = ratio(&s);
         }

@@ -11,6 +11,7 @@ mod retrying;
 mod schedule;
 mod servers;
 mod signals;
+mod simulation;
 mod streams;
 mod support;
 mod usage;

@@ -159,3 +159,43 @@ proptest! {
         prop_assert!(code == Some(0) || code == Some(125), "{flag}={value:?}: {out:?}");
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// The same for the subcommands' values.
+    #[test]
+    fn no_subcommand_value_makes_backoff_panic(
+        (sub, flag) in prop::sample::select(vec![
+            ("schedule", "--format"), ("schedule", "--base"), ("schedule", "--max-retries"),
+            ("simulate", "--runs"), ("simulate", "--base"), ("simulate", "--cap"),
+            ("simulate", "--factor"), ("simulate", "--jitter"), ("simulate", "--seed"),
+            ("simulate", "--strategy"), ("simulate", "--format"),
+            ("budget show", "--budget-burst"), ("budget show", "--format"), ("budget show", "KEY"),
+        ]),
+        value in "\\PC{0,24}",
+    ) {
+        let dir = TempDir::new("prop-sub");
+        let mut cmd = backoff(sub.split(' '));
+        match (sub, flag) {
+            ("budget show", "KEY") => {
+                cmd.arg("--").arg(&value);
+            }
+            ("budget show", _) => {
+                cmd.arg("k").arg(format!("{flag}={value}"));
+            }
+            _ => {
+                cmd.arg(format!("{flag}={value}"));
+            }
+        }
+        if sub == "simulate" {
+            cmd.args(["--clients", "3", "--runs", "1"]);
+        }
+        if sub.starts_with("budget") {
+            cmd.arg("--budget-dir").arg(dir.join("b"));
+        }
+        let out = cmd.output().unwrap();
+        let code = out.status.code();
+        prop_assert!(code == Some(0) || code == Some(125), "{sub} {flag}={value:?}: {out:?}");
+    }
+}

@@ -1,0 +1,266 @@
+//! The outputs of `backoff simulate`: tables, CSV, JSON, a terminal chart,
+//! and an SVG file with two charts drawn by the plotters crate.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use plotters::prelude::*;
+use serde_json::json;
+
+use crate::simulate::{Cell, Setup, Strategy};
+
+/// The cells of one strategy, in client order.
+fn series(cells: &[Cell], s: Strategy) -> Vec<&Cell> {
+    cells.iter().filter(|c| c.strategy == s).collect()
+}
+
+/// Two wide tables: write calls, then completion time, one column per
+/// strategy, as `mean ±sd`.
+pub fn table(setup: &Setup, cells: &[Cell]) -> String {
+    let mut out = String::new();
+    for (title, value) in [
+        (
+            "write calls (mean ±sd)",
+            (|c: &Cell| (c.calls.mean, c.calls.sd)) as fn(&Cell) -> (f64, f64),
+        ),
+        ("completion time in ms (mean ±sd)", |c: &Cell| {
+            (c.time_ms.mean, c.time_ms.sd)
+        }),
+    ] {
+        let mut rows = vec![
+            std::iter::once("clients".to_owned())
+                .chain(setup.strategies.iter().map(|s| s.name().to_owned()))
+                .collect::<Vec<_>>(),
+        ];
+        for &n in &setup.clients {
+            let mut row = vec![n.to_string()];
+            for &s in &setup.strategies {
+                let cell = cells.iter().find(|c| c.clients == n && c.strategy == s);
+                row.push(cell.map_or_else(String::new, |c| {
+                    let (mean, sd) = value(c);
+                    format!("{mean:.0} ±{sd:.0}")
+                }));
+            }
+            rows.push(row);
+        }
+        let widths: Vec<usize> = (0..rows[0].len())
+            .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+            .collect();
+        let _ = writeln!(out, "{title}, {} runs each", setup.runs);
+        for row in &rows {
+            let line: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .map(|(cell, w)| format!("{cell:>w$}"))
+                .collect();
+            let _ = writeln!(out, "{}", line.join("  "));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// CSV with the original simulator's columns: `clients,time,calls,Algorithm`
+/// (time in milliseconds; means over the runs).
+pub fn csv(cells: &[Cell]) -> String {
+    let mut out = String::from("clients,time,calls,Algorithm\n");
+    for c in cells {
+        let _ = writeln!(
+            out,
+            "{},{:.3},{:.3},{}",
+            c.clients,
+            c.time_ms.mean,
+            c.calls.mean,
+            c.strategy.name()
+        );
+    }
+    out
+}
+
+/// One JSON document: the setup and every cell.
+pub fn json_doc(setup: &Setup, cells: &[Cell]) -> String {
+    let doc = json!({
+        "model": "brooker-2015",
+        "runs": setup.runs,
+        "base_ms": setup.base.as_secs_f64() * 1e3,
+        "cap_ms": setup.cap.as_secs_f64() * 1e3,
+        "seed": setup.seed,
+        "cells": cells.iter().map(|c| json!({
+            "clients": c.clients,
+            "strategy": c.strategy.name(),
+            "calls_mean": c.calls.mean,
+            "calls_sd": c.calls.sd,
+            "time_ms_mean": c.time_ms.mean,
+            "time_ms_sd": c.time_ms.sd,
+        })).collect::<Vec<_>>(),
+    });
+    format!("{doc:#}\n")
+}
+
+/// The letter that marks a strategy in the terminal chart.
+fn mark(s: Strategy) -> char {
+    match s {
+        Strategy::None => 'n',
+        Strategy::Exponential => 'x',
+        Strategy::Full => 'f',
+        Strategy::Equal => 'e',
+        Strategy::Decorrelated => 'd',
+        Strategy::Policy => 'p',
+    }
+}
+
+/// A compact chart of one measure against the client count, in text.
+fn text_chart(title: &str, setup: &Setup, cells: &[Cell], value: fn(&Cell) -> f64) -> String {
+    const W: usize = 60;
+    const H: usize = 12;
+    let max_y = cells.iter().map(value).fold(0.0_f64, f64::max).max(1e-9);
+    let (min_x, max_x) = (
+        setup.clients.iter().copied().min().unwrap_or(0),
+        setup.clients.iter().copied().max().unwrap_or(1),
+    );
+    let span = f64::from(max_x.saturating_sub(min_x).max(1));
+    let mut grid = vec![vec![' '; W]; H];
+    for &s in &setup.strategies {
+        for c in series(cells, s) {
+            // Small grid sizes: the casts lose nothing.
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss
+            )]
+            let (x, y) = (
+                ((f64::from(c.clients - min_x) / span) * (W - 1) as f64).round() as usize,
+                ((value(c) / max_y) * (H - 1) as f64).round() as usize,
+            );
+            let cell = &mut grid[H - 1 - y.min(H - 1)][x.min(W - 1)];
+            *cell = if *cell == ' ' || *cell == mark(s) {
+                mark(s)
+            } else {
+                '*'
+            };
+        }
+    }
+    let mut out = format!("{title}\n");
+    for (i, row) in grid.iter().enumerate() {
+        let label = if i == 0 {
+            format!("{max_y:>9.0}")
+        } else if i == H - 1 {
+            format!("{:>9}", 0)
+        } else {
+            " ".repeat(9)
+        };
+        let _ = writeln!(
+            out,
+            "{label} |{}",
+            row.iter().collect::<String>().trim_end()
+        );
+    }
+    let _ = writeln!(out, "{} +{}", " ".repeat(9), "-".repeat(W));
+    let _ = writeln!(
+        out,
+        "{}  {min_x:<w$}{max_x}  clients",
+        " ".repeat(9),
+        w = W - max_x.to_string().len()
+    );
+    out
+}
+
+/// The terminal charts of calls and completion time, with a legend.
+pub fn terminal_charts(setup: &Setup, cells: &[Cell]) -> String {
+    let mut out = text_chart("write calls", setup, cells, |c| c.calls.mean);
+    out.push('\n');
+    out.push_str(&text_chart("completion time (ms)", setup, cells, |c| {
+        c.time_ms.mean
+    }));
+    let legend: Vec<String> = setup
+        .strategies
+        .iter()
+        .map(|&s| format!("{} {}", mark(s), s.name()))
+        .collect();
+    let _ = writeln!(
+        out,
+        "{}  ({}; * where marks overlap)",
+        " ".repeat(9),
+        legend.join(", ")
+    );
+    out
+}
+
+/// Colours of the strategies in the SVG.
+fn colour(s: Strategy) -> RGBColor {
+    match s {
+        Strategy::None => RGBColor(0x88, 0x88, 0x88),
+        Strategy::Exponential => RGBColor(0xd6, 0x27, 0x28),
+        Strategy::Full => RGBColor(0x1f, 0x77, 0xb4),
+        Strategy::Equal => RGBColor(0x2c, 0xa0, 0x2c),
+        Strategy::Decorrelated => RGBColor(0xff, 0x7f, 0x0e),
+        Strategy::Policy => RGBColor(0x94, 0x67, 0xbd),
+    }
+}
+
+/// Draws both charts (calls and completion time against clients, a line
+/// per strategy, with a legend) into an SVG file.
+///
+/// # Errors
+///
+/// When the file cannot be written.
+pub fn svg(setup: &Setup, cells: &[Cell], path: &Path) -> Result<(), String> {
+    let root = SVGBackend::new(path, (1200, 520)).into_drawing_area();
+    let draw = || -> Result<(), Box<dyn std::error::Error>> {
+        root.fill(&WHITE)?;
+        let (left, right) = root.split_horizontally(600);
+        let max_x = setup.clients.iter().copied().max().unwrap_or(1);
+        let min_x = setup.clients.iter().copied().min().unwrap_or(0);
+        for (area, title, y_label, value) in [
+            (
+                &left,
+                "Work: write calls",
+                "calls",
+                (|c: &Cell| c.calls.mean) as fn(&Cell) -> f64,
+            ),
+            (&right, "Completion time", "time (ms)", |c: &Cell| {
+                c.time_ms.mean
+            }),
+        ] {
+            let max_y = cells.iter().map(value).fold(0.0_f64, f64::max) * 1.05 + 1.0;
+            let mut chart = ChartBuilder::on(area)
+                .caption(title, ("sans-serif", 22))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(70)
+                .build_cartesian_2d(min_x..max_x, 0.0..max_y)?;
+            chart
+                .configure_mesh()
+                .x_desc("clients")
+                .y_desc(y_label)
+                .draw()?;
+            for &s in &setup.strategies {
+                let points: Vec<(u32, f64)> = series(cells, s)
+                    .iter()
+                    .map(|c| (c.clients, value(c)))
+                    .collect();
+                let style = colour(s).stroke_width(2);
+                chart
+                    .draw_series(LineSeries::new(points.clone(), style))?
+                    .label(s.name())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], colour(s).stroke_width(2))
+                    });
+                chart.draw_series(
+                    points
+                        .iter()
+                        .map(|&(x, y)| Circle::new((x, y), 3, colour(s).filled())),
+                )?;
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .draw()?;
+        }
+        root.present()?;
+        Ok(())
+    };
+    draw().map_err(|e| e.to_string())
+}
