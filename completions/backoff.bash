@@ -38,7 +38,7 @@ _backoff() {
 
     case "${cmd}" in
         backoff)
-            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --seed --retry-on --stop-on --success-on --timeout --signal --kill-after --max-time --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --preset --hold-stdout --replay-stdin --budget --budget-ratio --budget-burst --budget-dir --quiet --verbose --name --log-format --report --metrics-file --foreground --help --version schedule simulate budget"
+            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --seed --retry-on --stop-on --success-on --timeout --signal --kill-after --max-time --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --preset --hold-stdout --replay-stdin --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --quiet --verbose --name --log-format --report --metrics-file --foreground --help --version schedule simulate budget"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -132,6 +132,18 @@ _backoff() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --budget-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-store-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-store-fail)
+                    COMPREPLY=($(compgen -W "open closed" -- "${cur}"))
+                    return 0
+                    ;;
                 --name)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -170,7 +182,7 @@ _backoff() {
             return 0
             ;;
         backoff__subcmd__budget__subcmd__reset)
-            opts="-h --budget-burst --budget-dir --help"
+            opts="-h --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -182,6 +194,18 @@ _backoff() {
                     ;;
                 --budget-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-store-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-store-fail)
+                    COMPREPLY=($(compgen -W "open closed" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -192,7 +216,7 @@ _backoff() {
             return 0
             ;;
         backoff__subcmd__budget__subcmd__show)
-            opts="-h --budget-burst --budget-dir --format --help"
+            opts="-h --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -204,6 +228,18 @@ _backoff() {
                     ;;
                 --budget-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-store-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-store-fail)
+                    COMPREPLY=($(compgen -W "open closed" -- "${cur}"))
                     return 0
                     ;;
                 --format)

@@ -40,6 +40,9 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'
             cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]'
+            cand --budget-store 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db] (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store-timeout 'How long to wait for the budget store before giving up on it'
+            cand --budget-store-fail 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed)'
             cand --name 'Name the command in reports (default: the program''s name)'
             cand --log-format 'How backoff reports on stderr: text lines, one JSON object per event, or GitHub Actions annotations [default: github when GITHUB_ACTIONS is true, else text]'
             cand --report 'At exit, write a JSON summary of the run to FILE (atomically)'
@@ -98,6 +101,9 @@ set edit:completion:arg-completer[backoff] = {|@words|
         &'backoff;budget;show'= {
             cand --budget-burst 'Most tokens a budget holds, and starts with'
             cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]'
+            cand --budget-store 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db] (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store-timeout 'How long to wait for the budget store before giving up on it'
+            cand --budget-store-fail 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed)'
             cand --format 'Output format'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -105,8 +111,11 @@ set edit:completion:arg-completer[backoff] = {|@words|
         &'backoff;budget;reset'= {
             cand --budget-burst 'Most tokens a budget holds, and starts with'
             cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand --budget-store 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db] (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store-timeout 'How long to wait for the budget store before giving up on it'
+            cand --budget-store-fail 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
     ]
     $completions[$command]

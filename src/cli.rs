@@ -15,6 +15,7 @@ use regex::bytes::Regex;
 use crate::classify::Preset;
 use crate::jitter::Jitter;
 use crate::simulate::Strategy;
+use crate::store::FailMode;
 use crate::values::{self, ClientCounts, RuleList};
 
 const AFTER_HELP: &str = "\
@@ -214,6 +215,27 @@ pub struct BudgetStore {
     /// else backoff-UID in the temporary directory]
     #[arg(long, value_name = "DIR")]
     pub budget_dir: Option<PathBuf>,
+
+    /// Keep budgets in Redis, shared by a fleet of hosts:
+    /// redis://[user:password@]host[:port][/db] (better given in the
+    /// environment, where the password does not show in process lists).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "BACKOFF_BUDGET_STORE",
+        hide_env_values = true
+    )]
+    pub budget_store: Option<String>,
+
+    /// How long to wait for the budget store before giving up on it.
+    #[arg(long, value_name = "DURATION", default_value = "250ms", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub budget_store_timeout: Duration,
+
+    /// When the budget store cannot be reached: retry under the local policy
+    /// alone (open), or do not retry (closed).
+    #[arg(long, value_enum, value_name = "MODE", default_value = "open")]
+    pub budget_store_fail: FailMode,
 }
 
 /// The retry budget of a run.

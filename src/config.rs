@@ -18,6 +18,7 @@ use crate::jitter::Jitter;
 use crate::output::{self, OutputRules};
 use crate::policy::Policy;
 use crate::simulate;
+use crate::store::Store;
 
 /// backoff's own failure: bad usage or a bad value. Exit 125.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +90,7 @@ pub fn limits(args: &TimeArgs) -> Result<Limits, UsageError> {
 }
 
 /// Everything a run needs, checked.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RunConfig {
     /// Delays, limit and seed.
     pub policy: PolicyConfig,
@@ -116,7 +117,7 @@ pub struct RunConfig {
     /// `--metrics-file`.
     pub metrics_file: Option<PathBuf>,
     /// `--budget`, opened and checked.
-    pub budget: Option<FileBudget>,
+    pub budget: Option<Store>,
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
@@ -255,19 +256,64 @@ pub fn simulation(args: &SimulateArgs, seed: fn() -> u64) -> Result<simulate::Se
     })
 }
 
-/// Opens the budget store of `--budget-dir` for `key`.
-pub fn open_budget(key: &str, store: &BudgetStore, ratio: u64) -> Result<FileBudget, UsageError> {
-    let dir = store.budget_dir.clone().unwrap_or_else(budget::default_dir);
+/// Opens the budget `key`: in Redis with `--budget-store`, else in a file
+/// of `--budget-dir`.
+pub fn open_budget(key: &str, store: &BudgetStore, ratio: u64) -> Result<Store, UsageError> {
     let bucket = Bucket {
         burst: store.budget_burst,
         ratio,
     };
+    if let Some(url) = &store.budget_store {
+        if store.budget_store_timeout.is_zero() {
+            return Err(invalid("0", "--budget-store-timeout", "must be above zero"));
+        }
+        return redis_budget(url, key, bucket, store);
+    }
+    let dir = store.budget_dir.clone().unwrap_or_else(budget::default_dir);
     FileBudget::open(&dir, key, bucket)
+        .map(Store::File)
         .map_err(|e| UsageError(format!("cannot use retry budget '{key}': {e}")))
 }
 
-fn budget(args: &BudgetArgs) -> Result<Option<FileBudget>, UsageError> {
+#[cfg(feature = "redis")]
+fn redis_budget(
+    url: &str,
+    key: &str,
+    bucket: Bucket,
+    s: &BudgetStore,
+) -> Result<Store, UsageError> {
+    crate::store::RedisBudget::new(
+        url,
+        key,
+        bucket,
+        s.budget_store_timeout,
+        s.budget_store_fail,
+    )
+    .map(|r| Store::Redis(Box::new(r)))
+    .map_err(|why| invalid(crate::store::redact(url), "--budget-store", why))
+}
+
+#[cfg(not(feature = "redis"))]
+fn redis_budget(url: &str, _: &str, _: Bucket, _: &BudgetStore) -> Result<Store, UsageError> {
+    Err(invalid(
+        crate::store::redact(url),
+        "--budget-store",
+        "this build of backoff has no Redis support (cargo feature \"redis\")",
+    ))
+}
+
+/// Whether `--budget-store` came from `BACKOFF_BUDGET_STORE` rather than
+/// the command line: a fleet sets it once for every command, budgeted or
+/// not.
+fn from_env_only(args: &BudgetArgs) -> bool {
+    std::env::var("BACKOFF_BUDGET_STORE").ok().as_deref() == args.store.budget_store.as_deref()
+}
+
+fn budget(args: &BudgetArgs) -> Result<Option<Store>, UsageError> {
     let Some(key) = &args.budget else {
+        if args.store.budget_store.is_some() && !from_env_only(args) {
+            return Err(UsageError("'--budget-store' needs '--budget KEY'".into()));
+        }
         return Ok(None);
     };
     if args.budget_ratio > args.store.budget_burst {

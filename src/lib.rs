@@ -19,6 +19,7 @@ pub mod schedule;
 pub mod signals;
 pub mod simulate;
 pub mod spawn;
+pub mod store;
 pub mod summary;
 pub mod values;
 
@@ -209,21 +210,6 @@ fn write_summaries(cfg: &config::RunConfig, recorder: &summary::Recorder, exit: 
     }
 }
 
-impl run::RetryBudget for budget::FileBudget {
-    fn take(&self) -> bool {
-        self.take().unwrap_or_else(|e| {
-            say(&format!("retry budget unusable, not retrying: {e}"));
-            false
-        })
-    }
-
-    fn deposit(&self) {
-        if let Err(e) = budget::FileBudget::deposit(self) {
-            say(&format!("retry budget unusable, nothing deposited: {e}"));
-        }
-    }
-}
-
 /// `backoff simulate`.
 fn simulate_command(args: &cli::SimulateArgs) -> Result<Exit, UsageError> {
     let setup = config::simulation(args, random_seed)?;
@@ -247,17 +233,19 @@ fn simulate_command(args: &cli::SimulateArgs) -> Result<Exit, UsageError> {
 
 /// `backoff budget show|reset KEY`.
 fn budget_command(command: &cli::BudgetCommand) -> Result<Exit, UsageError> {
-    let fail = |key: &str, e: std::io::Error| UsageError(format!("retry budget '{key}': {e}"));
+    let fail = |key: &str, b: &store::Store, e: String| {
+        UsageError(format!("retry budget '{key}' ({}): {e}", b.describe()))
+    };
     match command {
         cli::BudgetCommand::Show { key, store, format } => {
             let b = config::open_budget(key, store, 0)?;
-            let level = b.level().map_err(|e| fail(key, e))?;
+            let level = b.level().map_err(|e| fail(key, &b, e))?;
             let line = match format {
                 cli::BudgetFormat::Text => format!(
                     "{key}: {} of {} tokens ({})\n",
                     budget::show_tokens(level),
                     budget::show_tokens(store.budget_burst),
-                    b.path().display()
+                    b.describe()
                 ),
                 cli::BudgetFormat::Json => format!(
                     "{}\n",
@@ -266,7 +254,7 @@ fn budget_command(command: &cli::BudgetCommand) -> Result<Exit, UsageError> {
                         "tokens": budget::show_tokens(level).parse::<f64>().unwrap_or(0.0),
                         "micro_tokens": level,
                         "burst": budget::show_tokens(store.budget_burst).parse::<f64>().unwrap_or(0.0),
-                        "path": b.path().display().to_string(),
+                        "store": b.describe(),
                     })
                 ),
             };
@@ -274,7 +262,7 @@ fn budget_command(command: &cli::BudgetCommand) -> Result<Exit, UsageError> {
         }
         cli::BudgetCommand::Reset { key, store } => {
             let b = config::open_budget(key, store, 0)?;
-            b.reset().map_err(|e| fail(key, e))?;
+            b.reset().map_err(|e| fail(key, &b, e))?;
         }
     }
     Ok(Exit::SUCCESS)

@@ -15,7 +15,7 @@ use clap_complete::Shell;
 
 const ENVIRONMENT: &str = r".SH ENVIRONMENT
 .TP
-\fBBACKOFF_BASE\fR, \fBBACKOFF_CAP\fR, \fBBACKOFF_FACTOR\fR, \fBBACKOFF_JITTER\fR, \fBBACKOFF_MAX_RETRIES\fR, \fBBACKOFF_TIMEOUT\fR, \fBBACKOFF_MAX_TIME\fR
+\fBBACKOFF_BASE\fR, \fBBACKOFF_CAP\fR, \fBBACKOFF_FACTOR\fR, \fBBACKOFF_JITTER\fR, \fBBACKOFF_MAX_RETRIES\fR, \fBBACKOFF_TIMEOUT\fR, \fBBACKOFF_MAX_TIME\fR, \fBBACKOFF_BUDGET_STORE\fR
 Defaults for the options of the same name. A flag on the command line wins over the environment.
 .TP
 \fBBACKOFF_ATTEMPT\fR, \fBBACKOFF_MAX_ATTEMPTS\fR, \fBBACKOFF_LAST_STATUS\fR
@@ -97,7 +97,9 @@ Jitter spreads retries in time; a budget bounds how many there are. Every backof
 .PP
 The state of a key is one small file, \fIKEY\fR\fB.budget\fR, in \fB\-\-budget\-dir\fR (default \fB$XDG_RUNTIME_DIR/backoff\fR, else \fBbackoff\-\fR\fIUID\fR in the temporary directory), created with mode 0700. It is updated under an exclusive lock that the kernel releases when its holder dies, even by SIGKILL, and rewritten in one write of a fixed size. A directory or file that is a symbolic link, belongs to another user, is writable by others, or does not hold a valid state is refused with exit 125 and left untouched. A key is 1 to 128 letters, digits, '.', '_' or '\-', not starting with '.'.
 .PP
-\fBbackoff budget show\fR \fIKEY\fR prints a bucket's tokens (\fB\-\-format json\fR for programs); \fBbackoff budget reset\fR \fIKEY\fR fills it again. Both take \fB\-\-budget\-dir\fR and \fB\-\-budget\-burst\fR.
+A file is shared by the processes of one machine. For a fleet, \fB\-\-budget\-store redis://\fR[\fIuser\fR:\fIpassword\fR@]\fIhost\fR[:\fIport\fR][/\fIdb\fR] keeps the same bucket in Redis (or Valkey), under the key \fBbackoff:budget:\fR\fIKEY\fR; every update is one Lua script that the server runs atomically, and a key idle for 7 days expires. backoff connects only when a retry asks for a token, so a first attempt never waits for the store. A store that cannot be reached within \fB\-\-budget\-store\-timeout\fR (250ms) is reported once; then \fB\-\-budget\-store\-fail open\fR (the default) retries under the local policy alone and \fBclosed\fR does not retry. A password in the URL is never shown: reports print it as ***; \fBBACKOFF_BUDGET_STORE\fR keeps it out of process lists. \fBrediss://\fR (TLS) is not supported. A build without the \fBredis\fR cargo feature refuses \fB\-\-budget\-store\fR.
+.PP
+\fBbackoff budget show\fR \fIKEY\fR prints a bucket's tokens (\fB\-\-format json\fR for programs); \fBbackoff budget reset\fR \fIKEY\fR fills it again. Both take \fB\-\-budget\-dir\fR or \fB\-\-budget\-store\fR, and \fB\-\-budget\-burst\fR.
 "#;
 
 const SIMULATION: &str = r#".SH SIMULATION

@@ -3,6 +3,7 @@
 mod budget;
 mod docs;
 mod environment;
+mod fleet;
 mod http;
 mod limits;
 mod observe;

@@ -178,6 +178,8 @@ fn the_report_is_written_on_success_exhaustion_stop_and_deadline() {
         "1s",
         "--base",
         "10s",
+        "--jitter",
+        "none",
         "--",
         "sh",
         "-c",
