@@ -272,21 +272,26 @@ impl Recorder {
         let now = unix_seconds((self.clock)());
         let before = |metric: &str| previous.and_then(|p| read_sample(p, metric, &label));
         let success = u8::from(self.reason == "success");
+        let (attempts, retries, slept) = (
+            self.attempts.len() as f64,
+            self.retry_count() as f64,
+            self.backoff_seconds(),
+        );
         let gauges: [(&str, &str, f64); 6] = [
             (
                 "backoff_last_attempts",
                 "Attempts made by the last run.",
-                self.attempts.len() as f64,
+                attempts,
             ),
             (
                 "backoff_last_retries",
                 "Retries made by the last run.",
-                self.retry_count() as f64,
+                retries,
             ),
             (
                 "backoff_last_backoff_seconds",
                 "Seconds the last run waited between attempts.",
-                self.backoff_seconds(),
+                slept,
             ),
             (
                 "backoff_last_exit_status",
@@ -306,20 +311,12 @@ impl Recorder {
         ];
         let counters: [(&str, &str, f64); 4] = [
             ("backoff_runs_total", "Runs.", 1.0),
-            (
-                "backoff_attempts_total",
-                "Attempts.",
-                self.attempts.len() as f64,
-            ),
-            (
-                "backoff_retries_total",
-                "Retries.",
-                self.retry_count() as f64,
-            ),
+            ("backoff_attempts_total", "Attempts.", attempts),
+            ("backoff_retries_total", "Retries.", retries),
             (
                 "backoff_backoff_seconds_total",
                 "Seconds spent waiting between attempts.",
-                self.backoff_seconds(),
+                slept,
             ),
         ];
         let mut out = String::new();
