@@ -33,8 +33,13 @@ pub struct Options {
 }
 
 /// How long backoff keeps reading the command's output after the command
-/// exited: a process it left behind may hold the pipe open forever.
+/// exited while no more comes: a process it left behind may hold the pipe
+/// open forever.
 const DRAIN: Duration = Duration::from_millis(500);
+
+/// The longest backoff reads output after the command exited, however much
+/// keeps coming.
+const DRAIN_MAX: Duration = Duration::from_secs(10);
 
 /// Bytes read from the command's output at a time.
 const CHUNK: usize = 64 * 1024;
@@ -62,6 +67,17 @@ pub struct RealExecutor {
     /// `--hold-stdout`: the current attempt's stdout.
     held: Option<File>,
     buffer: Vec<u8>,
+}
+
+/// What one read of a pipe did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Copied {
+    /// Copied some bytes.
+    Data,
+    /// Nothing there for now.
+    Nothing,
+    /// The pipe is done: at its end, or its destination is gone.
+    Done,
 }
 
 /// What happened while waiting for a child.
@@ -134,8 +150,10 @@ impl RealExecutor {
             let to_stderr = File::from(io::stderr().as_fd().try_clone_to_owned()?);
             for to in [to_stdout, to_stderr] {
                 let (from, end) = io::pipe()?;
+                let from = OwnedFd::from(from);
+                spawn::set_nonblocking(from.as_fd())?;
                 pipes.push(Pipe {
-                    from: File::from(OwnedFd::from(from)),
+                    from: File::from(from),
                     to,
                     scanner: LineScanner::default(),
                 });
@@ -163,26 +181,50 @@ impl RealExecutor {
         Ok((pid, pipes))
     }
 
-    /// Copies what one pipe has to offer; returns false when the pipe is
-    /// done: at its end, or when its destination is gone (then closing it
-    /// gives the command the SIGPIPE it would have had without backoff).
-    fn copy(&mut self, pipe: &mut Pipe, seen: &mut Observed) -> bool {
+    /// Copies what one pipe has to offer (its read end never blocks).
+    fn copy(&mut self, pipe: &mut Pipe, seen: &mut Observed) -> Copied {
         if self.buffer.len() < CHUNK {
             self.buffer.resize(CHUNK, 0);
         }
         match pipe.from.read(&mut self.buffer) {
-            Ok(0) => false,
+            Ok(0) => Copied::Done,
             Ok(n) => {
                 let data = &self.buffer[..n];
                 if let Some(rules) = &self.rules {
                     pipe.scanner.feed(rules, data, seen);
                 }
-                pipe.to.write_all(data).is_ok()
+                if pipe.to.write_all(data).is_ok() {
+                    Copied::Data
+                } else {
+                    // The destination is gone: closing the pipe gives the
+                    // command the SIGPIPE it would have had without backoff.
+                    Copied::Done
+                }
             }
-            Err(e) => matches!(
-                e.kind(),
-                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
-            ),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                ) =>
+            {
+                Copied::Nothing
+            }
+            Err(_) => Copied::Done,
+        }
+    }
+
+    /// Copies what the pipes still hold, without waiting for more.
+    fn sweep(&mut self, pipes: &mut Vec<Pipe>, seen: &mut Observed) {
+        for mut pipe in pipes.drain(..) {
+            // Bounded: a writer faster than backoff would keep it here.
+            for _ in 0..256 {
+                if self.copy(&mut pipe, seen) != Copied::Data {
+                    break;
+                }
+            }
+            if let Some(rules) = &self.rules {
+                pipe.scanner.finish(rules, seen);
+            }
         }
     }
 
@@ -206,27 +248,28 @@ impl RealExecutor {
         let mut timed_out = false;
         let mut seen = Observed::default();
         let mut exited: Option<ExitStatus> = None;
+        // After the exit: when reading stops (no data for DRAIN), and when
+        // it stops whatever comes.
         let mut drain_until = None;
+        let mut drain_end = None;
         loop {
             if exited.is_none() {
-                match spawn::try_wait(pid) {
-                    Ok(Some(status)) => {
-                        exited = Some(status);
-                        drain_until = Instant::now().checked_add(DRAIN);
-                    }
-                    Ok(None) => {}
-                    // ECHILD cannot happen (SIGCHLD is handled, not ignored);
-                    // if it did, waiting longer would never end.
-                    Err(_) => exited = Some(ExitStatus::from_raw(127 << 8)),
+                let status = match spawn::try_wait(pid) {
+                    Ok(status) => status,
+                    // ECHILD cannot happen (SIGCHLD is handled, not
+                    // ignored); if it did, waiting longer would never end.
+                    Err(_) => Some(ExitStatus::from_raw(127 << 8)),
+                };
+                if let Some(status) = status {
+                    let now = Instant::now();
+                    exited = Some(status);
+                    drain_until = now.checked_add(DRAIN);
+                    drain_end = now.checked_add(DRAIN_MAX);
                 }
             }
             let drained = pipes.is_empty() || drain_until.is_some_and(|d| Instant::now() >= d);
             if let Some(status) = exited.filter(|_| drained) {
-                if let Some(rules) = &self.rules {
-                    for p in &mut pipes {
-                        p.scanner.finish(rules, &mut seen);
-                    }
-                }
+                self.sweep(&mut pipes, &mut seen);
                 return Waited {
                     status,
                     interrupted,
@@ -235,10 +278,12 @@ impl RealExecutor {
                 };
             }
             let running = exited.is_none();
-            let wake = [timeout_at, kill_at, drain_until]
-                .into_iter()
-                .flatten()
-                .min();
+            // Time limits apply to a running command only.
+            let wake = if running {
+                [timeout_at, kill_at].into_iter().flatten().min()
+            } else {
+                drain_until
+            };
             let fds: Vec<BorrowedFd<'_>> = pipes.iter().map(|p| p.from.as_fd()).collect();
             let (signals, ready) = self.watch.wait_io(wake, &fds);
             drop(fds);
@@ -269,11 +314,21 @@ impl RealExecutor {
                 }
             }
             let mut i = 0;
+            let mut flowing = false;
             pipes.retain_mut(|p| {
-                let keep = !ready[i] || self.copy(p, &mut seen);
+                let copied = if ready[i] {
+                    self.copy(p, &mut seen)
+                } else {
+                    Copied::Nothing
+                };
                 i += 1;
-                keep
+                flowing |= copied == Copied::Data;
+                copied != Copied::Done
             });
+            if flowing && !running {
+                // Output still flows: keep reading, up to DRAIN_MAX.
+                drain_until = Instant::now().checked_add(DRAIN).min(drain_end);
+            }
             let now = Instant::now();
             if running && timeout_at.is_some_and(|t| now >= t) {
                 timeout_at = None;
@@ -387,15 +442,19 @@ impl Executor for RealExecutor {
         }
     }
 
-    fn pause(&mut self, delay: Duration) -> Option<i32> {
-        // A retry follows: processes the last attempt left in its group would
-        // race it (a port held, a lock taken), so they get SIGTERM now, right
-        // after the attempt ended and before its group id can be reused.
+    fn before_retry(&mut self) {
+        // A retry may follow: processes the last attempt left in its group
+        // would race it (a port held, a lock taken), so they get SIGTERM
+        // now, right after the attempt ended, before its group id could be
+        // reused by another group.
         if let Some(pgid) = self.lingering.take()
             && signals::group_exists(pgid)
         {
             let _ = signals::signal_group(pgid, libc::SIGTERM);
         }
+    }
+
+    fn pause(&mut self, delay: Duration) -> Option<i32> {
         let deadline = Instant::now().checked_add(delay);
         loop {
             let got = self.watch.wait(deadline);

@@ -345,7 +345,8 @@ pub fn run(cli: Cli, m: &ArgMatches) -> Result<RunConfig, UsageError> {
         streams.stop_if_output.clone(),
         retry_after,
         streams.preset == Some(Preset::Curl),
-    );
+    )
+    .map_err(|why| UsageError(format!("invalid output rules: {why}")))?;
     let verbosity = if cli.output.quiet {
         Verbosity::Quiet
     } else if cli.output.verbose {

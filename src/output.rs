@@ -27,8 +27,9 @@ pub struct OutputRules {
     stop: Vec<Regex>,
     retry_after: Option<Regex>,
     http_status: bool,
-    /// Every pattern at once, over many lines, to skip blocks with no match.
-    any: RegexSet,
+    /// Every pattern at once, over many lines, to skip blocks with no match
+    /// (`None` when a pattern's anchors make that unsafe).
+    any: Option<RegexSet>,
     /// Compiled once: curl's `--fail` line and HTTP status lines.
     fail_line: Regex,
     status_line: Regex,
@@ -46,8 +47,12 @@ pub fn retry_after_header() -> Regex {
 impl OutputRules {
     /// Rules from `--retry-if-output`, `--stop-if-output`, the `Retry-After`
     /// pattern (`None` without `--retry-after`), and whether to read HTTP
-    /// status codes (the curl preset). Returns `None` when nothing needs to
-    /// see the output.
+    /// status codes (the curl preset). `Ok(None)` when nothing needs to see
+    /// the output.
+    ///
+    /// # Errors
+    ///
+    /// When the patterns together are too large to search at once.
     ///
     /// # Panics
     ///
@@ -57,9 +62,9 @@ impl OutputRules {
         stop: Vec<Regex>,
         retry_after: Option<Regex>,
         http_status: bool,
-    ) -> Option<OutputRules> {
+    ) -> Result<Option<OutputRules>, String> {
         if retry.is_empty() && stop.is_empty() && retry_after.is_none() && !http_status {
-            return None;
+            return Ok(None);
         }
         let fail_line = Regex::new(CURL_FAIL_LINE).expect("a valid built-in regex");
         let status_line = Regex::new(HTTP_STATUS_LINE).expect("a valid built-in regex");
@@ -71,14 +76,27 @@ impl OutputRules {
             patterns.push(CURL_FAIL_LINE);
             patterns.push(HTTP_STATUS_LINE);
         }
-        // Each pattern already compiled on its own, so the set compiles too;
-        // multi-line mode makes ^ and $ match at every line of a block.
-        let any = RegexSetBuilder::new(&patterns)
-            .multi_line(true)
-            .size_limit(64 << 20)
-            .build()
-            .ok()?;
-        Some(OutputRules {
+        // The block search must find every block in which some line would
+        // match on its own. Multi-line mode makes ^ and $ match at each line
+        // (CRLF mode before a \r\n too, as lines are matched without their
+        // \r), but \A, \z and turning multi-line mode off would anchor to
+        // the block: with such a pattern every line is matched on its own.
+        let anchored = patterns
+            .iter()
+            .any(|p| p.contains(r"\A") || p.contains(r"\z") || p.contains("-m"));
+        let any = if anchored {
+            None
+        } else {
+            Some(
+                RegexSetBuilder::new(&patterns)
+                    .multi_line(true)
+                    .crlf(true)
+                    .size_limit(64 << 20)
+                    .build()
+                    .map_err(|_| "the output patterns together are too large".to_owned())?,
+            )
+        };
+        Ok(Some(OutputRules {
             retry,
             stop,
             retry_after,
@@ -86,7 +104,7 @@ impl OutputRules {
             any,
             fail_line,
             status_line,
-        })
+        }))
     }
 }
 
@@ -157,7 +175,7 @@ impl LineScanner {
 /// Matches every line of `block` (complete lines, or one piece of a long
 /// line). Blocks where no pattern matches at all are skipped in one search.
 fn scan_block(rules: &OutputRules, block: &[u8], seen: &mut Observed) {
-    if !rules.any.is_match(block) {
+    if rules.any.as_ref().is_some_and(|any| !any.is_match(block)) {
         return;
     }
     for line in block.split(|&b| b == b'\n') {
@@ -219,6 +237,7 @@ mod tests {
             Some(retry_after_header()),
             true,
         )
+        .unwrap()
         .unwrap()
     }
 
@@ -300,5 +319,24 @@ mod tests {
             retry_after_delay("99999999999999999999999", now),
             Some(MAX_DURATION)
         );
+    }
+
+    fn scan_with(retry: &str, text: &[u8]) -> bool {
+        let r = OutputRules::new(vec![Regex::new(retry).unwrap()], vec![], None, false)
+            .unwrap()
+            .unwrap();
+        let mut s = LineScanner::default();
+        let mut seen = Observed::default();
+        s.feed(&r, text, &mut seen);
+        s.finish(&r, &mut seen);
+        seen.retry_match
+    }
+
+    #[test]
+    fn crlf_lines_and_block_anchors_match_as_single_lines_do() {
+        assert!(scan_with("oops$", b"oops\r\n"));
+        assert!(scan_with(r"\Aoops", b"first\noops\n"));
+        assert!(scan_with(r"oops\z", b"oops\nlast\n"));
+        assert!(!scan_with(r"\Aoops", b"first\nnot oops\n"));
     }
 }

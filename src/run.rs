@@ -50,6 +50,9 @@ pub trait Executor {
     fn pause(&mut self, delay: Duration) -> Option<i32>;
     /// The monotonic clock.
     fn now(&self) -> Instant;
+    /// The last attempt failed and retries remain: clean up after it now,
+    /// before anything else (a budget, a delay) takes time.
+    fn before_retry(&mut self) {}
     /// The run is over: release what was held back (`--hold-stdout`).
     fn finish(&mut self) {}
 }
@@ -169,7 +172,10 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             }
             Verdict::Stop(why) => Next::Stop(why),
             Verdict::Retry if max_attempts.is_some_and(|m| number >= m) => Next::Exhausted,
-            Verdict::Retry => retry_next(plan, &mut delays, number, &seen, exec.now(), deadline),
+            Verdict::Retry => {
+                exec.before_retry();
+                retry_next(plan, &mut delays, number, &seen, exec.now(), deadline)
+            }
         };
         report.event(&Event::Failed {
             attempt: number,

@@ -149,14 +149,13 @@ impl SignalWatch {
             if !got.is_empty() {
                 return (got, vec![false; readers.len()]);
             }
-            let timeout_ms = match deadline {
-                None => -1,
+            // At the deadline the readers are still looked at once, so that
+            // data already there is never passed over.
+            let (timeout_ms, last) = match deadline {
+                None => (-1, false),
                 Some(d) => {
                     let left = d.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return (got, vec![false; readers.len()]);
-                    }
-                    poll_timeout_ms(left)
+                    (poll_timeout_ms(left), left.is_zero())
                 }
             };
             let count = libc::nfds_t::try_from(fds.len()).unwrap_or(libc::nfds_t::MAX);
@@ -164,7 +163,7 @@ impl SignalWatch {
             // outlives the call; poll only writes their `revents`.
             let _ = unsafe { libc::poll(fds.as_mut_ptr(), count, timeout_ms) };
             let ready: Vec<bool> = fds[1..].iter().map(|p| p.revents != 0).collect();
-            if ready.iter().any(|&r| r) {
+            if last || ready.iter().any(|&r| r) {
                 return (self.pending(), ready);
             }
         }

@@ -94,6 +94,24 @@ pub fn try_wait(pid: u32) -> io::Result<Option<ExitStatus>> {
     }
 }
 
+/// Makes reads of `fd` (a pipe end backoff owns alone) return at once when
+/// there is nothing to read.
+///
+/// # Errors
+///
+/// When `fcntl` fails.
+pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl on a valid descriptor, changing only its status flags.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// backoff's environment without the variables `changes` name.
 fn environment(changes: &[(&str, Option<String>)]) -> Vec<CString> {
     std::env::vars_os()

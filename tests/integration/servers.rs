@@ -109,7 +109,8 @@ fn an_unusable_url_is_not_retried() {
 
 #[test]
 fn retry_after_as_an_http_date_is_honoured() {
-    let when = SystemTime::now() + Duration::from_secs(2);
+    // HTTP dates have whole seconds: 3 s ahead is at least 2 s once rounded.
+    let when = SystemTime::now() + Duration::from_secs(3);
     let server = Server::start(vec![
         Reply::new(503, "").header("Retry-After", &httpdate::fmt_http_date(when)),
         Reply::new(200, "ok\n"),
@@ -251,4 +252,45 @@ fn binary_output_and_a_last_line_without_newline_pass_unchanged() {
     .output()
     .unwrap();
     assert_eq!(out.stdout, b"a\0b\xff\nno-newline");
+}
+
+#[test]
+fn output_rules_see_crlf_lines_and_block_anchors_like_single_lines() {
+    backoff([
+        "--retry-if-output", "oops$", "--max-retries", "1", "--base", "1ms", "--", "sh", "-c",
+        "printf 'oops\\r\\n'; exit 1",
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("attempt 2/2 failed"));
+    backoff([
+        "--retry-if-output", "\\Aoops", "--max-retries", "1", "--base", "1ms", "--", "sh", "-c",
+        "printf 'first\\noops\\n'; exit 1",
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("attempt 2/2 failed"));
+}
+
+#[test]
+fn output_written_just_after_the_command_exits_still_arrives_after_a_timeout_passed() {
+    backoff([
+        "--timeout", "150ms", "--stop-if-output", "zzz", "--max-retries", "0", "--", "sh", "-c",
+        "(sleep 0.2; echo late) & exit 1",
+    ])
+    .assert()
+    .code(1)
+    .stdout("late\n");
+}
+
+#[test]
+fn output_rules_too_large_to_search_together_are_refused() {
+    let mut cmd = backoff(["--retry-if-output", "boom"]);
+    for _ in 0..5 {
+        cmd.args(["--stop-if-output", "\\w{300}"]);
+    }
+    cmd.args(["--", "true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("invalid output rules"));
 }
