@@ -56,7 +56,7 @@ Each attempt's stdout goes to an unlinked temporary file; only the stdout of the
 Standard input is read to its end into an unlinked temporary file before the first attempt, and every attempt reads that file from its start. A closed standard input is an empty one.
 .PP
 After the command exits, backoff reads what is left in its pipes until they close or stay silent for 0.5 s (at most 10 s while output keeps coming): a process the command left running may hold them open. backoff writes what it copies with blocking writes: a reader downstream that stops reading holds backoff up, and with it the time limits and the passing on of signals, until it reads again.
-"#
+"#;
 
 const PRESETS: &str = r#".SH PRESETS
 \fB\-\-preset curl\fR gives curl HTTP retry semantics. Use curl with \fB\-f\fR (\fB\-\-fail\fR) and \fB\-S\fR, and with \fB\-D /dev/stderr\fR or \fB\-i\fR to let backoff see \fBRetry\-After\fR. Its rules, after your own \fB\-\-stop\-on\fR, \fB\-\-success\-on\fR and \fB\-\-retry\-on\fR:
