@@ -257,14 +257,30 @@ fn binary_output_and_a_last_line_without_newline_pass_unchanged() {
 #[test]
 fn output_rules_see_crlf_lines_and_block_anchors_like_single_lines() {
     backoff([
-        "--retry-if-output", "oops$", "--max-retries", "1", "--base", "1ms", "--", "sh", "-c",
+        "--retry-if-output",
+        "oops$",
+        "--max-retries",
+        "1",
+        "--base",
+        "1ms",
+        "--",
+        "sh",
+        "-c",
         "printf 'oops\\r\\n'; exit 1",
     ])
     .assert()
     .code(1)
     .stderr(predicate::str::contains("attempt 2/2 failed"));
     backoff([
-        "--retry-if-output", "\\Aoops", "--max-retries", "1", "--base", "1ms", "--", "sh", "-c",
+        "--retry-if-output",
+        "\\Aoops",
+        "--max-retries",
+        "1",
+        "--base",
+        "1ms",
+        "--",
+        "sh",
+        "-c",
         "printf 'first\\noops\\n'; exit 1",
     ])
     .assert()
@@ -275,7 +291,15 @@ fn output_rules_see_crlf_lines_and_block_anchors_like_single_lines() {
 #[test]
 fn output_written_just_after_the_command_exits_still_arrives_after_a_timeout_passed() {
     backoff([
-        "--timeout", "150ms", "--stop-if-output", "zzz", "--max-retries", "0", "--", "sh", "-c",
+        "--timeout",
+        "150ms",
+        "--stop-if-output",
+        "zzz",
+        "--max-retries",
+        "0",
+        "--",
+        "sh",
+        "-c",
         "(sleep 0.2; echo late) & exit 1",
     ])
     .assert()
