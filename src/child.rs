@@ -48,7 +48,35 @@ const CHUNK: usize = 64 * 1024;
 struct Pipe {
     from: File,
     to: File,
+    /// Whether writes to `to` return at once when it is full.
+    to_nonblocking: bool,
+    /// Bytes read but not yet written: while there are some, the pipe is
+    /// not read, so a slow reader downstream slows the command down as it
+    /// would without backoff, but never backoff's own clock.
+    pending: Vec<u8>,
     scanner: LineScanner,
+}
+
+/// Where copied output goes: backoff's stdout or stderr. A pipe or FIFO is
+/// opened anew (a description of backoff's own) so that its writes can be
+/// made non-blocking without touching the caller's; anything else is
+/// written as it is.
+fn destination(fd: BorrowedFd<'_>) -> io::Result<(File, bool)> {
+    let file = File::from(fd.try_clone_to_owned()?);
+    #[cfg(target_os = "linux")]
+    if std::os::unix::fs::FileTypeExt::is_fifo(&file.metadata()?.file_type()) {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+        if let Ok(own) = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+        {
+            return Ok((own, true));
+        }
+    }
+    Ok((file, false))
 }
 
 /// Runs attempts of one command for real.
@@ -144,17 +172,19 @@ impl RealExecutor {
         let mut ends = Vec::new();
         if self.rules.is_some() {
             let to_stdout = match &self.held {
-                Some(held) => held.try_clone()?,
-                None => File::from(io::stdout().as_fd().try_clone_to_owned()?),
+                Some(held) => (held.try_clone()?, false),
+                None => destination(io::stdout().as_fd())?,
             };
-            let to_stderr = File::from(io::stderr().as_fd().try_clone_to_owned()?);
-            for to in [to_stdout, to_stderr] {
+            let to_stderr = destination(io::stderr().as_fd())?;
+            for (to, to_nonblocking) in [to_stdout, to_stderr] {
                 let (from, end) = io::pipe()?;
                 let from = OwnedFd::from(from);
                 spawn::set_nonblocking(from.as_fd())?;
                 pipes.push(Pipe {
                     from: File::from(from),
                     to,
+                    to_nonblocking,
+                    pending: Vec::new(),
                     scanner: LineScanner::default(),
                 });
                 ends.push(OwnedFd::from(end));
@@ -193,7 +223,8 @@ impl RealExecutor {
                 if let Some(rules) = &self.rules {
                     pipe.scanner.feed(rules, data, seen);
                 }
-                if pipe.to.write_all(data).is_ok() {
+                pipe.pending.extend_from_slice(data);
+                if flush(pipe) {
                     Copied::Data
                 } else {
                     // The destination is gone: closing the pipe gives the
@@ -213,19 +244,22 @@ impl RealExecutor {
         }
     }
 
-    /// Copies what the pipes still hold, without waiting for more.
+    /// Reads what the pipes still hold, without waiting for more, and
+    /// finishes their last lines; the pipes stay only while they have
+    /// bytes to write.
     fn sweep(&mut self, pipes: &mut Vec<Pipe>, seen: &mut Observed) {
-        for mut pipe in pipes.drain(..) {
+        pipes.retain_mut(|pipe| {
             // Bounded: a writer faster than backoff would keep it here.
             for _ in 0..256 {
-                if self.copy(&mut pipe, seen) != Copied::Data {
+                if !pipe.pending.is_empty() || self.copy(pipe, seen) != Copied::Data {
                     break;
                 }
             }
             if let Some(rules) = &self.rules {
                 pipe.scanner.finish(rules, seen);
             }
-        }
+            !pipe.pending.is_empty()
+        });
     }
 
     /// Sends `sig` to the running child: to its whole process group, or to
@@ -252,6 +286,7 @@ impl RealExecutor {
         // it stops whatever comes.
         let mut drain_until = None;
         let mut drain_end = None;
+        let mut reading = true;
         loop {
             if exited.is_none() {
                 let status = match spawn::try_wait(pid) {
@@ -267,65 +302,53 @@ impl RealExecutor {
                     drain_end = now.checked_add(DRAIN_MAX);
                 }
             }
-            let drained = pipes.is_empty() || drain_until.is_some_and(|d| Instant::now() >= d);
-            if let Some(status) = exited.filter(|_| drained) {
-                self.sweep(&mut pipes, &mut seen);
-                return Waited {
-                    status,
-                    interrupted,
-                    timed_out,
-                    seen,
-                };
+            if let Some(status) = exited {
+                // A signal that interrupted the run does not wait for more.
+                if reading
+                    && (pipes.is_empty()
+                        || interrupted.is_some()
+                        || drain_until.is_some_and(|d| Instant::now() >= d))
+                {
+                    reading = false;
+                    self.sweep(&mut pipes, &mut seen);
+                }
+                // Done when everything read is written, or when a signal
+                // says not to wait for a reader that does not read.
+                if !reading && (pipes.is_empty() || interrupted.is_some()) {
+                    return Waited {
+                        status,
+                        interrupted,
+                        timed_out,
+                        seen,
+                    };
+                }
             }
             let running = exited.is_none();
             // Time limits apply to a running command only.
             let wake = if running {
                 [timeout_at, kill_at].into_iter().flatten().min()
-            } else {
+            } else if reading {
                 drain_until
+            } else {
+                None
             };
-            let fds: Vec<BorrowedFd<'_>> = pipes.iter().map(|p| p.from.as_fd()).collect();
-            let (signals, ready) = self.watch.wait_io(wake, &fds);
-            drop(fds);
-            for sig in signals {
-                // Once the child is reaped its pid may be reused: no signal.
-                match sig {
-                    s if TERMINATING.contains(&s) => {
-                        if interrupted.is_some() {
-                            // A second signal: no more patience.
-                            if running {
-                                self.forward(pid, libc::SIGKILL);
-                            }
-                        } else {
-                            interrupted = Some(s);
-                            if running {
-                                self.forward(pid, s);
-                            }
-                        }
+            // A pipe with bytes to write waits for its destination, and is
+            // not read meanwhile.
+            let watched: Vec<(BorrowedFd<'_>, bool)> = pipes
+                .iter()
+                .map(|p| {
+                    if p.pending.is_empty() {
+                        (p.from.as_fd(), false)
+                    } else {
+                        (p.to.as_fd(), true)
                     }
-                    libc::SIGTSTP => {
-                        if running {
-                            self.forward(pid, libc::SIGTSTP);
-                        }
-                        signals::stop_self();
-                    }
-                    libc::SIGCONT if running => self.forward(pid, libc::SIGCONT),
-                    _ => {}
-                }
-            }
-            let mut i = 0;
-            let mut flowing = false;
-            pipes.retain_mut(|p| {
-                let copied = if ready[i] {
-                    self.copy(p, &mut seen)
-                } else {
-                    Copied::Nothing
-                };
-                i += 1;
-                flowing |= copied == Copied::Data;
-                copied != Copied::Done
-            });
-            if flowing && !running {
+                })
+                .collect();
+            let (signals, ready) = self.watch.wait_io(wake, &watched);
+            drop(watched);
+            self.on_signals(pid, running, signals, &mut interrupted);
+            let flowing = self.service(&mut pipes, &ready, reading, &mut seen);
+            if flowing && !running && reading {
                 // Output still flows: keep reading, up to DRAIN_MAX.
                 drain_until = Instant::now().checked_add(DRAIN).min(drain_end);
             }
@@ -350,6 +373,82 @@ impl RealExecutor {
         }
     }
 
+    /// Acts on signals received during an attempt: the first terminating
+    /// one is passed on, a second kills the group; job control is passed on.
+    /// Once the child is reaped its pid may be reused: then nothing is sent.
+    fn on_signals(
+        &self,
+        pid: u32,
+        running: bool,
+        signals: Vec<c_int>,
+        interrupted: &mut Option<c_int>,
+    ) {
+        for sig in signals {
+            match sig {
+                s if TERMINATING.contains(&s) => {
+                    let send = if interrupted.is_some() {
+                        // A second signal: no more patience.
+                        libc::SIGKILL
+                    } else {
+                        *interrupted = Some(s);
+                        s
+                    };
+                    if running {
+                        self.forward(pid, send);
+                    }
+                }
+                libc::SIGTSTP => {
+                    if running {
+                        self.forward(pid, libc::SIGTSTP);
+                    }
+                    signals::stop_self();
+                }
+                libc::SIGCONT if running => self.forward(pid, libc::SIGCONT),
+                _ => {}
+            }
+        }
+    }
+
+    /// Reads or flushes the pipes `ready` says can go on, removes those
+    /// that are done (and, after the last read, those with nothing left to
+    /// write); returns whether output flowed.
+    fn service(
+        &mut self,
+        pipes: &mut Vec<Pipe>,
+        ready: &[bool],
+        reading: bool,
+        seen: &mut Observed,
+    ) -> bool {
+        let mut flowing = false;
+        let mut i = pipes.len();
+        while i > 0 {
+            i -= 1;
+            let copied = if !ready[i] {
+                Copied::Nothing
+            } else if !pipes[i].pending.is_empty() {
+                if flush(&mut pipes[i]) {
+                    Copied::Data
+                } else {
+                    Copied::Done
+                }
+            } else if reading {
+                self.copy(&mut pipes[i], seen)
+            } else {
+                Copied::Nothing
+            };
+            flowing |= copied == Copied::Data;
+            if copied == Copied::Done {
+                if let Some(rules) = &self.rules {
+                    pipes[i].scanner.finish(rules, seen);
+                }
+                pipes.remove(i);
+            } else if !reading && pipes[i].pending.is_empty() {
+                pipes.remove(i);
+            }
+        }
+        flowing
+    }
+
     /// The first terminating signal among those pending; job-control signals
     /// are acted on meanwhile.
     fn pending_termination(pending: Vec<c_int>) -> Option<c_int> {
@@ -365,6 +464,34 @@ impl RealExecutor {
         }
         found
     }
+}
+
+/// Writes what `pipe` has pending, as far as its destination takes it
+/// without waiting; false when the destination is gone.
+fn flush(pipe: &mut Pipe) -> bool {
+    if !pipe.to_nonblocking {
+        let ok = pipe.to.write_all(&pipe.pending).is_ok();
+        pipe.pending.clear();
+        return ok;
+    }
+    let mut written = 0;
+    let ok = loop {
+        if written == pipe.pending.len() {
+            break true;
+        }
+        match pipe.to.write(&pipe.pending[written..]) {
+            Ok(0) => break false,
+            Ok(n) => written += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break true,
+            Err(_) => break false,
+        }
+    };
+    pipe.pending.drain(..written);
+    if !ok {
+        pipe.pending.clear();
+    }
+    ok
 }
 
 /// Decodes a wait status.

@@ -127,23 +127,27 @@ impl SignalWatch {
         self.wait_io(deadline, &[]).0
     }
 
-    /// Waits until a signal arrives, one of `readers` can be read without
-    /// blocking (data, end of file or an error), or `deadline` passes.
-    /// Returns the signals that arrived and, for each reader, whether it is
-    /// ready.
+    /// Waits until a signal arrives, one of `watched` is ready (to be read,
+    /// or written when its flag is set; an end of file or an error counts),
+    /// or `deadline` passes. Returns the signals that arrived and, for each
+    /// watched descriptor, whether it is ready.
     pub fn wait_io(
         &mut self,
         deadline: Option<Instant>,
-        readers: &[BorrowedFd<'_>],
+        watched: &[(BorrowedFd<'_>, bool)],
     ) -> (Vec<c_int>, Vec<bool>) {
-        let mut fds: Vec<libc::pollfd> = std::iter::once(self.wake.as_raw_fd())
-            .chain(readers.iter().map(AsRawFd::as_raw_fd))
-            .map(|fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
+        let readers = watched;
+        let mut fds: Vec<libc::pollfd> = std::iter::once(libc::pollfd {
+            fd: self.wake.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .chain(watched.iter().map(|(fd, write)| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: if *write { libc::POLLOUT } else { libc::POLLIN },
+            revents: 0,
+        }))
+        .collect();
         loop {
             let got = self.pending();
             if !got.is_empty() {

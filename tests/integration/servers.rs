@@ -318,3 +318,57 @@ fn output_rules_too_large_to_search_together_are_refused() {
         .code(125)
         .stderr(predicate::str::contains("invalid output rules"));
 }
+
+#[test]
+fn a_reader_that_stops_reading_does_not_hold_up_signals() {
+    use std::io::BufRead;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = command([
+        "--retry-if-output",
+        "zzz",
+        "--",
+        "sh",
+        "-c",
+        "echo started >&2; exec yes",
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert_eq!(line, "started\n");
+    // Wait until the pipe to this test, which never reads it, is full.
+    let deadline = std::time::Instant::now() + crate::support::PATIENCE;
+    loop {
+        let mut unread: libc::c_int = 0;
+        // SAFETY: FIONREAD writes the count of unread bytes into `unread`.
+        unsafe { libc::ioctl(stdout.as_raw_fd(), libc::FIONREAD, &raw mut unread) };
+        if unread >= 65536 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pipe never filled"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    crate::support::send(pid, libc::SIGTERM);
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert_eq!(status.signal(), Some(libc::SIGTERM));
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "backoff is stuck writing"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(stdout);
+}
