@@ -42,7 +42,7 @@ const DRAIN: Duration = Duration::from_millis(500);
 const DRAIN_MAX: Duration = Duration::from_secs(10);
 
 /// Bytes read from the command's output at a time.
-const CHUNK: usize = 64 * 1024;
+const CHUNK: usize = 128 * 1024;
 
 /// Where one captured stream of the command goes.
 struct Pipe {
@@ -599,13 +599,26 @@ impl Executor for RealExecutor {
     }
 
     fn finish(&mut self) {
-        // The stdout of the attempt that ended the run, at last.
-        if let Some(held) = &mut self.held {
-            let Ok(mut out) = io::stdout().as_fd().try_clone_to_owned().map(File::from) else {
-                return;
-            };
-            if held.seek(SeekFrom::Start(0)).is_ok() {
-                let _ = io::copy(held, &mut out);
+        // The stdout of the attempt that ended the run, at last, in large
+        // blocks (a generic copy would use 8 KiB ones).
+        let Some(held) = &mut self.held else {
+            return;
+        };
+        let Ok(mut out) = io::stdout().as_fd().try_clone_to_owned().map(File::from) else {
+            return;
+        };
+        if held.seek(SeekFrom::Start(0)).is_err() {
+            return;
+        }
+        self.buffer.resize(CHUNK.max(self.buffer.len()), 0);
+        loop {
+            match held.read(&mut self.buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if out.write_all(&self.buffer[..n]).is_err() {
+                        break;
+                    }
+                }
             }
         }
     }

@@ -132,14 +132,14 @@ pub struct LineScanner {
 impl LineScanner {
     /// Feeds bytes as they were read.
     pub fn feed(&mut self, rules: &OutputRules, chunk: &[u8], seen: &mut Observed) {
-        let Some(last) = chunk.iter().rposition(|&b| b == b'\n') else {
+        let Some(last) = memchr::memrchr(b'\n', chunk) else {
             self.push_partial(rules, chunk, seen);
             return;
         };
         let (mut complete, rest) = chunk.split_at(last + 1);
         if !self.partial.is_empty() {
             // The first line of this chunk ends the line begun before.
-            let first = complete.iter().position(|&b| b == b'\n').unwrap_or(last);
+            let first = memchr::memchr(b'\n', complete).unwrap_or(last);
             let (head, tail) = complete.split_at(first + 1);
             self.push_partial(rules, head, seen);
             let line = std::mem::take(&mut self.partial);

@@ -1,0 +1,1182 @@
+#!/usr/bin/env python3
+"""Benchmarks of backoff, side by side with other retry tools.
+
+Measures the promises of SPEC.md section 13 that concern running a command:
+
+   1. invocation overhead            6. peak resident memory
+   2. cost per attempt               7. CPU of a timer during an attempt
+   3. CPU used while waiting         8. timeout precision
+   4. signal latency during a delay  9. copy throughput with output rules
+   5. sleep overshoot               10. memory with large held or replayed data
+
+Sections 9 and 10 use a file of text lines (1 GiB, 256 MiB with --quick)
+that is made once in the temporary directory and kept for later runs.
+
+Prints a report, one section per measurement, then a summary table. It never
+judges by exit status: a missed promise is reported as such and the script
+still exits 0. Only a broken setup (no backoff binary, a bad option) makes it
+fail. Standard library only; `bench/run.sh` is the usual way in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+# The promises of SPEC.md section 13, as numbers.
+PROMISE_OVERHEAD_MS = 0.5
+PROMISE_WAIT_CPU_MS = 5.0
+PROMISE_SIGNAL_MS = 10.0
+PROMISE_OVERSHOOT_MS = 2.0
+PROMISE_RSS_KIB = 4096
+PROMISE_TIMER_CPU_MS = 5.0
+PROMISE_TIMEOUT_LATE_MS = 20.0
+PROMISE_COPY_RATIO = 0.8
+PROMISE_BIG_RSS_KIB = 16 * 1024
+
+# A regular expression that matches no line of the data the copy runs pass.
+NEVER_MATCHES = "never-matches-zq"
+
+# Attempts in the cost-per-attempt run.
+ATTEMPTS = 1000
+
+# Where `attempt` (crate attempt-cli) may live besides PATH.
+ATTEMPT_FALLBACK = "/opt/peers/bin/attempt"
+
+# Dispositions a child must get back: Python ignores these itself, and an
+# ignored disposition survives exec (subprocess restores them the same way).
+RESTORED_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name)
+)
+
+
+# ---------------------------------------------------------------------------
+# Settings and the tools under test
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Settings:
+    """How hard each measurement works; `--quick` lowers everything."""
+
+    overhead_runs: int = 1000
+    overhead_warmup: int = 20  # per round
+    overhead_rounds: int = 5
+    attempts_runs: int = 10
+    attempts_warmup: int = 1  # per round
+    attempts_rounds: int = 2
+    wait_delay_s: float = 10.0
+    signal_reps: int = 20
+    sleep_reps: int = 20
+    rss_reps: int = 5
+    timeout_reps: int = 20
+    copy_bytes: int = 1 << 30  # 1 GiB
+    copy_runs: int = 7
+    big_rss_reps: int = 3
+
+
+@dataclass
+class Tool:
+    """A retry wrapper and the command lines that ask it for each scenario."""
+
+    name: str
+    path: str
+    # Runs `true` once, with the tool's defaults.
+    once: Callable[[], list[str]]
+    # Runs `child` for `n` attempts, no delay between them, as quietly as it can.
+    failing: Callable[[int, list[str]], list[str]]
+    # Runs `false` for 4 attempts with a short delay (defaults otherwise).
+    few: Callable[[], list[str]]
+    # What differs from backoff's configuration, by section ("attempts", "rss").
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+def make_backoff(path: str) -> Tool:
+    return Tool(
+        name="backoff",
+        path=path,
+        once=lambda: [path, "--", "true"],
+        failing=lambda n, child: [
+            path, "--base", "0s", "--cap", "0s", "--jitter", "none",
+            "--max-retries", str(n - 1), "-q", "--", *child,
+        ],
+        few=lambda: [path, "--max-retries", "3", "--base", "1ms", "--", "false"],
+    )
+
+
+def make_retry(path: str) -> Tool:
+    # Debian's retry: `-t N` counts attempts (not retries), `-d S` takes whole
+    # seconds only, and it has no quiet mode (its lines go to /dev/null here).
+    return Tool(
+        name="retry",
+        path=path,
+        once=lambda: [path, "--", "true"],
+        failing=lambda n, child: [path, "-t", str(n), "-d", "0", "--", *child],
+        few=lambda: [path, "-t", "4", "-d", "0", "--", "false"],
+        notes={
+            "attempts": "retry has no quiet mode: its message per attempt goes to /dev/null",
+            "rss": "retry takes whole seconds only: its 4-attempt run uses -d 0, not 1 ms",
+        },
+    )
+
+
+def make_attempt(path: str) -> Tool:
+    # attempt-cli: the `fixed` schedule with `-w 0` is a zero delay, `-a N`
+    # counts attempts, and a non-zero exit status is retried by default.
+    return Tool(
+        name="attempt",
+        path=path,
+        once=lambda: [path, "--", "true"],
+        failing=lambda n, child: [
+            path, "fixed", "-w", "0", "-a", str(n), "-qq", "--", *child,
+        ],
+        few=lambda: [path, "fixed", "-w", "1ms", "-a", "4", "-qq", "--", "false"],
+    )
+
+
+def probe(argv: list[str]) -> str | None:
+    """Runs a short command; its stdout and stderr, or None if it cannot run."""
+    try:
+        p = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (p.stdout + p.stderr).decode(errors="replace")
+
+
+def find_peers() -> tuple[list[Tool], list[str]]:
+    """The peers that are installed, and a line for each one that is not."""
+    peers, missing = [], []
+
+    retry = os.environ.get("RETRY_BIN") or shutil.which("retry")
+    if not retry or not os.access(retry, os.X_OK):
+        missing.append("retry: not installed (looked in $RETRY_BIN and PATH); skipped")
+    else:
+        # Other tools share the name; only Debian's has this syntax.
+        help_text = probe([retry, "--help"]) or ""
+        if "--times" in help_text and "--until" in help_text:
+            peers.append(make_retry(retry))
+        else:
+            missing.append(f"retry: {retry} is not Debian's retry (no --times/--until); "
+                           "skipped")
+
+    attempt = (
+        os.environ.get("ATTEMPT_BIN")
+        or shutil.which("attempt")
+        or (ATTEMPT_FALLBACK if os.access(ATTEMPT_FALLBACK, os.X_OK) else None)
+    )
+    if attempt and probe([attempt, "--version"]) is not None:
+        peers.append(make_attempt(attempt))
+    else:
+        missing.append(
+            "attempt: not installed (looked in $ATTEMPT_BIN, PATH and "
+            f"{ATTEMPT_FALLBACK}); skipped"
+        )
+    return peers, missing
+
+
+# ---------------------------------------------------------------------------
+# Running things
+# ---------------------------------------------------------------------------
+
+
+def spawn(argv: list[str], stdout: int | None = None, stderr: int | None = None) -> int:
+    """Starts argv directly (PATH lookup, no shell) and returns its pid.
+
+    stdin is /dev/null; stdout and stderr go to the given file descriptors,
+    or to /dev/null.
+    """
+    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
+    for fd, target in ((1, stdout), (2, stderr)):
+        if target is None:
+            actions.append((os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_WRONLY, 0))
+        else:
+            actions.append((os.POSIX_SPAWN_DUP2, target, fd))
+    return os.posix_spawnp(
+        argv[0], argv, os.environ, file_actions=actions, setsigdef=RESTORED_SIGNALS
+    )
+
+
+@dataclass
+class Usage:
+    """CPU and wall time of one finished process, its descendants included."""
+
+    user_ms: float
+    sys_ms: float
+    wall_ms: float
+    status: int
+
+    @property
+    def cpu_ms(self) -> float:
+        return self.user_ms + self.sys_ms
+
+
+def run_usage(argv: list[str]) -> Usage:
+    """Runs argv to its end and returns the resources it used.
+
+    wait4 gives the same figures as getrusage(RUSAGE_CHILDREN) taken around
+    the run, but for this one child (and the children it reaped) only.
+    """
+    t0 = time.perf_counter()
+    pid = spawn(argv)
+    _, status, ru = os.wait4(pid, 0)
+    wall = time.perf_counter() - t0
+    return Usage(ru.ru_utime * 1e3, ru.ru_stime * 1e3, wall * 1e3, status)
+
+
+@dataclass
+class Timing:
+    """hyperfine's statistics for one command, in milliseconds."""
+
+    mean: float
+    stddev: float
+    median: float
+    min: float
+    max: float
+
+
+class Hyperfine:
+    """Runs hyperfine without a shell (-N) and reads its JSON export.
+
+    The runs are split into rounds, each a separate hyperfine call with the
+    commands in a rotated order, and the times of all rounds are pooled: a
+    slow spell of a noisy machine then hits every command alike instead of
+    whichever one hyperfine happened to be running.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def run(
+        self,
+        commands: list[tuple[str, list[str]]],
+        runs: int,
+        warmup: int,
+        rounds: int = 1,
+        ignore_failure: bool = False,
+    ) -> dict[str, Timing]:
+        times: dict[str, list[float]] = {name: [] for name, _ in commands}
+        per_round = max(2, -(-runs // rounds))  # ceiling division
+        for i in range(rounds):
+            order = commands[i % len(commands):] + commands[:i % len(commands)]
+            for name, t in self._once(order, per_round, warmup, ignore_failure).items():
+                times[name] += t
+        return {
+            name: Timing(
+                mean=statistics.fmean(t) * 1e3,
+                stddev=statistics.stdev(t) * 1e3 if len(t) > 1 else 0.0,
+                median=statistics.median(t) * 1e3,
+                min=min(t) * 1e3,
+                max=max(t) * 1e3,
+            )
+            for name, t in times.items()
+        }
+
+    def _once(
+        self,
+        commands: list[tuple[str, list[str]]],
+        runs: int,
+        warmup: int,
+        ignore_failure: bool,
+    ) -> dict[str, list[float]]:
+        """One hyperfine call; each command's run times in seconds."""
+        with tempfile.TemporaryDirectory() as tmp:
+            export = os.path.join(tmp, "hyperfine.json")
+            argv = [
+                self.path, "-N", "--style", "none",
+                "--warmup", str(warmup), "--runs", str(runs),
+                "--export-json", export,
+            ]
+            if ignore_failure:
+                argv.append("--ignore-failure")
+            for name, command in commands:
+                argv += ["--command-name", name, shlex.join(command)]
+            p = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, check=False,
+            )
+            if p.returncode != 0:
+                raise RuntimeError(f"hyperfine failed: {p.stderr.decode(errors='replace')}")
+            with open(export, encoding="utf-8") as f:
+                return {r["command"]: r["times"] for r in json.load(f)["results"]}
+
+
+# ---------------------------------------------------------------------------
+# Reporting
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    """One line of the summary table."""
+
+    measure: str
+    backoff: str
+    promise: str
+    verdict: str
+    peers: dict[str, str] = field(default_factory=dict)
+
+
+def header(title: str) -> None:
+    print()
+    print(title)
+    print("-" * len(title))
+
+
+def table(rows: list[list[str]], indent: str = "  ") -> None:
+    """Prints rows as columns: the first left-aligned, the rest right-aligned."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]
+        print(indent + "  ".join(cells).rstrip())
+
+
+def verdict_below(value: float, limit: float, unit: str) -> str:
+    """'met' when value < limit, else how far above the limit it is."""
+    if value < limit:
+        return "met"
+    return f"MISSED by {value - limit:.2f} {unit}"
+
+
+def verdict_ratios(ratios: dict[str, float]) -> str:
+    """'met' when backoff beats every peer (every ratio below 1)."""
+    if not ratios:
+        return "no peer"
+    worse = [n for n, r in ratios.items() if r >= 1]
+    return "met" if not worse else "MISSED vs " + ", ".join(worse)
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else float("inf")
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def duration_arg(seconds: float) -> str:
+    """A duration in backoff's syntax: whole seconds, else milliseconds."""
+    if seconds == int(seconds):
+        return f"{int(seconds)}s"
+    return f"{round(seconds * 1000)}ms"
+
+
+def describe_status(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return "killed by " + signal.Signals(os.WTERMSIG(status)).name
+    return f"exit {os.WEXITSTATUS(status)}"
+
+
+# ---------------------------------------------------------------------------
+# 1. Invocation overhead
+# ---------------------------------------------------------------------------
+
+
+def bench_overhead(cfg: Settings, tools: list[Tool], hf: Hyperfine | None, summary: list[Row]):
+    header("1. Invocation overhead: run `true` once")
+    if hf is None:
+        print("  skipped: hyperfine is not installed")
+        return
+    print(f"  hyperfine -N, {cfg.overhead_runs} runs each in {cfg.overhead_rounds} rounds "
+          f"of rotated order, {cfg.overhead_warmup} warmup runs per round")
+    # `env true` is a reference, not a peer: env only execs the command (no
+    # fork, no wait), so it shows what one more exec costs on this machine,
+    # the least any wrapper that runs a program can add.
+    env = shutil.which("env")
+    reference = [("env true (reference)", [env, "true"])] if env else []
+    commands = [("true (direct)", ["true"]), *reference, *((t.name, t.once()) for t in tools)]
+    res = hf.run(commands, cfg.overhead_runs, cfg.overhead_warmup, cfg.overhead_rounds)
+
+    direct, b = res["true (direct)"], res["backoff"]
+    rows = [["command", "mean ms", "± sd", "median ms", "min ms", "minus true ms"]]
+    for name, argv in commands:
+        r = res[name]
+        rows.append([shlex.join(argv), f"{r.mean:.3f}", f"{r.stddev:.3f}", f"{r.median:.3f}",
+                     f"{r.min:.3f}", f"{r.mean - direct.mean:+.3f}" if r is not direct else ""])
+    table(rows)
+
+    over_mean, over_median = b.mean - direct.mean, b.median - direct.median
+    print()
+    print(f"  backoff minus `true` direct: {over_mean:+.3f} ms (mean), "
+          f"{over_median:+.3f} ms (median); promise < {PROMISE_OVERHEAD_MS} ms")
+    if reference:
+        e = res[reference[0][0]]
+        print(f"  one more exec (`env true` minus `true`): {e.mean - direct.mean:+.3f} ms; "
+              f"backoff minus `env true`: {b.mean - e.mean:+.3f} ms")
+    ratios = {t.name: ratio(b.mean, res[t.name].mean) for t in tools[1:]}
+    for t in tools[1:]:
+        print(f"  backoff / {t.name}: {ratios[t.name]:.2f}x (mean), "
+              f"{ratio(b.median, res[t.name].median):.2f}x (median)")
+
+    summary.append(Row("overhead: `-- true` minus `true`, mean", f"{over_mean:.3f} ms",
+                       f"< {PROMISE_OVERHEAD_MS} ms",
+                       verdict_below(over_mean, PROMISE_OVERHEAD_MS, "ms"),
+                       {t.name: f"{res[t.name].mean - direct.mean:.3f} ms" for t in tools[1:]}))
+    if reference:
+        e = res[reference[0][0]]
+        summary.append(Row("  of which one exec (`env true` - `true`)",
+                           f"{e.mean - direct.mean:.3f} ms", "", "(reference)"))
+    summary.append(Row("overhead: `-- true`, mean", f"{b.mean:.3f} ms", "< every peer",
+                       verdict_ratios(ratios),
+                       {n: f"{res[n].mean:.3f} ms ({r:.2f}x)" for n, r in ratios.items()}))
+
+
+# ---------------------------------------------------------------------------
+# 2. Cost per attempt
+# ---------------------------------------------------------------------------
+
+
+def count_attempts(tool: Tool) -> tuple[int, float]:
+    """Runs the tool's no-delay configuration with a child that counts itself.
+
+    Returns the number of attempts made and the wall time in seconds (the
+    child is a shell, so this run is slower than the timed one).
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        counter = os.path.join(tmp, "attempts")
+        child = ["sh", "-c", 'echo x >> "$0"; exit 1', counter]
+        t0 = time.perf_counter()
+        try:
+            subprocess.run(tool.failing(ATTEMPTS, child), stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=60, check=False)
+        except subprocess.TimeoutExpired:
+            pass  # counted below: fewer attempts than asked means a delay
+        wall = time.perf_counter() - t0
+        try:
+            with open(counter, encoding="utf-8") as f:
+                return sum(1 for _ in f), wall
+        except FileNotFoundError:
+            return 0, wall
+
+
+def bench_attempts(cfg: Settings, tools: list[Tool], hf: Hyperfine | None, summary: list[Row]):
+    header(f"2. Cost per attempt: {ATTEMPTS} failing attempts of `false`, no delay")
+    if hf is None:
+        print("  skipped: hyperfine is not installed")
+        return
+
+    # Each tool must really make ATTEMPTS attempts without sleeping between
+    # them; a child that appends a line to a file per attempt shows both.
+    made: dict[str, int] = {}
+    print("  check: each configuration below, with a counting child (sh) instead of false:")
+    for t in tools:
+        n, wall = count_attempts(t)
+        made[t.name] = n
+        ok = "ok" if n == ATTEMPTS else f"NOT {ATTEMPTS}: per-attempt figures divide by {n}"
+        per = wall / n * 1e3 if n else float("nan")
+        print(f"    {t.name:8} {n} attempts in {wall:.2f} s ({per:.2f} ms each, "
+              f"so any delay is below that): {ok}")
+    for t in tools:
+        if "attempts" in t.notes:
+            print(f"  note: {t.notes['attempts']}")
+
+    # A shell loop that runs the `false` binary ATTEMPTS times is the
+    # reference: spawning and reaping the child, with next to nothing around it.
+    false = shutil.which("false") or "/bin/false"
+    loop = f'i=0; while [ $i -lt {ATTEMPTS} ]; do {shlex.quote(false)}; i=$((i+1)); done'
+    reference = ("sh loop (reference)", ["sh", "-c", loop])
+    commands = [(t.name, t.failing(ATTEMPTS, ["false"])) for t in tools] + [reference]
+    print(f"  hyperfine -N, {cfg.attempts_runs} runs each in {cfg.attempts_rounds} rounds "
+          f"of rotated order, {cfg.attempts_warmup} warmup run(s) per round; per-attempt "
+          "figures use the median")
+    res = hf.run(commands, cfg.attempts_runs, cfg.attempts_warmup, cfg.attempts_rounds,
+                 ignore_failure=True)
+
+    made[reference[0]] = ATTEMPTS
+    per_us = {n: res[n].median * 1e3 / max(made[n], 1) for n in res}
+    floor_us = per_us[reference[0]]
+    rows = [["command", "mean ms", "± sd", "median ms", "µs/attempt", "minus loop µs"]]
+    for name, argv in commands:
+        r = res[name]
+        rows.append([shlex.join(argv), f"{r.mean:.1f}", f"{r.stddev:.1f}", f"{r.median:.1f}",
+                     f"{per_us[name]:.1f}", f"{per_us[name] - floor_us:+.1f}"])
+    table(rows)
+    print()
+    print("  'minus loop' is what a tool spends per attempt beyond a shell loop that just")
+    print("  runs the same binary")
+    ratios = {t.name: ratio(per_us["backoff"], per_us[t.name]) for t in tools[1:]}
+    for name, r in ratios.items():
+        print(f"  backoff / {name}: {r:.2f}x per attempt")
+
+    summary.append(Row("per attempt: 1000 x false, no delay", f"{per_us['backoff']:.1f} µs",
+                       "< every peer", verdict_ratios(ratios),
+                       {n: f"{per_us[n]:.1f} µs ({r:.2f}x)" for n, r in ratios.items()}))
+    summary.append(Row("  sh loop running false (reference)", f"{floor_us:.1f} µs", "",
+                       "(reference)"))
+
+
+# ---------------------------------------------------------------------------
+# 3. CPU while waiting
+# ---------------------------------------------------------------------------
+
+
+def bench_wait_cpu(cfg: Settings, backoff: Tool, summary: list[Row]):
+    d = duration_arg(cfg.wait_delay_s)
+    header(f"3. CPU while waiting: one delay of {d}")
+    waiting = [backoff.path, "--base", d, "--cap", d, "--jitter", "none",
+               "--max-retries", "1", "--", "false"]
+    once = [backoff.path, "--max-retries", "0", "--", "false"]
+
+    w = run_usage(waiting)
+    # The run that waits also runs `false` twice; the same run without the
+    # delay and its second attempt is subtracted (median of a few runs).
+    base = [run_usage(once) for _ in range(5)]
+    bare = [run_usage(["false"]) for _ in range(5)]
+    base_cpu = median([u.cpu_ms for u in base])
+    bare_cpu = median([u.cpu_ms for u in bare])
+    diff = w.cpu_ms - base_cpu
+
+    table([
+        ["run", "wall ms", "user ms", "sys ms", "user+sys ms"],
+        [shlex.join(waiting), f"{w.wall_ms:.1f}", f"{w.user_ms:.2f}", f"{w.sys_ms:.2f}",
+         f"{w.cpu_ms:.2f}"],
+        [shlex.join(once) + "  (median of 5)", f"{median([u.wall_ms for u in base]):.1f}",
+         f"{median([u.user_ms for u in base]):.2f}", f"{median([u.sys_ms for u in base]):.2f}",
+         f"{base_cpu:.2f}"],
+        ["false  (median of 5)", f"{median([u.wall_ms for u in bare]):.1f}",
+         f"{median([u.user_ms for u in bare]):.2f}", f"{median([u.sys_ms for u in bare]):.2f}",
+         f"{bare_cpu:.2f}"],
+    ])
+    print()
+    print("  times include the `false` children (wait4 counts reaped descendants)")
+    print(f"  CPU of the delay = waiting run minus single run: {diff:.2f} ms "
+          f"(this still holds one more attempt, about {bare_cpu:.2f} ms of `false`); "
+          f"promise < {PROMISE_WAIT_CPU_MS} ms")
+    print(f"  exit: {describe_status(w.status)}")
+    summary.append(Row(f"CPU of a {d} delay", f"{diff:.2f} ms", f"< {PROMISE_WAIT_CPU_MS} ms",
+                       verdict_below(diff, PROMISE_WAIT_CPU_MS, "ms")))
+
+
+# ---------------------------------------------------------------------------
+# 4. Signal latency
+# ---------------------------------------------------------------------------
+
+
+def signal_latency_once(argv: list[str]) -> tuple[float | None, str]:
+    """Starts backoff, waits for its 'retrying in' line, sends SIGTERM.
+
+    Returns the time from kill() to the end of waitpid() in ms (None when the
+    line never came) and how the process ended.
+    """
+    r, w = os.pipe()
+    try:
+        pid = spawn(argv, stderr=w)
+    finally:
+        os.close(w)
+    seen, deadline = b"", time.monotonic() + 5.0
+    try:
+        while b"retrying in" not in seen or not seen.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([r], [], [], left)[0]:
+                break
+            chunk = os.read(r, 4096)
+            if not chunk:
+                break
+            seen += chunk
+        if b"retrying in" not in seen:
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            return None, "no 'retrying in' line within 5 s; " + describe_status(status)
+        # The line is written just before the delay begins; a moment later
+        # backoff is certainly inside its wait.
+        time.sleep(0.05)
+        t0 = time.perf_counter()
+        os.kill(pid, signal.SIGTERM)
+        _, status = os.waitpid(pid, 0)
+        return (time.perf_counter() - t0) * 1e3, describe_status(status)
+    finally:
+        os.close(r)
+
+
+def bench_signal(cfg: Settings, backoff: Tool, summary: list[Row]):
+    header("4. Signal latency: SIGTERM during a 30 s delay")
+    argv = [backoff.path, "--base", "30s", "--cap", "30s", "--jitter", "none",
+            "--max-retries", "1", "--", "false"]
+    print(f"  {shlex.join(argv)}")
+    print(f"  {cfg.signal_reps} runs; timed from kill(SIGTERM) until waitpid returns")
+    latencies, endings = [], {}
+    for _ in range(cfg.signal_reps):
+        ms, how = signal_latency_once(argv)
+        endings[how] = endings.get(how, 0) + 1
+        if ms is not None:
+            latencies.append(ms)
+    if not latencies:
+        print("  no run reached its delay: " + ", ".join(endings))
+        summary.append(Row("signal during a delay, max", "n/a", f"< {PROMISE_SIGNAL_MS} ms",
+                           "not measured"))
+        return
+    med, worst = median(latencies), max(latencies)
+    print(f"  median {med:.3f} ms, min {min(latencies):.3f} ms, max {worst:.3f} ms; "
+          f"promise < {PROMISE_SIGNAL_MS} ms")
+    print("  endings: " + ", ".join(f"{how} x{n}" for how, n in endings.items()))
+    summary.append(Row("signal during a delay, median / max", f"{med:.2f} / {worst:.2f} ms",
+                       f"< {PROMISE_SIGNAL_MS} ms",
+                       verdict_below(worst, PROMISE_SIGNAL_MS, "ms")))
+
+
+# ---------------------------------------------------------------------------
+# 5. Sleep overshoot
+# ---------------------------------------------------------------------------
+
+# Each attempt prints the wall clock in ns and fails. Attempt 1 prints it as
+# its last act, attempt 2 as its first, so the gap between the two lines is
+# the delay plus a fixed cost: the shell's exit, backoff's turnaround, the
+# start of the next shell and of `date`.
+STAMP = ["sh", "-c", "date +%s%N; exit 1"]
+
+
+def stamp_gap_ms(backoff: Tool, delay: str) -> float | None:
+    """The gap in ms between the two attempts' timestamps, or None."""
+    argv = [backoff.path, "--base", delay, "--cap", delay, "--jitter", "none",
+            "--max-retries", "1", "-q", "--", *STAMP]
+    p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, timeout=10, check=False)
+    lines = p.stdout.split()
+    try:
+        first, second = (int(x) for x in lines)
+    except ValueError:
+        return None
+    return (second - first) / 1e6
+
+
+def bench_sleep(cfg: Settings, backoff: Tool, summary: list[Row]):
+    header("5. Sleep overshoot: a 100 ms delay")
+    print(f"  child: {shlex.join(STAMP)} (wall clock, ns)")
+    print("  gap = second attempt's stamp minus the first's; the fixed part of the gap")
+    print("  (shell exit, backoff's turnaround, spawning sh and date) is measured by the")
+    print("  same run with --base 0s --cap 0s, which sleeps not at all; runs alternate")
+    gaps_100, gaps_0 = [], []
+    for _ in range(cfg.sleep_reps):
+        for delay, gaps in (("100ms", gaps_100), ("0s", gaps_0)):
+            g = stamp_gap_ms(backoff, delay)
+            if g is not None:
+                gaps.append(g)
+    if not gaps_100 or not gaps_0:
+        print("  skipped: `date +%s%N` gave no usable timestamps on this system")
+        summary.append(Row("sleep overshoot, median", "n/a", f"< {PROMISE_OVERSHOOT_MS} ms",
+                           "not measured"))
+        return
+    spawn_cost = median(gaps_0)
+    raw = [g - 100.0 for g in gaps_100]
+    overshoot = [g - spawn_cost for g in raw]
+    table([
+        ["", "median ms", "min ms", "max ms"],
+        ["gap, delay 0s (fixed cost)", f"{spawn_cost:.3f}", f"{min(gaps_0):.3f}",
+         f"{max(gaps_0):.3f}"],
+        ["gap, delay 100ms, minus 100 ms", f"{median(raw):.3f}", f"{min(raw):.3f}",
+         f"{max(raw):.3f}"],
+        ["overshoot (the above minus fixed cost)", f"{median(overshoot):.3f}",
+         f"{min(overshoot):.3f}", f"{max(overshoot):.3f}"],
+    ])
+    print()
+    print(f"  {len(gaps_100)} + {len(gaps_0)} runs; promise: median overshoot "
+          f"< {PROMISE_OVERSHOOT_MS} ms")
+    med = median(overshoot)
+    summary.append(Row("sleep overshoot of 100ms, median", f"{med:.3f} ms",
+                       f"< {PROMISE_OVERSHOOT_MS} ms",
+                       verdict_below(med, PROMISE_OVERSHOOT_MS, "ms")))
+
+
+# ---------------------------------------------------------------------------
+# 6. Peak RSS
+# ---------------------------------------------------------------------------
+
+
+def find_gnu_time() -> str | None:
+    """GNU time, if it is here and reports %M."""
+    path = os.environ.get("TIME_BIN") or "/usr/bin/time"
+    if not os.access(path, os.X_OK):
+        return None
+    with tempfile.NamedTemporaryFile("r") as out:
+        probe([path, "-o", out.name, "-f", "%M", "true"])
+        return path if out.read().strip().isdigit() else None
+
+
+def peak_rss_kib(gnu_time: str, argv: list[str]) -> int | None:
+    """The largest resident set of argv and its descendants, in KiB."""
+    with tempfile.NamedTemporaryFile("r") as out:
+        subprocess.run([gnu_time, "-o", out.name, "-f", "%M", *argv],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=30, check=False)
+        # GNU time puts "Command exited with non-zero status" first.
+        lines = out.read().split()
+    return int(lines[-1]) if lines and lines[-1].isdigit() else None
+
+
+def python_spawned_rss_kib() -> int:
+    """ru_maxrss that wait4 reports for `true` started by this Python."""
+    _, _, ru = os.wait4(spawn(["true"]), 0)
+    return ru.ru_maxrss // (1024 if sys.platform == "darwin" else 1)
+
+
+def bench_rss(cfg: Settings, tools: list[Tool], summary: list[Row]):
+    header("6. Peak RSS")
+    gnu_time = find_gnu_time()
+    if gnu_time is None:
+        print("  skipped: needs GNU time (/usr/bin/time or $TIME_BIN) with -f %M")
+        return
+    # ru_maxrss counts the memory image a process replaced by exec, so every
+    # child of this Python would report at least Python's own size. GNU time
+    # is a small C launcher: its own size is the floor, shown by the direct
+    # runs of true and false, and must stay below the wrappers' figures.
+    print(f"  max of {cfg.rss_reps} runs of `{gnu_time} -f %M` (wait4 ru_maxrss, KiB, "
+          "descendants included)")
+    print(f"  (started from Python, even `true` reports {python_spawned_rss_kib()} KiB, "
+          "Python's own size: hence the C launcher)")
+
+    def peak(argv: list[str]) -> int | None:
+        values = [v for v in (peak_rss_kib(gnu_time, argv) for _ in range(cfg.rss_reps))
+                  if v is not None]
+        return max(values) if values else None
+
+    floor = {name: peak([name]) for name in ("true", "false")}
+    rows = [["command", "peak KiB"]]
+    rows += [[f"{name} (direct: the child's own size)", str(v)] for name, v in floor.items()]
+    results: dict[str, dict[str, int | None]] = {}
+    for t in tools:
+        results[t.name] = {"once": peak(t.once()), "few": peak(t.few())}
+        rows.append([shlex.join(t.once()), str(results[t.name]["once"])])
+        rows.append([shlex.join(t.few()), str(results[t.name]["few"])])
+    table(rows)
+
+    child_max = max(v for v in floor.values() if v is not None)
+    for t in tools:
+        for kind, v in results[t.name].items():
+            if v is not None and v <= child_max:
+                print(f"  note: {t.name} ({kind}) is no bigger than its child; "
+                      "the figure may be the child's")
+    for t in tools:
+        if "rss" in t.notes:
+            print(f"  note: {t.notes['rss']}")
+
+    b = results["backoff"]
+    print()
+    print(f"  promise: backoff < {PROMISE_RSS_KIB} KiB")
+    for t in tools[1:]:
+        p = results[t.name]
+        if b["once"] and p["once"] and b["few"] and p["few"]:
+            print(f"  backoff / {t.name}: {ratio(b['once'], p['once']):.2f}x (true), "
+                  f"{ratio(b['few'], p['few']):.2f}x (4 attempts of false)")
+
+    for kind, label in (("once", "peak RSS: -- true"), ("few", "peak RSS: 4 x false")):
+        v = b[kind]
+        peers = {
+            t.name: f"{results[t.name][kind]} KiB ({ratio(v, results[t.name][kind]):.2f}x)"
+            for t in tools[1:] if v and results[t.name][kind]
+        }
+        summary.append(Row(label, f"{v} KiB" if v else "n/a", f"< {PROMISE_RSS_KIB} KiB",
+                           verdict_below(v, PROMISE_RSS_KIB, "KiB") if v else "not measured",
+                           peers))
+
+
+# ---------------------------------------------------------------------------
+# 7. CPU of a timer during an attempt
+# ---------------------------------------------------------------------------
+
+
+def bench_timer_cpu(cfg: Settings, backoff: Tool, summary: list[Row]):
+    d = cfg.wait_delay_s
+    secs = f"{d:g}"
+    # The limit must not fire: a minute, or twice the attempt when that is longer.
+    limit = "1m" if d < 30 else duration_arg(2 * d)
+    header(f"7. CPU of a timer: one {secs} s attempt under --timeout {limit}")
+    waiting = [backoff.path, "--timeout", limit, "--max-retries", "0", "--", "sleep", secs]
+    short = [backoff.path, "--timeout", limit, "--max-retries", "0", "--", "sleep", "0"]
+
+    w = run_usage(waiting)
+    # wait4 counts the reaped `sleep` too. Its CPU does not depend on how long
+    # it sleeps (one nanosleep), so `sleep 0` alone stands for it; the same
+    # backoff run with `sleep 0` also takes out backoff's start and exit.
+    base = [run_usage(short) for _ in range(5)]
+    bare = [run_usage(["sleep", "0"]) for _ in range(5)]
+    base_cpu = median([u.cpu_ms for u in base])
+    bare_cpu = median([u.cpu_ms for u in bare])
+    own = w.cpu_ms - bare_cpu
+    timer = w.cpu_ms - base_cpu
+
+    table([
+        ["run", "wall ms", "user ms", "sys ms", "user+sys ms"],
+        [shlex.join(waiting), f"{w.wall_ms:.1f}", f"{w.user_ms:.2f}", f"{w.sys_ms:.2f}",
+         f"{w.cpu_ms:.2f}"],
+        [shlex.join(short) + "  (median of 5)", f"{median([u.wall_ms for u in base]):.1f}",
+         f"{median([u.user_ms for u in base]):.2f}", f"{median([u.sys_ms for u in base]):.2f}",
+         f"{base_cpu:.2f}"],
+        ["sleep 0  (median of 5)", f"{median([u.wall_ms for u in bare]):.1f}",
+         f"{median([u.user_ms for u in bare]):.2f}", f"{median([u.sys_ms for u in bare]):.2f}",
+         f"{bare_cpu:.2f}"],
+    ])
+    print()
+    print("  times include the `sleep` child (wait4 counts reaped descendants)")
+    print(f"  backoff's own CPU = timed run minus `sleep 0` alone: {own:.2f} ms "
+          f"(start, spawn, timer, exit); promise < {PROMISE_TIMER_CPU_MS} ms")
+    print(f"  of which the {secs} s under a timer = timed run minus the same run of "
+          f"`sleep 0`: {timer:.2f} ms")
+    print(f"  exit: {describe_status(w.status)}")
+    summary.append(Row(f"CPU of backoff during a {secs} s attempt with --timeout",
+                       f"{own:.2f} ms", f"< {PROMISE_TIMER_CPU_MS} ms",
+                       verdict_below(own, PROMISE_TIMER_CPU_MS, "ms")))
+    summary.append(Row("  of which waiting under the timer", f"{timer:.2f} ms", "",
+                       "(detail)"))
+
+
+# ---------------------------------------------------------------------------
+# 8. Timeout precision
+# ---------------------------------------------------------------------------
+
+
+def bench_timeout(cfg: Settings, backoff: Tool, summary: list[Row]):
+    header("8. Timeout precision: --timeout 200ms on `sleep 5`")
+    fired = [backoff.path, "--timeout", "200ms", "--max-retries", "0", "--", "sleep", "5"]
+    prompt = [backoff.path, "--timeout", "1m", "--max-retries", "0", "--", "true"]
+    print(f"  timed:     {shlex.join(fired)}")
+    print(f"  reference: {shlex.join(prompt)}")
+    print(f"  {cfg.timeout_reps} runs each, alternating; wall time from spawn to the end of "
+          "wait4")
+    print("  lateness = wall time - 200 ms - median wall time of the reference (spawn,")
+    print("  start, exit and reaping, which the timed run pays too)")
+    walls, refs, endings = [], [], {}
+    for _ in range(cfg.timeout_reps):
+        u = run_usage(fired)
+        walls.append(u.wall_ms)
+        how = describe_status(u.status)
+        endings[how] = endings.get(how, 0) + 1
+        refs.append(run_usage(prompt).wall_ms)
+    fixed = median(refs)
+    late = [w - 200.0 - fixed for w in walls]
+    table([
+        ["", "median ms", "min ms", "max ms"],
+        ["reference (exits at once)", f"{fixed:.3f}", f"{min(refs):.3f}", f"{max(refs):.3f}"],
+        ["timed run minus 200 ms", f"{median(walls) - 200:.3f}", f"{min(walls) - 200:.3f}",
+         f"{max(walls) - 200:.3f}"],
+        ["lateness (the above minus reference)", f"{median(late):.3f}", f"{min(late):.3f}",
+         f"{max(late):.3f}"],
+    ])
+    print()
+    print("  the lateness also holds the end of the timed-out child (SIGTERM to its")
+    print("  process group, its death and reaping) but not the run of `true`, which the")
+    print("  reference holds: it can come out a fraction of a millisecond below zero")
+    print("  endings of the timed runs: " + ", ".join(f"{h} x{n}" for h, n in endings.items()))
+    med, worst = median(late), max(late)
+    print(f"  promise: median lateness < {PROMISE_TIMEOUT_LATE_MS} ms")
+    summary.append(Row("timeout 200ms fires late by, median / max",
+                       f"{med:.2f} / {worst:.2f} ms", f"< {PROMISE_TIMEOUT_LATE_MS} ms (median)",
+                       verdict_below(med, PROMISE_TIMEOUT_LATE_MS, "ms")))
+
+
+# ---------------------------------------------------------------------------
+# 9. Copy throughput with output rules
+# ---------------------------------------------------------------------------
+
+
+def text_block() -> bytes:
+    """10000 distinct log-like lines of exactly 100 bytes each, 1 MB in all.
+
+    No line holds an x, a z or a q, so neither NEVER_MATCHES nor `x` match:
+    a matcher has to read every line to the end.
+    """
+    lines = []
+    for i in range(10000):
+        head = (f"{i:010d} GET /api/v1/items/{i % 9973:05d} status=200 "
+                f"bytes={(i * 7919) % 100000:05d} ms={(i * 31) % 1000:03d} agent=bench/1.0 ")
+        lines.append(head.ljust(99, ".")[:99] + "\n")
+    block = "".join(lines).encode()
+    assert len(block) == 10000 * 100 and not set(b"xzq") & set(block)
+    return block
+
+
+def lines_file(size: int) -> str:
+    """A file of `size` bytes of text lines, made once and kept in the temp dir."""
+    path = os.path.join(tempfile.gettempdir(), f"backoff-bench-lines-{size}")
+    block = text_block()
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size == size and f.read(len(block)) == block[:size]:
+                return path
+    except FileNotFoundError:
+        pass
+    part = path + f".{os.getpid()}.part"
+    with open(part, "wb") as f:
+        left = size
+        while left > 0:
+            f.write(block[:left])
+            left -= len(block)
+    os.replace(part, path)
+    return path
+
+
+def mib(n: int) -> str:
+    """A size in MiB, or in GiB when it is a whole number of them."""
+    if n >= 1 << 30 and n % (1 << 30) == 0:
+        return f"{n >> 30} GiB"
+    return f"{n / (1 << 20):g} MiB"
+
+
+def bytes_through(script: str) -> int | None:
+    """What `script` writes to its stdout, counted by `wc -c`."""
+    p = subprocess.run(["sh", "-c", script + " | wc -c"], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
+    try:
+        return int(p.stdout.strip())
+    except ValueError:
+        return None
+
+
+def bench_copy(cfg: Settings, backoff: Tool, data: str, summary: list[Row]):
+    size = cfg.copy_bytes
+    header(f"9. Copy throughput: {mib(size)} through output rules and --hold-stdout")
+    b, q = shlex.quote(backoff.path), shlex.quote
+    zeros = f"head -c {size} /dev/zero"
+    lines = f"cat {q(data)}"
+    sink = "cat > /dev/null"
+    # (data, producer, backoff's options or None for the plain pipeline)
+    cases = [
+        ("zeros", zeros, None),
+        ("zeros", zeros, ["--stop-if-output", NEVER_MATCHES]),
+        ("lines", lines, None),
+        ("lines", lines, ["--stop-if-output", NEVER_MATCHES]),
+        ("lines", lines, ["--hold-stdout"]),
+    ]
+    scripts: dict[str, str] = {}
+    for kind, producer, opts in cases:
+        if opts is None:
+            scripts[f"{kind}: plain"] = f"{producer} | {sink}"
+        else:
+            scripts[f"{kind}: backoff {' '.join(opts)}"] = (
+                f"{b} {shlex.join(opts)} -- {producer} | {sink}")
+    # References: an extra cat in the middle is the least any tool that reads
+    # the output and passes it on adds (one more pipe to cross); the other
+    # does with cat what --hold-stdout does: the data goes into a temporary
+    # file, then from the file into the pipe.
+    for kind, producer in (("zeros", zeros), ("lines", lines)):
+        scripts[f"{kind}: cat in between (reference)"] = f"{producer} | cat | {sink}"
+    scripts["lines: via a temp file (reference)"] = (
+        't=$(mktemp) && ' + lines + ' > "$t" && cat "$t" | ' + sink
+        + '; s=$?; rm -f "$t"; exit $s')
+
+    # The same pipelines again with every process on one CPU: how a pipe's
+    # two ends share the CPUs changes the plain pipeline's speed a lot.
+    taskset = shutil.which("taskset")
+    cpu = min(os.sched_getaffinity(0))
+    variants: dict[str, list[str]] = {}
+    for name, script in scripts.items():
+        kind, rest = name.split(": ", 1)
+        variants[f"{kind}, all CPUs: {rest}"] = ["sh", "-c", script]
+        if taskset:
+            variants[f"{kind}, 1 CPU: {rest}"] = [taskset, "-c", str(cpu), "sh", "-c", script]
+
+    print(f"  data: zeros from /dev/zero (no newline at all), and {data}, 100-byte")
+    print(f"  text lines (no line matches {NEVER_MATCHES!r}); the page cache holds the file")
+    print(f"  consumer: `{sink}` behind a pipe; each pipeline runs under `sh -c`, once free")
+    if taskset:
+        print(f"  to use all CPUs, once under `taskset -c {cpu}` (every process on one CPU)")
+    else:
+        print("  to use all CPUs (taskset is not installed: no one-CPU runs)")
+    print(f"  {cfg.copy_runs} runs of each, in rotated order; figures use the median")
+    for name, script in scripts.items():
+        if "backoff" in name:
+            n = bytes_through(script.rsplit(" | ", 1)[0])
+            ok = "ok" if n == size else "WRONG"
+            print(f"  check: {name} passes {n} bytes of {size}: {ok}")
+
+    names = list(variants)
+    walls: dict[str, list[float]] = {n: [] for n in names}
+    failed: dict[str, int] = {}
+    for i in range(cfg.copy_runs):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            u = run_usage(variants[name])
+            walls[name].append(u.wall_ms)
+            if u.status != 0:
+                failed[name] = failed.get(name, 0) + 1
+    med = {n: median(w) for n, w in walls.items()}
+
+    def plain_of(name: str) -> str:
+        return name.split(": ", 1)[0] + ": plain"
+
+    rows = [["pipeline", "median ms", "min ms", "max ms", "MiB/s", "vs plain"]]
+    for name in sorted(names, key=lambda n: ("1 CPU" in n, names.index(n))):
+        rows.append([name, f"{med[name]:.0f}", f"{min(walls[name]):.0f}",
+                     f"{max(walls[name]):.0f}", f"{size / (1 << 20) / (med[name] / 1e3):.0f}",
+                     f"{ratio(med[plain_of(name)], med[name]):.2f}x"])
+    table(rows)
+    print()
+    for name, script in scripts.items():
+        print(f"  {name}: sh -c {q(script)}")
+    for name, n in failed.items():
+        print(f"  note: {name} exited non-zero in {n} run(s)")
+    print("  'vs plain' = throughput of the pipeline / throughput of the plain one on the")
+    print(f"  same data and CPUs = plain time / its time; promise >= {PROMISE_COPY_RATIO}x")
+
+    for name in sorted(names, key=lambda n: ("1 CPU" in n, names.index(n))):
+        kind, rest = name.split(": ", 1)
+        r = ratio(med[plain_of(name)], med[name])
+        if rest.startswith("backoff "):
+            what = rest.split(" ")[1]
+            verdict = "met" if r >= PROMISE_COPY_RATIO else (
+                f"MISSED by {PROMISE_COPY_RATIO - r:.2f}x")
+            summary.append(Row(f"copy {mib(size)} of {kind}, {what}, vs plain",
+                               f"{r:.2f}x", f">= {PROMISE_COPY_RATIO}x", verdict))
+        elif "reference" in rest:
+            summary.append(Row(f"  {kind}: {rest.removesuffix(' (reference)')}",
+                               f"{r:.2f}x", "", "(reference)"))
+
+
+# ---------------------------------------------------------------------------
+# 10. Memory with large held or replayed data
+# ---------------------------------------------------------------------------
+
+
+def peak_rss_big_kib(gnu_time: str, argv: list[str], stdin: str | None) -> int | None:
+    """Like peak_rss_kib, with stdin from a file and room for a long run."""
+    with tempfile.NamedTemporaryFile("r") as out:
+        with open(stdin or os.devnull, "rb") as inp:
+            subprocess.run([gnu_time, "-o", out.name, "-f", "%M", *argv],
+                           stdin=inp, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=600, check=False)
+        lines = out.read().split()
+    return int(lines[-1]) if lines and lines[-1].isdigit() else None
+
+
+def bench_big_rss(cfg: Settings, backoff: Tool, data: str, summary: list[Row]):
+    size = os.path.getsize(data)
+    header(f"10. Peak RSS with {mib(size)} held or replayed")
+    gnu_time = find_gnu_time()
+    if gnu_time is None:
+        print("  skipped: needs GNU time (/usr/bin/time or $TIME_BIN) with -f %M")
+        summary.append(Row("peak RSS, held / replayed data", "n/a",
+                           f"< {PROMISE_BIG_RSS_KIB} KiB", "not measured"))
+        return
+    print(f"  max of {cfg.big_rss_reps} run(s) of `{gnu_time} -f %M` (KiB, descendants "
+          "included); stdout /dev/null")
+    print(f"  data: {data} (text lines, none matches 'x')")
+    b = backoff.path
+    runs = [
+        ("cat FILE (the child alone)", ["cat", data], None, False),
+        ("backoff --hold-stdout -- cat FILE", [b, "--hold-stdout", "--", "cat", data], None,
+         True),
+        ("backoff --replay-stdin -- cat < FILE", [b, "--replay-stdin", "--", "cat"], data,
+         True),
+        ("backoff --hold-stdout --stop-if-output x -- cat FILE",
+         [b, "--hold-stdout", "--stop-if-output", "x", "--", "cat", data], None, True),
+        ("backoff --replay-stdin --stop-if-output x -- cat < FILE",
+         [b, "--replay-stdin", "--stop-if-output", "x", "--", "cat"], data, True),
+    ]
+    rows = [["command", "peak KiB"]]
+    for label, argv, stdin, judged in runs:
+        values = [v for v in (peak_rss_big_kib(gnu_time, argv, stdin)
+                              for _ in range(cfg.big_rss_reps)) if v is not None]
+        v = max(values) if values else None
+        rows.append([label, str(v) if v is not None else "n/a"])
+        if judged:
+            summary.append(Row(f"peak RSS: {label.removeprefix('backoff ')}",
+                               f"{v} KiB" if v else "n/a", f"< {PROMISE_BIG_RSS_KIB} KiB",
+                               verdict_below(v, PROMISE_BIG_RSS_KIB, "KiB") if v
+                               else "not measured"))
+    table(rows)
+    print()
+    print(f"  FILE = {data}; promise: backoff < {PROMISE_BIG_RSS_KIB} KiB whatever the size")
+
+
+# ---------------------------------------------------------------------------
+# Summary and entry point
+# ---------------------------------------------------------------------------
+
+
+def print_summary(summary: list[Row], tools: list[Tool]) -> None:
+    header("Summary (peer columns: the peer's figure and backoff / peer)")
+    peers = [t.name for t in tools[1:]]
+    rows = [["measure", "backoff", "promise", "verdict", *peers]]
+    for r in summary:
+        rows.append([r.measure, r.backoff, r.promise, r.verdict,
+                     *(r.peers.get(p, "-") for p in peers)])
+    table(rows)
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    cfg = Settings()
+    if args.quick:
+        cfg = Settings(overhead_runs=300, overhead_warmup=10, overhead_rounds=3,
+                       attempts_runs=4, attempts_warmup=1, attempts_rounds=2,
+                       wait_delay_s=1.0, signal_reps=10, sleep_reps=10, rss_reps=2,
+                       timeout_reps=10, copy_bytes=256 << 20, copy_runs=3, big_rss_reps=1)
+    if args.wait_delay is not None:
+        cfg.wait_delay_s = args.wait_delay
+    elif os.environ.get("BENCH_WAIT_DELAY"):
+        cfg.wait_delay_s = float(os.environ["BENCH_WAIT_DELAY"])
+    if not cfg.wait_delay_s > 0:
+        raise SystemExit("bench: the wait delay must be a positive number of seconds")
+    return cfg
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backoff", default=os.environ.get("BACKOFF_BIN"),
+                        help="backoff binary to measure (default: $BACKOFF_BIN)")
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer runs, a 1 s wait delay and 256 MiB of copied data, "
+                             "for a fast look")
+    parser.add_argument("--wait-delay", type=float, metavar="SECONDS",
+                        help="delay of the CPU-while-waiting run and length of the "
+                             "timed attempt of the timer-CPU run "
+                             "(default: $BENCH_WAIT_DELAY or 10)")
+    args = parser.parse_args()
+    if not args.backoff or not os.access(args.backoff, os.X_OK):
+        parser.error(f"no executable backoff binary: {args.backoff!r}")
+    cfg = settings_from(args)
+
+    # Policy settings in the environment would change what is measured.
+    for name in [n for n in os.environ if n.startswith("BACKOFF_")]:
+        del os.environ[name]
+
+    backoff = make_backoff(os.path.abspath(args.backoff))
+    peers, missing = find_peers()
+    tools = [backoff, *peers]
+    hf_path = shutil.which("hyperfine")
+    hf = Hyperfine(hf_path) if hf_path else None
+
+    print("backoff benchmarks (SPEC.md section 13)")
+    print(f"  backoff:   {backoff.path} ({(probe([backoff.path, '--version']) or '?').strip()})")
+    for t in peers:
+        version = (probe([t.path, "--version"]) or "?").strip().splitlines()
+        print(f"  {t.name + ':':10} {t.path} ({version[0] if version else '?'})")
+    for line in missing:
+        print(f"  {line}")
+    hf_version = (probe([hf_path, "--version"]) or "?").strip() if hf_path else "not installed"
+    print(f"  hyperfine: {hf_version}")
+    print(f"  machine:   {os.cpu_count()} CPUs, {os.uname().sysname} {os.uname().release}, "
+          f"load average {os.getloadavg()[0]:.2f} (a busy machine gives noisy figures)")
+
+    summary: list[Row] = []
+    t0 = time.monotonic()
+    bench_overhead(cfg, tools, hf, summary)
+    bench_attempts(cfg, tools, hf, summary)
+    bench_wait_cpu(cfg, backoff, summary)
+    bench_signal(cfg, backoff, summary)
+    bench_sleep(cfg, backoff, summary)
+    bench_rss(cfg, tools, summary)
+    bench_timer_cpu(cfg, backoff, summary)
+    bench_timeout(cfg, backoff, summary)
+    data = lines_file(cfg.copy_bytes)
+    bench_copy(cfg, backoff, data, summary)
+    bench_big_rss(cfg, backoff, data, summary)
+    print_summary(summary, tools)
+    print(f"\n  (benchmarks took {time.monotonic() - t0:.0f} s, load average "
+          f"{os.getloadavg()[0]:.2f} at the end; the verdicts do not change the exit status)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
