@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """Benchmarks of backoff, side by side with other retry tools.
 
-Measures the promises of SPEC.md section 13 that concern running a command:
+Measures the promises of SPEC.md section 13:
 
-   1. invocation overhead            6. peak resident memory
-   2. cost per attempt               7. CPU of a timer during an attempt
-   3. CPU used while waiting         8. timeout precision
-   4. signal latency during a delay  9. copy throughput with output rules
-   5. sleep overshoot               10. memory with large held or replayed data
+   1. invocation overhead            8. timeout precision
+   2. cost per attempt               9. copy throughput with output rules
+   3. CPU used while waiting        10. memory with large held or replayed data
+   4. signal latency during a delay 11. retry budget kept in a file
+   5. sleep overshoot               12. retry budget kept in Redis
+   6. peak resident memory          13. `backoff simulate` with its defaults
+   7. CPU of a timer during an attempt
 
 Sections 9 and 10 use a file of text lines (1 GiB, 256 MiB with --quick)
 that is made once in the temporary directory and kept for later runs.
+Section 12 starts a redis-server of its own on a free loopback port, with
+nothing saved to disk, and stops it at the end; without redis-server it is
+skipped.
 
 Prints a report, one section per measurement, then a summary table. It never
 judges by exit status: a missed promise is reported as such and the script
@@ -21,12 +26,15 @@ fail. Standard library only; `bench/run.sh` is the usual way in.
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import os
 import select
 import shlex
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -45,6 +53,8 @@ PROMISE_TIMER_CPU_MS = 5.0
 PROMISE_TIMEOUT_LATE_MS = 20.0
 PROMISE_COPY_RATIO = 0.8
 PROMISE_BIG_RSS_KIB = 16 * 1024
+PROMISE_BUDGET_MS = 1.0
+PROMISE_SIMULATE_S = 3.0
 
 # A regular expression that matches no line of the data the copy runs pass.
 NEVER_MATCHES = "never-matches-zq"
@@ -85,6 +95,7 @@ class Settings:
     copy_bytes: int = 1 << 30  # 1 GiB
     copy_runs: int = 7
     big_rss_reps: int = 3
+    simulate_runs: int = 5
 
 
 @dataclass
@@ -445,12 +456,17 @@ def count_attempts(tool: Tool) -> tuple[int, float]:
     Returns the number of attempts made and the wall time in seconds (the
     child is a shell, so this run is slower than the timed one).
     """
+    return count_attempts_argv(lambda child: tool.failing(ATTEMPTS, child))
+
+
+def count_attempts_argv(argv: Callable[[list[str]], list[str]]) -> tuple[int, float]:
+    """count_attempts for the command line that argv(child) builds."""
     with tempfile.TemporaryDirectory() as tmp:
         counter = os.path.join(tmp, "attempts")
         child = ["sh", "-c", 'echo x >> "$0"; exit 1', counter]
         t0 = time.perf_counter()
         try:
-            subprocess.run(tool.failing(ATTEMPTS, child), stdin=subprocess.DEVNULL,
+            subprocess.run(argv(child), stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            timeout=60, check=False)
         except subprocess.TimeoutExpired:
@@ -1091,6 +1107,336 @@ def bench_big_rss(cfg: Settings, backoff: Tool, data: str, summary: list[Row]):
 
 
 # ---------------------------------------------------------------------------
+# 11 and 12. Retry budget bookkeeping: a file, and Redis
+# ---------------------------------------------------------------------------
+
+# More tokens than the runs below take, so that no retry is ever refused:
+# each run of ATTEMPTS attempts takes ATTEMPTS - 1 tokens.
+BUDGET_BURST = 100000
+
+
+def free_loopback_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (at the time of asking)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def redis_command(port: int, *args: str, timeout: float = 2.0):
+    """Sends one command to Redis on 127.0.0.1:port and returns its reply.
+
+    A minimal RESP client: enough for PING, KEYS and GET. Raises OSError when
+    nothing answers.
+    """
+    request = f"*{len(args)}\r\n".encode()
+    for a in args:
+        b = a.encode()
+        request += b"$%d\r\n%s\r\n" % (len(b), b)
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(request)
+        f = s.makefile("rb")
+
+        def reply():
+            line = f.readline()
+            if not line.endswith(b"\r\n"):
+                raise OSError("redis: connection closed")
+            kind, rest = line[:1], line[1:-2].decode()
+            if kind in (b"+", b"-"):
+                return rest
+            if kind == b":":
+                return int(rest)
+            if kind == b"$":
+                n = int(rest)
+                if n < 0:
+                    return None
+                data = f.read(n + 2)
+                return data[:-2].decode(errors="replace")
+            if kind == b"*":
+                return [reply() for _ in range(max(int(rest), 0))]
+            raise OSError(f"redis: unexpected reply {line!r}")
+
+        return reply()
+
+
+class RedisServer:
+    """A throwaway redis-server on a free loopback port, with nothing on disk.
+
+    Started by start(), stopped by stop(); its working directory is a fresh
+    temporary directory, removed at the end.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+        self.dir = ""
+        self.version = ""
+
+    def start(self) -> str | None:
+        """Starts the server; None when it answers PING, else why it did not."""
+        self.dir = tempfile.mkdtemp(prefix="backoff-bench-redis-")
+        log_path = os.path.join(self.dir, "redis.log")
+        why = "not started"
+        for _ in range(3):  # another process may take the port first
+            self.port = free_loopback_port()
+            with open(log_path, "wb") as log:
+                self.proc = subprocess.Popen(
+                    [self.path, "--port", str(self.port), "--bind", "127.0.0.1",
+                     "--save", "", "--appendonly", "no", "--dir", self.dir,
+                     "--daemonize", "no"],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                )
+            deadline = time.monotonic() + 5.0
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    if redis_command(self.port, "PING", timeout=0.5) == "PONG":
+                        info = redis_command(self.port, "INFO", "server")
+                        for line in (info or "").splitlines():
+                            if line.startswith("redis_version:"):
+                                self.version = line.split(":", 1)[1].strip()
+                        return None
+                except OSError:
+                    pass
+                time.sleep(0.05)
+            with open(log_path, encoding="utf-8", errors="replace") as f:
+                tail = f.read().strip().splitlines()[-1:]
+            why = "did not answer PING within 5 s" + (f": {tail[0]}" if tail else "")
+            self._end()
+        return why
+
+    def _end(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def stop(self) -> None:
+        self._end()
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def budget_tokens_in_file(budget_dir: str) -> str:
+    """The budget files of a directory and what they hold, for the report."""
+    parts = []
+    for name in sorted(os.listdir(budget_dir)):
+        with open(os.path.join(budget_dir, name), encoding="utf-8", errors="replace") as f:
+            parts.append(f"{name}: {f.read().strip()!r}")
+    return "; ".join(parts) or "no file"
+
+
+def tokens_left(text: str) -> float | None:
+    """Tokens in a budget's state, when its last field is a count of micro-tokens."""
+    last = text.split()[-1].strip("'\"") if text.split() else ""
+    return int(last) / 1e6 if last.isdigit() else None
+
+
+def bench_budget(cfg: Settings, backoff: Tool, hf: Hyperfine | None, summary: list[Row]):
+    header(f"11. Retry budget in a file: {ATTEMPTS} failing attempts, no delay")
+    redis_path = os.environ.get("REDIS_SERVER_BIN") or shutil.which("redis-server")
+    if hf is None:
+        print("  skipped: hyperfine is not installed")
+        header("12. Retry budget in Redis")
+        print("  skipped: hyperfine is not installed")
+        summary.append(Row("budget in a file: added per attempt", "n/a",
+                           f"< {PROMISE_BUDGET_MS:g} ms", "not measured"))
+        summary.append(Row("budget in Redis: added per retry decision", "n/a",
+                           f"< {PROMISE_BUDGET_MS:g} ms (median)", "not measured"))
+        return
+
+    budget_dir = tempfile.mkdtemp(prefix="backoff-bench-budget-")
+    redis: RedisServer | None = None
+    redis_skip = None
+    try:
+        if not redis_path or not os.access(redis_path, os.X_OK):
+            redis_skip = "redis-server is not installed (looked in $REDIS_SERVER_BIN and PATH)"
+        else:
+            redis = RedisServer(redis_path)
+            why = redis.start()
+            if why is not None:
+                redis_skip = f"{redis_path} {why}"
+                redis.stop()
+                redis = None
+
+        def plain(child: list[str]) -> list[str]:
+            return backoff.failing(ATTEMPTS, child)
+
+        def with_budget(extra: list[str]) -> Callable[[list[str]], list[str]]:
+            def argv(child: list[str]) -> list[str]:
+                a = backoff.failing(ATTEMPTS, child)
+                i = a.index("--base")
+                return a[:i] + extra + ["--budget-burst", str(BUDGET_BURST)] + a[i:]
+            return argv
+
+        configs: list[tuple[str, Callable[[list[str]], list[str]]]] = [
+            ("no budget", plain),
+            ("budget in a file", with_budget(["--budget", "bench-file", "--budget-dir",
+                                            budget_dir])),
+        ]
+        if redis is not None:
+            store = f"redis://127.0.0.1:{redis.port}"
+            configs.append(("budget in Redis", with_budget(["--budget", "bench-redis",
+                                                            "--budget-store", store])))
+
+        print(f"  budget directory: {budget_dir} (fresh, empty); --budget-burst {BUDGET_BURST}")
+        if redis is not None:
+            print(f"  Redis: {redis.path} (version {redis.version or '?'}) on 127.0.0.1:"
+                  f"{redis.port}, started for this run with --save '' --appendonly no "
+                  f"--dir {redis.dir}")
+        else:
+            print(f"  Redis: {redis_skip}; section 12 is skipped")
+
+        # Every configuration must make ATTEMPTS attempts with no delay: the
+        # budget must never run out. Checked before and after the timed runs.
+        def check(when: str) -> dict[str, int]:
+            made = {}
+            print(f"  check {when}: each configuration with a counting child (sh) instead "
+                  "of false:")
+            for name, argv in configs:
+                n, wall = count_attempts_argv(argv)
+                made[name] = n
+                ok = "ok" if n == ATTEMPTS else f"NOT {ATTEMPTS}"
+                print(f"    {name:17} {n} attempts in {wall:.2f} s: {ok}")
+            return made
+
+        made = check("before")
+        commands = [(name, argv(["false"])) for name, argv in configs]
+        print(f"  hyperfine -N, {cfg.attempts_runs} runs each in {cfg.attempts_rounds} rounds "
+              f"of rotated order, {cfg.attempts_warmup} warmup run(s) per round")
+        res = hf.run(commands, cfg.attempts_runs, cfg.attempts_warmup, cfg.attempts_rounds,
+                     ignore_failure=True)
+        after = check("after")
+        for name in made:
+            made[name] = min(made[name], after[name])
+
+        # The state each budget was left in: no success, so every retry of
+        # every run took one token (runs = 2 checks + warmups + timed runs).
+        budget_runs = 2 + cfg.attempts_rounds * cfg.attempts_warmup + \
+            cfg.attempts_rounds * max(2, -(-cfg.attempts_runs // cfg.attempts_rounds))
+        expected = BUDGET_BURST - budget_runs * (ATTEMPTS - 1)
+        states = {"budget in a file": budget_tokens_in_file(budget_dir)}
+        if redis is not None:
+            try:
+                keys = redis_command(redis.port, "KEYS", "*bench-redis*") or []
+                states["budget in Redis"] = "; ".join(
+                    f"{k}: {redis_command(redis.port, 'GET', k)!r}" for k in keys) or "no key"
+            except OSError as e:
+                states["budget in Redis"] = f"could not read: {e}"
+        for name, state in states.items():
+            left = tokens_left(state)
+            agrees = ("" if left is None else
+                      f" = {left:g} tokens left; {expected} expected if each of the "
+                      f"{budget_runs} runs took {ATTEMPTS - 1}: "
+                      + ("ok" if abs(left - expected) < 1e-6 else "DIFFERENT"))
+            print(f"  state after, {name}: {state}{agrees}")
+    finally:
+        if redis is not None:
+            redis.stop()
+            print(f"  Redis on port {redis.port} stopped")
+        shutil.rmtree(budget_dir, ignore_errors=True)
+
+    rows = [["command", "mean ms", "± sd", "median ms", "min ms", "max ms"]]
+    for name, argv in commands:
+        r = res[name]
+        rows.append([shlex.join(argv), f"{r.mean:.1f}", f"{r.stddev:.1f}", f"{r.median:.1f}",
+                     f"{r.min:.1f}", f"{r.max:.1f}"])
+    table(rows)
+    base = res["no budget"]
+
+    # 11: a file.
+    f = res["budget in a file"]
+    per_attempt_us = (f.median - base.median) * 1e3 / ATTEMPTS
+    per_attempt_mean_us = (f.mean - base.mean) * 1e3 / ATTEMPTS
+    r = ratio(f.median, base.median)
+    print()
+    print(f"  file budget, added per attempt: {per_attempt_us:+.1f} µs (median run time, "
+          f"difference / {ATTEMPTS}), {per_attempt_mean_us:+.1f} µs (mean)")
+    print(f"  total with / without --budget: {r:.3f}x (median), "
+          f"{ratio(f.mean, base.mean):.3f}x (mean); promise < {PROMISE_BUDGET_MS:g} ms per "
+          "attempt")
+    if made["budget in a file"] != ATTEMPTS:
+        print("  note: the file budget run did not make every attempt: the figure is wrong")
+    summary.append(Row("budget in a file: added per attempt", f"{per_attempt_us:.1f} µs",
+                       f"< {PROMISE_BUDGET_MS:g} ms",
+                       verdict_below(per_attempt_us / 1e3, PROMISE_BUDGET_MS, "ms")))
+    summary.append(Row("  total with / without --budget", f"{r:.3f}x", "", "(detail)"))
+
+    # 12: Redis.
+    header("12. Retry budget in Redis: the same runs, with --budget-store")
+    if redis_skip is not None:
+        print(f"  skipped: {redis_skip}")
+        summary.append(Row("budget in Redis: added per retry decision", "n/a",
+                           f"< {PROMISE_BUDGET_MS:g} ms (median)", "not measured"))
+        return
+    d = res["budget in Redis"]
+    decisions = ATTEMPTS - 1
+    med_us = (d.median - base.median) * 1e3 / decisions
+    mean_us = (d.mean - base.mean) * 1e3 / decisions
+    r = ratio(d.median, base.median)
+    print(f"  measured in the same hyperfine calls as section 11 (table above); "
+          f"{decisions} retry decisions per run")
+    print(f"  Redis budget, added per retry decision: {med_us:+.1f} µs (median run times, "
+          f"difference / {decisions}), {mean_us:+.1f} µs (mean)")
+    print(f"  against the file budget: {(d.median - f.median) * 1e3 / decisions:+.1f} µs "
+          "per decision (medians)")
+    print(f"  total with / without --budget: {r:.3f}x (median); promise < "
+          f"{PROMISE_BUDGET_MS:g} ms (median)")
+    if made["budget in Redis"] != ATTEMPTS:
+        print("  note: the Redis budget run did not make every attempt: the figure is wrong")
+    summary.append(Row("budget in Redis: added per retry decision, median",
+                       f"{med_us:.1f} µs", f"< {PROMISE_BUDGET_MS:g} ms (median)",
+                       verdict_below(med_us / 1e3, PROMISE_BUDGET_MS, "ms")))
+    summary.append(Row("  the same from the means", f"{mean_us:.1f} µs", "", "(detail)"))
+    summary.append(Row("  total with / without --budget", f"{r:.3f}x", "", "(detail)"))
+
+
+# ---------------------------------------------------------------------------
+# 13. Simulation
+# ---------------------------------------------------------------------------
+
+def bench_simulate(cfg: Settings, backoff: Tool, summary: list[Row]):
+    argv = [backoff.path, "simulate", "--seed", "1", "--format", "csv"]
+    header("13. Simulation: `backoff simulate` with its defaults")
+    # The defaults are 19 client counts x 5 strategies x 100 runs: the CSV
+    # has one line per client count and strategy.
+    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    rows_out = list(csv.reader(io.StringIO(p.stdout.decode(errors="replace"))))[1:]
+    clients = {r[0] for r in rows_out if r}
+    strategies = {r[-1] for r in rows_out if r}
+    ok = p.returncode == 0 and len(clients) == 19 and len(strategies) == 5 and \
+        len(rows_out) == 95
+    print(f"  {shlex.join(argv)} > /dev/null")
+    print(f"  check: exit {p.returncode}, {len(rows_out)} CSV rows, {len(clients)} client "
+          f"counts x {len(strategies)} strategies: {'ok' if ok else 'NOT the defaults'}")
+    cpus = len(os.sched_getaffinity(0))
+    print(f"  1 warmup run, then {cfg.simulate_runs} runs timed from spawn to the end of "
+          f"wait4 (stdout /dev/null); {cpus} CPUs usable")
+    run_usage(argv)
+    runs = [run_usage(argv) for _ in range(cfg.simulate_runs)]
+    walls = [u.wall_ms / 1e3 for u in runs]
+    cpu = [u.cpu_ms / 1e3 for u in runs]
+    table([
+        ["", "median s", "min s", "max s"],
+        ["wall", f"{median(walls):.3f}", f"{min(walls):.3f}", f"{max(walls):.3f}"],
+        ["user+sys CPU", f"{median(cpu):.3f}", f"{min(cpu):.3f}", f"{max(cpu):.3f}"],
+    ])
+    med = median(walls)
+    print()
+    print(f"  CPU / wall: {median(cpu) / med:.2f} (how many CPUs it kept busy); "
+          f"promise: median wall < {PROMISE_SIMULATE_S:g} s on a 2-core machine")
+    bad = [describe_status(u.status) for u in runs if u.status != 0]
+    if bad:
+        print("  note: runs ended with " + ", ".join(bad))
+    summary.append(Row("simulate, defaults (19 x 5 x 100), median wall", f"{med:.3f} s",
+                       f"< {PROMISE_SIMULATE_S:g} s", verdict_below(med, PROMISE_SIMULATE_S, "s")))
+    summary.append(Row("  its CPU (user+sys), median", f"{median(cpu):.3f} s", "", "(detail)"))
+
+
+# ---------------------------------------------------------------------------
 # Summary and entry point
 # ---------------------------------------------------------------------------
 
@@ -1111,7 +1457,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         cfg = Settings(overhead_runs=300, overhead_warmup=10, overhead_rounds=3,
                        attempts_runs=4, attempts_warmup=1, attempts_rounds=2,
                        wait_delay_s=1.0, signal_reps=10, sleep_reps=10, rss_reps=2,
-                       timeout_reps=10, copy_bytes=256 << 20, copy_runs=3, big_rss_reps=1)
+                       timeout_reps=10, copy_bytes=256 << 20, copy_runs=3, big_rss_reps=1,
+                       simulate_runs=3)
     if args.wait_delay is not None:
         cfg.wait_delay_s = args.wait_delay
     elif os.environ.get("BENCH_WAIT_DELAY"):
@@ -1172,6 +1519,8 @@ def main() -> int:
     data = lines_file(cfg.copy_bytes)
     bench_copy(cfg, backoff, data, summary)
     bench_big_rss(cfg, backoff, data, summary)
+    bench_budget(cfg, backoff, hf, summary)
+    bench_simulate(cfg, backoff, summary)
     print_summary(summary, tools)
     print(f"\n  (benchmarks took {time.monotonic() - t0:.0f} s, load average "
           f"{os.getloadavg()[0]:.2f} at the end; the verdicts do not change the exit status)")

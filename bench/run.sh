@@ -2,8 +2,9 @@
 # Benchmarks of backoff (SPEC.md section 13), side by side with other retry
 # tools: invocation overhead, cost per attempt, CPU while waiting, signal
 # latency, sleep overshoot, peak RSS, CPU of a timer, timeout precision, copy
-# throughput with output rules or --hold-stdout, and peak RSS with large held
-# or replayed data. The work is done by bench/bench.py.
+# throughput with output rules or --hold-stdout, peak RSS with large held or
+# replayed data, the cost of a retry budget kept in a file or in Redis, and
+# the time of `backoff simulate`. The work is done by bench/bench.py.
 #
 # Usage, from anywhere:
 #   bench/run.sh [--quick] [--wait-delay SECONDS]
@@ -24,6 +25,8 @@
 #   ATTEMPT_BIN       attempt (crate attempt-cli), if not on PATH or in /opt/peers/bin
 #   RETRY_BIN         Debian's retry, if not on PATH
 #   TIME_BIN          GNU time, if not /usr/bin/time (used for peak RSS)
+#   REDIS_SERVER_BIN  redis-server, if not on PATH; the Redis budget section
+#                     starts its own on a free loopback port and stops it
 #   BENCH_WAIT_DELAY  same as --wait-delay
 #
 # A peer that is not installed is skipped, and the report says so. The report
