@@ -40,7 +40,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'
             cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]'
-            cand --budget-store 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db] (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long to wait for the budget store before giving up on it'
             cand --budget-store-fail 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed)'
             cand --name 'Name the command in reports (default: the program''s name)'
@@ -101,7 +101,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
         &'backoff;budget;show'= {
             cand --budget-burst 'Most tokens a budget holds, and starts with'
             cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]'
-            cand --budget-store 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db] (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long to wait for the budget store before giving up on it'
             cand --budget-store-fail 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed)'
             cand --format 'Output format'
@@ -111,7 +111,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
         &'backoff;budget;reset'= {
             cand --budget-burst 'Most tokens a budget holds, and starts with'
             cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]'
-            cand --budget-store 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db] (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long to wait for the budget store before giving up on it'
             cand --budget-store-fail 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed)'
             cand -h 'Print help (see more with ''--help'')'

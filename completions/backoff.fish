@@ -49,7 +49,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l budget -d 'Share a retr
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-ratio -d 'Tokens a success deposits' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-dir -d 'Directory of the budgets\' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]' -r -F
-complete -c backoff -n "__fish_backoff_needs_command" -l budget-store -d 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db] (better given in the environment, where the password does not show in process lists)' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-store -d 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-timeout -d 'How long to wait for the budget store before giving up on it' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-fail -d 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
@@ -113,7 +113,7 @@ complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_s
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Fill a budget to its burst again'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-dir -d 'Directory of the budgets\' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]' -r -F
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db] (better given in the environment, where the password does not show in process lists)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long to wait for the budget store before giving up on it' -r
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-fail -d 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
@@ -122,7 +122,7 @@ json\t'One JSON object'"
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-dir -d 'Directory of the budgets\' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]' -r -F
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store -d 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db] (better given in the environment, where the password does not show in process lists)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store -d 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long to wait for the budget store before giving up on it' -r
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"

@@ -217,8 +217,9 @@ pub struct BudgetStore {
     pub budget_dir: Option<PathBuf>,
 
     /// Keep budgets in Redis, shared by a fleet of hosts:
-    /// redis://[user:password@]host[:port][/db] (better given in the
-    /// environment, where the password does not show in process lists).
+    /// redis://[user:password@]host[:port][/db], or rediss:// for TLS (better
+    /// given in the environment, where the password does not show in process
+    /// lists).
     #[arg(
         long,
         value_name = "URL",

@@ -83,7 +83,7 @@ impl OutputRules {
         // the block: with such a pattern every line is matched on its own.
         let anchored = patterns
             .iter()
-            .any(|p| p.contains(r"\A") || p.contains(r"\z") || p.contains("-m"));
+            .any(|p| p.contains(r"\A") || p.contains(r"\z") || turns_multi_line_off(p));
         let any = if anchored {
             None
         } else {
@@ -106,6 +106,20 @@ impl OutputRules {
             status_line,
         }))
     }
+}
+
+/// Whether a pattern turns multi-line mode off with a flag group, as in
+/// `(?-m)` or `(?s-m:...)`.
+fn turns_multi_line_off(pattern: &str) -> bool {
+    pattern.match_indices("(?").any(|(i, _)| {
+        let flags = pattern[i + 2..]
+            .split([')', ':'])
+            .next()
+            .unwrap_or_default();
+        flags
+            .split_once('-')
+            .is_some_and(|(_, off)| off.contains('m'))
+    })
 }
 
 /// What the output of one attempt showed.
@@ -178,9 +192,17 @@ fn scan_block(rules: &OutputRules, block: &[u8], seen: &mut Observed) {
     if rules.any.as_ref().is_some_and(|any| !any.is_match(block)) {
         return;
     }
-    for line in block.split(|&b| b == b'\n') {
+    // Lines end at each newline; what follows the last one, if anything, is
+    // a line too (a piece of a long line, or the last line of the output).
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', block).chain(std::iter::once(block.len())) {
+        if start >= block.len() && end == block.len() {
+            break;
+        }
+        let line = &block[start..end];
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         scan_line(rules, line, seen);
+        start = end + 1;
     }
 }
 
@@ -330,6 +352,21 @@ mod tests {
         s.feed(&r, text, &mut seen);
         s.finish(&r, &mut seen);
         seen.retry_match
+    }
+
+    #[test]
+    fn no_phantom_empty_line_follows_the_last_newline() {
+        assert!(!scan_with("^$", b"a\nb\n"));
+        assert!(scan_with("^$", b"a\n\nb\n"));
+    }
+
+    #[test]
+    fn only_flag_groups_turn_multi_line_off() {
+        assert!(turns_multi_line_off("(?-m)^x$"));
+        assert!(turns_multi_line_off("a(?s-m:b)"));
+        assert!(!turns_multi_line_off("never-matches-zq"));
+        assert!(!turns_multi_line_off("(?m)x"));
+        assert!(!turns_multi_line_off("(?i)x-m"));
     }
 
     #[test]

@@ -132,11 +132,11 @@ impl RedisBudget {
         timeout: Duration,
         fail: FailMode,
     ) -> Result<RedisBudget, String> {
-        if url.starts_with("rediss://") {
-            return Err("rediss:// (TLS) is not supported by this build of backoff".into());
-        }
-        if !url.starts_with("redis://") {
-            return Err("expected a redis://[user:password@]host[:port][/db] URL".into());
+        if !url.starts_with("redis://") && !url.starts_with("rediss://") {
+            return Err(
+                "expected a redis://[user:password@]host[:port][/db] URL (rediss:// for TLS)"
+                    .into(),
+            );
         }
         let client = redis::Client::open(url).map_err(|e| scrub(&e.to_string(), url))?;
         Ok(RedisBudget {

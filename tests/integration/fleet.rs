@@ -11,28 +11,60 @@ use crate::support::{PATIENCE, TempDir, backoff, command};
 struct Redis {
     child: Child,
     port: u16,
-    _dir: TempDir,
+    dir: TempDir,
 }
 
 impl Redis {
     fn start(password: Option<&str>) -> Redis {
+        Redis::start_with(password, false)
+    }
+
+    /// With `tls`, the server listens with TLS only, with a certificate for
+    /// 127.0.0.1 made for the test (`cert.pem` in its directory).
+    fn start_with(password: Option<&str>, tls: bool) -> Redis {
         let dir = TempDir::new("redis");
         let port = free_port();
         let mut cmd = Command::new("redis-server");
-        cmd.args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .arg("--dir")
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        cmd.args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if tls {
+            // A certificate authority of the test's own, and a server
+            // certificate for 127.0.0.1 signed by it.
+            let made = Command::new("sh")
+                .arg("-c")
+                .arg(
+                    "set -e; cd \"$1\"; \
+                     openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=backoff-test-ca \
+                       -keyout ca.key -out ca.pem; \
+                     openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout key.pem -out req.csr; \
+                     printf 'subjectAltName=IP:127.0.0.1\\n' > ext; \
+                     openssl x509 -req -in req.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+                       -days 2 -extfile ext -out cert.pem",
+                )
+                .arg("sh")
+                .arg(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("openssl is needed for the TLS test (.ci/run installs it)");
+            assert!(
+                made.success(),
+                "openssl could not make the test certificates"
+            );
+            cmd.args(["--port", "0", "--tls-port", &port.to_string()])
+                .args(["--tls-auth-clients", "no"])
+                .arg("--tls-cert-file")
+                .arg(dir.join("cert.pem"))
+                .arg("--tls-key-file")
+                .arg(dir.join("key.pem"))
+                .arg("--tls-ca-cert-file")
+                .arg(dir.join("ca.pem"));
+        } else {
+            cmd.args(["--port", &port.to_string()]);
+        }
         if let Some(p) = password {
             cmd.args(["--requirepass", p]);
         }
@@ -44,11 +76,7 @@ impl Redis {
             assert!(Instant::now() < deadline, "redis-server did not start");
             std::thread::sleep(Duration::from_millis(10));
         }
-        Redis {
-            child,
-            port,
-            _dir: dir,
-        }
+        Redis { child, port, dir }
     }
 
     fn url(&self) -> String {
@@ -293,7 +321,7 @@ fn a_password_in_the_url_never_shows() {
 
 #[test]
 fn bad_store_urls_are_refused() {
-    for url in ["rediss://h:6379", "http://h", "redis://:pw@[bad"] {
+    for url in ["http://h", "redis://:pw@[bad", "rediss://:pw@[bad"] {
         let out = backoff(["--budget", "k", "--budget-store", url, "--", "true"])
             .output()
             .unwrap();
@@ -305,4 +333,49 @@ fn bad_store_urls_are_refused() {
     backoff(["--budget-store", "redis://h", "--", "true"])
         .assert()
         .code(125);
+}
+
+#[test]
+fn rediss_urls_reach_a_redis_that_speaks_only_tls() {
+    let redis = Redis::start_with(Some("tlspw"), true);
+    let url = format!("rediss://:tlspw@127.0.0.1:{}", redis.port);
+    let cert = redis.dir.join("ca.pem");
+    backoff([
+        "--budget",
+        "tls",
+        "--budget-store",
+        &url,
+        "--base",
+        "1ms",
+        "--max-retries",
+        "2",
+    ])
+    .env("SSL_CERT_FILE", &cert)
+    .args(["--", "false"])
+    .assert()
+    .code(1);
+    let out = backoff([
+        "budget",
+        "show",
+        "tls",
+        "--format",
+        "json",
+        "--budget-store",
+        &url,
+    ])
+    .env("SSL_CERT_FILE", &cert)
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["micro_tokens"], 8_000_000,
+        "two retries took two tokens over TLS"
+    );
+    // A server whose certificate is not trusted is not used.
+    let out = backoff(["budget", "show", "tls", "--budget-store", &url])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("tlspw"));
 }
