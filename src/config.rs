@@ -302,16 +302,12 @@ fn redis_budget(url: &str, _: &str, _: Bucket, _: &BudgetStore) -> Result<Store,
     ))
 }
 
-/// Whether `--budget-store` came from `BACKOFF_BUDGET_STORE` rather than
-/// the command line: a fleet sets it once for every command, budgeted or
-/// not.
-fn from_env_only(args: &BudgetArgs) -> bool {
-    std::env::var("BACKOFF_BUDGET_STORE").ok().as_deref() == args.store.budget_store.as_deref()
-}
-
-fn budget(args: &BudgetArgs) -> Result<Option<Store>, UsageError> {
+/// Opens `--budget`. A `--budget-store` without it is an error when given on
+/// the command line; from `BACKOFF_BUDGET_STORE` it is not, since a fleet
+/// sets that once for every command, budgeted or not.
+fn budget(args: &BudgetArgs, m: &ArgMatches) -> Result<Option<Store>, UsageError> {
     let Some(key) = &args.budget else {
-        if args.store.budget_store.is_some() && !from_env_only(args) {
+        if from_command_line(m, "budget_store") {
             return Err(UsageError("'--budget-store' needs '--budget KEY'".into()));
         }
         return Ok(None);
@@ -371,7 +367,7 @@ pub fn run(cli: Cli, m: &ArgMatches) -> Result<RunConfig, UsageError> {
                 LogFormat::Text
             }
         }),
-        budget: budget(&cli.budget)?,
+        budget: budget(&cli.budget, m)?,
         report: cli.output.report,
         metrics_file: cli.output.metrics_file,
         command: cli.command,

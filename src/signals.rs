@@ -60,8 +60,8 @@ pub fn is_ignored(sig: c_int) -> bool {
 }
 
 /// Watches signals through a self-pipe so that one `poll` can wait for a
-/// signal, the command's output and a deadline at once (no polling loop, no
-/// `thread::sleep`). Each handler writes its signal's number into the pipe,
+/// signal, the command's output and a deadline at once (no polling loop, and
+/// no sleep a signal cannot cut short). Each handler writes its signal's number into the pipe,
 /// so signals arrive in order and none is merged with another.
 pub struct SignalWatch {
     wake: UnixStream,
