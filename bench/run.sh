@@ -19,7 +19,7 @@
 # --hold-stdout runs need as much free space there again.
 #
 # Environment:
-#   BACKOFF_BIN       the backoff binary to measure; default target/release/backoff
+#   BACKOFF_BIN       the backoff binary to measure; default target/HOST/release/backoff
 #                     in the repository, built with `cargo build --release` when
 #                     missing
 #   ATTEMPT_BIN       attempt (crate attempt-cli), if not on PATH or in /opt/peers/bin
@@ -48,7 +48,10 @@ if [[ -n ${BACKOFF_BIN:-} ]]; then
         exit 2
     fi
 else
-    bin=$repo_root/target/release/backoff
+    # .cargo/config.toml builds for the host as an explicit target, so the
+    # binary lands under target/HOST/release.
+    host=$(rustc -vV | sed -n 's/^host: //p')
+    bin=$repo_root/target/$host/release/backoff
     if [[ ! -x $bin ]]; then
         echo "bench: $bin is missing; running cargo build --release" >&2
         # Without CARGO_TARGET_DIR so that the binary lands where it is looked for.

@@ -323,10 +323,7 @@ mod tests {
     #[test]
     fn retry_after_values_are_seconds_or_http_dates() {
         let now = httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
-        assert_eq!(
-            retry_after_delay("120", now),
-            Some(Duration::from_secs(120))
-        );
+        assert_eq!(retry_after_delay("120", now), Some(Duration::from_mins(2)));
         assert_eq!(
             retry_after_delay("Wed, 21 Oct 2015 07:28:30 GMT", now),
             Some(Duration::from_secs(30))

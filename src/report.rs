@@ -349,7 +349,7 @@ pub fn human(d: Duration) -> String {
         format!("{}ms", d.as_millis())
     } else if d < Duration::from_secs(10) {
         format!("{secs:.2}s")
-    } else if d < Duration::from_secs(60) {
+    } else if d < Duration::from_mins(1) {
         format!("{secs:.1}s")
     } else {
         humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()

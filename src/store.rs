@@ -59,7 +59,7 @@ pub const REDIS_PREFIX: &str = "backoff:budget:";
 
 /// An idle budget key expires after this long, so that abandoned keys do
 /// not pile up; every update starts the time again.
-pub const REDIS_IDLE_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+pub const REDIS_IDLE_TTL: Duration = Duration::from_hours(7 * 24);
 
 /// The bucket update, run atomically by Redis. KEYS[1] is the bucket;
 /// ARGV: operation (take, deposit, show, reset), burst and ratio in

@@ -451,7 +451,7 @@ mod tests {
     use crate::policy::Delay;
 
     fn epoch() -> SystemTime {
-        UNIX_EPOCH + Duration::from_secs(1_800_000_000)
+        UNIX_EPOCH + Duration::from_hours(500_000)
     }
 
     fn fed(events: &[Event<'_>]) -> Recorder {
