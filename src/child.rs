@@ -41,8 +41,15 @@ const DRAIN: Duration = Duration::from_millis(500);
 /// keeps coming.
 const DRAIN_MAX: Duration = Duration::from_secs(10);
 
-/// Bytes read from the command's output at a time.
-const CHUNK: usize = 128 * 1024;
+/// Bytes read from the command's output at a time: enough to make few
+/// reads, few enough to stay in the CPU's cache while they are matched and
+/// written.
+const CHUNK: usize = 256 * 1024;
+
+/// The capacity asked for the pipes that carry the command's output
+/// (Linux's default limit for one pipe): the larger the pipe, the fewer
+/// times the command and backoff wait for each other.
+const PIPE_SIZE: usize = 1024 * 1024;
 
 /// Where one captured stream of the command goes.
 struct Pipe {
@@ -180,6 +187,7 @@ impl RealExecutor {
                 let (from, end) = io::pipe()?;
                 let from = OwnedFd::from(from);
                 spawn::set_nonblocking(from.as_fd())?;
+                spawn::enlarge_pipe(from.as_fd(), PIPE_SIZE);
                 pipes.push(Pipe {
                     from: File::from(from),
                     to,
@@ -223,13 +231,14 @@ impl RealExecutor {
                 if let Some(rules) = &self.rules {
                     pipe.scanner.feed(rules, data, seen);
                 }
-                pipe.pending.extend_from_slice(data);
-                if flush(pipe) {
-                    Copied::Data
-                } else {
+                match write_some(&mut pipe.to, pipe.to_nonblocking, data) {
+                    Some(written) => {
+                        pipe.pending.extend_from_slice(&data[written..]);
+                        Copied::Data
+                    }
                     // The destination is gone: closing the pipe gives the
                     // command the SIGPIPE it would have had without backoff.
-                    Copied::Done
+                    None => Copied::Done,
                 }
             }
             Err(e)
@@ -287,8 +296,11 @@ impl RealExecutor {
         let mut drain_until = None;
         let mut drain_end = None;
         let mut reading = true;
+        // The child's end is looked for at first and after each signal
+        // (SIGCHLD among them), not after every read of its output.
+        let mut check = true;
         loop {
-            if exited.is_none() {
+            if exited.is_none() && std::mem::take(&mut check) {
                 let status = match spawn::try_wait(pid) {
                     Ok(status) => status,
                     // ECHILD cannot happen (SIGCHLD is handled, not
@@ -346,6 +358,9 @@ impl RealExecutor {
                 .collect();
             let (signals, ready) = self.watch.wait_io(wake, &watched);
             drop(watched);
+            // Any signal, not only SIGCHLD: a signal that found the
+            // self-pipe full is lost, but then others were read here.
+            check = !signals.is_empty();
             self.on_signals(pid, running, signals, &mut interrupted);
             let flowing = self.service(&mut pipes, &ready, reading, &mut seen);
             if flowing && !running && reading {
@@ -469,29 +484,33 @@ impl RealExecutor {
 /// Writes what `pipe` has pending, as far as its destination takes it
 /// without waiting; false when the destination is gone.
 fn flush(pipe: &mut Pipe) -> bool {
-    if !pipe.to_nonblocking {
-        let ok = pipe.to.write_all(&pipe.pending).is_ok();
+    if let Some(written) = write_some(&mut pipe.to, pipe.to_nonblocking, &pipe.pending) {
+        pipe.pending.drain(..written);
+        true
+    } else {
         pipe.pending.clear();
-        return ok;
+        false
+    }
+}
+
+/// Writes `data` to `to`: all of it, or with a non-blocking `to` as much
+/// as it takes without waiting. Returns how many bytes were written, or
+/// None when the destination is gone.
+fn write_some(to: &mut File, nonblocking: bool, data: &[u8]) -> Option<usize> {
+    if !nonblocking {
+        return to.write_all(data).is_ok().then_some(data.len());
     }
     let mut written = 0;
-    let ok = loop {
-        if written == pipe.pending.len() {
-            break true;
-        }
-        match pipe.to.write(&pipe.pending[written..]) {
-            Ok(0) => break false,
+    while written < data.len() {
+        match to.write(&data[written..]) {
+            Ok(0) => return None,
             Ok(n) => written += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break true,
-            Err(_) => break false,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(_) => return None,
         }
-    };
-    pipe.pending.drain(..written);
-    if !ok {
-        pipe.pending.clear();
     }
-    ok
+    Some(written)
 }
 
 /// Decodes a wait status.

@@ -156,8 +156,7 @@ impl LineScanner {
             let first = memchr::memchr(b'\n', complete).unwrap_or(last);
             let (head, tail) = complete.split_at(first + 1);
             self.push_partial(rules, head, seen);
-            let line = std::mem::take(&mut self.partial);
-            scan_block(rules, &line, seen);
+            self.scan_partial(rules, seen);
             complete = tail;
         }
         if !complete.is_empty() {
@@ -168,27 +167,66 @@ impl LineScanner {
 
     /// Matches what is left: a last line without a newline.
     pub fn finish(&mut self, rules: &OutputRules, seen: &mut Observed) {
-        let block = std::mem::take(&mut self.partial);
-        if !block.is_empty() {
-            scan_block(rules, &block, seen);
+        if !self.partial.is_empty() {
+            self.scan_partial(rules, seen);
         }
     }
 
+    /// Adds bytes to the line begun. Every `MAX_LINE` bytes of it that more
+    /// bytes follow are matched as a piece; pieces that lie whole in `bytes`
+    /// are matched where they are, not copied.
     fn push_partial(&mut self, rules: &OutputRules, mut bytes: &[u8], seen: &mut Observed) {
-        while self.partial.len() + bytes.len() > MAX_LINE {
+        if !self.partial.is_empty() && self.partial.len() + bytes.len() > MAX_LINE {
             let room = MAX_LINE - self.partial.len();
             self.partial.extend_from_slice(&bytes[..room]);
             bytes = &bytes[room..];
-            let block = std::mem::take(&mut self.partial);
-            scan_block(rules, &block, seen);
+            self.scan_partial(rules, seen);
+        }
+        while bytes.len() > MAX_LINE {
+            let (piece, rest) = bytes.split_at(MAX_LINE);
+            scan_short(rules, piece, seen);
+            bytes = rest;
         }
         self.partial.extend_from_slice(bytes);
+    }
+
+    /// Matches the line begun (or its piece) and empties it, keeping its
+    /// allocation for the next.
+    fn scan_partial(&mut self, rules: &OutputRules, seen: &mut Observed) {
+        scan_short(rules, &self.partial, seen);
+        self.partial.clear();
     }
 }
 
 /// Matches every line of `block` (complete lines, or one piece of a long
 /// line). Blocks where no pattern matches at all are skipped in one search.
+/// Matches the lines of `block`, which ends at a line's end. A line longer
+/// than `MAX_LINE` (with its newline) is matched in pieces of `MAX_LINE` bytes,
+/// as it is when it comes in many reads.
 fn scan_block(rules: &OutputRules, block: &[u8], seen: &mut Observed) {
+    // Lines from `short` up to `at` fit in `MAX_LINE` bytes each.
+    let mut short = 0;
+    let mut at = 0;
+    while block.len() - at > MAX_LINE {
+        if let Some(last) = memchr::memrchr(b'\n', &block[at..at + MAX_LINE]) {
+            at += last + 1;
+            continue;
+        }
+        // The line starting at `at` is a long one.
+        scan_short(rules, &block[short..at], seen);
+        let end = memchr::memchr(b'\n', &block[at + MAX_LINE..])
+            .map_or(block.len(), |i| at + MAX_LINE + i + 1);
+        for piece in block[at..end].chunks(MAX_LINE) {
+            scan_short(rules, piece, seen);
+        }
+        short = end;
+        at = end;
+    }
+    scan_short(rules, &block[short..], seen);
+}
+
+/// Matches the lines of `block`, none of them longer than `MAX_LINE`.
+fn scan_short(rules: &OutputRules, block: &[u8], seen: &mut Observed) {
     if rules.any.as_ref().is_some_and(|any| !any.is_match(block)) {
         return;
     }
@@ -318,6 +356,35 @@ mod tests {
             assert!(s.partial.len() <= MAX_LINE);
         }
         assert!(seen.retry_match);
+    }
+
+    #[test]
+    fn long_lines_are_cut_into_the_same_pieces_however_the_bytes_arrive() {
+        // "try again" straddles the first piece's end, so it is not seen;
+        // "fatal" begins the second piece, which is matched as a line.
+        let mut long = vec![b'x'; MAX_LINE - 4];
+        long.extend_from_slice(b"try again");
+        long.resize(2 * MAX_LINE, b'y');
+        long.extend_from_slice(b"fatal");
+        long.resize(3 * MAX_LINE + 5, b'z');
+        long.extend_from_slice(b"\nlast\n");
+        // The same line after short ones: pieces count from its start.
+        let mut after_short = b"one\ntwo\n".to_vec();
+        after_short.extend_from_slice(&long);
+        for data in [long, after_short] {
+            let whole = scan(&[&data]);
+            assert!(!whole.retry_match && whole.stop_match);
+            for size in [1, 4096, 65_535, MAX_LINE, MAX_LINE + 1, 3 * MAX_LINE] {
+                let pieces: Vec<&[u8]> = data.chunks(size).collect();
+                assert_eq!(scan(&pieces), whole, "chunks of {size}");
+            }
+        }
+        let mut fatal_second = vec![b'x'; MAX_LINE];
+        fatal_second.extend_from_slice(b"fatal");
+        assert!(scan(&[&fatal_second]).stop_match);
+        let mut fatal_first = vec![b'x'; MAX_LINE - 1];
+        fatal_first.extend_from_slice(b"fatal");
+        assert!(!scan(&[&fatal_first]).stop_match);
     }
 
     #[test]

@@ -117,6 +117,10 @@ impl SignalWatch {
         let mut buf = [0u8; 64];
         while let Ok(n @ 1..) = self.wake.read(&mut buf) {
             got.extend(buf[..n].iter().map(|&b| c_int::from(b)));
+            if n < buf.len() {
+                // A short read emptied the pipe.
+                break;
+            }
         }
         got
     }
@@ -136,7 +140,6 @@ impl SignalWatch {
         deadline: Option<Instant>,
         watched: &[(BorrowedFd<'_>, bool)],
     ) -> (Vec<c_int>, Vec<bool>) {
-        let readers = watched;
         let mut fds: Vec<libc::pollfd> = std::iter::once(libc::pollfd {
             fd: self.wake.as_raw_fd(),
             events: libc::POLLIN,
@@ -149,10 +152,7 @@ impl SignalWatch {
         }))
         .collect();
         loop {
-            let got = self.pending();
-            if !got.is_empty() {
-                return (got, vec![false; readers.len()]);
-            }
+            // Signals already in the pipe make it readable: poll sees them.
             // At the deadline the readers are still looked at once, so that
             // data already there is never passed over.
             let (timeout_ms, last) = match deadline {
@@ -166,9 +166,14 @@ impl SignalWatch {
             // SAFETY: `fds` is a valid array of `count` pollfd structs that
             // outlives the call; poll only writes their `revents`.
             let _ = unsafe { libc::poll(fds.as_mut_ptr(), count, timeout_ms) };
+            let got = if fds[0].revents == 0 {
+                Vec::new()
+            } else {
+                self.pending()
+            };
             let ready: Vec<bool> = fds[1..].iter().map(|p| p.revents != 0).collect();
-            if last || ready.iter().any(|&r| r) {
-                return (self.pending(), ready);
+            if last || !got.is_empty() || ready.iter().any(|&r| r) {
+                return (got, ready);
             }
         }
     }

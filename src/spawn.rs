@@ -112,6 +112,24 @@ pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(())
 }
 
+/// Asks for a pipe of `size` bytes (Linux only). A pipe keeps its size
+/// when that is refused, as it is beyond `/proc/sys/fs/pipe-max-size` or
+/// the user's quota of pipe buffers.
+pub fn enlarge_pipe(fd: BorrowedFd<'_>, size: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let size = libc::c_int::try_from(size).unwrap_or(libc::c_int::MAX);
+        // SAFETY: fcntl on a valid descriptor, changing only the capacity
+        // of its pipe.
+        unsafe {
+            libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, size);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (fd, size);
+}
+
 /// backoff's environment without the variables `changes` name.
 fn environment(changes: &[(&str, Option<String>)]) -> Vec<CString> {
     std::env::vars_os()
