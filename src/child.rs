@@ -61,7 +61,20 @@ struct Pipe {
     /// not read, so a slow reader downstream slows the command down as it
     /// would without backoff, but never backoff's own clock.
     pending: Vec<u8>,
+    /// Whether output is passed on with tee(2) (Linux, `to` a pipe): the
+    /// kernel puts it into `to` without copying it, and only then is it
+    /// read, to be matched.
+    tee: bool,
+    /// With `tee`: output waits in `from` for room in `to`.
+    blocked: bool,
     scanner: LineScanner,
+}
+
+impl Pipe {
+    /// Whether the pipe waits for room in its destination.
+    fn waiting(&self) -> bool {
+        self.blocked || !self.pending.is_empty()
+    }
 }
 
 /// Where copied output goes: backoff's stdout or stderr. A pipe or FIFO is
@@ -193,6 +206,10 @@ impl RealExecutor {
                     to,
                     to_nonblocking,
                     pending: Vec::new(),
+                    // Only a pipe opened anew can take tee's non-blocking
+                    // writes.
+                    tee: to_nonblocking && cfg!(target_os = "linux"),
+                    blocked: false,
                     scanner: LineScanner::default(),
                 });
                 ends.push(OwnedFd::from(end));
@@ -224,6 +241,21 @@ impl RealExecutor {
         if self.buffer.len() < CHUNK {
             self.buffer.resize(CHUNK, 0);
         }
+        if pipe.tee {
+            match spawn::tee(pipe.from.as_fd(), pipe.to.as_fd(), CHUNK) {
+                Ok(0) => return Copied::Done,
+                Ok(n) => return self.take_teed(pipe, n, seen),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // Either nothing came, or the destination is full.
+                    pipe.blocked = spawn::pipe_bytes(pipe.from.as_fd()) > 0;
+                    return Copied::Nothing;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Copied::Nothing,
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Copied::Done,
+                // Not possible here after all: read and write instead.
+                Err(_) => pipe.tee = false,
+            }
+        }
         match pipe.from.read(&mut self.buffer) {
             Ok(0) => Copied::Done,
             Ok(n) => {
@@ -253,11 +285,32 @@ impl RealExecutor {
         }
     }
 
+    /// Reads the `n` bytes that tee(2) has just passed on, and matches them.
+    fn take_teed(&mut self, pipe: &mut Pipe, n: usize, seen: &mut Observed) -> Copied {
+        let mut got = 0;
+        while got < n {
+            match pipe.from.read(&mut self.buffer[got..n]) {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        if let Some(rules) = &self.rules {
+            pipe.scanner.feed(rules, &self.buffer[..got], seen);
+        }
+        Copied::Data
+    }
+
     /// Reads what the pipes still hold, without waiting for more, and
     /// finishes their last lines; the pipes stay only while they have
     /// bytes to write.
     fn sweep(&mut self, pipes: &mut Vec<Pipe>, seen: &mut Observed) {
         pipes.retain_mut(|pipe| {
+            // The last reads: what the destination cannot take yet is kept
+            // (and matched now), not left in the pipe.
+            pipe.tee = false;
+            pipe.blocked = false;
             // Bounded: a writer faster than backoff would keep it here.
             for _ in 0..256 {
                 if !pipe.pending.is_empty() || self.copy(pipe, seen) != Copied::Data {
@@ -349,10 +402,10 @@ impl RealExecutor {
             let watched: Vec<(BorrowedFd<'_>, bool)> = pipes
                 .iter()
                 .map(|p| {
-                    if p.pending.is_empty() {
-                        (p.from.as_fd(), false)
-                    } else {
+                    if p.waiting() {
                         (p.to.as_fd(), true)
+                    } else {
+                        (p.from.as_fd(), false)
                     }
                 })
                 .collect();
@@ -447,6 +500,7 @@ impl RealExecutor {
                     Copied::Done
                 }
             } else if reading {
+                pipes[i].blocked = false;
                 self.copy(&mut pipes[i], seen)
             } else {
                 Copied::Nothing

@@ -130,6 +130,48 @@ pub fn enlarge_pipe(fd: BorrowedFd<'_>, size: usize) {
     let _ = (fd, size);
 }
 
+/// Duplicates up to `len` bytes from the pipe `from` into the pipe `to`
+/// without consuming them or waiting, with tee(2); returns how many.
+///
+/// # Errors
+///
+/// `WouldBlock` when `from` is empty or `to` full; `BrokenPipe` when `to`
+/// has no reader; `Unsupported` where tee(2) does not exist.
+pub fn tee(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: tee on two valid descriptors; it touches no memory of ours.
+        let n = unsafe {
+            libc::tee(
+                from.as_raw_fd(),
+                to.as_raw_fd(),
+                len,
+                libc::SPLICE_F_NONBLOCK,
+            )
+        };
+        usize::try_from(n).map_err(|_| io::Error::last_os_error())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (from, to, len);
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+/// How many bytes the pipe `fd` holds (0 when that cannot be told).
+pub fn pipe_bytes(fd: BorrowedFd<'_>) -> usize {
+    use std::os::fd::AsRawFd;
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD on a valid descriptor writes one c_int, `n`.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &raw mut n) };
+    if r < 0 {
+        0
+    } else {
+        usize::try_from(n).unwrap_or(0)
+    }
+}
+
 /// backoff's environment without the variables `changes` name.
 fn environment(changes: &[(&str, Option<String>)]) -> Vec<CString> {
     std::env::vars_os()

@@ -1,5 +1,5 @@
-//! `--hold-stdout` and `--replay-stdin` with large data: no byte lost or
-//! duplicated, and memory bounded.
+//! `--hold-stdout`, `--replay-stdin` and output rules with large data: no
+//! byte lost or duplicated, and memory bounded.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
@@ -134,4 +134,76 @@ fn replay_stdin_with_an_empty_or_closed_stdin_gives_empty_input() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
+}
+
+#[test]
+fn output_rules_pass_every_byte_of_both_streams_to_slow_pipe_readers() {
+    let dir = TempDir::new("slow-readers");
+    let data = dir.path().join("data");
+    random_file(&data, 16 << 20, 7);
+    let script = format!("cat '{0}'; cat '{0}' >&2", data.display());
+    let mut child = command(["-q", "--retry-if-output", "zzz", "--", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Each reader dawdles over its first reads, so that the pipes fill and
+    // backoff has to wait for room in them.
+    let slow = |mut from: Box<dyn Read + Send>, to: std::path::PathBuf| {
+        std::thread::spawn(move || {
+            let mut out = File::create(to).unwrap();
+            let mut buf = vec![0u8; 4096];
+            let mut reads = 0;
+            loop {
+                let n = from.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                out.write_all(&buf[..n]).unwrap();
+                reads += 1;
+                if reads < 200 {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+            }
+        })
+    };
+    let out = slow(
+        Box::new(child.stdout.take().unwrap()),
+        dir.path().join("out"),
+    );
+    let err = slow(
+        Box::new(child.stderr.take().unwrap()),
+        dir.path().join("err"),
+    );
+    out.join().unwrap();
+    err.join().unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(same_bytes(&data, &dir.path().join("out")), "stdout differs");
+    assert!(same_bytes(&data, &dir.path().join("err")), "stderr differs");
+}
+
+#[test]
+fn a_reader_that_quits_ends_the_command_by_sigpipe_with_no_retry() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = command(["--retry-if-output", "zzz", "--", "yes"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 4];
+    stdout.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"y\ny\n");
+    drop(stdout);
+    let mut report = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut report)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{report}");
+    assert_eq!(report.matches("attempt 1/").count(), 1, "{report}");
+    assert!(!report.contains("attempt 2/"), "{report}");
 }
