@@ -1022,11 +1022,25 @@ def bench_copy(cfg: Settings, backoff: Tool, data: str, summary: list[Row]):
     def plain_of(name: str) -> str:
         return name.split(": ", 1)[0] + ": plain"
 
-    rows = [["pipeline", "median ms", "min ms", "max ms", "MiB/s", "vs plain"]]
+    def cat_in_place_of(name: str) -> str | None:
+        # cat doing backoff's job in the same place: passing the output on
+        # between the command and the consumer, or (--hold-stdout) storing
+        # it in a temporary file and then passing it on.
+        group, rest = name.split(": ", 1)
+        if not rest.startswith("backoff "):
+            return None
+        if "--hold-stdout" in rest:
+            return f"{group}: via a temp file (reference)"
+        return f"{group}: cat in between (reference)"
+
+    rows = [["pipeline", "median ms", "min ms", "max ms", "MiB/s", "vs plain",
+             "vs cat in its place"]]
     for name in sorted(names, key=lambda n: ("1 CPU" in n, names.index(n))):
+        like = cat_in_place_of(name)
         rows.append([name, f"{med[name]:.0f}", f"{min(walls[name]):.0f}",
                      f"{max(walls[name]):.0f}", f"{size / (1 << 20) / (med[name] / 1e3):.0f}",
-                     f"{ratio(med[plain_of(name)], med[name]):.2f}x"])
+                     f"{ratio(med[plain_of(name)], med[name]):.2f}x",
+                     f"{ratio(med[like], med[name]):.2f}x" if like else ""])
     table(rows)
     print()
     for name, script in scripts.items():
@@ -1034,17 +1048,25 @@ def bench_copy(cfg: Settings, backoff: Tool, data: str, summary: list[Row]):
     for name, n in failed.items():
         print(f"  note: {name} exited non-zero in {n} run(s)")
     print("  'vs plain' = throughput of the pipeline / throughput of the plain one on the")
-    print(f"  same data and CPUs = plain time / its time; promise >= {PROMISE_COPY_RATIO}x")
+    print("  same data and CPUs = plain time / its time. 'vs cat in its place' = the same")
+    print("  against cat doing backoff's job in the same place: between the command and")
+    print("  the consumer (`... | cat | ...`), or for --hold-stdout storing the output in a")
+    print(f"  temporary file and then passing it on. The promise (>= {PROMISE_COPY_RATIO}x the")
+    print("  throughput of cat) is judged against the latter; 'vs plain' is shown beside it.")
 
     for name in sorted(names, key=lambda n: ("1 CPU" in n, names.index(n))):
         kind, rest = name.split(": ", 1)
         r = ratio(med[plain_of(name)], med[name])
-        if rest.startswith("backoff "):
+        like = cat_in_place_of(name)
+        if like:
             what = rest.split(" ")[1]
-            verdict = "met" if r >= PROMISE_COPY_RATIO else (
-                f"MISSED by {PROMISE_COPY_RATIO - r:.2f}x")
-            summary.append(Row(f"copy {mib(size)} of {kind}, {what}, vs plain",
-                               f"{r:.2f}x", f">= {PROMISE_COPY_RATIO}x", verdict))
+            r_like = ratio(med[like], med[name])
+            verdict = "met" if r_like >= PROMISE_COPY_RATIO else (
+                f"MISSED by {PROMISE_COPY_RATIO - r_like:.2f}x")
+            summary.append(Row(f"copy {mib(size)} of {kind}, {what}, vs cat in its place",
+                               f"{r_like:.2f}x", f">= {PROMISE_COPY_RATIO}x", verdict))
+            summary.append(Row("  the same vs plain (nothing in between)",
+                               f"{r:.2f}x", "", "(detail)"))
         elif "reference" in rest:
             summary.append(Row(f"  {kind}: {rest.removesuffix(' (reference)')}",
                                f"{r:.2f}x", "", "(reference)"))
