@@ -46,10 +46,12 @@ const DRAIN_MAX: Duration = Duration::from_secs(10);
 /// written.
 const CHUNK: usize = 256 * 1024;
 
-/// The capacity asked for the pipes that carry the command's output
-/// (Linux's default limit for one pipe): the larger the pipe, the fewer
-/// times the command and backoff wait for each other.
-const PIPE_SIZE: usize = 1024 * 1024;
+/// The capacity asked for the pipe that carries the command's stdout (four
+/// times Linux's default): the larger the pipe, the fewer times the command
+/// and backoff wait for each other. Every page of it counts against the
+/// user's quota of pipe buffers, used or not, so it stays modest, and
+/// stderr keeps the default.
+const PIPE_SIZE: usize = 256 * 1024;
 
 /// Where one captured stream of the command goes.
 struct Pipe {
@@ -67,6 +69,10 @@ struct Pipe {
     tee: bool,
     /// With `tee`: output waits in `from` for room in `to`.
     blocked: bool,
+    /// Once reading has stopped: how many of the bytes that were in `from`
+    /// then are still to be passed on. They are taken only as `to` takes
+    /// them; what comes later is not waited for.
+    left: Option<usize>,
     scanner: LineScanner,
 }
 
@@ -74,6 +80,12 @@ impl Pipe {
     /// Whether the pipe waits for room in its destination.
     fn waiting(&self) -> bool {
         self.blocked || !self.pending.is_empty()
+    }
+
+    /// Whether everything read, and everything left to read after reading
+    /// stopped, has been passed on.
+    fn emptied(&self) -> bool {
+        !self.waiting() && self.left.unwrap_or(0) == 0
     }
 }
 
@@ -196,11 +208,13 @@ impl RealExecutor {
                 None => destination(io::stdout().as_fd())?,
             };
             let to_stderr = destination(io::stderr().as_fd())?;
-            for (to, to_nonblocking) in [to_stdout, to_stderr] {
+            for (stream, (to, to_nonblocking)) in [to_stdout, to_stderr].into_iter().enumerate() {
                 let (from, end) = io::pipe()?;
                 let from = OwnedFd::from(from);
                 spawn::set_nonblocking(from.as_fd())?;
-                spawn::enlarge_pipe(from.as_fd(), PIPE_SIZE);
+                if stream == 0 {
+                    spawn::enlarge_pipe(from.as_fd(), PIPE_SIZE);
+                }
                 pipes.push(Pipe {
                     from: File::from(from),
                     to,
@@ -210,6 +224,7 @@ impl RealExecutor {
                     // writes.
                     tee: to_nonblocking && cfg!(target_os = "linux"),
                     blocked: false,
+                    left: None,
                     scanner: LineScanner::default(),
                 });
                 ends.push(OwnedFd::from(end));
@@ -243,7 +258,15 @@ impl RealExecutor {
         }
         if pipe.tee {
             match spawn::tee(pipe.from.as_fd(), pipe.to.as_fd(), CHUNK) {
-                Ok(0) => return Copied::Done,
+                // The end, or (when other writers share the destination) a
+                // destination found full too late to say so.
+                Ok(0) => {
+                    if spawn::pipe_bytes(pipe.from.as_fd()) == 0 {
+                        return Copied::Done;
+                    }
+                    pipe.blocked = true;
+                    return Copied::Nothing;
+                }
                 Ok(n) => return self.take_teed(pipe, n, seen),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // Either nothing came, or the destination is full.
@@ -256,9 +279,16 @@ impl RealExecutor {
                 Err(_) => pipe.tee = false,
             }
         }
-        match pipe.from.read(&mut self.buffer) {
+        let limit = pipe.left.map_or(CHUNK, |left| left.min(CHUNK));
+        if limit == 0 {
+            return Copied::Done;
+        }
+        match pipe.from.read(&mut self.buffer[..limit]) {
             Ok(0) => Copied::Done,
             Ok(n) => {
+                if let Some(left) = &mut pipe.left {
+                    *left -= n.min(*left);
+                }
                 let data = &self.buffer[..n];
                 if let Some(rules) = &self.rules {
                     pipe.scanner.feed(rules, data, seen);
@@ -273,12 +303,12 @@ impl RealExecutor {
                     None => Copied::Done,
                 }
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
-                ) =>
-            {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Copied::Nothing,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if pipe.left.is_some() {
+                    // Nothing more there after all.
+                    pipe.left = Some(0);
+                }
                 Copied::Nothing
             }
             Err(_) => Copied::Done,
@@ -302,25 +332,36 @@ impl RealExecutor {
         Copied::Data
     }
 
-    /// Reads what the pipes still hold, without waiting for more, and
-    /// finishes their last lines; the pipes stay only while they have
-    /// bytes to write.
+    /// Stops reading: copies what the pipes hold as far as their
+    /// destinations take it now, and notes what they still hold, to be
+    /// passed on as the destinations take it (without waiting for more).
+    /// A pipe with nothing left to pass on is done.
     fn sweep(&mut self, pipes: &mut Vec<Pipe>, seen: &mut Observed) {
         pipes.retain_mut(|pipe| {
-            // The last reads: what the destination cannot take yet is kept
-            // (and matched now), not left in the pipe.
+            // From now on, bytes are read before they are passed on.
             pipe.tee = false;
             pipe.blocked = false;
             // Bounded: a writer faster than backoff would keep it here.
+            let mut last = Copied::Data;
             for _ in 0..256 {
-                if !pipe.pending.is_empty() || self.copy(pipe, seen) != Copied::Data {
+                if !pipe.pending.is_empty() {
                     break;
+                }
+                last = self.copy(pipe, seen);
+                if last != Copied::Data {
+                    break;
+                }
+            }
+            if last != Copied::Done {
+                pipe.left = Some(spawn::pipe_bytes(pipe.from.as_fd()));
+                if !pipe.emptied() {
+                    return true;
                 }
             }
             if let Some(rules) = &self.rules {
                 pipe.scanner.finish(rules, seen);
             }
-            !pipe.pending.is_empty()
+            false
         });
     }
 
@@ -402,7 +443,9 @@ impl RealExecutor {
             let watched: Vec<(BorrowedFd<'_>, bool)> = pipes
                 .iter()
                 .map(|p| {
-                    if p.waiting() {
+                    // After reading stopped, every pipe left waits for its
+                    // destination.
+                    if p.waiting() || !reading {
                         (p.to.as_fd(), true)
                     } else {
                         (p.from.as_fd(), false)
@@ -499,19 +542,17 @@ impl RealExecutor {
                 } else {
                     Copied::Done
                 }
-            } else if reading {
+            } else if reading || !pipes[i].emptied() {
                 pipes[i].blocked = false;
                 self.copy(&mut pipes[i], seen)
             } else {
                 Copied::Nothing
             };
             flowing |= copied == Copied::Data;
-            if copied == Copied::Done {
+            if copied == Copied::Done || (!reading && pipes[i].emptied()) {
                 if let Some(rules) = &self.rules {
                     pipes[i].scanner.finish(rules, seen);
                 }
-                pipes.remove(i);
-            } else if !reading && pipes[i].pending.is_empty() {
                 pipes.remove(i);
             }
         }

@@ -2,9 +2,9 @@
 //! signals through a self-pipe, waiting for them with a deadline, sending them
 //! to a child's process group, and dying by one.
 
-use std::io::{self, Read};
-use std::os::fd::{AsRawFd, BorrowedFd, IntoRawFd};
-use std::os::unix::net::UnixStream;
+use std::io::{self, PipeReader, Read};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use libc::c_int;
@@ -68,12 +68,25 @@ pub fn is_ignored(sig: c_int) -> bool {
     }
 }
 
+/// The signals `SignalWatch::install` found ignored and left so, as a bit
+/// mask (bit n for signal n).
+static LEFT_IGNORED: OnceLock<u64> = OnceLock::new();
+
+/// Whether `sig` is ignored because backoff inherited it so. Known without a
+/// system call once `SignalWatch::install` has run.
+pub fn left_ignored(sig: c_int) -> bool {
+    match LEFT_IGNORED.get() {
+        Some(mask) => u32::try_from(sig).is_ok_and(|n| n < 64 && mask & (1 << n) != 0),
+        None => is_ignored(sig),
+    }
+}
+
 /// Watches signals through a self-pipe so that one `poll` can wait for a
 /// signal, the command's output and a deadline at once (no polling loop, and
 /// no sleep a signal cannot cut short). Each handler writes its signal's number into the pipe,
 /// so signals arrive in order and none is merged with another.
 pub struct SignalWatch {
-    wake: UnixStream,
+    wake: PipeReader,
 }
 
 impl SignalWatch {
@@ -87,36 +100,36 @@ impl SignalWatch {
     /// it (the standard library does not reset it when it spawns).
     pub fn install() -> io::Result<SignalWatch> {
         unblock_all();
-        let (wake, notify) = UnixStream::pair()?;
-        wake.set_nonblocking(true)?;
+        let (wake, notify) = io::pipe()?;
+        // Neither end ever blocks: a full pipe drops a signal's byte (the
+        // reader is behind anyway, and will look at the child then).
+        crate::spawn::set_nonblocking(wake.as_fd())?;
+        crate::spawn::set_nonblocking(notify.as_fd())?;
         // The handlers write to this end for the rest of the process's life.
         let notify = notify.into_raw_fd();
         let watched = TERMINATING
             .iter()
             .chain(&[libc::SIGTSTP, libc::SIGCONT, libc::SIGCHLD]);
+        let mut ignored = 0u64;
         for &sig in watched {
             if sig != libc::SIGCHLD && is_ignored(sig) {
+                ignored |= 1 << sig;
                 continue;
             }
             let byte = u8::try_from(sig).unwrap_or(u8::MAX);
             let action = move || {
-                // SAFETY: send(2) on a descriptor that is never closed, from
-                // a byte on the stack, is async-signal-safe; a full pipe
-                // only drops the byte (the reader is behind anyway).
+                // SAFETY: write(2) on a non-blocking descriptor that is never
+                // closed, from a byte on the stack, is async-signal-safe.
                 unsafe {
-                    libc::send(
-                        notify,
-                        (&raw const byte).cast::<libc::c_void>(),
-                        1,
-                        libc::MSG_DONTWAIT,
-                    );
+                    libc::write(notify, (&raw const byte).cast::<libc::c_void>(), 1);
                 }
             };
-            // SAFETY: the action only calls send(2), which is
+            // SAFETY: the action only calls write(2), which is
             // async-signal-safe, and touches no lock or allocation; the
             // signals registered here are not ones signal-hook forbids.
             unsafe { signal_hook::low_level::register(sig, action)? };
         }
+        let _ = LEFT_IGNORED.set(ignored);
         Ok(SignalWatch { wake })
     }
 

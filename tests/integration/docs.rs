@@ -55,7 +55,7 @@ Each attempt's stdout goes to an unlinked temporary file; only the stdout of the
 \fB\-\-replay\-stdin\fR
 Standard input is read to its end into an unlinked temporary file before the first attempt, and every attempt reads that file from its start. A closed standard input is an empty one.
 .PP
-After the command exits, backoff reads what is left in its pipes until they close or stay silent for 0.5 s (at most 10 s while output keeps coming): a process the command left running may hold them open. When stdout or stderr is a pipe, a reader downstream that stops reading never holds backoff up: backoff stops reading the command (which then waits, as it would without backoff) while its time limits and signals still act; a terminating signal ends the run without waiting for that reader. Other destinations (a terminal, a file) are written with ordinary blocking writes.
+After the command exits, backoff reads what is left in its pipes until they close or stay silent for 0.5 s (at most 10 s while output keeps coming): a process the command left running may hold them open. What they hold when it stops reading is still passed on, however late the reader takes it. When stdout or stderr is a pipe, a reader downstream that stops reading never holds backoff up: backoff stops reading the command (which then waits, as it would without backoff) while its time limits and signals still act; a terminating signal ends the run without waiting for that reader. Other destinations (a terminal, a file) are written with ordinary blocking writes.
 "#;
 
 const PRESETS: &str = r#".SH PRESETS

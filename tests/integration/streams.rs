@@ -207,3 +207,123 @@ fn a_reader_that_quits_ends_the_command_by_sigpipe_with_no_retry() {
     assert_eq!(report.matches("attempt 1/").count(), 1, "{report}");
     assert!(!report.contains("attempt 2/"), "{report}");
 }
+
+#[test]
+fn output_still_in_the_pipe_when_the_command_exits_reaches_a_reader_that_comes_late() {
+    use std::io::BufRead;
+    // The command makes its stdout pipe 1 MiB (F_SETPIPE_SZ) and fills it
+    // with up to 900 kB, so it exits at once; backoff stops reading after
+    // 0.5 s of silence, long before this test reads, with far more than one
+    // read's worth still in that pipe: all of it must come through.
+    let script = "import fcntl, sys
+try:
+    fcntl.fcntl(1, 1031, 1 << 20)
+except OSError:
+    pass
+n = min(900000, fcntl.fcntl(1, 1032))
+sys.stdout.buffer.write(bytes(n))
+sys.stdout.buffer.flush()
+print('written', n, file=sys.stderr, flush=True)";
+    let mut child = command([
+        "-q",
+        "--retry-if-output",
+        "zzz",
+        "--",
+        "python3",
+        "-c",
+        script,
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = stderr.read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let Ok(line) = rx.recv_timeout(crate::support::PATIENCE) else {
+        let _ = child.kill();
+        panic!("the command never finished writing");
+    };
+    let written: usize = line
+        .strip_prefix("written ")
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("unexpected line {line:?}"));
+    // Not a synchronisation: the count below must hold however long this
+    // is; waiting past backoff's 0.5 s of silence makes the test look at
+    // what backoff does after it stopped reading.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let mut all = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut all).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(all.len(), written);
+    assert!(all.iter().all(|&b| b == 0));
+}
+
+#[test]
+fn backoffs_sharing_one_output_pipe_each_deliver_every_byte() {
+    use std::os::unix::process::ExitStatusExt;
+    // Three runs write into the pipe to this test at once: tee(2) into a
+    // pipe that others fill too must not be taken for the end.
+    const EACH: usize = 20_000_000;
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let runs: Vec<_> = (0..3)
+        .map(|_| {
+            command([
+                "-q",
+                "--max-retries",
+                "0",
+                "--retry-if-output",
+                "zzz",
+                "--",
+                "head",
+                "-c",
+                &EACH.to_string(),
+                "/dev/zero",
+            ])
+            .stdout(writer.try_clone().unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    drop(writer);
+    let mut total = 0;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = reader.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        total += n;
+    }
+    for mut run in runs {
+        let status = run.wait().unwrap();
+        assert!(
+            status.success(),
+            "{status:?} (signal {:?})",
+            status.signal()
+        );
+    }
+    assert_eq!(total, 3 * EACH);
+}
+
+#[test]
+fn closed_stdout_and_stderr_act_as_dev_null_and_are_never_mistaken_for_backoffs_own() {
+    // backoff opens pipes of its own (for signals, for the command's
+    // output): with 1 and 2 closed, one of them would take their numbers.
+    // The \002 would then read as SIGINT, the output as a broken pipe.
+    let script = format!(
+        "exec '{}' -q --retry-if-output zzz -- sh -c 'head -c 1000000 /dev/zero; printf \"\\002\" >&2; exit 3' >&- 2>&-",
+        crate::support::bin().display()
+    );
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(3), "{status:?}");
+}
