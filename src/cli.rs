@@ -92,27 +92,113 @@ pub struct Cli {
 
 /// backoff's subcommands. A program of the same name runs with `backoff --
 /// NAME`.
-#[derive(Debug, Subcommand)]
+///
+/// Written out rather than derived so that each subcommand's arguments are
+/// deferred (`Command::defer`): clap builds them only when that subcommand
+/// is used or help is made, and running a command does not pay for them.
+#[derive(Debug)]
 pub enum Sub {
-    /// Print the delays a policy produces, and run nothing.
-    ///
-    /// For each retry: the exponential bound, the range the delay is drawn
-    /// from under the chosen jitter, its mean, and the cumulative worst-case
-    /// and mean waiting time. With --seed, also the delays one run would draw.
+    /// `schedule`.
     Schedule(ScheduleArgs),
-    /// Reproduce the experiment that shows why jitter matters.
-    ///
-    /// M. Brooker's "Exponential Backoff And Jitter" (AWS Architecture Blog,
-    /// 2015): N clients contend to update one row under optimistic
-    /// concurrency; every message takes |Normal(10ms, 2ms)|; a client whose
-    /// write lost reads again after its strategy's delay. Prints, per client
-    /// count and strategy, the mean and spread over the runs of the server's
-    /// write calls and of the time the last client succeeded, then draws
-    /// them.
+    /// `simulate`.
     Simulate(SimulateArgs),
-    /// Show or reset a retry budget shared by processes (see --budget).
-    #[command(subcommand)]
+    /// `budget show|reset`.
     Budget(BudgetCommand),
+}
+
+const SCHEDULE_ABOUT: &str = "Print the delays a policy produces, and run nothing";
+const SCHEDULE_LONG_ABOUT: &str = "Print the delays a policy produces, and run nothing.\n\n\
+    For each retry: the exponential bound, the range the delay is drawn from under the chosen \
+    jitter, its mean, and the cumulative worst-case and mean waiting time. With --seed, also the \
+    delays one run would draw.";
+const SIMULATE_ABOUT: &str = "Reproduce the experiment that shows why jitter matters";
+const SIMULATE_LONG_ABOUT: &str = "Reproduce the experiment that shows why jitter matters.\n\n\
+    M. Brooker's \"Exponential Backoff And Jitter\" (AWS Architecture Blog, 2015): N clients \
+    contend to update one row under optimistic concurrency; every message takes |Normal(10ms, \
+    2ms)|; a client whose write lost reads again after its strategy's delay. Prints, per client \
+    count and strategy, the mean and spread over the runs of the server's write calls and of the \
+    time the last client succeeded, then draws them.";
+const BUDGET_ABOUT: &str = "Show or reset a retry budget shared by processes (see --budget)";
+
+impl Sub {
+    /// The subcommands, their arguments deferred. The texts are set again
+    /// after the arguments, whose types bring texts of their own.
+    fn commands() -> [clap::Command; 3] {
+        fn schedule(cmd: clap::Command) -> clap::Command {
+            ScheduleArgs::augment_args(cmd)
+                .about(SCHEDULE_ABOUT)
+                .long_about(SCHEDULE_LONG_ABOUT)
+        }
+        fn simulate(cmd: clap::Command) -> clap::Command {
+            SimulateArgs::augment_args(cmd)
+                .about(SIMULATE_ABOUT)
+                .long_about(SIMULATE_LONG_ABOUT)
+        }
+        fn budget(cmd: clap::Command) -> clap::Command {
+            BudgetCommand::augment_subcommands(cmd)
+                .about(BUDGET_ABOUT)
+                .long_about(None)
+        }
+        [
+            clap::Command::new("schedule")
+                .about(SCHEDULE_ABOUT)
+                .long_about(SCHEDULE_LONG_ABOUT)
+                .defer(schedule),
+            clap::Command::new("simulate")
+                .about(SIMULATE_ABOUT)
+                .long_about(SIMULATE_LONG_ABOUT)
+                .defer(simulate),
+            clap::Command::new("budget")
+                .about(BUDGET_ABOUT)
+                .subcommand_required(true)
+                .arg_required_else_help(true)
+                .defer(budget),
+        ]
+    }
+}
+
+impl Subcommand for Sub {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        cmd.subcommands(Sub::commands())
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.subcommands(Sub::commands())
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        matches!(name, "schedule" | "simulate" | "budget")
+    }
+}
+
+impl clap::FromArgMatches for Sub {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Self::from_arg_matches_mut(&mut matches.clone())
+    }
+
+    fn from_arg_matches_mut(matches: &mut clap::ArgMatches) -> Result<Self, clap::Error> {
+        use clap::error::ErrorKind;
+        let Some((name, mut sub)) = matches.remove_subcommand() else {
+            return Err(clap::Error::raw(
+                ErrorKind::MissingSubcommand,
+                "a subcommand is required",
+            ));
+        };
+        match name.as_str() {
+            "schedule" => Ok(Sub::Schedule(ScheduleArgs::from_arg_matches_mut(&mut sub)?)),
+            "simulate" => Ok(Sub::Simulate(SimulateArgs::from_arg_matches_mut(&mut sub)?)),
+            "budget" => Ok(Sub::Budget(BudgetCommand::from_arg_matches_mut(&mut sub)?)),
+            _ => Err(clap::Error::raw(
+                ErrorKind::InvalidSubcommand,
+                format!("the subcommand '{name}' wasn't recognized"),
+            )),
+        }
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
 }
 
 /// Options of `backoff simulate`.
@@ -463,4 +549,37 @@ pub enum LogFormat {
     Json,
     /// Text, with ::warning:: on each retry and ::error:: when giving up.
     Github,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent_with_every_subcommand_built() {
+        // debug_assert builds the deferred subcommands too.
+        Cli::command().debug_assert();
+        for name in ["schedule", "simulate", "budget"] {
+            assert!(Sub::has_subcommand(name));
+            assert!(Cli::command().find_subcommand(name).is_some(), "{name}");
+        }
+        assert!(!Sub::has_subcommand("help"));
+    }
+
+    #[test]
+    fn subcommands_parse_into_their_variants() {
+        let cli = Cli::try_parse_from(["backoff", "schedule", "--jitter", "none"]).unwrap();
+        assert!(matches!(cli.subcommand, Some(Sub::Schedule(_))));
+        let cli = Cli::try_parse_from(["backoff", "simulate", "--runs", "3"]).unwrap();
+        assert!(matches!(cli.subcommand, Some(Sub::Simulate(ref a)) if a.runs == 3));
+        let cli = Cli::try_parse_from(["backoff", "budget", "show", "k"]).unwrap();
+        assert!(matches!(
+            cli.subcommand,
+            Some(Sub::Budget(BudgetCommand::Show { ref key, .. })) if key == "k"
+        ));
+        let cli = Cli::try_parse_from(["backoff", "--", "schedule"]).unwrap();
+        assert!(cli.subcommand.is_none());
+        assert_eq!(cli.command, ["schedule"]);
+    }
 }
