@@ -32,6 +32,11 @@ pub struct Launch<'a> {
 /// The parts of a command that do not change between attempts.
 struct Prepared {
     paths: Vec<CString>,
+    /// The candidate that ran last time, tried first from then on: the
+    /// PATH search is made once, as a shell remembers where it found a
+    /// command (and made again if that file goes away).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    first: std::cell::Cell<usize>,
     words: Vec<CString>,
     base_env: Vec<CString>,
 }
@@ -56,6 +61,7 @@ impl Program {
             let program = self.command[0].as_os_str();
             self.prepared = Some(Prepared {
                 paths: candidates(program)?,
+                first: std::cell::Cell::new(0),
                 words: self
                     .command
                     .iter()
@@ -293,6 +299,11 @@ mod imp {
     /// allocate.
     struct Plan<'a> {
         paths: &'a [CString],
+        /// The candidate to try first.
+        first: usize,
+        /// The candidate the child tried last: after a successful start, the
+        /// one that runs.
+        tried: usize,
         argv: Vec<*const c_char>,
         envp: Vec<*const c_char>,
         own_group: bool,
@@ -320,6 +331,8 @@ mod imp {
             .collect();
         let mut plan = Plan {
             paths: &p.paths,
+            first: p.first.get(),
+            tried: 0,
             argv,
             envp,
             own_group: l.own_group,
@@ -368,7 +381,9 @@ mod imp {
         if pid < 0 {
             return Err(spawn_error);
         }
-        if plan.error != 0 {
+        if plan.error == 0 {
+            p.first.set(plan.tried);
+        } else {
             // The child exited without executing anything: reap it.
             let mut status = 0;
             // SAFETY: waits for our own child, writing only `status`.
@@ -426,7 +441,18 @@ mod imp {
             // candidate found but not executable is remembered.
             let mut denied = false;
             let mut last = libc::ENOENT;
-            for path in plan.paths {
+            // `first`, then the others in PATH order.
+            let first = plan.first;
+            for k in 0..plan.paths.len() {
+                let i = match k {
+                    0 => first,
+                    k if k <= first => k - 1,
+                    k => k,
+                };
+                let Some(path) = plan.paths.get(i) else {
+                    continue;
+                };
+                plan.tried = i;
                 libc::execve(path.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr());
                 last = *libc::__errno_location();
                 match last {

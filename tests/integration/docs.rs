@@ -154,6 +154,8 @@ const PROCESSES: &str = r#".SH "RUNNING THE COMMAND"
 The command is executed directly (PATH lookup, no shell) with its arguments as raw bytes; a file in no executable format is not handed to a shell, as \fBexecvp\fR(3) would, but fails with 126. It runs in its own process group, so that a signal reaches every process it started; \fB\-\-foreground\fR keeps it in backoff's group for programs that read the terminal (a program in another group is stopped by SIGTTIN when it reads the terminal), and then only the command itself is signalled. The command starts with default signal actions (except those inherited as ignored) and an empty signal mask. Its standard input, output and error are backoff's own, with no copy and no buffering, unless an option of OUTPUT, INPUT AND SERVERS needs to see them. backoff writes only to standard error, one line per report, each starting with "backoff: ".
 .PP
 When an attempt fails and is retried, processes it left running in its process group are sent SIGTERM before the delay starts, so that they do not race the retry (a port still held, a lock still taken). After the last attempt and after success they are left alone.
+.PP
+PATH is searched at the first attempt; later attempts run the file found then, as a shell remembers where it found a command, and PATH is searched again only when that file is gone.
 "#;
 
 const EXAMPLES: &str = r".SH EXAMPLES

@@ -295,3 +295,56 @@ fn path_lookup_skips_a_match_that_is_not_executable() {
         .assert()
         .code(126);
 }
+
+#[test]
+fn the_path_search_is_made_once_and_again_only_when_that_file_is_gone() {
+    // PATH is A:B and the command is only in B at first. Attempt 1 puts a
+    // command of the same name into A: attempt 2 still runs B's, as a shell
+    // remembers where it found a command; it then removes itself, and
+    // attempt 3 searches PATH again and runs A's.
+    let dir = TempDir::new("path-search");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    let log = dir.join("log");
+    let executable = |path: &std::path::Path, text: String| {
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    };
+    let staged = dir.join("staged");
+    executable(
+        &staged,
+        format!(
+            "#!/bin/sh\necho \"a $BACKOFF_ATTEMPT\" >> '{}'\n",
+            log.display()
+        ),
+    );
+    executable(
+        &b.join("backoff-test-cmd"),
+        format!(
+            "#!/bin/sh
+echo \"b $BACKOFF_ATTEMPT\" >> '{log}'
+if [ \"$BACKOFF_ATTEMPT\" = 1 ]; then cp '{staged}' '{a}/backoff-test-cmd'; else rm \"$0\"; fi
+exit 1
+",
+            log = log.display(),
+            staged = staged.display(),
+            a = a.display(),
+        ),
+    );
+    let path = format!("{}:{}:/usr/bin:/bin", a.display(), b.display());
+    backoff([
+        "--base",
+        "1ms",
+        "--max-retries",
+        "3",
+        "-q",
+        "--",
+        "backoff-test-cmd",
+    ])
+    .env("PATH", &path)
+    .assert()
+    .success();
+    assert_eq!(dir.lines("log"), ["b 1", "b 2", "a 3"]);
+}
