@@ -1,6 +1,6 @@
-//! Everything about signals, and the only `unsafe` of the crate: watching
-//! signals through a self-pipe, waiting for them with a deadline, sending them
-//! to a child's process group, and dying by one.
+//! Everything about signals, and (with `spawn`) the only `unsafe` of the
+//! crate: watching signals through a self-pipe, waiting for them with a
+//! deadline, sending them to a child's process group, and dying by one.
 
 use std::io::{self, PipeReader, Read};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd};

@@ -2,7 +2,9 @@
 //! does (a `vfork`-style clone that shares backoff's memory until `execve`,
 //! so no page table is copied), and in the same step sets the parent-death
 //! signal that `posix_spawn` cannot set. Elsewhere the standard library
-//! spawns it. With `signals`, this is the only module with `unsafe`.
+//! spawns it. Also the few descriptor operations std has no call for
+//! (pipe sizes, tee, closed standard descriptors). With `signals`, this is
+//! the only module with `unsafe` (main.rs only names its C `main`).
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
