@@ -270,7 +270,6 @@ mod imp {
     use std::io;
     use std::os::fd::AsRawFd;
     use std::ptr;
-    use std::sync::OnceLock;
 
     /// Signals whose disposition the child must not inherit: backoff's
     /// handlers (they live in memory the child shares until it executes the
@@ -289,12 +288,12 @@ mod imp {
     /// The child's stack: far more than the few system calls it makes need.
     const STACK: usize = 64 * 1024;
 
-    /// Which of `RESET` to reset, read once: signals inherited as ignored
-    /// stay ignored, except SIGPIPE, which the runtime ignores, not the
-    /// caller. (backoff's own handlers replaced any other ignored signal.)
-    fn resets() -> &'static [bool; RESET.len()] {
-        static RESETS: OnceLock<[bool; RESET.len()]> = OnceLock::new();
-        RESETS.get_or_init(|| RESET.map(|s| s == libc::SIGPIPE || !crate::signals::left_ignored(s)))
+    /// Which of `RESET` to reset: signals inherited as ignored stay
+    /// ignored, except SIGPIPE, which the runtime ignores, not the caller.
+    /// (backoff's own handlers replaced any other ignored signal.) The
+    /// signal watch recorded which those are, so no system call is made.
+    fn resets() -> [bool; RESET.len()] {
+        RESET.map(|s| s == libc::SIGPIPE || !crate::signals::left_ignored(s))
     }
 
     /// Everything the child needs, prepared by the parent: the child may not
@@ -341,7 +340,7 @@ mod imp {
             stdio: [0, 1, 2]
                 .map(|n| l.stdio[usize::try_from(n).unwrap_or(0)].map_or(-1, |fd| fd.as_raw_fd())),
             parent: std::process::id().cast_signed(),
-            reset: *resets(),
+            reset: resets(),
             error: 0,
         };
         // The child runs on its own stack; 64 KiB is far more than the few
