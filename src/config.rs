@@ -129,13 +129,42 @@ fn from_command_line(m: &ArgMatches, id: &str) -> bool {
     m.value_source(id) == Some(ValueSource::CommandLine)
 }
 
+/// Which flags came from the command line itself, not from the environment
+/// or a default: the checks that need to know. Read from the matches before
+/// they are taken apart into the typed arguments.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Given {
+    max_retries: bool,
+    attempts: bool,
+    budget_store: bool,
+}
+
+impl Given {
+    /// For the top-level command (running a command).
+    pub fn run(m: &ArgMatches) -> Given {
+        Given {
+            budget_store: from_command_line(m, "budget_store"),
+            ..Given::policy(m)
+        }
+    }
+
+    /// For a command with the policy flags only (`schedule`).
+    pub fn policy(m: &ArgMatches) -> Given {
+        Given {
+            max_retries: from_command_line(m, "max_retries"),
+            attempts: from_command_line(m, "attempts"),
+            budget_store: false,
+        }
+    }
+}
+
 fn show(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
 
-/// Builds a checked policy from its flags; `m` are the matches of the command
-/// (or subcommand) the flags belong to.
-pub fn policy(args: &PolicyArgs, m: &ArgMatches) -> Result<PolicyConfig, UsageError> {
+/// Builds a checked policy from its flags; `given` tells which of them the
+/// command line gave.
+pub fn policy(args: &PolicyArgs, given: Given) -> Result<PolicyConfig, UsageError> {
     if args.base > args.cap {
         return Err(invalid(
             show(args.base),
@@ -150,9 +179,7 @@ pub fn policy(args: &PolicyArgs, m: &ArgMatches) -> Result<PolicyConfig, UsageEr
             "must be above zero (for no delay at all, give --jitter none --cap 0)",
         ));
     }
-    let given = |id| from_command_line(m, id);
-    let (cli_retries, cli_attempts, forever) =
-        (given("max_retries"), given("attempts"), args.forever);
+    let (cli_retries, cli_attempts, forever) = (given.max_retries, given.attempts, args.forever);
     if [cli_retries, cli_attempts, forever]
         .iter()
         .filter(|&&b| b)
@@ -305,9 +332,9 @@ fn redis_budget(url: &str, _: &str, _: Bucket, _: &BudgetStore) -> Result<Store,
 /// Opens `--budget`. A `--budget-store` without it is an error when given on
 /// the command line; from `BACKOFF_BUDGET_STORE` it is not, since a fleet
 /// sets that once for every command, budgeted or not.
-fn budget(args: &BudgetArgs, m: &ArgMatches) -> Result<Option<Store>, UsageError> {
+fn budget(args: &BudgetArgs, given: Given) -> Result<Option<Store>, UsageError> {
     let Some(key) = &args.budget else {
-        if from_command_line(m, "budget_store") {
+        if given.budget_store {
             return Err(UsageError("'--budget-store' needs '--budget KEY'".into()));
         }
         return Ok(None);
@@ -323,8 +350,8 @@ fn budget(args: &BudgetArgs, m: &ArgMatches) -> Result<Option<Store>, UsageError
 }
 
 /// Builds the configuration of a run from the top-level command line.
-pub fn run(cli: Cli, m: &ArgMatches) -> Result<RunConfig, UsageError> {
-    let policy = policy(&cli.policy, m)?;
+pub fn run(cli: Cli, given: Given) -> Result<RunConfig, UsageError> {
+    let policy = policy(&cli.policy, given)?;
     let rules = rules(&cli.rules)?;
     let limits = limits(&cli.time)?;
     let streams = &cli.streams;
@@ -367,7 +394,7 @@ pub fn run(cli: Cli, m: &ArgMatches) -> Result<RunConfig, UsageError> {
                 LogFormat::Text
             }
         }),
-        budget: budget(&cli.budget, m)?,
+        budget: budget(&cli.budget, given)?,
         report: cli.output.report,
         metrics_file: cli.output.metrics_file,
         command: cli.command,

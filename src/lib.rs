@@ -92,25 +92,32 @@ fn clap_error(e: &clap::Error) -> Exit {
 
 /// Parses the command line, runs what it asks for, and returns how to exit.
 pub fn main_with_args(args: Vec<OsString>) -> Exit {
-    let matches = match Cli::command().try_get_matches_from(args) {
+    // The definition of the command line is not dropped: freeing its
+    // hundreds of small allocations would cost more than the parse itself,
+    // and exit returns the memory anyway.
+    let mut command = std::mem::ManuallyDrop::new(Cli::command());
+    let mut matches = match command.try_get_matches_from_mut(args) {
         Ok(m) => m,
         Err(e) => return clap_error(&e),
     };
-    let cli = match Cli::from_arg_matches(&matches) {
+    let given = match matches.subcommand() {
+        None => config::Given::run(&matches),
+        Some(("schedule", sub)) => config::Given::policy(sub),
+        Some(_) => config::Given::default(),
+    };
+    // Taken apart in place: no copy of the matches is made.
+    let cli = match Cli::from_arg_matches_mut(&mut matches) {
         Ok(c) => c,
         Err(e) => return clap_error(&e),
     };
     let result = match cli.subcommand {
-        Some(Sub::Schedule(ref args)) => {
-            let sub = matches.subcommand_matches("schedule").unwrap_or(&matches);
-            config::policy(&args.policy, sub).map(|cfg| {
-                let _ = std::io::stdout().write_all(schedule::render(&cfg, args.format).as_bytes());
-                Exit::SUCCESS
-            })
-        }
+        Some(Sub::Schedule(ref args)) => config::policy(&args.policy, given).map(|cfg| {
+            let _ = std::io::stdout().write_all(schedule::render(&cfg, args.format).as_bytes());
+            Exit::SUCCESS
+        }),
         Some(Sub::Budget(ref command)) => budget_command(command),
         Some(Sub::Simulate(ref args)) => simulate_command(args),
-        None => run_command(cli, &matches),
+        None => run_command(cli, given),
     };
     result.unwrap_or_else(|UsageError(message)| {
         say(&message);
@@ -118,8 +125,8 @@ pub fn main_with_args(args: Vec<OsString>) -> Exit {
     })
 }
 
-fn run_command(cli: Cli, matches: &clap::ArgMatches) -> Result<Exit, UsageError> {
-    let cfg = config::run(cli, matches)?;
+fn run_command(cli: Cli, given: config::Given) -> Result<Exit, UsageError> {
+    let cfg = config::run(cli, given)?;
     // Before the signal handlers: until then Ctrl-C ends a long read at once.
     let stdin = if cfg.replay_stdin {
         Some(child::spool_stdin().map_err(|e| UsageError(format!("cannot read stdin: {e}")))?)
