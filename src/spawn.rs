@@ -9,7 +9,7 @@
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::os::fd::BorrowedFd;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
@@ -40,7 +40,27 @@ struct Prepared {
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     first: std::cell::Cell<usize>,
     words: Vec<CString>,
-    base_env: Vec<CString>,
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    base_env: Environment,
+}
+
+/// backoff's environment without the variables a launch sets or removes:
+/// the `NAME=value` strings, each with its NUL, one after another in one
+/// buffer (made once, with two allocations instead of several per
+/// variable).
+struct Environment {
+    bytes: Vec<u8>,
+    starts: Vec<usize>,
+}
+
+impl Environment {
+    /// Pointers to the strings, for `execve`.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    fn pointers(&self) -> impl Iterator<Item = *const std::ffi::c_char> {
+        self.starts
+            .iter()
+            .map(|&i| self.bytes[i..].as_ptr().cast::<std::ffi::c_char>())
+    }
 }
 
 impl Program {
@@ -205,17 +225,49 @@ pub fn pipe_bytes(fd: BorrowedFd<'_>) -> usize {
     }
 }
 
-/// backoff's environment without the variables `changes` name.
-fn environment(changes: &[(&str, Option<String>)]) -> Vec<CString> {
-    std::env::vars_os()
-        .filter(|(k, _)| !changes.iter().any(|(c, _)| OsStr::new(c) == k))
-        .filter_map(|(k, v)| {
-            let mut kv = k.into_vec();
-            kv.push(b'=');
-            kv.extend_from_slice(v.as_bytes());
-            CString::new(kv).ok()
-        })
-        .collect()
+/// backoff's environment without the variables `changes` name. Entries
+/// are read as `std::env::vars_os` reads them: the name ends at the first
+/// `=` after its first byte, and an entry with no such `=` is left out.
+fn environment(changes: &[(&str, Option<String>)]) -> Environment {
+    unsafe extern "C" {
+        static environ: *const *const std::ffi::c_char;
+    }
+    let mut kept: Vec<&[u8]> = Vec::new();
+    // SAFETY: `environ` is the process's environment, a null-terminated
+    // array of NUL-terminated strings. Nothing changes it while it is
+    // read: backoff never sets or removes a variable (the calls that do
+    // are `unsafe` and appear nowhere in it) and no other thread runs yet.
+    let mut entry = unsafe { environ };
+    while !entry.is_null() {
+        // SAFETY: see above; `entry` points into the array before its null.
+        let s = unsafe { *entry };
+        if s.is_null() {
+            break;
+        }
+        // SAFETY: a NUL-terminated string of the environment.
+        let kv = unsafe { std::ffi::CStr::from_ptr(s) }.to_bytes_with_nul();
+        let named = kv
+            .iter()
+            .skip(1)
+            .position(|&b| b == b'=')
+            .map(|i| &kv[..=i]);
+        if let Some(name) = named
+            && !changes.iter().any(|(c, _)| c.as_bytes() == name)
+        {
+            kept.push(kv);
+        }
+        // SAFETY: the array goes on at least to its null entry.
+        entry = unsafe { entry.add(1) };
+    }
+    let mut env = Environment {
+        bytes: Vec::with_capacity(kept.iter().map(|kv| kv.len()).sum()),
+        starts: Vec::with_capacity(kept.len()),
+    };
+    for kv in kept {
+        env.starts.push(env.bytes.len());
+        env.bytes.extend_from_slice(kv);
+    }
+    env
 }
 
 /// `changes` that set a variable, as `NAME=value` strings.
@@ -325,9 +377,8 @@ mod imp {
             .collect();
         let envp = p
             .base_env
-            .iter()
-            .chain(&set)
-            .map(|e| e.as_ptr())
+            .pointers()
+            .chain(set.iter().map(|e| e.as_ptr()))
             .chain([ptr::null()])
             .collect();
         let mut plan = Plan {

@@ -95,6 +95,32 @@ fn an_inherited_backoff_last_status_does_not_leak_into_the_first_attempt() {
 }
 
 #[test]
+fn the_child_gets_backoffs_environment_with_only_the_attempt_variables_changed() {
+    let out = backoff(["--base", "1ms", "--max-retries", "1", "--", "/usr/bin/env"])
+        .env_clear()
+        .env("KEEP", "a=b c")
+        .env("EMPTY", "")
+        .env("BACKOFF_ATTEMPTS_SEEN", "kept: not one of backoff's names")
+        .env("BACKOFF_ATTEMPT", "9")
+        .env("BACKOFF_LAST_STATUS", "99")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut lines: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        [
+            "BACKOFF_ATTEMPT=1",
+            "BACKOFF_ATTEMPTS_SEEN=kept: not one of backoff's names",
+            "BACKOFF_MAX_ATTEMPTS=2",
+            "EMPTY=",
+            "KEEP=a=b c",
+        ]
+    );
+}
+
+#[test]
 fn processes_a_failed_attempt_left_behind_are_ended_before_the_retry() {
     let dir = crate::support::TempDir::new("lingering");
     let pids = dir.join("pids");
