@@ -71,6 +71,42 @@ fn inconsistent_policies_are_refused() {
 }
 
 #[test]
+fn limits_and_stores_given_on_the_command_line_are_told_from_the_environment() {
+    // Given twice on the command line: refused, for a run and for schedule.
+    refused(&["--attempts", "2", "--forever"], "--attempts");
+    backoff(["schedule", "--max-retries", "3", "--attempts", "2"])
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains(
+            "'--max-retries' cannot be used with '--attempts'",
+        ));
+    // From the environment, a default that a flag overrides.
+    backoff([
+        "schedule",
+        "--attempts",
+        "2",
+        "--jitter",
+        "none",
+        "--format",
+        "csv",
+    ])
+    .env("BACKOFF_MAX_RETRIES", "5")
+    .assert()
+    .success()
+    .stdout(predicates::str::is_match("(?s)^[^\\n]*\\n1,[^\\n]*\\n$").unwrap());
+    // A store on the command line needs a budget; one in the environment
+    // is set once for every command, budgeted or not.
+    refused(
+        &["--budget-store", "redis://127.0.0.1:1"],
+        "'--budget-store' needs",
+    );
+    backoff(["--", "true"])
+        .env("BACKOFF_BUDGET_STORE", "redis://127.0.0.1:1")
+        .assert()
+        .success();
+}
+
+#[test]
 fn a_zero_delay_is_allowed_when_asked_for_explicitly() {
     backoff([
         "--base",
