@@ -40,22 +40,23 @@ struct Prepared {
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     first: std::cell::Cell<usize>,
     words: Vec<CString>,
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    #[cfg(target_os = "linux")]
     base_env: Environment,
 }
 
 /// backoff's environment without the variables a launch sets or removes:
 /// the `NAME=value` strings, each with its NUL, one after another in one
 /// buffer (made once, with two allocations instead of several per
-/// variable).
+/// variable). Elsewhere the standard library passes the environment on.
+#[cfg(target_os = "linux")]
 struct Environment {
     bytes: Vec<u8>,
     starts: Vec<usize>,
 }
 
+#[cfg(target_os = "linux")]
 impl Environment {
     /// Pointers to the strings, for `execve`.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn pointers(&self) -> impl Iterator<Item = *const std::ffi::c_char> {
         self.starts
             .iter()
@@ -89,6 +90,7 @@ impl Program {
                     .iter()
                     .map(|w| c_string(w))
                     .collect::<io::Result<_>>()?,
+                #[cfg(target_os = "linux")]
                 base_env: environment(l.env),
             });
         }
@@ -228,6 +230,7 @@ pub fn pipe_bytes(fd: BorrowedFd<'_>) -> usize {
 /// backoff's environment without the variables `changes` name. Entries
 /// are read as `std::env::vars_os` reads them: the name ends at the first
 /// `=` after its first byte, and an entry with no such `=` is left out.
+#[cfg(target_os = "linux")]
 fn environment(changes: &[(&str, Option<String>)]) -> Environment {
     unsafe extern "C" {
         static environ: *const *const std::ffi::c_char;
