@@ -92,22 +92,8 @@ fn clap_error(e: &clap::Error) -> Exit {
 
 /// Parses the command line, runs what it asks for, and returns how to exit.
 pub fn main_with_args(args: Vec<OsString>) -> Exit {
-    // The definition of the command line is not dropped: freeing its
-    // hundreds of small allocations would cost more than the parse itself,
-    // and exit returns the memory anyway.
-    let mut command = std::mem::ManuallyDrop::new(Cli::command());
-    let mut matches = match command.try_get_matches_from_mut(args) {
-        Ok(m) => m,
-        Err(e) => return clap_error(&e),
-    };
-    let given = match matches.subcommand() {
-        None => config::Given::run(&matches),
-        Some(("schedule", sub)) => config::Given::policy(sub),
-        Some(_) => config::Given::default(),
-    };
-    // Taken apart in place: no copy of the matches is made.
-    let cli = match Cli::from_arg_matches_mut(&mut matches) {
-        Ok(c) => c,
+    let (cli, given) = match parse(args) {
+        Ok(parsed) => parsed,
         Err(e) => return clap_error(&e),
     };
     let result = match cli.subcommand {
@@ -125,6 +111,26 @@ pub fn main_with_args(args: Vec<OsString>) -> Exit {
     })
 }
 
+/// Parses the command line. Kept out of line, as is `run_command`, so that
+/// the parser's large stack frames and those of the run are not stacked on
+/// one another: every page of stack first touched costs a page fault.
+#[inline(never)]
+fn parse(args: Vec<OsString>) -> Result<(Cli, config::Given), clap::Error> {
+    // The definition of the command line is not dropped: freeing its
+    // hundreds of small allocations would cost more than the parse itself,
+    // and exit returns the memory anyway.
+    let mut command = std::mem::ManuallyDrop::new(Cli::command());
+    let mut matches = command.try_get_matches_from_mut(args)?;
+    let given = match matches.subcommand() {
+        None => config::Given::run(&matches),
+        Some(("schedule", sub)) => config::Given::policy(sub),
+        Some(_) => config::Given::default(),
+    };
+    // Taken apart in place: no copy of the matches is made.
+    Ok((Cli::from_arg_matches_mut(&mut matches)?, given))
+}
+
+#[inline(never)]
 fn run_command(cli: Cli, given: config::Given) -> Result<Exit, UsageError> {
     let cfg = config::run(cli, given)?;
     // Before the signal handlers: until then Ctrl-C ends a long read at once.
