@@ -84,9 +84,9 @@ class Settings:
     overhead_runs: int = 1000
     overhead_warmup: int = 20  # per round
     overhead_rounds: int = 5
-    attempts_runs: int = 10
+    attempts_runs: int = 24
     attempts_warmup: int = 1  # per round
-    attempts_rounds: int = 2
+    attempts_rounds: int = 4
     wait_delay_s: float = 10.0
     signal_reps: int = 20
     sleep_reps: int = 20
