@@ -233,13 +233,15 @@ pub fn pipe_bytes(fd: BorrowedFd<'_>) -> usize {
 #[cfg(target_os = "linux")]
 fn environment(changes: &[(&str, Option<String>)]) -> Environment {
     unsafe extern "C" {
-        static environ: *const *const std::ffi::c_char;
+        // `mut`: setenv and the like replace it (backoff never calls them).
+        static mut environ: *const *const std::ffi::c_char;
     }
     let mut kept: Vec<&[u8]> = Vec::new();
     // SAFETY: `environ` is the process's environment, a null-terminated
     // array of NUL-terminated strings. Nothing changes it while it is
-    // read: backoff never sets or removes a variable (the calls that do
-    // are `unsafe` and appear nowhere in it) and no other thread runs yet.
+    // read: nothing in backoff sets, removes or clears a variable (the
+    // calls that do are `unsafe` and appear nowhere in it), and readers
+    // elsewhere do not change it.
     let mut entry = unsafe { environ };
     while !entry.is_null() {
         // SAFETY: see above; `entry` points into the array before its null.
