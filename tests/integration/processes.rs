@@ -120,6 +120,44 @@ fn the_child_gets_backoffs_environment_with_only_the_attempt_variables_changed()
     );
 }
 
+/// Starts backoff with `environ` exactly as given (entries without `=`,
+/// duplicates and bytes that are not UTF-8 included, which `Command::env`
+/// cannot make), running a child that prints the environment it received
+/// and fails at its first attempt.
+#[test]
+fn odd_environment_entries_pass_as_the_standard_library_reads_them() {
+    const LAUNCH: &str = r#"
+import ctypes, sys
+env = [b"NOEQ", b"=A=b", b"DUP=1", b"DUP=2", b"BACKOFF_ATTEMPT=9", b"BACKOFF_ATTEMPT",
+       b"N\xff=\x80", b"BACKOFF_LAST_STATUS=77", b"BACKOFF_ATTEMPTX=y", b"E="]
+child = ("import sys; e = open('/proc/self/environ', 'rb').read(); "
+         "sys.stdout.write(repr(e) + chr(10)); sys.exit(b'BACKOFF_ATTEMPT=1' in e.split(bytes(1)))")
+args = [sys.argv[1].encode(), b"--base", b"1ms", b"--max-retries", b"1", b"-q", b"--",
+        sys.executable.encode(), b"-c", child.encode()]
+def array(items):
+    a = (ctypes.c_char_p * (len(items) + 1))(*items)
+    a[len(items)] = None
+    return a
+libc = ctypes.CDLL(None, use_errno=True)
+libc.execve(args[0], array(args), array(env))
+sys.exit("execve: %d" % ctypes.get_errno())
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", LAUNCH])
+        .arg(crate::support::bin())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let common = r"=A=b\x00DUP=1\x00DUP=2\x00N\xff=\x80\x00BACKOFF_ATTEMPTX=y\x00E=\x00";
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!(
+            "b'{common}BACKOFF_ATTEMPT=1\\x00BACKOFF_MAX_ATTEMPTS=2\\x00'\n\
+             b'{common}BACKOFF_ATTEMPT=2\\x00BACKOFF_MAX_ATTEMPTS=2\\x00BACKOFF_LAST_STATUS=1\\x00'\n"
+        )
+    );
+}
+
 #[test]
 fn processes_a_failed_attempt_left_behind_are_ended_before_the_retry() {
     let dir = crate::support::TempDir::new("lingering");
