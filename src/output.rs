@@ -198,8 +198,6 @@ impl LineScanner {
     }
 }
 
-/// Matches every line of `block` (complete lines, or one piece of a long
-/// line). Blocks where no pattern matches at all are skipped in one search.
 /// Matches the lines of `block`, which ends at a line's end. A line longer
 /// than `MAX_LINE` (with its newline) is matched in pieces of `MAX_LINE` bytes,
 /// as it is when it comes in many reads.
@@ -225,7 +223,8 @@ fn scan_block(rules: &OutputRules, block: &[u8], seen: &mut Observed) {
     scan_short(rules, &block[short..], seen);
 }
 
-/// Matches the lines of `block`, none of them longer than `MAX_LINE`.
+/// Matches the lines of `block`, none of them longer than `MAX_LINE`. A
+/// block where no pattern matches at all is skipped in one search.
 fn scan_short(rules: &OutputRules, block: &[u8], seen: &mut Observed) {
     if rules.any.as_ref().is_some_and(|any| !any.is_match(block)) {
         return;

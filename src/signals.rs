@@ -83,8 +83,9 @@ pub fn left_ignored(sig: c_int) -> bool {
 
 /// Watches signals through a self-pipe so that one `poll` can wait for a
 /// signal, the command's output and a deadline at once (no polling loop, and
-/// no sleep a signal cannot cut short). Each handler writes its signal's number into the pipe,
-/// so signals arrive in order and none is merged with another.
+/// no sleep a signal cannot cut short). Each handler writes its signal's
+/// number into the pipe, so signals arrive in order and none is merged with
+/// another.
 pub struct SignalWatch {
     wake: PipeReader,
 }
