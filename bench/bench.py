@@ -355,6 +355,11 @@ def table(rows: list[list[str]], indent: str = "  ") -> None:
         print(indent + "  ".join(cells).rstrip())
 
 
+def timing_cells(argv: list[str], r: Timing, digits: int) -> list[str]:
+    """A hyperfine result's first table cells: command, mean, sd and median in ms."""
+    return [shlex.join(argv), *(f"{v:.{digits}f}" for v in (r.mean, r.stddev, r.median))]
+
+
 def verdict_below(value: float, limit: float, unit: str) -> str:
     """'met' when value < limit, else how far above the limit it is."""
     if value < limit:
@@ -415,8 +420,8 @@ def bench_overhead(cfg: Settings, tools: list[Tool], hf: Hyperfine | None, summa
     rows = [["command", "mean ms", "± sd", "median ms", "min ms", "minus true ms"]]
     for name, argv in commands:
         r = res[name]
-        rows.append([shlex.join(argv), f"{r.mean:.3f}", f"{r.stddev:.3f}", f"{r.median:.3f}",
-                     f"{r.min:.3f}", f"{r.mean - direct.mean:+.3f}" if r is not direct else ""])
+        rows.append([*timing_cells(argv, r, 3), f"{r.min:.3f}",
+                     f"{r.mean - direct.mean:+.3f}" if r is not direct else ""])
     table(rows)
 
     over_mean, over_median = b.mean - direct.mean, b.median - direct.median
@@ -518,8 +523,8 @@ def bench_attempts(cfg: Settings, tools: list[Tool], hf: Hyperfine | None, summa
     rows = [["command", "mean ms", "± sd", "median ms", "µs/attempt", "minus loop µs"]]
     for name, argv in commands:
         r = res[name]
-        rows.append([shlex.join(argv), f"{r.mean:.1f}", f"{r.stddev:.1f}", f"{r.median:.1f}",
-                     f"{per_us[name]:.1f}", f"{per_us[name] - floor_us:+.1f}"])
+        rows.append([*timing_cells(argv, r, 1), f"{per_us[name]:.1f}",
+                     f"{per_us[name] - floor_us:+.1f}"])
     table(rows)
     print()
     print("  'minus loop' is what a tool spends per attempt beyond a shell loop that just")
@@ -1364,8 +1369,7 @@ def bench_budget(cfg: Settings, backoff: Tool, hf: Hyperfine | None, summary: li
     rows = [["command", "mean ms", "± sd", "median ms", "min ms", "max ms"]]
     for name, argv in commands:
         r = res[name]
-        rows.append([shlex.join(argv), f"{r.mean:.1f}", f"{r.stddev:.1f}", f"{r.median:.1f}",
-                     f"{r.min:.1f}", f"{r.max:.1f}"])
+        rows.append([*timing_cells(argv, r, 1), f"{r.min:.1f}", f"{r.max:.1f}"])
     table(rows)
     base = res["no budget"]
 
