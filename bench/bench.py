@@ -114,9 +114,9 @@ class Tool:
     notes: dict[str, str] = field(default_factory=dict)
 
 
-def make_backoff(path: str) -> Tool:
+def make_backoff(path: str, name: str = "backoff") -> Tool:
     return Tool(
-        name="backoff",
+        name=name,
         path=path,
         once=lambda: [path, "--", "true"],
         failing=lambda n, child: [
@@ -401,7 +401,8 @@ def describe_status(status: int) -> str:
 # ---------------------------------------------------------------------------
 
 
-def bench_overhead(cfg: Settings, tools: list[Tool], hf: Hyperfine | None, summary: list[Row]):
+def bench_overhead(cfg: Settings, tools: list[Tool], also: list[Tool], hf: Hyperfine | None,
+                   summary: list[Row]):
     header("1. Invocation overhead: run `true` once")
     if hf is None:
         print("  skipped: hyperfine is not installed")
@@ -413,7 +414,8 @@ def bench_overhead(cfg: Settings, tools: list[Tool], hf: Hyperfine | None, summa
     # the least any wrapper that runs a program can add.
     env = shutil.which("env")
     reference = [("env true (reference)", [env, "true"])] if env else []
-    commands = [("true (direct)", ["true"]), *reference, *((t.name, t.once()) for t in tools)]
+    commands = [("true (direct)", ["true"]), *reference,
+                *((t.name, t.once()) for t in [*tools[:1], *also, *tools[1:]])]
     res = hf.run(commands, cfg.overhead_runs, cfg.overhead_warmup, cfg.overhead_rounds)
 
     direct, b = res["true (direct)"], res["backoff"]
@@ -436,6 +438,10 @@ def bench_overhead(cfg: Settings, tools: list[Tool], hf: Hyperfine | None, summa
     for t in tools[1:]:
         print(f"  backoff / {t.name}: {ratios[t.name]:.2f}x (mean), "
               f"{ratio(b.median, res[t.name].median):.2f}x (median)")
+    for a in also:
+        print(f"  {a.name} minus `true` direct: {res[a.name].mean - direct.mean:+.3f} ms (mean); "
+              + ", ".join(f"/ {t.name}: {ratio(res[a.name].mean, res[t.name].mean):.2f}x"
+                          for t in tools[1:]))
 
     summary.append(Row("overhead: `-- true` minus `true`, mean", f"{over_mean:.3f} ms",
                        f"< {PROMISE_OVERHEAD_MS} ms",
@@ -448,6 +454,10 @@ def bench_overhead(cfg: Settings, tools: list[Tool], hf: Hyperfine | None, summa
     summary.append(Row("overhead: `-- true`, mean", f"{b.mean:.3f} ms", "< every peer",
                        verdict_ratios(ratios),
                        {n: f"{res[n].mean:.3f} ms ({r:.2f}x)" for n, r in ratios.items()}))
+    for a in also:
+        summary.append(Row(f"  {a.name}", f"{res[a.name].mean:.3f} ms", "", "(not judged)",
+                           {t.name: f"{ratio(res[a.name].mean, res[t.name].mean):.2f}x"
+                            for t in tools[1:]}))
 
 
 # ---------------------------------------------------------------------------
@@ -484,7 +494,8 @@ def count_attempts_argv(argv: Callable[[list[str]], list[str]]) -> tuple[int, fl
             return 0, wall
 
 
-def bench_attempts(cfg: Settings, tools: list[Tool], hf: Hyperfine | None, summary: list[Row]):
+def bench_attempts(cfg: Settings, tools: list[Tool], also: list[Tool], hf: Hyperfine | None,
+                   summary: list[Row]):
     header(f"2. Cost per attempt: {ATTEMPTS} failing attempts of `false`, no delay")
     if hf is None:
         print("  skipped: hyperfine is not installed")
@@ -493,8 +504,9 @@ def bench_attempts(cfg: Settings, tools: list[Tool], hf: Hyperfine | None, summa
     # Each tool must really make ATTEMPTS attempts without sleeping between
     # them; a child that appends a line to a file per attempt shows both.
     made: dict[str, int] = {}
+    measured = [*tools[:1], *also, *tools[1:]]
     print("  check: each configuration below, with a counting child (sh) instead of false:")
-    for t in tools:
+    for t in measured:
         n, wall = count_attempts(t)
         made[t.name] = n
         ok = "ok" if n == ATTEMPTS else f"NOT {ATTEMPTS}: per-attempt figures divide by {n}"
@@ -510,7 +522,7 @@ def bench_attempts(cfg: Settings, tools: list[Tool], hf: Hyperfine | None, summa
     false = shutil.which("false") or "/bin/false"
     loop = f'i=0; while [ $i -lt {ATTEMPTS} ]; do {shlex.quote(false)}; i=$((i+1)); done'
     reference = ("sh loop (reference)", ["sh", "-c", loop])
-    commands = [(t.name, t.failing(ATTEMPTS, ["false"])) for t in tools] + [reference]
+    commands = [(t.name, t.failing(ATTEMPTS, ["false"])) for t in measured] + [reference]
     print(f"  hyperfine -N, {cfg.attempts_runs} runs each in {cfg.attempts_rounds} rounds "
           f"of rotated order, {cfg.attempts_warmup} warmup run(s) per round; per-attempt "
           "figures use the median")
@@ -532,10 +544,17 @@ def bench_attempts(cfg: Settings, tools: list[Tool], hf: Hyperfine | None, summa
     ratios = {t.name: ratio(per_us["backoff"], per_us[t.name]) for t in tools[1:]}
     for name, r in ratios.items():
         print(f"  backoff / {name}: {r:.2f}x per attempt")
+    for a in also:
+        print(f"  {a.name}: " + ", ".join(
+            f"/ {t.name}: {ratio(per_us[a.name], per_us[t.name]):.2f}x" for t in tools[1:]))
 
     summary.append(Row("per attempt: 1000 x false, no delay", f"{per_us['backoff']:.1f} µs",
                        "< every peer", verdict_ratios(ratios),
                        {n: f"{per_us[n]:.1f} µs ({r:.2f}x)" for n, r in ratios.items()}))
+    for a in also:
+        summary.append(Row(f"  {a.name}", f"{per_us[a.name]:.1f} µs", "", "(not judged)",
+                           {t.name: f"{ratio(per_us[a.name], per_us[t.name]):.2f}x"
+                            for t in tools[1:]}))
     summary.append(Row("  sh loop running false (reference)", f"{floor_us:.1f} µs", "",
                        "(reference)"))
 
@@ -1505,6 +1524,9 @@ def main() -> int:
                         help="delay of the CPU-while-waiting run and length of the "
                              "timed attempt of the timer-CPU run "
                              "(default: $BENCH_WAIT_DELAY or 10)")
+    parser.add_argument("--also", action="append", default=[], metavar="LABEL=PATH",
+                        help="another backoff binary, shown beside the measured one as "
+                             "'backoff (LABEL)' in the overhead and per-attempt sections")
     args = parser.parse_args()
     if not args.backoff or not os.access(args.backoff, os.X_OK):
         parser.error(f"no executable backoff binary: {args.backoff!r}")
@@ -1515,6 +1537,12 @@ def main() -> int:
         del os.environ[name]
 
     backoff = make_backoff(os.path.abspath(args.backoff))
+    also = []
+    for spec in args.also:
+        label, _, path = spec.partition("=")
+        if not label or not os.access(path, os.X_OK):
+            parser.error(f"--also wants LABEL=PATH with an executable PATH: {spec!r}")
+        also.append(make_backoff(os.path.abspath(path), f"backoff ({label})"))
     peers, missing = find_peers()
     tools = [backoff, *peers]
     hf_path = shutil.which("hyperfine")
@@ -1522,6 +1550,8 @@ def main() -> int:
 
     print("backoff benchmarks (SPEC.md section 13)")
     print(f"  backoff:   {backoff.path} ({(probe([backoff.path, '--version']) or '?').strip()})")
+    for a in also:
+        print(f"  {a.name}: {a.path} (shown beside it, not judged)")
     for t in peers:
         version = (probe([t.path, "--version"]) or "?").strip().splitlines()
         print(f"  {t.name + ':':10} {t.path} ({version[0] if version else '?'})")
@@ -1534,8 +1564,8 @@ def main() -> int:
 
     summary: list[Row] = []
     t0 = time.monotonic()
-    bench_overhead(cfg, tools, hf, summary)
-    bench_attempts(cfg, tools, hf, summary)
+    bench_overhead(cfg, tools, also, hf, summary)
+    bench_attempts(cfg, tools, also, hf, summary)
     bench_wait_cpu(cfg, backoff, summary)
     bench_signal(cfg, backoff, summary)
     bench_sleep(cfg, backoff, summary)

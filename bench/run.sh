@@ -19,9 +19,14 @@
 # --hold-stdout runs need as much free space there again.
 #
 # Environment:
-#   BACKOFF_BIN       the backoff binary to measure; default target/HOST/release/backoff
-#                     in the repository, built with `cargo build --release` when
-#                     missing
+#   BACKOFF_BIN       the backoff binary to measure. By default, the static musl
+#                     build (README, "Building") when the musl target and a musl C
+#                     compiler are installed, with the default glibc build shown
+#                     beside it as "backoff (glibc)"; otherwise the glibc build
+#                     alone. Each is built with cargo when missing.
+#   BACKOFF_ALSO      LABEL=PATH: another backoff binary to show beside the one
+#                     measured, as "backoff (LABEL)", in the overhead and
+#                     per-attempt sections (no verdicts)
 #   ATTEMPT_BIN       attempt (crate attempt-cli), if not on PATH or in /opt/peers/bin
 #   RETRY_BIN         Debian's retry, if not on PATH
 #   TIME_BIN          GNU time, if not /usr/bin/time (used for peak RSS)
@@ -39,6 +44,7 @@ caller_dir=$PWD
 repo_root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 cd -- "$repo_root"
 
+also=${BACKOFF_ALSO:-}
 if [[ -n ${BACKOFF_BIN:-} ]]; then
     # A path given by the caller is taken relative to where they stand.
     bin=$BACKOFF_BIN
@@ -48,14 +54,29 @@ if [[ -n ${BACKOFF_BIN:-} ]]; then
         exit 2
     fi
 else
-    # .cargo/config.toml builds for the host as an explicit target, so the
-    # binary lands under target/HOST/release.
+    # Built without CARGO_TARGET_DIR, so that the binaries land where they
+    # are looked for. .cargo/config.toml builds for the host as an explicit
+    # target, so the default build lands under target/HOST/release.
     host=$(rustc -vV | sed -n 's/^host: //p')
     bin=$repo_root/target/$host/release/backoff
     if [[ ! -x $bin ]]; then
         echo "bench: $bin is missing; running cargo build --release" >&2
-        # Without CARGO_TARGET_DIR so that the binary lands where it is looked for.
         env -u CARGO_TARGET_DIR cargo build --release >&2
+    fi
+    musl=${host%-gnu}-musl
+    if [[ $host == *-linux-gnu ]] \
+        && rustup target list --installed 2>/dev/null | grep -qx "$musl" \
+        && command -v "${host%%-*}-linux-musl-gcc" >/dev/null; then
+        musl_bin=$repo_root/target/$musl/release/backoff
+        if [[ ! -x $musl_bin ]]; then
+            echo "bench: $musl_bin is missing; running cargo build --release --target $musl" >&2
+            env -u CARGO_TARGET_DIR cargo build --release --target "$musl" >&2
+        fi
+        [[ -n $also ]] || also="glibc=$bin"
+        bin=$musl_bin
+    elif [[ $host == *-linux-gnu ]]; then
+        echo "bench: the static musl build is not measured: it needs" \
+            "\`rustup target add $musl\` and a musl C compiler (Debian: musl-tools)" >&2
     fi
 fi
 
@@ -65,4 +86,4 @@ if ! command -v python3 >/dev/null; then
 fi
 # hyperfine is optional: without it the timing sections say they are skipped.
 
-exec python3 "$repo_root/bench/bench.py" --backoff "$bin" "$@"
+exec python3 "$repo_root/bench/bench.py" --backoff "$bin" ${also:+--also "$also"} "$@"
