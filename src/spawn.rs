@@ -4,7 +4,8 @@
 //! signal that `posix_spawn` cannot set. Elsewhere the standard library
 //! spawns it. Also the few descriptor operations std has no call for
 //! (pipe sizes, tee, closed standard descriptors). With `signals`, this is
-//! the only module with `unsafe` (main.rs only names its C `main`).
+//! the only module of the library with `unsafe` (main.rs has its own, to
+//! read `argv` in its C `main`).
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
