@@ -343,8 +343,11 @@ mod imp {
         libc::SIGPIPE,
     ];
 
-    /// The child's stack: far more than the few system calls it makes need.
-    const STACK: usize = 64 * 1024;
+    /// The child's stack, in the parent's frame as musl's `posix_spawn`
+    /// has it: the parent is suspended until the child executes the command
+    /// or exits. The child makes a few system calls and needs well under a
+    /// page; this is more than musl gives a child that does more.
+    const STACK: usize = 8 * 1024;
 
     /// Which of `RESET` to reset: signals inherited as ignored stay
     /// ignored, except SIGPIPE, which the runtime ignores, not the caller.
@@ -400,13 +403,13 @@ mod imp {
             reset: resets(),
             error: 0,
         };
-        // The child runs on its own stack; 64 KiB is far more than the few
-        // system calls it makes need.
-        let mut stack: Vec<u8> = Vec::with_capacity(STACK);
-        // SAFETY: one past the end of the allocation, rounded down to 16
-        // bytes as the ABI wants; the stack grows down from there, and its
-        // contents need no initialisation.
-        let top = unsafe { stack.as_mut_ptr().add(STACK) };
+        // The child's stack: no allocation, no mapping, and its pages are
+        // most likely touched already.
+        let mut stack = std::mem::MaybeUninit::<[u8; STACK]>::uninit();
+        // SAFETY: one past the end of the array, rounded down to 16 bytes as
+        // the ABI wants; the stack grows down from there, and its contents
+        // need no initialisation.
+        let top = unsafe { stack.as_mut_ptr().cast::<u8>().add(STACK) };
         let top = (top as usize & !15) as *mut c_void;
 
         // Block every signal so that no handler of backoff's runs in the
@@ -435,7 +438,6 @@ mod imp {
         unsafe {
             libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, ptr::null_mut());
         }
-        drop(stack);
         if pid < 0 {
             return Err(spawn_error);
         }
