@@ -81,9 +81,13 @@ RESTORED_SIGNALS = tuple(
 class Settings:
     """How hard each measurement works; `--quick` lowers everything."""
 
-    overhead_runs: int = 1000
-    overhead_warmup: int = 20  # per round
-    overhead_rounds: int = 5
+    # Many short rounds: a slow spell of a shared machine then weighs on
+    # every command alike. With 1000 runs in 5 rounds, one build's overhead
+    # measured 0.40 to 0.56 ms in five runs of this section on a 2-CPU
+    # machine; with 5000 runs in 25 rounds, 0.42 to 0.44 ms in five.
+    overhead_runs: int = 5000
+    overhead_warmup: int = 10  # per round
+    overhead_rounds: int = 25
     attempts_runs: int = 24
     attempts_warmup: int = 1  # per round
     attempts_rounds: int = 4
@@ -257,6 +261,8 @@ class Timing:
     median: float
     min: float
     max: float
+    # The mean of each round, in the order the rounds ran.
+    round_means: list[float] = field(default_factory=list)
 
 
 class Hyperfine:
@@ -280,11 +286,13 @@ class Hyperfine:
         ignore_failure: bool = False,
     ) -> dict[str, Timing]:
         times: dict[str, list[float]] = {name: [] for name, _ in commands}
+        means: dict[str, list[float]] = {name: [] for name, _ in commands}
         per_round = max(2, -(-runs // rounds))  # ceiling division
         for i in range(rounds):
             order = commands[i % len(commands):] + commands[:i % len(commands)]
             for name, t in self._once(order, per_round, warmup, ignore_failure).items():
                 times[name] += t
+                means[name].append(statistics.fmean(t) * 1e3)
         return {
             name: Timing(
                 mean=statistics.fmean(t) * 1e3,
@@ -292,6 +300,7 @@ class Hyperfine:
                 median=statistics.median(t) * 1e3,
                 min=min(t) * 1e3,
                 max=max(t) * 1e3,
+                round_means=means[name],
             )
             for name, t in times.items()
         }
@@ -427,9 +436,14 @@ def bench_overhead(cfg: Settings, tools: list[Tool], also: list[Tool], hf: Hyper
     table(rows)
 
     over_mean, over_median = b.mean - direct.mean, b.median - direct.median
+    per_round = sorted(x - y for x, y in zip(b.round_means, direct.round_means))
     print()
     print(f"  backoff minus `true` direct: {over_mean:+.3f} ms (mean), "
           f"{over_median:+.3f} ms (median); promise < {PROMISE_OVERHEAD_MS} ms")
+    if len(per_round) > 1:
+        print(f"  the same in each of the {len(per_round)} rounds: "
+              f"{per_round[0]:+.3f} to {per_round[-1]:+.3f} ms, "
+              f"median {statistics.median(per_round):+.3f} ms")
     if reference:
         e = res[reference[0][0]]
         print(f"  one more exec (`env true` minus `true`): {e.mean - direct.mean:+.3f} ms; "
