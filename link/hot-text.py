@@ -10,11 +10,11 @@ For each target (by default the host's, and the static musl build's when
 its Rust target is installed) it builds backoff's release binary with its
 symbols kept (in target/hot-text/), runs it under valgrind's callgrind in
 the situations listed in SCENARIOS, and lists every Rust function that ran,
-in any of them. The hash that
-Rust puts in each symbol name is replaced by a wildcard, so the list still
-matches after a change elsewhere in the program; a function that is renamed
-or newly called at start-up is missing from it until the list is made
-again. Then nothing breaks: start-up only touches more pages of code.
+in any of them. The hash that Rust puts in each symbol name is replaced by a
+wildcard, so the list still matches after a change elsewhere in the
+program; a function that is renamed or newly called at start-up is missing
+from it until the list is made again. Then nothing breaks: start-up only
+touches more pages of code.
 """
 
 import os
