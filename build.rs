@@ -1,7 +1,7 @@
 //! Places the functions backoff runs as it starts side by side at the start
 //! of its code, on Linux: see link/hot-text.ld. `BACKOFF_NO_HOT_TEXT=1`
 //! leaves the layout to the linker, for a linker that does not understand
-//! the script (GNU ld and lld do).
+//! the script: GNU ld (bfd) and lld do, gold and mold do not.
 
 fn main() {
     println!("cargo:rerun-if-changed=link/hot-text.ld");

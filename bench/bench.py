@@ -1551,7 +1551,8 @@ def settle(paths: list[str]) -> str:
             failed.append(f"{path} ({e.strerror})")
     if failed:
         return "page cache: could not drop " + ", ".join(failed)
-    return "page cache: every binary timed was dropped from it, to be read back from disk"
+    return ("page cache: backoff, the peers, `true` and `env` were dropped from it, "
+            "to be read back from disk")
 
 
 def main() -> int:
