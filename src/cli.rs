@@ -292,10 +292,9 @@ pub enum BudgetFormat {
 /// Where a budget lives and how big it is.
 #[derive(Debug, Clone, Args)]
 pub struct BudgetStore {
-    /// Most tokens a budget holds, and starts with.
-    #[arg(long, value_name = "N", default_value = "10", value_parser = values::burst,
-          allow_hyphen_values = true)]
-    pub budget_burst: u64,
+    /// Most tokens a budget holds, and starts with [default: 10]
+    #[arg(long, value_name = "N", value_parser = values::burst, allow_hyphen_values = true)]
+    pub budget_burst: Option<u64>,
 
     /// Directory of the budgets' state files [default: $XDG_RUNTIME_DIR/backoff,
     /// else backoff-UID in the temporary directory]
@@ -314,15 +313,16 @@ pub struct BudgetStore {
     )]
     pub budget_store: Option<String>,
 
-    /// How long to wait for the budget store before giving up on it.
-    #[arg(long, value_name = "DURATION", default_value = "250ms", value_parser = values::duration,
+    /// How long to wait for the budget store before giving up on it
+    /// [default: 250ms]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration,
           allow_hyphen_values = true)]
-    pub budget_store_timeout: Duration,
+    pub budget_store_timeout: Option<Duration>,
 
     /// When the budget store cannot be reached: retry under the local policy
-    /// alone (open), or do not retry (closed).
-    #[arg(long, value_enum, value_name = "MODE", default_value = "open")]
-    pub budget_store_fail: FailMode,
+    /// alone (open), or do not retry (closed) [default: open]
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub budget_store_fail: Option<FailMode>,
 }
 
 /// The retry budget of a run.
@@ -336,10 +336,9 @@ pub struct BudgetArgs {
     #[arg(long, value_name = "KEY", value_parser = values::budget_key)]
     pub budget: Option<String>,
 
-    /// Tokens a success deposits.
-    #[arg(long, value_name = "R", default_value = "0.1", value_parser = values::ratio,
-          allow_hyphen_values = true)]
-    pub budget_ratio: u64,
+    /// Tokens a success deposits [default: 0.1]
+    #[arg(long, value_name = "R", value_parser = values::ratio, allow_hyphen_values = true)]
+    pub budget_ratio: Option<u64>,
 
     #[command(flatten)]
     pub store: BudgetStore,
@@ -371,32 +370,32 @@ pub enum Format {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Policy")]
 pub struct PolicyArgs {
-    /// Upper bound of the first retry's delay.
+    /// Upper bound of the first retry's delay [default: 100ms]
     #[arg(long, value_name = "DURATION", env = "BACKOFF_BASE", hide_env_values = true,
-          default_value = "100ms", value_parser = values::duration, allow_hyphen_values = true)]
-    pub base: Duration,
+          value_parser = values::duration, allow_hyphen_values = true)]
+    pub base: Option<Duration>,
 
-    /// No single delay exceeds it, whatever the jitter.
+    /// No single delay exceeds it, whatever the jitter [default: 30s]
     #[arg(long, value_name = "DURATION", env = "BACKOFF_CAP", hide_env_values = true,
-          default_value = "30s", value_parser = values::duration, allow_hyphen_values = true)]
-    pub cap: Duration,
+          value_parser = values::duration, allow_hyphen_values = true)]
+    pub cap: Option<Duration>,
 
-    /// Growth of the bound per retry: finite, at least 1 (1 = constant).
+    /// Growth of the bound per retry: finite, at least 1 (1 = constant)
+    /// [default: 2]
     #[arg(long, value_name = "F", env = "BACKOFF_FACTOR", hide_env_values = true,
-          default_value = "2", value_parser = values::factor, allow_hyphen_values = true)]
-    pub factor: f64,
+          value_parser = values::factor, allow_hyphen_values = true)]
+    pub factor: Option<f64>,
 
-    /// How a delay is drawn from its bound.
+    /// How a delay is drawn from its bound [default: full]
     #[arg(
         long,
         value_enum,
         value_name = "KIND",
         env = "BACKOFF_JITTER",
         hide_env_values = true,
-        default_value = "full",
         ignore_case = true
     )]
-    pub jitter: Jitter,
+    pub jitter: Option<Jitter>,
 
     /// Retries after the first attempt (0 = run once) [default: 6]
     #[arg(long, value_name = "N", env = "BACKOFF_MAX_RETRIES", hide_env_values = true,
@@ -445,15 +444,15 @@ pub struct TimeArgs {
           value_parser = values::duration, allow_hyphen_values = true)]
     pub timeout: Option<Duration>,
 
-    /// Signal sent when an attempt times out (name or number).
-    #[arg(long, value_name = "SIG", default_value = "TERM", value_parser = values::signal,
-          allow_hyphen_values = true)]
-    pub signal: i32,
+    /// Signal sent when an attempt times out (name or number) [default: TERM]
+    #[arg(long, value_name = "SIG", value_parser = values::signal, allow_hyphen_values = true)]
+    pub signal: Option<i32>,
 
-    /// How long a timed-out attempt may take to end before it is killed.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = values::duration,
+    /// How long a timed-out attempt may take to end before it is killed
+    /// [default: 5s]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration,
           allow_hyphen_values = true)]
-    pub kill_after: Duration,
+    pub kill_after: Option<Duration>,
 
     /// Deadline of the whole run, from its start: no attempt starts after
     /// it, a delay that would pass it is not slept, and the running attempt
@@ -540,6 +539,71 @@ pub struct OutputArgs {
     pub metrics_file: Option<PathBuf>,
 }
 
+// The defaults of the options that have one are not given to clap
+// (`default_value`) but written into their help texts and applied here: clap
+// would otherwise parse every default again at each start, which was a fifth
+// of the work of reading a command line. A test checks that each help text
+// names the value used.
+
+impl PolicyArgs {
+    /// `--base`.
+    pub fn base(&self) -> Duration {
+        self.base.unwrap_or(Duration::from_millis(100))
+    }
+
+    /// `--cap`.
+    pub fn cap(&self) -> Duration {
+        self.cap.unwrap_or(Duration::from_secs(30))
+    }
+
+    /// `--factor`.
+    pub fn factor(&self) -> f64 {
+        self.factor.unwrap_or(2.0)
+    }
+
+    /// `--jitter`.
+    pub fn jitter(&self) -> Jitter {
+        self.jitter.unwrap_or(Jitter::Full)
+    }
+}
+
+impl TimeArgs {
+    /// `--signal`.
+    pub fn signal(&self) -> i32 {
+        self.signal.unwrap_or(libc::SIGTERM)
+    }
+
+    /// `--kill-after`.
+    pub fn kill_after(&self) -> Duration {
+        self.kill_after.unwrap_or(Duration::from_secs(5))
+    }
+}
+
+impl BudgetArgs {
+    /// `--budget-ratio`, in millionths of a token.
+    pub fn budget_ratio(&self) -> u64 {
+        self.budget_ratio.unwrap_or(crate::budget::UNIT / 10)
+    }
+}
+
+impl BudgetStore {
+    /// `--budget-burst`, in millionths of a token.
+    pub fn budget_burst(&self) -> u64 {
+        self.budget_burst.unwrap_or(10 * crate::budget::UNIT)
+    }
+
+    /// `--budget-store-timeout`.
+    pub fn budget_store_timeout(&self) -> Duration {
+        self.budget_store_timeout
+            .unwrap_or(Duration::from_millis(250))
+    }
+
+    /// `--budget-store-fail`.
+    pub fn budget_store_fail(&self) -> FailMode {
+        self.budget_store_fail.unwrap_or(FailMode::Open)
+    }
+}
+
 /// Formats of backoff's own reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -565,6 +629,53 @@ mod tests {
             assert!(Cli::command().find_subcommand(name).is_some(), "{name}");
         }
         assert!(!Sub::has_subcommand("help"));
+    }
+
+    /// The default a help text names, as given on the command line.
+    fn default_in_help(cmd: &clap::Command, id: &str) -> String {
+        let arg = cmd.get_arguments().find(|a| a.get_id() == id).unwrap();
+        let help = arg.get_help().unwrap().to_string();
+        let (_, rest) = help.rsplit_once("[default: ").unwrap();
+        rest.strip_suffix(']').unwrap().to_owned()
+    }
+
+    #[test]
+    fn each_default_named_in_the_help_is_the_value_used() {
+        let cmd = Cli::command();
+        let mut argv = vec!["backoff".to_owned()];
+        for id in [
+            "base",
+            "cap",
+            "factor",
+            "jitter",
+            "signal",
+            "kill_after",
+            "budget_ratio",
+            "budget_burst",
+            "budget_store_timeout",
+            "budget_store_fail",
+        ] {
+            argv.push(format!("--{}", id.replace('_', "-")));
+            argv.push(default_in_help(&cmd, id));
+        }
+        argv.extend(["--".to_owned(), "x".to_owned()]);
+        let given = Cli::try_parse_from(&argv).unwrap();
+        let none = Cli::try_parse_from(["backoff", "--", "x"]).unwrap();
+        assert!(none.policy.base.is_none() && given.policy.base.is_some());
+        assert_eq!(given.policy.base(), none.policy.base());
+        assert_eq!(given.policy.cap(), none.policy.cap());
+        assert_eq!(
+            given.policy.factor().to_bits(),
+            none.policy.factor().to_bits()
+        );
+        assert_eq!(given.policy.jitter(), none.policy.jitter());
+        assert_eq!(given.time.signal(), none.time.signal());
+        assert_eq!(given.time.kill_after(), none.time.kill_after());
+        assert_eq!(given.budget.budget_ratio(), none.budget.budget_ratio());
+        let (g, n) = (&given.budget.store, &none.budget.store);
+        assert_eq!(g.budget_burst(), n.budget_burst());
+        assert_eq!(g.budget_store_timeout(), n.budget_store_timeout());
+        assert_eq!(g.budget_store_fail(), n.budget_store_fail());
     }
 
     #[test]

@@ -82,8 +82,8 @@ pub fn limits(args: &TimeArgs) -> Result<Limits, UsageError> {
     }
     Ok(Limits {
         timeout: args.timeout,
-        signal: args.signal,
-        kill_after: args.kill_after,
+        signal: args.signal(),
+        kill_after: args.kill_after(),
         max_time: args.max_time,
         preserve_status: args.preserve_status,
     })
@@ -165,14 +165,14 @@ fn show(d: Duration) -> String {
 /// Builds a checked policy from its flags; `given` tells which of them the
 /// command line gave.
 pub fn policy(args: &PolicyArgs, given: Given) -> Result<PolicyConfig, UsageError> {
-    if args.base > args.cap {
+    if args.base() > args.cap() {
         return Err(invalid(
-            show(args.base),
+            show(args.base()),
             "--base",
-            format!("greater than --cap ({})", show(args.cap)),
+            format!("greater than --cap ({})", show(args.cap())),
         ));
     }
-    if args.base.is_zero() && !(args.jitter == Jitter::None && args.cap.is_zero()) {
+    if args.base().is_zero() && !(args.jitter() == Jitter::None && args.cap().is_zero()) {
         return Err(invalid(
             "0",
             "--base",
@@ -210,10 +210,10 @@ pub fn policy(args: &PolicyArgs, given: Given) -> Result<PolicyConfig, UsageErro
     };
     Ok(PolicyConfig {
         policy: Policy {
-            base: args.base,
-            cap: args.cap,
-            factor: args.factor,
-            jitter: args.jitter,
+            base: args.base(),
+            cap: args.cap(),
+            factor: args.factor(),
+            jitter: args.jitter(),
         },
         max_retries,
         seed: args.seed,
@@ -287,11 +287,11 @@ pub fn simulation(args: &SimulateArgs, seed: fn() -> u64) -> Result<simulate::Se
 /// of `--budget-dir`.
 pub fn open_budget(key: &str, store: &BudgetStore, ratio: u64) -> Result<Store, UsageError> {
     let bucket = Bucket {
-        burst: store.budget_burst,
+        burst: store.budget_burst(),
         ratio,
     };
     if let Some(url) = &store.budget_store {
-        if store.budget_store_timeout.is_zero() {
+        if store.budget_store_timeout().is_zero() {
             return Err(invalid("0", "--budget-store-timeout", "must be above zero"));
         }
         return redis_budget(url, key, bucket, store);
@@ -313,8 +313,8 @@ fn redis_budget(
         url,
         key,
         bucket,
-        s.budget_store_timeout,
-        s.budget_store_fail,
+        s.budget_store_timeout(),
+        s.budget_store_fail(),
     )
     .map(|r| Store::Redis(Box::new(r)))
     .map_err(|why| invalid(crate::store::redact(url), "--budget-store", why))
@@ -339,14 +339,14 @@ fn budget(args: &BudgetArgs, given: Given) -> Result<Option<Store>, UsageError> 
         }
         return Ok(None);
     };
-    if args.budget_ratio > args.store.budget_burst {
+    if args.budget_ratio() > args.store.budget_burst() {
         return Err(invalid(
-            budget::show_tokens(args.budget_ratio),
+            budget::show_tokens(args.budget_ratio()),
             "--budget-ratio",
             "greater than --budget-burst",
         ));
     }
-    open_budget(key, &args.store, args.budget_ratio).map(Some)
+    open_budget(key, &args.store, args.budget_ratio()).map(Some)
 }
 
 /// Builds the configuration of a run from the top-level command line.

@@ -257,7 +257,7 @@ fn budget_command(command: &cli::BudgetCommand) -> Result<Exit, UsageError> {
                 cli::BudgetFormat::Text => format!(
                     "{key}: {} of {} tokens ({})\n",
                     budget::show_tokens(level),
-                    budget::show_tokens(store.budget_burst),
+                    budget::show_tokens(store.budget_burst()),
                     b.describe()
                 ),
                 cli::BudgetFormat::Json => format!(
@@ -266,7 +266,7 @@ fn budget_command(command: &cli::BudgetCommand) -> Result<Exit, UsageError> {
                         "key": key,
                         "tokens": budget::show_tokens(level).parse::<f64>().unwrap_or(0.0),
                         "micro_tokens": level,
-                        "burst": budget::show_tokens(store.budget_burst).parse::<f64>().unwrap_or(0.0),
+                        "burst": budget::show_tokens(store.budget_burst()).parse::<f64>().unwrap_or(0.0),
                         "store": b.describe(),
                     })
                 ),
