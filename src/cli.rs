@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 use regex::bytes::Regex;
 
@@ -71,8 +71,9 @@ pub struct Cli {
     /// Keep the command in backoff's process group, for programs that need
     /// the terminal; then signals reach only the command itself, not the
     /// processes it started.
-    #[arg(long, help_heading = "Processes")]
-    pub foreground: bool,
+    #[arg(long, help_heading = "Processes", action = ArgAction::Set, num_args = 0, default_missing_value = "true",
+          value_parser = clap::value_parser!(bool))]
+    pub foreground: Option<bool>,
 
     /// The command to run and its arguments. Everything from the first
     /// argument that is not an option belongs to the command.
@@ -407,8 +408,9 @@ pub struct PolicyArgs {
     pub attempts: Option<u64>,
 
     /// No retry limit: retry until success or a stop rule.
-    #[arg(long)]
-    pub forever: bool,
+    #[arg(long, action = ArgAction::Set, num_args = 0, default_missing_value = "true",
+          value_parser = clap::value_parser!(bool))]
+    pub forever: Option<bool>,
 
     /// Seed of the jitter's random generator: same seed, same delays.
     #[arg(long, value_name = "U64", value_parser = values::seed, allow_hyphen_values = true)]
@@ -463,8 +465,9 @@ pub struct TimeArgs {
 
     /// When the last attempt timed out, exit with the command's own status
     /// instead of 124.
-    #[arg(long)]
-    pub preserve_status: bool,
+    #[arg(long, action = ArgAction::Set, num_args = 0, default_missing_value = "true",
+          value_parser = clap::value_parser!(bool))]
+    pub preserve_status: Option<bool>,
 }
 
 /// Output rules, servers' hints, held output and replayed input.
@@ -483,8 +486,9 @@ pub struct StreamArgs {
 
     /// Honour a server's Retry-After header line in the output (seconds or
     /// an HTTP-date): the next delay is at least that long, even above --cap.
-    #[arg(long)]
-    pub retry_after: bool,
+    #[arg(long, action = ArgAction::Set, num_args = 0, default_missing_value = "true",
+          value_parser = clap::value_parser!(bool))]
+    pub retry_after: Option<bool>,
 
     /// Find the Retry-After value elsewhere: the first capture group of
     /// REGEX holds it (implies --retry-after).
@@ -498,13 +502,15 @@ pub struct StreamArgs {
 
     /// Hold back each attempt's stdout; write only the stdout of the attempt
     /// that ends the run.
-    #[arg(long)]
-    pub hold_stdout: bool,
+    #[arg(long, action = ArgAction::Set, num_args = 0, default_missing_value = "true",
+          value_parser = clap::value_parser!(bool))]
+    pub hold_stdout: Option<bool>,
 
     /// Read stdin once, to its end, before the first attempt, and give every
     /// attempt the same bytes.
-    #[arg(long)]
-    pub replay_stdin: bool,
+    #[arg(long, action = ArgAction::Set, num_args = 0, default_missing_value = "true",
+          value_parser = clap::value_parser!(bool))]
+    pub replay_stdin: Option<bool>,
 }
 
 /// What backoff says.
@@ -539,6 +545,12 @@ pub struct OutputArgs {
     pub metrics_file: Option<PathBuf>,
 }
 
+// The long flags (`--forever`, ...) are options of no value that clap sets
+// to true when given (`Some(true)`), and leaves unset when not, rather than
+// `ArgAction::SetTrue` flags: those have a default of "false", which clap
+// would parse at each start like any other default (see below). They take
+// no value and may be given once, as flags of `SetTrue` do.
+//
 // The defaults of the options that have one are not given to clap
 // (`default_value`) but written into their help texts and applied here: clap
 // would otherwise parse every default again at each start, which was a fifth
@@ -676,6 +688,42 @@ mod tests {
         assert_eq!(g.budget_burst(), n.budget_burst());
         assert_eq!(g.budget_store_timeout(), n.budget_store_timeout());
         assert_eq!(g.budget_store_fail(), n.budget_store_fail());
+    }
+
+    #[test]
+    fn long_flags_are_set_when_given_once_and_take_no_value() {
+        let flags = [
+            "--forever",
+            "--preserve-status",
+            "--retry-after",
+            "--hold-stdout",
+            "--replay-stdin",
+            "--foreground",
+        ];
+        let set = |c: &Cli| {
+            [
+                c.policy.forever,
+                c.time.preserve_status,
+                c.streams.retry_after,
+                c.streams.hold_stdout,
+                c.streams.replay_stdin,
+                c.foreground,
+            ]
+        };
+        let none = Cli::try_parse_from(["backoff", "--", "x"]).unwrap();
+        assert_eq!(set(&none), [None; 6]);
+        let argv = [&["backoff"][..], &flags, &["--", "x"]].concat();
+        let all = Cli::try_parse_from(argv).unwrap();
+        assert_eq!(set(&all), [Some(true); 6]);
+        assert_eq!(all.command, ["x"]);
+        for flag in flags {
+            for argv in [
+                vec!["backoff", flag, flag, "--", "x"],
+                vec!["backoff", &format!("{flag}=true"), "--", "x"],
+            ] {
+                assert!(Cli::try_parse_from(&argv).is_err(), "{argv:?}");
+            }
+        }
     }
 
     #[test]

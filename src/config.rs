@@ -85,7 +85,7 @@ pub fn limits(args: &TimeArgs) -> Result<Limits, UsageError> {
         signal: args.signal(),
         kill_after: args.kill_after(),
         max_time: args.max_time,
-        preserve_status: args.preserve_status,
+        preserve_status: args.preserve_status.is_some(),
     })
 }
 
@@ -179,7 +179,8 @@ pub fn policy(args: &PolicyArgs, given: Given) -> Result<PolicyConfig, UsageErro
             "must be above zero (for no delay at all, give --jitter none --cap 0)",
         ));
     }
-    let (cli_retries, cli_attempts, forever) = (given.max_retries, given.attempts, args.forever);
+    let (cli_retries, cli_attempts, forever) =
+        (given.max_retries, given.attempts, args.forever.is_some());
     if [cli_retries, cli_attempts, forever]
         .iter()
         .filter(|&&b| b)
@@ -361,7 +362,7 @@ pub fn run(cli: Cli, given: Given) -> Result<RunConfig, UsageError> {
         ..rules
     };
     let retry_after = streams.retry_after_pattern.clone().or_else(|| {
-        (streams.retry_after || streams.preset.is_some()).then(output::retry_after_header)
+        (streams.retry_after.is_some() || streams.preset.is_some()).then(output::retry_after_header)
     });
     let output_rules = OutputRules::new(
         streams.retry_if_output.clone(),
@@ -382,9 +383,9 @@ pub fn run(cli: Cli, given: Given) -> Result<RunConfig, UsageError> {
         rules,
         limits,
         output_rules,
-        hold_stdout: streams.hold_stdout,
-        replay_stdin: streams.replay_stdin,
-        foreground: cli.foreground,
+        hold_stdout: streams.hold_stdout.is_some(),
+        replay_stdin: streams.replay_stdin.is_some(),
+        foreground: cli.foreground.is_some(),
         verbosity,
         name: cli.output.name,
         log_format: cli.output.log_format.unwrap_or_else(|| {
