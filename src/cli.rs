@@ -71,8 +71,8 @@ pub struct Cli {
     /// Keep the command in backoff's process group, for programs that need
     /// the terminal; then signals reach only the command itself, not the
     /// processes it started.
-    #[arg(long, help_heading = "Processes", action = ArgAction::Set, num_args = 0, default_missing_value = "true",
-          value_parser = clap::value_parser!(bool))]
+    #[arg(long, help_heading = "Processes", action = ArgAction::Set, num_args = 0,
+          default_missing_value = "true", value_parser = clap::value_parser!(bool))]
     pub foreground: Option<bool>,
 
     /// The command to run and its arguments. Everything from the first
@@ -554,7 +554,7 @@ pub struct OutputArgs {
 // The defaults of the options that have one are not given to clap
 // (`default_value`) but written into their help texts and applied here: clap
 // would otherwise parse every default again at each start, which was a fifth
-// of the work of reading a command line. A test checks that each help text
+// of the instructions of `backoff -- true`. A test checks that each help text
 // names the value used.
 
 impl PolicyArgs {
