@@ -103,8 +103,10 @@ def build(target: str) -> str:
     sys.exit("hot-text: cargo built no backoff binary")
 
 
-def functions(binary: str, args: list[str], tmp: str) -> list[str]:
-    """The mangled names of the functions that ran, in callgrind's order."""
+def functions(binary: str, symbols: list[tuple[int, str]], args: list[str],
+              tmp: str) -> list[str]:
+    """The mangled names of the functions that ran, in callgrind's order;
+    `symbols` are the binary's functions by address (`code_symbols`)."""
     profile = os.path.join(tmp, "callgrind.out")
     subprocess.run(
         ["valgrind", "--tool=callgrind", "--demangle=no",
@@ -114,7 +116,6 @@ def functions(binary: str, args: list[str], tmp: str) -> list[str]:
     )
     # Functions written in assembly, which have no size in the symbol
     # table, are named by address: the symbol at or before it is theirs.
-    symbols = sorted(code_symbols(binary).items())
     starts = [address for address, _ in symbols]
     names = []
     with open(profile, encoding="utf-8", errors="replace") as f:
@@ -133,8 +134,8 @@ def functions(binary: str, args: list[str], tmp: str) -> list[str]:
     return names
 
 
-def code_symbols(binary: str) -> dict[int, str]:
-    """The addresses of the functions in a binary's symbol table."""
+def code_symbols(binary: str) -> list[tuple[int, str]]:
+    """The functions in a binary's symbol table, by address."""
     out = subprocess.run(["nm", "--defined-only", binary], check=True,
                          stdout=subprocess.PIPE, text=True).stdout
     symbols = {}
@@ -142,7 +143,7 @@ def code_symbols(binary: str) -> dict[int, str]:
         fields = line.split()
         if len(fields) == 3 and fields[1] in "TtWw":
             symbols.setdefault(int(fields[0], 16), fields[2])
-    return symbols
+    return sorted(symbols.items())
 
 
 def c_objects(target: str) -> dict[str, str]:
@@ -186,20 +187,21 @@ def rust_pattern(name: str) -> str | None:
     return None
 
 
-def spec(name: str, c_objs: dict[str, str], exact: bool) -> str | None:
-    """The input section description that places one function, or None for
-    a name that is no function's (callgrind's `(below main)`, an address).
+def specs(name: str, c_objs: dict[str, list[str]], exact: bool) -> list[str]:
+    """The input section descriptions that place one function: none for a
+    name that is no function's (callgrind's `(below main)`, an address), one
+    per C library that defines it.
     LLVM puts a function it deems cold (one that grows a vector, say) in a
     section with its own prefix, `.text.unlikely.`. A C library function is
     placed with its whole member, as one written in assembly has no section
     of its own."""
     if name in c_objs:
-        return f"*{c_objs[name]}(.text .text.*)"
+        return [f"*{obj}(.text .text.*)" for obj in c_objs[name]]
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.$*]*", name):
-        return None
+        return []
     if not exact:
         name = rust_pattern(name) or name
-    return f"*(.text.{name} .text.unlikely.{name})"
+    return [f"*(.text.{name} .text.unlikely.{name})"]
 
 
 def main() -> None:
@@ -208,14 +210,17 @@ def main() -> None:
     targets = sys.argv[1:] or default_targets()
     # ran[scenario][target]: the names, in callgrind's order.
     ran: list[dict[str, list[str]]] = [{} for _ in SCENARIOS]
-    c_objs: dict[str, str] = {}
+    # Each C library's member for a name, musl's and glibc's alike.
+    c_objs: dict[str, list[str]] = {}
     for target in targets:
         binary = build(target)
         for name, obj in c_objects(target).items():
-            c_objs.setdefault(name, obj)
+            if obj not in c_objs.setdefault(name, []):
+                c_objs[name].append(obj)
+        symbols = code_symbols(binary)
         with tempfile.TemporaryDirectory() as tmp:
             for i, args in enumerate(SCENARIOS):
-                ran[i][target] = functions(binary, args, tmp)
+                ran[i][target] = functions(binary, symbols, args, tmp)
         print(f"hot-text: {target}: {len(set().union(*(r[target] for r in ran)))} functions")
     if not any(ran[0].values()):
         sys.exit("hot-text: callgrind listed no function")
@@ -227,9 +232,9 @@ def main() -> None:
     lines: list[str] = []
 
     def add(name: str, exact: bool) -> None:
-        line = spec(name, c_objs, exact)
-        if line and line not in lines:
-            lines.append(line)
+        for line in specs(name, c_objs, exact):
+            if line not in lines:
+                lines.append(line)
 
     for name in ran[0][targets[0]] + EXTRA:
         add(name, exact=True)
