@@ -47,15 +47,6 @@ pub fn parse_signal(s: &str) -> Option<c_int> {
         .find(|&n| signal_hook::low_level::signal_name(n).is_some_and(|m| &m[3..] == name))
 }
 
-/// Ignores SIGPIPE, as Rust programs do by default: a write to a closed
-/// pipe then fails with EPIPE instead of killing backoff.
-pub fn ignore_sigpipe() {
-    // SAFETY: setting a disposition to SIG_IGN installs no handler.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
-}
-
 /// Whether `sig` was inherited as ignored (as `nohup` and background jobs
 /// leave SIGINT, SIGQUIT and SIGHUP): such signals stay ignored.
 pub fn is_ignored(sig: c_int) -> bool {

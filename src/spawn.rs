@@ -143,31 +143,6 @@ pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(())
 }
 
-/// Opens /dev/null on any of the standard descriptors (0, 1, 2) that is
-/// closed, as the Rust runtime does at start: otherwise the next file or
-/// pipe opened would take its number, and the command (or backoff's own
-/// reports) would read or write it as stdin, stdout or stderr.
-pub fn open_missing_stdio() {
-    let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
-        fd,
-        events: 0,
-        revents: 0,
-    });
-    // SAFETY: poll on an array of three initialised pollfd structs that
-    // outlives the call; it only writes their `revents`.
-    if unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } < 0 {
-        return;
-    }
-    for p in fds {
-        if p.revents & libc::POLLNVAL != 0 {
-            // SAFETY: open of a constant, NUL-terminated path; the lowest
-            // free descriptor, which is `p.fd` since the lower ones are
-            // open by now, is what it returns.
-            unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
-        }
-    }
-}
-
 /// Asks for a pipe of `size` bytes (Linux only). A pipe keeps its size
 /// when that is refused, as it is beyond `/proc/sys/fs/pipe-max-size` or
 /// the user's quota of pipe buffers.
