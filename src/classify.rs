@@ -1,10 +1,11 @@
 //! Turns the outcome of one attempt into success, retry or stop, by the rules
-//! of `--stop-on`, `--success-on` and `--retry-on`. Pure: no processes here.
+//! of `--stop-on`, `--success-on` and `--retry-on`, what its output showed,
+//! and the preset. Pure: no processes here.
 
 use std::fmt;
+use std::time::Duration;
 
-use crate::output::Observed;
-use crate::signals::signal_short_name;
+use crate::signal;
 
 /// How a process ended, as its parent saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +38,7 @@ impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Outcome::Exited(c) => write!(f, "exit {c}"),
-            Outcome::Signaled(s) => write!(f, "signal {}", signal_short_name(s)),
+            Outcome::Signaled(s) => write!(f, "signal {}", signal::short_name(s)),
             Outcome::TimedOut(_) => f.write_str("timeout"),
             Outcome::NotFound => f.write_str("command not found"),
             Outcome::CannotRun => f.write_str("command cannot be run"),
@@ -51,12 +52,27 @@ impl Outcome {
     pub fn env_value(self) -> String {
         match self {
             Outcome::Exited(c) => c.to_string(),
-            Outcome::Signaled(s) => format!("sig:{}", signal_short_name(s)),
+            Outcome::Signaled(s) => format!("sig:{}", signal::short_name(s)),
             Outcome::TimedOut(_) => "timeout".to_owned(),
             Outcome::NotFound => "127".to_owned(),
             Outcome::CannotRun => "126".to_owned(),
         }
     }
+}
+
+/// What the output of one attempt showed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Observed {
+    /// A `--retry-if-output` pattern matched a line.
+    pub retry_match: bool,
+    /// A `--stop-if-output` pattern matched a line.
+    pub stop_match: bool,
+    /// The last `Retry-After` value seen, as printed.
+    pub retry_after: Option<String>,
+    /// The last HTTP status seen (curl's `--fail` line or a status line).
+    pub http_status: Option<u16>,
+    /// The delay `retry_after` asks for, as of the attempt's end.
+    pub hint: Option<Duration>,
 }
 
 /// One item of a rule list.
@@ -95,7 +111,7 @@ impl fmt::Display for Rule {
         match *self {
             Rule::Codes(lo, hi) if lo == hi => write!(f, "{lo}"),
             Rule::Codes(lo, hi) => write!(f, "{lo}-{hi}"),
-            Rule::Signal(s) => write!(f, "sig:{}", signal_short_name(s)),
+            Rule::Signal(s) => write!(f, "sig:{}", signal::short_name(s)),
             Rule::Timeout => f.write_str("timeout"),
         }
     }

@@ -9,16 +9,17 @@ use std::time::Duration;
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 
-use crate::budget::{self, Bucket, FileBudget};
+use crate::budget::bucket::{self, Bucket};
+use crate::budget::file::{self, FileBudget};
+use crate::budget::{Store, redact};
 use crate::classify::{Preset, Rule, Rules};
-use crate::cli::{
-    BudgetArgs, BudgetStore, Cli, LogFormat, PolicyArgs, RuleArgs, SimulateArgs, TimeArgs,
-};
+use crate::cli::values::RuleList;
+use crate::cli::{BudgetArgs, BudgetStore, Cli, PolicyArgs, RuleArgs, SimulateArgs, TimeArgs};
+use crate::exec::scan::{self, OutputRules};
 use crate::jitter::Jitter;
-use crate::output::{self, OutputRules};
-use crate::policy::Policy;
+use crate::policy::{Policy, PolicyConfig};
+use crate::report::{LogFormat, Verbosity};
 use crate::simulate;
-use crate::store::Store;
 
 /// backoff's own failure: bad usage or a bad value. Exit 125.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,28 +35,6 @@ impl std::error::Error for UsageError {}
 
 fn invalid(value: impl fmt::Display, flag: &str, why: impl fmt::Display) -> UsageError {
     UsageError(format!("invalid value '{value}' for '{flag}': {why}"))
-}
-
-/// How much backoff says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Verbosity {
-    /// Only backoff's own errors.
-    Quiet,
-    /// One line per failed attempt and one when giving up.
-    Normal,
-    /// Also the command line, delay bounds and the success line.
-    Verbose,
-}
-
-/// A policy with its retry limit and seed, as `schedule` and a run use it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PolicyConfig {
-    /// The shape of the delays.
-    pub policy: Policy,
-    /// Retries after the first attempt; `None` for `--forever`.
-    pub max_retries: Option<u64>,
-    /// `--seed`, if given.
-    pub seed: Option<u64>,
 }
 
 /// Time limits, checked.
@@ -221,7 +200,7 @@ pub fn policy(args: &PolicyArgs, given: Given) -> Result<PolicyConfig, UsageErro
     })
 }
 
-fn flatten(lists: &[crate::values::RuleList]) -> Vec<Rule> {
+fn flatten(lists: &[RuleList]) -> Vec<Rule> {
     lists.iter().flat_map(|l| l.0.iter().copied()).collect()
 }
 
@@ -297,7 +276,7 @@ pub fn open_budget(key: &str, store: &BudgetStore, ratio: u64) -> Result<Store, 
         }
         return redis_budget(url, key, bucket, store);
     }
-    let dir = store.budget_dir.clone().unwrap_or_else(budget::default_dir);
+    let dir = store.budget_dir.clone().unwrap_or_else(file::default_dir);
     FileBudget::open(&dir, key, bucket)
         .map(Store::File)
         .map_err(|e| UsageError(format!("cannot use retry budget '{key}': {e}")))
@@ -310,7 +289,7 @@ fn redis_budget(
     bucket: Bucket,
     s: &BudgetStore,
 ) -> Result<Store, UsageError> {
-    crate::store::RedisBudget::new(
+    crate::budget::redis::RedisBudget::new(
         url,
         key,
         bucket,
@@ -318,13 +297,13 @@ fn redis_budget(
         s.budget_store_fail(),
     )
     .map(|r| Store::Redis(Box::new(r)))
-    .map_err(|why| invalid(crate::store::redact(url), "--budget-store", why))
+    .map_err(|why| invalid(redact(url), "--budget-store", why))
 }
 
 #[cfg(not(feature = "redis"))]
 fn redis_budget(url: &str, _: &str, _: Bucket, _: &BudgetStore) -> Result<Store, UsageError> {
     Err(invalid(
-        crate::store::redact(url),
+        redact(url),
         "--budget-store",
         "this build of backoff has no Redis support (cargo feature \"redis\")",
     ))
@@ -342,7 +321,7 @@ fn budget(args: &BudgetArgs, given: Given) -> Result<Option<Store>, UsageError> 
     };
     if args.budget_ratio() > args.store.budget_burst() {
         return Err(invalid(
-            budget::show_tokens(args.budget_ratio()),
+            bucket::show_tokens(args.budget_ratio()),
             "--budget-ratio",
             "greater than --budget-burst",
         ));
@@ -362,7 +341,7 @@ pub fn run(cli: Cli, given: Given) -> Result<RunConfig, UsageError> {
         ..rules
     };
     let retry_after = streams.retry_after_pattern.clone().or_else(|| {
-        (streams.retry_after.is_some() || streams.preset.is_some()).then(output::retry_after_header)
+        (streams.retry_after.is_some() || streams.preset.is_some()).then(scan::retry_after_header)
     });
     let output_rules = OutputRules::new(
         streams.retry_if_output.clone(),

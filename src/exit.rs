@@ -1,7 +1,6 @@
-//! The one place that turns the end of a run into a process status: an exit
-//! code, or death by the same signal that ended the last attempt (or backoff).
-
-use crate::signals;
+//! How backoff ends: an exit code, or death by the same signal that ended
+//! the last attempt (or backoff). The one function that ends the process
+//! this way is `sys::exit`.
 
 /// How backoff ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,15 +29,5 @@ impl Exit {
             Exit::Code(c) => i32::from(c),
             Exit::Signal(s) => 128 + s,
         }
-    }
-
-    /// Ends the process. A signal exit restores the signal's default
-    /// disposition and raises it; if the process survives that (the signal
-    /// is one whose default is to ignore or stop), it exits with `128 + N`.
-    pub fn exit(self) -> ! {
-        if let Exit::Signal(sig) = self {
-            signals::die_by(sig);
-        }
-        std::process::exit(self.shell_code())
     }
 }

@@ -71,6 +71,17 @@ impl Policy {
     }
 }
 
+/// A policy with its retry limit and seed, as `schedule` and a run use it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyConfig {
+    /// The shape of the delays.
+    pub policy: Policy,
+    /// Retries after the first attempt; `None` for `--forever`.
+    pub max_retries: Option<u64>,
+    /// `--seed`, if given.
+    pub seed: Option<u64>,
+}
+
 /// One delay and the bound it was drawn under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Delay {

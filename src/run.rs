@@ -5,11 +5,10 @@
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use crate::classify::{Outcome, Rules, Status, StopReason, Verdict};
+use crate::classify::{Observed, Outcome, Rules, Status, StopReason, Verdict};
+use crate::event::{Ending, Event, Next, Report};
 use crate::exit::Exit;
-use crate::output::Observed;
 use crate::policy::{Delay, Delays, Policy};
-use crate::report::{Ending, Event, Next, Report};
 
 /// What an attempt is told about itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,16 +1,14 @@
 //! `backoff schedule`: the delays a policy produces, as a table, JSON or CSV.
-//! Runs nothing; pure apart from writing its output.
+//! Runs nothing and writes nothing: pure, text in the caller's hands.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde_json::json;
 
-use crate::cli::Format;
-use crate::config::PolicyConfig;
+use crate::duration::human;
 use crate::jitter::Jitter;
-use crate::policy::Policy;
-use crate::report::human;
+use crate::policy::{Policy, PolicyConfig};
 
 /// Rows shown in full; a longer (or unlimited) schedule is cut once its range
 /// has settled at the cap.
@@ -131,17 +129,25 @@ fn range_text(r: &Row) -> String {
     }
 }
 
-/// Renders the schedule in the chosen format.
-pub fn render(cfg: &PolicyConfig, format: Format) -> String {
+/// The schedule as a table for people, with a last line for the retries
+/// left out.
+pub fn table(cfg: &PolicyConfig) -> String {
     let (rows, more) = rows(cfg);
-    match format {
-        Format::Table => table(&rows, more, cfg.seed.is_some()),
-        Format::Csv => csv(&rows),
-        Format::Json => json_doc(cfg, &rows, more),
-    }
+    table_of(&rows, more, cfg.seed.is_some())
 }
 
-fn table(rows: &[Row], more: More, seeded: bool) -> String {
+/// The schedule as comma-separated values with a header line.
+pub fn csv(cfg: &PolicyConfig) -> String {
+    csv_of(&rows(cfg).0)
+}
+
+/// The schedule as one JSON document.
+pub fn json(cfg: &PolicyConfig) -> String {
+    let (rows, more) = rows(cfg);
+    json_of(cfg, &rows, more)
+}
+
+fn table_of(rows: &[Row], more: More, seeded: bool) -> String {
     let mut s = String::new();
     let mut table = vec![vec![
         "retry".to_owned(),
@@ -191,7 +197,7 @@ fn table(rows: &[Row], more: More, seeded: bool) -> String {
     s
 }
 
-fn csv(rows: &[Row]) -> String {
+fn csv_of(rows: &[Row]) -> String {
     let mut s =
         String::from("retry,bound_ms,min_ms,max_ms,mean_ms,total_max_ms,total_mean_ms,drawn_ms\n");
     for r in rows {
@@ -211,7 +217,7 @@ fn csv(rows: &[Row]) -> String {
     s
 }
 
-fn json_doc(cfg: &PolicyConfig, rows: &[Row], more: More) -> String {
+fn json_of(cfg: &PolicyConfig, rows: &[Row], more: More) -> String {
     let p = cfg.policy;
     let retries: Vec<_> = rows
         .iter()

@@ -13,11 +13,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use libc::c_int;
 
-use crate::classify::{Outcome, Status};
-use crate::output::{LineScanner, Observed, OutputRules, retry_after_delay};
+pub mod scan;
+
+use crate::classify::{Observed, Outcome, Status};
 use crate::run::{AttemptSpec, Ended, Executor};
-use crate::signals::{self, SignalWatch, TERMINATING};
-use crate::spawn::{self, Launch, Program};
+use crate::signal::TERMINATING;
+use crate::sys::signals::{self, SignalWatch};
+use crate::sys::spawn::{self, Launch, Program};
+use scan::{LineScanner, OutputRules, retry_after_delay};
 
 /// How attempts are run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,11 +12,15 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 use regex::bytes::Regex;
 
+use crate::budget::FailMode;
 use crate::classify::Preset;
 use crate::jitter::Jitter;
+use crate::report::LogFormat;
 use crate::simulate::Strategy;
-use crate::store::FailMode;
-use crate::values::{self, ClientCounts, RuleList};
+
+pub mod values;
+
+use values::{ClientCounts, RuleList};
 
 const AFTER_HELP: &str = "\
 Exit status: 0 if an attempt succeeded; the last attempt's exit code when
@@ -594,14 +598,16 @@ impl TimeArgs {
 impl BudgetArgs {
     /// `--budget-ratio`, in millionths of a token.
     pub fn budget_ratio(&self) -> u64 {
-        self.budget_ratio.unwrap_or(crate::budget::UNIT / 10)
+        self.budget_ratio
+            .unwrap_or(crate::budget::bucket::UNIT / 10)
     }
 }
 
 impl BudgetStore {
     /// `--budget-burst`, in millionths of a token.
     pub fn budget_burst(&self) -> u64 {
-        self.budget_burst.unwrap_or(10 * crate::budget::UNIT)
+        self.budget_burst
+            .unwrap_or(10 * crate::budget::bucket::UNIT)
     }
 
     /// `--budget-store-timeout`.
@@ -614,17 +620,6 @@ impl BudgetStore {
     pub fn budget_store_fail(&self) -> FailMode {
         self.budget_store_fail.unwrap_or(FailMode::Open)
     }
-}
-
-/// Formats of backoff's own reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// "backoff: " lines for people.
-    Text,
-    /// One JSON object per event, one per line.
-    Json,
-    /// Text, with ::warning:: on each retry and ::error:: when giving up.
-    Github,
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
-//! Everything about signals, and (with `spawn`) the only `unsafe` of the
-//! crate: watching signals through a self-pipe, waiting for them with a
-//! deadline, sending them to a child's process group, and dying by one.
+//! Signals at the OS level: watching them through a self-pipe, waiting for
+//! them with a deadline, sending them to a child's process group, and dying
+//! by one.
 
 use std::io::{self, PipeReader, Read};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd};
@@ -8,44 +8,6 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use libc::c_int;
-
-/// Signals that end a run: during a delay at once, during an attempt after
-/// forwarding them to the child.
-pub const TERMINATING: [c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
-
-/// The name of a signal without its `SIG` prefix (`TERM`), or its number.
-pub fn signal_short_name(sig: c_int) -> String {
-    match signal_hook::low_level::signal_name(sig) {
-        Some(name) => name.trim_start_matches("SIG").to_owned(),
-        None => sig.to_string(),
-    }
-}
-
-/// The highest signal number accepted on the command line.
-fn max_signal() -> c_int {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        libc::SIGRTMAX()
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    {
-        31
-    }
-}
-
-/// Parses `TERM`, `SIGTERM`, `term` or `15` into a signal number.
-pub fn parse_signal(s: &str) -> Option<c_int> {
-    if let Ok(n) = s.parse::<c_int>() {
-        return (1..=max_signal()).contains(&n).then_some(n);
-    }
-    let upper = s.to_ascii_uppercase();
-    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
-    if name.is_empty() {
-        return None;
-    }
-    (1..=max_signal())
-        .find(|&n| signal_hook::low_level::signal_name(n).is_some_and(|m| &m[3..] == name))
-}
 
 /// Whether `sig` was inherited as ignored (as `nohup` and background jobs
 /// leave SIGINT, SIGQUIT and SIGHUP): such signals stay ignored.
@@ -95,13 +57,14 @@ impl SignalWatch {
         let (wake, notify) = io::pipe()?;
         // Neither end ever blocks: a full pipe drops a signal's byte (the
         // reader is behind anyway, and will look at the child then).
-        crate::spawn::set_nonblocking(wake.as_fd())?;
-        crate::spawn::set_nonblocking(notify.as_fd())?;
+        crate::sys::spawn::set_nonblocking(wake.as_fd())?;
+        crate::sys::spawn::set_nonblocking(notify.as_fd())?;
         // The handlers write to this end for the rest of the process's life.
         let notify = notify.into_raw_fd();
-        let watched = TERMINATING
-            .iter()
-            .chain(&[libc::SIGTSTP, libc::SIGCONT, libc::SIGCHLD]);
+        let watched =
+            crate::signal::TERMINATING
+                .iter()
+                .chain(&[libc::SIGTSTP, libc::SIGCONT, libc::SIGCHLD]);
         let mut ignored = 0u64;
         for &sig in watched {
             if sig != libc::SIGCHLD && is_ignored(sig) {
@@ -286,24 +249,6 @@ pub fn die_by(sig: c_int) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_names_numbers_and_prefixes_case_insensitively() {
-        assert_eq!(parse_signal("TERM"), Some(libc::SIGTERM));
-        assert_eq!(parse_signal("sigterm"), Some(libc::SIGTERM));
-        assert_eq!(parse_signal("SIGKILL"), Some(libc::SIGKILL));
-        assert_eq!(parse_signal("9"), Some(libc::SIGKILL));
-        assert_eq!(parse_signal("hup"), Some(libc::SIGHUP));
-        for bad in ["", "SIG", "0", "-1", "999", "FOO", "SIGFOO", "1.5"] {
-            assert_eq!(parse_signal(bad), None, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn short_names_drop_the_prefix() {
-        assert_eq!(signal_short_name(libc::SIGTERM), "TERM");
-        assert_eq!(signal_short_name(200), "200");
-    }
 
     #[test]
     fn poll_timeouts_round_up() {

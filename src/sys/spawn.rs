@@ -329,7 +329,7 @@ mod imp {
     /// (backoff's own handlers replaced any other ignored signal.) The
     /// signal watch recorded which those are, so no system call is made.
     fn resets() -> [bool; RESET.len()] {
-        RESET.map(|s| s == libc::SIGPIPE || !crate::signals::left_ignored(s))
+        RESET.map(|s| s == libc::SIGPIPE || !crate::sys::signals::left_ignored(s))
     }
 
     /// Everything the child needs, prepared by the parent: the child may not

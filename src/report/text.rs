@@ -1,151 +1,16 @@
-//! Every line backoff writes about a run, to an injected writer. Each line is
-//! built first and written with one call; a write error (a closed stderr) is
-//! ignored, never a crash. Deciding what happens is not done here.
+//! The text lines backoff writes about a run (`--log-format text`, and
+//! `github`, which adds GitHub Actions annotations), to an injected writer.
+//! Each line is built first and written with one call; a write error (a
+//! closed stderr) is ignored, never a crash.
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::time::Duration;
 
 use crate::classify::{Outcome, StopReason};
-use crate::config::Verbosity;
-use crate::policy::Delay;
-use crate::signals::signal_short_name;
-
-/// Something that happened during a run, worth telling the user.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Event<'a> {
-    /// The run starts.
-    Start {
-        /// The command line.
-        command: &'a [OsString],
-        /// Attempts allowed in all; `None` without a limit.
-        max_attempts: Option<u64>,
-    },
-    /// An attempt starts.
-    AttemptStarted {
-        /// 1-based attempt number.
-        attempt: u64,
-        /// Attempts allowed in all; `None` without a limit.
-        max_attempts: Option<u64>,
-    },
-    /// An attempt failed.
-    Failed {
-        /// 1-based attempt number.
-        attempt: u64,
-        /// Attempts allowed in all; `None` without a limit.
-        max_attempts: Option<u64>,
-        /// How it ended.
-        outcome: Outcome,
-        /// How long it ran.
-        elapsed: Duration,
-        /// What comes next.
-        next: Next,
-    },
-    /// The command could not be started.
-    CannotStart {
-        /// 1-based attempt number.
-        attempt: u64,
-        /// `NotFound` or `CannotRun`.
-        outcome: Outcome,
-        /// The program as given.
-        program: &'a OsString,
-        /// Why, as the OS said it.
-        error: &'a str,
-    },
-    /// An attempt succeeded.
-    Succeeded {
-        /// 1-based attempt number.
-        attempt: u64,
-        /// Attempts allowed in all.
-        max_attempts: Option<u64>,
-        /// How the attempt ended (an exit code `--success-on` accepts).
-        outcome: Outcome,
-        /// How long it ran.
-        elapsed: Duration,
-        /// Time since the run started.
-        total: Duration,
-    },
-    /// The run ends without success.
-    GaveUp {
-        /// Attempts made.
-        attempts: u64,
-        /// Time since the run started.
-        total: Duration,
-        /// The last attempt's outcome.
-        outcome: Outcome,
-        /// Why no retry follows.
-        reason: Ending,
-    },
-    /// A signal ended the run.
-    Interrupted {
-        /// The signal backoff received.
-        signal: i32,
-        /// The attempt it came during, with its outcome and duration; `None`
-        /// when it came during a delay (or before an attempt could start).
-        attempt: Option<(u64, Outcome, Duration)>,
-    },
-}
-
-/// What follows a failed attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
-    /// A retry after this delay.
-    Retry {
-        /// The delay and its bound.
-        delay: Delay,
-        /// Whether a server's Retry-After set the delay.
-        server: bool,
-    },
-    /// Nothing: it was the last attempt allowed.
-    Exhausted,
-    /// Nothing: the failure is not retried.
-    Stop(StopReason),
-    /// Nothing: the retry budget has no token left.
-    Budget,
-    /// Nothing: the retry would start after `--max-time`.
-    Deadline {
-        /// The delay the retry would have needed.
-        delay: Duration,
-        /// The `--max-time` it would pass.
-        max_time: Duration,
-        /// Whether the deadline has passed already.
-        passed: bool,
-    },
-}
-
-/// Why a run ended without success.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
-    /// A signal interrupted it.
-    Interrupted,
-    /// No retries were left.
-    Exhausted,
-    /// The failure was not worth retrying.
-    Stopped,
-    /// `--max-time` passed, or would have before the next retry.
-    Deadline,
-    /// The retry budget had no token left.
-    Budget,
-}
-
-impl Ending {
-    /// The name used in reports and events.
-    pub fn name(self) -> &'static str {
-        match self {
-            Ending::Interrupted => "interrupted",
-            Ending::Exhausted => "exhausted",
-            Ending::Stopped => "stopped",
-            Ending::Deadline => "deadline",
-            Ending::Budget => "budget",
-        }
-    }
-}
-
-/// Receives the events of a run.
-pub trait Report {
-    /// Tells about one event.
-    fn event(&mut self, event: &Event<'_>);
-}
+use crate::duration::human;
+use crate::event::{Event, Next, Report};
+use crate::report::Verbosity;
+use crate::signal;
 
 /// Writes events as `backoff: ` text lines, or as GitHub Actions
 /// annotations for retries and giving up.
@@ -316,7 +181,7 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
         ),
         Event::Interrupted { signal, attempt } if normal => format!(
             "interrupted by SIG{} {}; not retrying",
-            signal_short_name(signal),
+            signal::short_name(signal),
             if attempt.is_some() {
                 "during the attempt"
             } else {
@@ -337,22 +202,6 @@ fn stop_reason(why: StopReason, outcome: Outcome) -> String {
         StopReason::StopOutput => "its output matches --stop-if-output".to_owned(),
         StopReason::Preset(p) => format!("{outcome} is not transient for --preset {}", p.name()),
         StopReason::HttpStatus(s) => format!("HTTP {s} is not worth retrying"),
-    }
-}
-
-/// A duration the way people read it: `312ms`, `1.20s`, `41.2s`, `2m 5s`.
-pub fn human(d: Duration) -> String {
-    let secs = d.as_secs_f64();
-    if d < Duration::from_millis(1) {
-        format!("{}us", d.as_micros())
-    } else if d < Duration::from_secs(1) {
-        format!("{}ms", d.as_millis())
-    } else if d < Duration::from_secs(10) {
-        format!("{secs:.2}s")
-    } else if d < Duration::from_mins(1) {
-        format!("{secs:.1}s")
-    } else {
-        humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
     }
 }
 
@@ -378,15 +227,9 @@ pub fn quote_command(command: &[OsString]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_read_like_the_specification() {
-        assert_eq!(human(Duration::from_millis(312)), "312ms");
-        assert_eq!(human(Duration::from_millis(1200)), "1.20s");
-        assert_eq!(human(Duration::from_millis(41_200)), "41.2s");
-        assert_eq!(human(Duration::from_secs(125)), "2m 5s");
-        assert_eq!(human(Duration::from_micros(400)), "400us");
-    }
+    use crate::event::Ending;
+    use crate::policy::Delay;
+    use std::time::Duration;
 
     fn lines(v: Verbosity, events: &[Event<'_>]) -> String {
         let mut out = Vec::new();

@@ -1,13 +1,14 @@
 //! What an attempt printed, as far as classification cares: output rules
 //! (`--retry-if-output`, `--stop-if-output`), a server's `Retry-After` hint,
 //! and the HTTP status curl reported. Pure: bytes in, observations out; the
-//! copying itself happens in `child`.
+//! copying itself happens in `copy`.
 
 use std::time::{Duration, SystemTime};
 
 use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
 
-use crate::values::MAX_DURATION;
+use crate::classify::Observed;
+use crate::duration::MAX_DURATION;
 
 /// Lines longer than this are matched in pieces of this size, so that one
 /// endless line cannot grow backoff's memory.
@@ -120,21 +121,6 @@ fn turns_multi_line_off(pattern: &str) -> bool {
             .split_once('-')
             .is_some_and(|(_, off)| off.contains('m'))
     })
-}
-
-/// What the output of one attempt showed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Observed {
-    /// A `--retry-if-output` pattern matched a line.
-    pub retry_match: bool,
-    /// A `--stop-if-output` pattern matched a line.
-    pub stop_match: bool,
-    /// The last `Retry-After` value seen, as printed.
-    pub retry_after: Option<String>,
-    /// The last HTTP status seen (curl's `--fail` line or a status line).
-    pub http_status: Option<u16>,
-    /// The delay `retry_after` asks for, as of the attempt's end.
-    pub hint: Option<Duration>,
 }
 
 /// Splits one stream into lines and matches them, however the bytes arrive.

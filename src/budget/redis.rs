@@ -1,50 +1,13 @@
-//! Where a retry budget lives: a file, shared by the processes of one
-//! machine, or Redis, shared by a fleet. Both keep the same token bucket
-//! (see `budget`); in Redis every update is one Lua script run atomically by
-//! the server, never a read-modify-write from the client.
+//! A retry budget kept in Redis (or Valkey), shared by a fleet of hosts: the
+//! same token bucket as the file store, updated by one Lua script that the
+//! server runs atomically, never a read-modify-write from the client. The
+//! password of the store's URL never shows in a message.
 
-#[cfg(feature = "redis")]
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
-#[cfg(feature = "redis")]
-use crate::budget::Bucket;
-use crate::budget::FileBudget;
-
-/// What to do when the budget store cannot be reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FailMode {
-    /// Retry under the local policy alone, and say so once.
-    Open,
-    /// Do not retry.
-    Closed,
-}
-
-/// A retry budget, wherever it lives.
-#[derive(Debug)]
-pub enum Store {
-    /// A file per key in a directory.
-    File(FileBudget),
-    /// A key in Redis.
-    #[cfg(feature = "redis")]
-    Redis(Box<RedisBudget>),
-}
-
-/// Hides the password of a store URL: `redis://user:***@host/0`.
-pub fn redact(url: &str) -> String {
-    match secret_of(url) {
-        Some(secret) if !secret.is_empty() => url.replacen(&format!(":{secret}@"), ":***@", 1),
-        _ => url.to_owned(),
-    }
-}
-
-/// The password of a URL, as written in it.
-fn secret_of(url: &str) -> Option<&str> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split('/').next()?;
-    let userinfo = authority.rsplit_once('@')?.0;
-    Some(userinfo.split_once(':')?.1)
-}
+use crate::budget::bucket::Bucket;
+use crate::budget::{FailMode, redact, secret_of};
 
 /// `text` with every copy of the URL's password replaced.
 pub fn scrub(text: &str, url: &str) -> String {
@@ -64,7 +27,6 @@ pub const REDIS_IDLE_TTL: Duration = Duration::from_hours(7 * 24);
 /// The bucket update, run atomically by Redis. KEYS[1] is the bucket;
 /// ARGV: operation (take, deposit, show, reset), burst and ratio in
 /// millionths of a token, expiry in seconds. Returns {granted, level}.
-#[cfg(feature = "redis")]
 const SCRIPT: &str = r"
 local burst = tonumber(ARGV[2])
 local ratio = tonumber(ARGV[3])
@@ -93,7 +55,6 @@ return {granted, string.format('%d', level)}
 ";
 
 /// A budget kept in Redis.
-#[cfg(feature = "redis")]
 pub struct RedisBudget {
     url: String,
     client: redis::Client,
@@ -106,7 +67,6 @@ pub struct RedisBudget {
     warned: Cell<bool>,
 }
 
-#[cfg(feature = "redis")]
 impl std::fmt::Debug for RedisBudget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisBudget")
@@ -116,7 +76,6 @@ impl std::fmt::Debug for RedisBudget {
     }
 }
 
-#[cfg(feature = "redis")]
 impl RedisBudget {
     /// A budget `key` at `url`. Checks the URL only: nothing connects until
     /// the first retry asks for a token, so a first attempt never waits.
@@ -198,7 +157,7 @@ impl RedisBudget {
                 FailMode::Open => "retrying under the local policy",
                 FailMode::Closed => "not retrying (--budget-store-fail closed)",
             };
-            crate::say(&format!(
+            crate::report::say(&format!(
                 "retry budget store {} unavailable ({error}); {then}",
                 redact(&self.url)
             ));
@@ -246,68 +205,6 @@ impl RedisBudget {
     /// Where the budget lives, without the password.
     pub fn describe(&self) -> String {
         format!("{} key {}", redact(&self.url), self.key)
-    }
-}
-
-impl Store {
-    /// The current level, in millionths of a token.
-    ///
-    /// # Errors
-    ///
-    /// When the store cannot be used.
-    pub fn level(&self) -> Result<u64, String> {
-        match self {
-            Store::File(f) => f.level().map_err(|e| e.to_string()),
-            #[cfg(feature = "redis")]
-            Store::Redis(r) => r.level(),
-        }
-    }
-
-    /// Fills the bucket again.
-    ///
-    /// # Errors
-    ///
-    /// When the store cannot be used.
-    pub fn reset(&self) -> Result<(), String> {
-        match self {
-            Store::File(f) => f.reset().map_err(|e| e.to_string()),
-            #[cfg(feature = "redis")]
-            Store::Redis(r) => r.reset(),
-        }
-    }
-
-    /// Where the budget lives.
-    pub fn describe(&self) -> String {
-        match self {
-            Store::File(f) => f.path().display().to_string(),
-            #[cfg(feature = "redis")]
-            Store::Redis(r) => r.describe(),
-        }
-    }
-}
-
-impl crate::run::RetryBudget for Store {
-    fn take(&self) -> bool {
-        match self {
-            Store::File(f) => f.take().unwrap_or_else(|e| {
-                crate::say(&format!("retry budget unusable, not retrying: {e}"));
-                false
-            }),
-            #[cfg(feature = "redis")]
-            Store::Redis(r) => r.take(),
-        }
-    }
-
-    fn deposit(&self) {
-        match self {
-            Store::File(f) => {
-                if let Err(e) = f.deposit() {
-                    crate::say(&format!("retry budget unusable, nothing deposited: {e}"));
-                }
-            }
-            #[cfg(feature = "redis")]
-            Store::Redis(r) => r.deposit(),
-        }
     }
 }
 

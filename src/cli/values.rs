@@ -5,12 +5,8 @@
 use std::time::Duration;
 
 use crate::classify::Rule;
-use crate::signals::parse_signal;
-
-/// The longest duration accepted anywhere: 1000 years. Far beyond any useful
-/// delay or deadline, yet small enough that adding it to the clock cannot
-/// overflow.
-pub const MAX_DURATION: Duration = Duration::from_hours(1000 * 8766);
+use crate::duration::MAX_DURATION;
+use crate::signal;
 
 /// The largest retry count accepted; `--forever` is the way to ask for more.
 pub const MAX_RETRIES: u64 = 1_000_000_000;
@@ -128,7 +124,7 @@ pub fn seed(s: &str) -> Result<u64, String> {
 
 /// Parses a signal: `TERM`, `SIGTERM`, `term` or `15`.
 pub fn signal(s: &str) -> Result<i32, String> {
-    parse_signal(s.trim()).ok_or_else(|| "unknown signal".to_owned())
+    signal::parse(s.trim()).ok_or_else(|| "unknown signal".to_owned())
 }
 
 /// Parses a regular expression (the `regex` crate's syntax), matched
@@ -229,12 +225,12 @@ pub fn runs(s: &str) -> Result<u32, String> {
 
 /// Parses a budget key.
 pub fn budget_key(s: &str) -> Result<String, String> {
-    crate::budget::check_key(s).map(|()| s.to_owned())
+    crate::budget::bucket::check_key(s).map(|()| s.to_owned())
 }
 
 /// Parses `--budget-burst`: 1 to a million tokens, in millionths.
 pub fn burst(s: &str) -> Result<u64, String> {
-    use crate::budget::{MAX_BURST, UNIT, parse_tokens};
+    use crate::budget::bucket::{MAX_BURST, UNIT, parse_tokens};
     let t = parse_tokens(s)?;
     if t < UNIT {
         return Err("must be at least 1".into());
@@ -247,7 +243,7 @@ pub fn burst(s: &str) -> Result<u64, String> {
 
 /// Parses `--budget-ratio`: 0 to a million tokens, in millionths.
 pub fn ratio(s: &str) -> Result<u64, String> {
-    use crate::budget::{MAX_BURST, UNIT, parse_tokens};
+    use crate::budget::bucket::{MAX_BURST, UNIT, parse_tokens};
     let t = parse_tokens(s)?;
     if t > MAX_BURST * UNIT {
         return Err(format!("at most {MAX_BURST}"));
@@ -293,7 +289,7 @@ fn rule(item: &str) -> Result<Rule, String> {
                 "unknown rule '{item}' (expected a code, a range, sig:NAME or timeout)"
             ));
         }
-        return parse_signal(name.trim())
+        return signal::parse(name.trim())
             .map(Rule::Signal)
             .ok_or_else(|| format!("unknown signal '{name}'"));
     }

@@ -1,0 +1,279 @@
+//! The wiring: command line → configuration → run → reports and exit status.
+//! It makes no decision of its own: each step is done by the module that
+//! owns it, and errors that cross this layer carry their context (anyhow)
+//! until they become one line and exit 125.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::time::SystemTime;
+
+use anyhow::Context;
+use clap::{CommandFactory, FromArgMatches};
+
+use crate::budget::Store;
+use crate::budget::bucket::show_tokens;
+use crate::cli::{self, Cli, Format, Sub};
+use crate::config::{self, Given, RunConfig, UsageError};
+use crate::event::{Report, Reports};
+use crate::exec::{self, RealExecutor};
+use crate::exit::Exit;
+use crate::report::json::JsonReport;
+use crate::report::run_report::Recorder;
+use crate::report::text::TextReport;
+use crate::report::{LogFormat, atomic, metrics, say};
+use crate::simulate::{self, svg, table};
+use crate::sys::signals::SignalWatch;
+use crate::{run, schedule};
+
+/// Turns a clap error into backoff's one-line form (or help/version on
+/// stdout), with the status it calls for.
+fn clap_error(e: &clap::Error) -> Exit {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = std::io::stdout().write_all(e.render().to_string().as_bytes());
+            return Exit::SUCCESS;
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = std::io::stderr().write_all(e.render().to_string().as_bytes());
+            return Exit::USAGE;
+        }
+        _ => {}
+    }
+    let ctx = |k| match e.get(k) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let message = match (
+        e.kind(),
+        ctx(ContextKind::InvalidArg),
+        ctx(ContextKind::InvalidValue),
+    ) {
+        (ErrorKind::ValueValidation | ErrorKind::InvalidValue, Some(arg), Some(value)) => {
+            let flag = arg.split(' ').next().unwrap_or(&arg).to_owned();
+            let why = match e.kind() {
+                ErrorKind::InvalidValue => match e.get(ContextKind::ValidValue) {
+                    Some(ContextValue::Strings(v)) => format!("expected one of {}", v.join(", ")),
+                    _ => "not a valid value".to_owned(),
+                },
+                _ => std::error::Error::source(e)
+                    .map_or_else(|| "not a valid value".to_owned(), ToString::to_string),
+            };
+            format!("invalid value '{value}' for '{flag}': {why}")
+        }
+        (ErrorKind::MissingRequiredArgument, _, _) => {
+            "no command given (usage: backoff [OPTIONS] [--] COMMAND [ARGS]...)".to_owned()
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("bad usage");
+            format!(
+                "{} (see 'backoff --help')",
+                first.trim_start_matches("error: ")
+            )
+        }
+    };
+    say(&message);
+    Exit::USAGE
+}
+
+/// Parses the command line, runs what it asks for, and returns how to exit.
+pub fn main_with_args(args: Vec<OsString>) -> Exit {
+    let (cli, given) = match parse(args) {
+        Ok(parsed) => parsed,
+        Err(e) => return clap_error(&e),
+    };
+    let result = match cli.subcommand {
+        Some(Sub::Schedule(ref args)) => schedule_command(args, given),
+        Some(Sub::Budget(ref command)) => budget_command(command),
+        Some(Sub::Simulate(ref args)) => simulate_command(args),
+        None => run_command(cli, given),
+    };
+    result.unwrap_or_else(|e| {
+        say(&format!("{e:#}"));
+        Exit::USAGE
+    })
+}
+
+/// Parses the command line, noting which flags the command line itself
+/// gave (not the environment), for the checks that need to know.
+fn parse(args: Vec<OsString>) -> Result<(Cli, Given), clap::Error> {
+    let mut matches = Cli::command().try_get_matches_from(args)?;
+    let given = match matches.subcommand() {
+        None => Given::run(&matches),
+        Some(("schedule", sub)) => Given::policy(sub),
+        Some(_) => Given::default(),
+    };
+    Ok((Cli::from_arg_matches_mut(&mut matches)?, given))
+}
+
+/// Runs the command with retries.
+fn run_command(cli: Cli, given: Given) -> anyhow::Result<Exit> {
+    let cfg = config::run(cli, given)?;
+    // Before the signal handlers: until then Ctrl-C ends a long read at once.
+    let stdin = if cfg.replay_stdin {
+        Some(exec::spool_stdin().context("cannot read stdin")?)
+    } else {
+        None
+    };
+    let watch = SignalWatch::install().context("cannot watch signals")?;
+    let plan = run::Plan {
+        policy: cfg.policy.policy,
+        max_retries: cfg.policy.max_retries,
+        seed: cfg.policy.seed.unwrap_or_else(random_seed),
+        rules: &cfg.rules,
+        command: &cfg.command,
+        timeout: cfg.limits.timeout,
+        max_time: cfg.limits.max_time,
+        preserve_status: cfg.limits.preserve_status,
+        budget: cfg.budget.as_ref().map(|b| b as &dyn run::RetryBudget),
+    };
+    let label = cfg
+        .name
+        .clone()
+        .unwrap_or_else(|| cfg.command[0].to_string_lossy().into_owned());
+    let mut log: Box<dyn Report> = match cfg.log_format {
+        LogFormat::Json => Box::new(JsonReport::new(
+            std::io::stderr(),
+            cfg.verbosity,
+            label.clone(),
+            SystemTime::now,
+        )),
+        LogFormat::Github => Box::new(TextReport::github(
+            std::io::stderr(),
+            cfg.verbosity,
+            cfg.name.as_deref(),
+        )),
+        LogFormat::Text => Box::new(TextReport::new(
+            std::io::stderr(),
+            cfg.verbosity,
+            cfg.name.as_deref(),
+        )),
+    };
+    let mut recorder = Recorder::new(label, SystemTime::now);
+    let mut executor = RealExecutor::new(
+        cfg.command.clone(),
+        exec::Options {
+            foreground: cfg.foreground,
+            timeout_signal: cfg.limits.signal,
+            kill_after: cfg.limits.kill_after,
+            hold_stdout: cfg.hold_stdout,
+        },
+        cfg.output_rules.clone(),
+        stdin,
+        watch,
+    )
+    .context("cannot hold stdout")?;
+    let exit = run::run(
+        &plan,
+        &mut executor,
+        &mut Reports(vec![log.as_mut(), &mut recorder]),
+    );
+    write_summaries(&cfg, &recorder, exit);
+    Ok(exit)
+}
+
+/// Writes `--report` and `--metrics-file`. A file that cannot be written is
+/// reported, but the run's exit status stays the command's.
+fn write_summaries(cfg: &RunConfig, recorder: &Recorder, exit: Exit) {
+    if let Some(path) = &cfg.report {
+        let mut doc = format!("{:#}", recorder.report(exit));
+        doc.push('\n');
+        if let Err(e) = atomic::write_atomically(path, doc.as_bytes()) {
+            say(&format!("cannot write --report '{}': {e}", path.display()));
+        }
+    }
+    if let Some(path) = &cfg.metrics_file {
+        let previous = std::fs::read_to_string(path).ok();
+        let text = metrics::metrics(recorder, exit, previous.as_deref());
+        if let Err(e) = atomic::write_atomically(path, text.as_bytes()) {
+            say(&format!(
+                "cannot write --metrics-file '{}': {e}",
+                path.display()
+            ));
+        }
+    }
+}
+
+/// `backoff schedule`.
+fn schedule_command(args: &cli::ScheduleArgs, given: Given) -> anyhow::Result<Exit> {
+    let cfg = config::policy(&args.policy, given)?;
+    let text = match args.format {
+        Format::Table => schedule::table(&cfg),
+        Format::Csv => schedule::csv(&cfg),
+        Format::Json => schedule::json(&cfg),
+    };
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    Ok(Exit::SUCCESS)
+}
+
+/// `backoff simulate`.
+fn simulate_command(args: &cli::SimulateArgs) -> anyhow::Result<Exit> {
+    let setup = config::simulation(args, random_seed)?;
+    let cells = simulate::simulate(&setup);
+    let text = match args.format {
+        Format::Table => {
+            let mut t = table::table(&setup, &cells);
+            t.push_str(&table::terminal_charts(&setup, &cells));
+            t
+        }
+        Format::Csv => table::csv(&cells),
+        Format::Json => table::json_doc(&setup, &cells),
+    };
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    if let Some(path) = &args.plot {
+        svg::svg(&setup, &cells, path)
+            .map_err(|e| UsageError(format!("cannot write --plot '{}': {e}", path.display())))?;
+    }
+    Ok(Exit::SUCCESS)
+}
+
+/// `backoff budget show|reset KEY`.
+fn budget_command(command: &cli::BudgetCommand) -> anyhow::Result<Exit> {
+    let fail = |key: &str, b: &Store, e: String| {
+        UsageError(format!("retry budget '{key}' ({}): {e}", b.describe()))
+    };
+    match command {
+        cli::BudgetCommand::Show { key, store, format } => {
+            let b = config::open_budget(key, store, 0)?;
+            let level = b.level().map_err(|e| fail(key, &b, e))?;
+            let line = match format {
+                cli::BudgetFormat::Text => format!(
+                    "{key}: {} of {} tokens ({})\n",
+                    show_tokens(level),
+                    show_tokens(store.budget_burst()),
+                    b.describe()
+                ),
+                cli::BudgetFormat::Json => format!(
+                    "{}\n",
+                    serde_json::json!({
+                        "key": key,
+                        "tokens": show_tokens(level).parse::<f64>().unwrap_or(0.0),
+                        "micro_tokens": level,
+                        "burst": show_tokens(store.budget_burst()).parse::<f64>().unwrap_or(0.0),
+                        "store": b.describe(),
+                    })
+                ),
+            };
+            let _ = std::io::stdout().write_all(line.as_bytes());
+        }
+        cli::BudgetCommand::Reset { key, store } => {
+            let b = config::open_budget(key, store, 0)?;
+            b.reset().map_err(|e| fail(key, &b, e))?;
+        }
+    }
+    Ok(Exit::SUCCESS)
+}
+
+/// A seed from the OS, or from the clock and pid if the OS has none to give.
+fn random_seed() -> u64 {
+    use rand::TryRng;
+    rand::rngs::SysRng.try_next_u64().unwrap_or_else(|_| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        #[allow(clippy::cast_possible_truncation)]
+        let t = t as u64;
+        t ^ u64::from(std::process::id()).rotate_left(32)
+    })
+}

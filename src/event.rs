@@ -1,0 +1,155 @@
+//! What a run tells as it goes: the events of the retry loop, and the
+//! trait that receives them. Pure: the writers are in `report`.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use crate::classify::{Outcome, StopReason};
+use crate::policy::Delay;
+
+/// Something that happened during a run, worth telling the user.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event<'a> {
+    /// The run starts.
+    Start {
+        /// The command line.
+        command: &'a [OsString],
+        /// Attempts allowed in all; `None` without a limit.
+        max_attempts: Option<u64>,
+    },
+    /// An attempt starts.
+    AttemptStarted {
+        /// 1-based attempt number.
+        attempt: u64,
+        /// Attempts allowed in all; `None` without a limit.
+        max_attempts: Option<u64>,
+    },
+    /// An attempt failed.
+    Failed {
+        /// 1-based attempt number.
+        attempt: u64,
+        /// Attempts allowed in all; `None` without a limit.
+        max_attempts: Option<u64>,
+        /// How it ended.
+        outcome: Outcome,
+        /// How long it ran.
+        elapsed: Duration,
+        /// What comes next.
+        next: Next,
+    },
+    /// The command could not be started.
+    CannotStart {
+        /// 1-based attempt number.
+        attempt: u64,
+        /// `NotFound` or `CannotRun`.
+        outcome: Outcome,
+        /// The program as given.
+        program: &'a OsString,
+        /// Why, as the OS said it.
+        error: &'a str,
+    },
+    /// An attempt succeeded.
+    Succeeded {
+        /// 1-based attempt number.
+        attempt: u64,
+        /// Attempts allowed in all.
+        max_attempts: Option<u64>,
+        /// How the attempt ended (an exit code `--success-on` accepts).
+        outcome: Outcome,
+        /// How long it ran.
+        elapsed: Duration,
+        /// Time since the run started.
+        total: Duration,
+    },
+    /// The run ends without success.
+    GaveUp {
+        /// Attempts made.
+        attempts: u64,
+        /// Time since the run started.
+        total: Duration,
+        /// The last attempt's outcome.
+        outcome: Outcome,
+        /// Why no retry follows.
+        reason: Ending,
+    },
+    /// A signal ended the run.
+    Interrupted {
+        /// The signal backoff received.
+        signal: i32,
+        /// The attempt it came during, with its outcome and duration; `None`
+        /// when it came during a delay (or before an attempt could start).
+        attempt: Option<(u64, Outcome, Duration)>,
+    },
+}
+
+/// What follows a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// A retry after this delay.
+    Retry {
+        /// The delay and its bound.
+        delay: Delay,
+        /// Whether a server's Retry-After set the delay.
+        server: bool,
+    },
+    /// Nothing: it was the last attempt allowed.
+    Exhausted,
+    /// Nothing: the failure is not retried.
+    Stop(StopReason),
+    /// Nothing: the retry budget has no token left.
+    Budget,
+    /// Nothing: the retry would start after `--max-time`.
+    Deadline {
+        /// The delay the retry would have needed.
+        delay: Duration,
+        /// The `--max-time` it would pass.
+        max_time: Duration,
+        /// Whether the deadline has passed already.
+        passed: bool,
+    },
+}
+
+/// Why a run ended without success.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// A signal interrupted it.
+    Interrupted,
+    /// No retries were left.
+    Exhausted,
+    /// The failure was not worth retrying.
+    Stopped,
+    /// `--max-time` passed, or would have before the next retry.
+    Deadline,
+    /// The retry budget had no token left.
+    Budget,
+}
+
+impl Ending {
+    /// The name used in reports and events.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ending::Interrupted => "interrupted",
+            Ending::Exhausted => "exhausted",
+            Ending::Stopped => "stopped",
+            Ending::Deadline => "deadline",
+            Ending::Budget => "budget",
+        }
+    }
+}
+
+/// Receives the events of a run.
+pub trait Report {
+    /// Tells about one event.
+    fn event(&mut self, event: &Event<'_>);
+}
+
+/// Sends every event to each of several reports.
+pub struct Reports<'a>(pub Vec<&'a mut dyn Report>);
+
+impl Report for Reports<'_> {
+    fn event(&mut self, event: &Event<'_>) {
+        for r in &mut self.0 {
+            r.event(event);
+        }
+    }
+}

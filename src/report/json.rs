@@ -1,0 +1,169 @@
+//! JSON event lines (`--log-format json`): one object per event, each on its
+//! own line, written with one call. Also the JSON forms of outcomes and
+//! times that the run report shares.
+
+use std::io::Write;
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+
+use crate::classify::Outcome;
+use crate::event::{Event, Next, Report};
+use crate::report::Verbosity;
+use crate::signal;
+
+/// The version of the event and report schemas, bumped on any change that
+/// is not a new field.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// An outcome as JSON: `{"kind": "exit", "code": 22}`, `{"kind": "signal",
+/// "signal": "TERM", "number": 15}`, `{"kind": "timeout"}`, `{"kind":
+/// "not_found"}` or `{"kind": "cannot_run"}`.
+pub fn outcome_json(o: Outcome) -> Value {
+    match o {
+        Outcome::Exited(c) => json!({"kind": "exit", "code": c}),
+        Outcome::Signaled(s) => {
+            json!({"kind": "signal", "signal": signal::short_name(s), "number": s})
+        }
+        Outcome::TimedOut(_) => json!({"kind": "timeout"}),
+        Outcome::NotFound => json!({"kind": "not_found"}),
+        Outcome::CannotRun => json!({"kind": "cannot_run"}),
+    }
+}
+
+pub(crate) fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// Writes one JSON object per event, each on its own line, in one write.
+pub struct JsonReport<W: Write> {
+    out: W,
+    verbosity: Verbosity,
+    name: String,
+    clock: fn() -> SystemTime,
+}
+
+impl<W: Write> JsonReport<W> {
+    /// A JSON event writer; `name` labels every event. With `Quiet`, only
+    /// the events of backoff's own errors are written.
+    pub fn new(out: W, verbosity: Verbosity, name: String, clock: fn() -> SystemTime) -> Self {
+        JsonReport {
+            out,
+            verbosity,
+            name,
+            clock,
+        }
+    }
+}
+
+/// The JSON object for an event (without the common fields).
+fn event_json(event: &Event<'_>, verbose: bool) -> Value {
+    match *event {
+        Event::Start {
+            command,
+            max_attempts,
+        } => {
+            let mut v = json!({
+                "event": "start",
+                "program": command[0].to_string_lossy(),
+                "max_attempts": max_attempts,
+            });
+            if verbose {
+                v["argv"] = command.iter().map(|a| a.to_string_lossy()).collect();
+            }
+            v
+        }
+        Event::AttemptStarted {
+            attempt,
+            max_attempts,
+        } => json!({"event": "attempt_start", "attempt": attempt, "max_attempts": max_attempts}),
+        Event::Failed {
+            attempt,
+            outcome,
+            elapsed,
+            next,
+            ..
+        } => {
+            let mut v = json!({
+                "event": "attempt_end",
+                "attempt": attempt,
+                "outcome": outcome_json(outcome),
+                "duration_seconds": elapsed.as_secs_f64(),
+            });
+            match next {
+                Next::Retry { delay, server } => {
+                    v["next"] = json!("retry");
+                    v["delay_seconds"] = json!(delay.delay.as_secs_f64());
+                    v["bound_seconds"] = json!(delay.bound.as_secs_f64());
+                    v["delay_from_server"] = json!(server);
+                }
+                Next::Exhausted => v["next"] = json!("exhausted"),
+                Next::Budget => v["next"] = json!("budget"),
+                Next::Stop(_) => v["next"] = json!("stopped"),
+                Next::Deadline { delay, .. } => {
+                    v["next"] = json!("deadline");
+                    v["delay_seconds"] = json!(delay.as_secs_f64());
+                }
+            }
+            v
+        }
+        Event::CannotStart {
+            attempt,
+            outcome,
+            error,
+            ..
+        } => json!({
+            "event": "attempt_end",
+            "attempt": attempt,
+            "outcome": outcome_json(outcome),
+            "error": error,
+            "next": "stopped",
+        }),
+        Event::Succeeded {
+            attempt,
+            outcome,
+            elapsed,
+            total,
+            ..
+        } => json!({
+            "event": "success",
+            "attempt": attempt,
+            "outcome": outcome_json(outcome),
+            "duration_seconds": elapsed.as_secs_f64(),
+            "total_seconds": total.as_secs_f64(),
+        }),
+        Event::GaveUp {
+            attempts,
+            total,
+            outcome,
+            reason,
+        } => json!({
+            "event": "give_up",
+            "attempts": attempts,
+            "outcome": outcome_json(outcome),
+            "reason": reason.name(),
+            "total_seconds": total.as_secs_f64(),
+        }),
+        Event::Interrupted { signal, attempt } => json!({
+            "event": "interrupted",
+            "signal": signal::short_name(signal),
+            "during": if attempt.is_some() { "attempt" } else { "delay" },
+        }),
+    }
+}
+
+impl<W: Write> Report for JsonReport<W> {
+    fn event(&mut self, event: &Event<'_>) {
+        if self.verbosity == Verbosity::Quiet && !matches!(event, Event::CannotStart { .. }) {
+            return;
+        }
+        let mut v = event_json(event, self.verbosity == Verbosity::Verbose);
+        v["schema"] = json!(SCHEMA_VERSION);
+        v["time"] = json!(rfc3339((self.clock)()));
+        v["name"] = json!(self.name);
+        let mut line = v.to_string();
+        line.push('\n');
+        let _ = self.out.write_all(line.as_bytes());
+        let _ = self.out.flush();
+    }
+}

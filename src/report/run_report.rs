@@ -1,0 +1,242 @@
+//! The run report (`--report FILE`): a recorder that follows the events of
+//! a run, and the JSON document it makes at exit. The recorder also feeds
+//! `--metrics-file` (see `metrics`).
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+
+use crate::classify::Outcome;
+use crate::event::{Ending, Event, Next, Report};
+use crate::exit::Exit;
+use crate::report::json::{SCHEMA_VERSION, outcome_json, rfc3339};
+use crate::signal;
+
+/// One attempt, as the report shows it.
+#[derive(Debug, Clone, PartialEq)]
+struct AttemptRecord {
+    number: u64,
+    start: SystemTime,
+    duration: Option<Duration>,
+    outcome: Option<Outcome>,
+    delay_after: Option<Duration>,
+}
+
+/// Collects what a run did, for `--report` and `--metrics-file`.
+pub struct Recorder {
+    name: String,
+    clock: fn() -> SystemTime,
+    started: Option<SystemTime>,
+    attempts: Vec<AttemptRecord>,
+    reason: &'static str,
+}
+
+impl Recorder {
+    /// A recorder for the command labelled `name`, reading wall-clock time
+    /// from `clock`.
+    pub fn new(name: String, clock: fn() -> SystemTime) -> Recorder {
+        Recorder {
+            name,
+            clock,
+            started: None,
+            attempts: Vec::new(),
+            reason: "interrupted",
+        }
+    }
+
+    fn end_attempt(&mut self, number: u64, outcome: Outcome, duration: Option<Duration>) {
+        if let Some(a) = self.attempts.iter_mut().rev().find(|a| a.number == number) {
+            a.outcome = Some(outcome);
+            a.duration = duration;
+        }
+    }
+
+    /// Retries made: attempts after the first.
+    pub fn retry_count(&self) -> u64 {
+        self.attempts.len().saturating_sub(1) as u64
+    }
+
+    /// Seconds slept between attempts (a delay cut short by a signal
+    /// counts for the part that was slept).
+    pub fn backoff_seconds(&self) -> f64 {
+        let slept: Duration = self.attempts.iter().filter_map(|a| a.delay_after).sum();
+        slept.as_secs_f64()
+    }
+
+    /// The `--report` document for a run that exits with `exit`.
+    pub fn report(&self, exit: Exit) -> Value {
+        let now = (self.clock)();
+        let attempts: Vec<Value> = self
+            .attempts
+            .iter()
+            .map(|a| {
+                json!({
+                    "attempt": a.number,
+                    "start": rfc3339(a.start),
+                    "duration_seconds": a.duration.map(|d| d.as_secs_f64()),
+                    "outcome": a.outcome.map(outcome_json),
+                    "delay_after_seconds": a.delay_after.map(|d| d.as_secs_f64()),
+                })
+            })
+            .collect();
+        let started = self.started.unwrap_or(now);
+        json!({
+            "schema": SCHEMA_VERSION,
+            "name": self.name,
+            "start": rfc3339(started),
+            "end": rfc3339(now),
+            "duration_seconds": now.duration_since(started).unwrap_or_default().as_secs_f64(),
+            "attempts": attempts,
+            "retry_count": self.retry_count(),
+            "backoff_seconds": self.backoff_seconds(),
+            "final_status": exit.shell_code(),
+            "final_signal": match exit {
+                Exit::Signal(s) => Some(signal::short_name(s)),
+                Exit::Code(_) => None,
+            },
+            "reason": self.reason,
+        })
+    }
+    /// The label of the command.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Attempts made.
+    pub fn attempts(&self) -> u64 {
+        self.attempts.len() as u64
+    }
+
+    /// Whether the run succeeded.
+    pub fn succeeded(&self) -> bool {
+        self.reason == "success"
+    }
+
+    /// The wall-clock time now, as the recorder reads it.
+    pub fn now(&self) -> SystemTime {
+        (self.clock)()
+    }
+}
+
+impl Report for Recorder {
+    fn event(&mut self, event: &Event<'_>) {
+        match *event {
+            Event::Start { .. } => self.started = Some((self.clock)()),
+            Event::AttemptStarted { attempt, .. } => self.attempts.push(AttemptRecord {
+                number: attempt,
+                start: (self.clock)(),
+                duration: None,
+                outcome: None,
+                delay_after: None,
+            }),
+            Event::Failed {
+                attempt,
+                outcome,
+                elapsed,
+                next,
+                ..
+            } => {
+                self.end_attempt(attempt, outcome, Some(elapsed));
+                if let Next::Retry { delay, .. } = next
+                    && let Some(a) = self.attempts.last_mut()
+                {
+                    a.delay_after = Some(delay.delay);
+                }
+            }
+            Event::CannotStart {
+                attempt, outcome, ..
+            } => {
+                self.end_attempt(attempt, outcome, None);
+                self.reason = Ending::Stopped.name();
+            }
+            Event::Succeeded {
+                attempt,
+                outcome,
+                elapsed,
+                ..
+            } => {
+                self.end_attempt(attempt, outcome, Some(elapsed));
+                self.reason = "success";
+            }
+            Event::GaveUp { reason, .. } => self.reason = reason.name(),
+            Event::Interrupted { attempt, .. } => {
+                if let Some((number, outcome, elapsed)) = attempt {
+                    self.end_attempt(number, outcome, Some(elapsed));
+                } else if let Some(a) = self.attempts.last_mut() {
+                    // The delay after the last attempt was cut short.
+                    let ended = a.start + a.duration.unwrap_or_default();
+                    let slept = (self.clock)().duration_since(ended).unwrap_or_default();
+                    a.delay_after = a.delay_after.map(|d| d.min(slept));
+                }
+                self.reason = Ending::Interrupted.name();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Delay;
+    use std::time::UNIX_EPOCH;
+
+    fn epoch() -> SystemTime {
+        UNIX_EPOCH + Duration::from_hours(500_000)
+    }
+
+    fn fed(events: &[Event<'_>]) -> Recorder {
+        let mut r = Recorder::new("job \"x\"".to_owned(), epoch);
+        for e in events {
+            r.event(e);
+        }
+        r
+    }
+
+    fn failed(attempt: u64, delay_ms: u64) -> Event<'static> {
+        Event::Failed {
+            attempt,
+            max_attempts: Some(3),
+            outcome: Outcome::Exited(9),
+            elapsed: Duration::from_millis(5),
+            next: Next::Retry {
+                delay: Delay {
+                    delay: Duration::from_millis(delay_ms),
+                    bound: Duration::from_millis(delay_ms),
+                },
+                server: false,
+            },
+        }
+    }
+
+    #[test]
+    fn a_report_counts_retries_and_sleep_and_names_the_reason() {
+        let r = fed(&[
+            Event::AttemptStarted {
+                attempt: 1,
+                max_attempts: Some(3),
+            },
+            failed(1, 100),
+            Event::AttemptStarted {
+                attempt: 2,
+                max_attempts: Some(3),
+            },
+            failed(2, 200),
+            Event::AttemptStarted {
+                attempt: 3,
+                max_attempts: Some(3),
+            },
+            Event::GaveUp {
+                attempts: 3,
+                total: Duration::from_millis(320),
+                outcome: Outcome::Exited(9),
+                reason: Ending::Exhausted,
+            },
+        ]);
+        let doc = r.report(Exit::Code(9));
+        assert_eq!(doc["retry_count"], 2);
+        assert_eq!(doc["backoff_seconds"], 0.3);
+        assert_eq!(doc["reason"], "exhausted");
+        assert_eq!(doc["final_status"], 9);
+        assert_eq!(doc["attempts"][1]["delay_after_seconds"], 0.2);
+    }
+}
