@@ -1,36 +1,48 @@
 //! Signals at the OS level: watching them through a self-pipe, waiting for
-//! them with a deadline, sending them to a child's process group, and dying
-//! by one.
+//! them (with descriptors and a deadline) in one `poll`, the signal mask
+//! around and inside a starting child, sending signals to a child's process
+//! group, and dying by a signal.
 
 use std::io::{self, PipeReader, Read};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::os::fd::{AsFd, BorrowedFd, IntoRawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use libc::c_int;
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+
+use crate::signal::TERMINATING;
+use crate::sys::fd::set_nonblocking;
+
+/// The signals backoff watches: those that end a run, job control, and the
+/// end of a child.
+const WATCHED: [c_int; 7] = [
+    TERMINATING[0],
+    TERMINATING[1],
+    TERMINATING[2],
+    TERMINATING[3],
+    libc::SIGTSTP,
+    libc::SIGCONT,
+    libc::SIGCHLD,
+];
+
+/// The signals that have backoff's handler, as a bit mask (bit n for signal
+/// n): a starting child resets them before it unblocks signals.
+static HANDLED: AtomicU64 = AtomicU64::new(0);
+
+fn bit(sig: c_int) -> u64 {
+    u32::try_from(sig).map_or(0, |n| if n < 64 { 1 << n } else { 0 })
+}
 
 /// Whether `sig` was inherited as ignored (as `nohup` and background jobs
 /// leave SIGINT, SIGQUIT and SIGHUP): such signals stay ignored.
 pub fn is_ignored(sig: c_int) -> bool {
-    // SAFETY: querying the disposition with a null new action changes nothing;
-    // `old` is a plain C struct that sigaction fills in.
+    // SAFETY: querying the disposition with a null new action changes
+    // nothing; `old` is a plain C struct that sigaction fills in.
     unsafe {
         let mut old: libc::sigaction = std::mem::zeroed();
         libc::sigaction(sig, std::ptr::null(), &raw mut old) == 0
             && old.sa_sigaction == libc::SIG_IGN
-    }
-}
-
-/// The signals `SignalWatch::install` found ignored and left so, as a bit
-/// mask (bit n for signal n).
-static LEFT_IGNORED: OnceLock<u64> = OnceLock::new();
-
-/// Whether `sig` is ignored because backoff inherited it so. Known without a
-/// system call once `SignalWatch::install` has run.
-pub fn left_ignored(sig: c_int) -> bool {
-    match LEFT_IGNORED.get() {
-        Some(mask) => u32::try_from(sig).is_ok_and(|n| n < 64 && mask & (1 << n) != 0),
-        None => is_ignored(sig),
     }
 }
 
@@ -51,24 +63,22 @@ impl SignalWatch {
     ///
     /// It also empties backoff's signal mask: a mask inherited from the
     /// caller would hold back the signals watched here, and children inherit
-    /// it (the standard library does not reset it when it spawns).
+    /// it.
+    ///
+    /// # Errors
+    ///
+    /// When the pipe cannot be made or a handler cannot be installed.
     pub fn install() -> io::Result<SignalWatch> {
-        unblock_all();
+        set_mask(libc::SIG_SETMASK, &empty_set());
         let (wake, notify) = io::pipe()?;
         // Neither end ever blocks: a full pipe drops a signal's byte (the
         // reader is behind anyway, and will look at the child then).
-        crate::sys::spawn::set_nonblocking(wake.as_fd())?;
-        crate::sys::spawn::set_nonblocking(notify.as_fd())?;
+        set_nonblocking(wake.as_fd())?;
+        set_nonblocking(notify.as_fd())?;
         // The handlers write to this end for the rest of the process's life.
         let notify = notify.into_raw_fd();
-        let watched =
-            crate::signal::TERMINATING
-                .iter()
-                .chain(&[libc::SIGTSTP, libc::SIGCONT, libc::SIGCHLD]);
-        let mut ignored = 0u64;
-        for &sig in watched {
+        for sig in WATCHED {
             if sig != libc::SIGCHLD && is_ignored(sig) {
-                ignored |= 1 << sig;
                 continue;
             }
             let byte = u8::try_from(sig).unwrap_or(u8::MAX);
@@ -83,8 +93,8 @@ impl SignalWatch {
             // async-signal-safe, and touches no lock or allocation; the
             // signals registered here are not ones signal-hook forbids.
             unsafe { signal_hook::low_level::register(sig, action)? };
+            HANDLED.fetch_or(bit(sig), Ordering::Relaxed);
         }
-        let _ = LEFT_IGNORED.set(ignored);
         Ok(SignalWatch { wake })
     }
 
@@ -117,89 +127,144 @@ impl SignalWatch {
         deadline: Option<Instant>,
         watched: &[(BorrowedFd<'_>, bool)],
     ) -> (Vec<c_int>, Vec<bool>) {
-        let mut fds: Vec<libc::pollfd> = std::iter::once(libc::pollfd {
-            fd: self.wake.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .chain(watched.iter().map(|(fd, write)| libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: if *write { libc::POLLOUT } else { libc::POLLIN },
-            revents: 0,
-        }))
-        .collect();
         loop {
             // Signals already in the pipe make it readable: poll sees them.
-            // At the deadline the readers are still looked at once, so that
-            // data already there is never passed over.
-            let (timeout_ms, last) = match deadline {
-                None => (-1, false),
-                Some(d) => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    (poll_timeout_ms(left), left.is_zero())
-                }
+            // At the deadline the descriptors are still looked at once, so
+            // that data already there is never passed over.
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let timeout = left.map(|l| Timespec {
+                tv_sec: l.as_secs().try_into().unwrap_or(i64::MAX),
+                tv_nsec: l.subsec_nanos().into(),
+            });
+            let (signalled, ready) = {
+                let mut fds: Vec<PollFd<'_>> =
+                    std::iter::once(PollFd::new(&self.wake, PollFlags::IN))
+                        .chain(watched.iter().map(|&(fd, write)| {
+                            let events = if write { PollFlags::OUT } else { PollFlags::IN };
+                            PollFd::from_borrowed_fd(fd, events)
+                        }))
+                        .collect();
+                // EINTR (a signal) shows in the pipe on the next round.
+                let _ = poll(&mut fds, timeout.as_ref());
+                let ready: Vec<bool> = fds[1..].iter().map(|p| !p.revents().is_empty()).collect();
+                (!fds[0].revents().is_empty(), ready)
             };
-            let count = libc::nfds_t::try_from(fds.len()).unwrap_or(libc::nfds_t::MAX);
-            // SAFETY: `fds` is a valid array of `count` pollfd structs that
-            // outlives the call; poll only writes their `revents`.
-            let _ = unsafe { libc::poll(fds.as_mut_ptr(), count, timeout_ms) };
-            let got = if fds[0].revents == 0 {
-                Vec::new()
-            } else {
+            let got = if signalled {
                 self.pending()
+            } else {
+                Vec::new()
             };
-            let ready: Vec<bool> = fds[1..].iter().map(|p| p.revents != 0).collect();
-            if last || !got.is_empty() || ready.iter().any(|&r| r) {
+            if left.is_some_and(|l| l.is_zero()) || !got.is_empty() || ready.iter().any(|&r| r) {
                 return (got, ready);
             }
         }
     }
 }
 
-/// Empties this thread's signal mask.
-fn unblock_all() {
-    // SAFETY: `set` is initialised by sigemptyset before use; the call only
-    // changes this thread's mask.
+fn empty_set() -> libc::sigset_t {
+    // SAFETY: sigemptyset initialises the zeroed set it is given.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&raw mut set);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const set, std::ptr::null_mut());
+        set
     }
 }
 
-/// A poll timeout in whole milliseconds, rounded up so that a wait never
-/// ends before its deadline.
-fn poll_timeout_ms(left: Duration) -> c_int {
-    let ms = left.as_nanos().div_ceil(1_000_000);
-    c_int::try_from(ms).unwrap_or(c_int::MAX)
+/// Changes this thread's signal mask; returns the mask before.
+fn set_mask(how: c_int, set: &libc::sigset_t) -> libc::sigset_t {
+    // SAFETY: `set` is an initialised set and `old` a place for one;
+    // pthread_sigmask changes only this thread's mask, and is
+    // async-signal-safe in practice (it is a system call).
+    unsafe {
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(how, set, &raw mut old);
+        old
+    }
+}
+
+/// Every signal blocked for as long as this lives; the mask before is
+/// restored when it is dropped.
+pub struct Blocked {
+    before: libc::sigset_t,
+}
+
+/// Blocks every signal until the returned guard is dropped: while a child
+/// starts, none of backoff's handlers may run in it (they would write to
+/// backoff's self-pipe); the child resets them before it unblocks signals
+/// (`prepare_exec`).
+pub fn block_all() -> Blocked {
+    // SAFETY: sigfillset initialises the zeroed set it is given.
+    let all = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&raw mut set);
+        set
+    };
+    Blocked {
+        before: set_mask(libc::SIG_SETMASK, &all),
+    }
+}
+
+impl Drop for Blocked {
+    fn drop(&mut self) {
+        set_mask(libc::SIG_SETMASK, &self.before);
+    }
+}
+
+/// In a starting child, between fork and exec, with every signal blocked
+/// (`block_all`): gives each signal that has backoff's handler its default
+/// disposition back, then empties the mask, so that the command starts
+/// with default dispositions (those inherited as ignored stay ignored) and
+/// an empty mask, and a signal that came meanwhile acts on the child as it
+/// would on the command. Async-signal-safe: no allocation, no lock.
+pub fn prepare_exec() {
+    let handled = HANDLED.load(Ordering::Relaxed);
+    for sig in WATCHED {
+        if handled & bit(sig) != 0 {
+            // SAFETY: a default disposition installs no handler; `dfl` is a
+            // zeroed C struct with SIG_DFL set.
+            unsafe {
+                let mut dfl: libc::sigaction = std::mem::zeroed();
+                dfl.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(sig, &raw const dfl, std::ptr::null_mut());
+            }
+        }
+    }
+    set_mask(libc::SIG_SETMASK, &empty_set());
 }
 
 /// Sends `sig` to the process group `pgid`. Refuses groups that are not a
 /// child's: pgid 0 or 1, or backoff's own group.
+///
+/// # Errors
+///
+/// As kill(2): `ESRCH` when the group is gone, `EPERM` when it may not be
+/// signalled; `InvalidInput` for a group backoff must not signal.
 pub fn signal_group(pgid: u32, sig: c_int) -> io::Result<()> {
-    // backoff never changes its own group, so it is read once.
-    static OWN: std::sync::OnceLock<libc::pid_t> = std::sync::OnceLock::new();
     let pgid = libc::pid_t::try_from(pgid).map_err(|_| io::ErrorKind::InvalidInput)?;
-    // SAFETY: getpgrp has no preconditions.
-    let own = *OWN.get_or_init(|| unsafe { libc::getpgrp() });
-    if pgid <= 1 || pgid == own {
+    if pgid <= 1 || pgid == rustix::process::getpgrp().as_raw_nonzero().get() {
         return Err(io::ErrorKind::InvalidInput.into());
     }
-    // SAFETY: kill with a negative pid signals a group; pgid > 1 was checked.
-    if unsafe { libc::kill(-pgid, sig) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    kill(-pgid, sig)
 }
 
 /// Sends `sig` to the process `pid`, never to pid 0 or 1.
+///
+/// # Errors
+///
+/// As `signal_group`.
 pub fn signal_process(pid: u32, sig: c_int) -> io::Result<()> {
     let pid = libc::pid_t::try_from(pid).map_err(|_| io::ErrorKind::InvalidInput)?;
     if pid <= 1 {
         return Err(io::ErrorKind::InvalidInput.into());
     }
-    // SAFETY: kill on a positive pid greater than 1 only sends a signal.
+    kill(pid, sig)
+}
+
+/// kill(2) for any signal number, real-time signals included (which the
+/// typed wrappers of rustix and nix do not take). Callers check `pid`.
+fn kill(pid: libc::pid_t, sig: c_int) -> io::Result<()> {
+    // SAFETY: kill only sends a signal; the callers refuse pids 0, 1 and
+    // -1 and groups 0 and 1.
     if unsafe { libc::kill(pid, sig) } == 0 {
         Ok(())
     } else {
@@ -217,31 +282,29 @@ pub fn group_exists(pgid: u32) -> bool {
 
 /// Stops backoff itself, as SIGTSTP would have without a handler.
 pub fn stop_self() {
-    // SAFETY: raise has no preconditions; SIGSTOP cannot be caught.
-    unsafe {
-        libc::raise(libc::SIGSTOP);
-    }
+    let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::STOP);
 }
 
 /// Dies by `sig`: no core dump, default disposition, unblocked, raised. If
 /// the signal's default action does not end the process, returns so that the
-/// caller can exit with `128 + sig`.
+/// caller can exit with `128 + sig`. (signal-hook's
+/// `emulate_default_handler` would abort instead, and knows no real-time
+/// signal.)
 pub fn die_by(sig: c_int) {
-    // SAFETY: plain libc calls on valid, initialised arguments; they change
-    // only this process's own limits, disposition and mask before it ends.
+    let no_core = rustix::process::Rlimit {
+        current: Some(0),
+        maximum: Some(0),
+    };
+    let _ = rustix::process::setrlimit(rustix::process::Resource::Core, no_core);
+    // SAFETY: a default disposition installs no handler; the set is
+    // initialised by sigemptyset before use; raise has no preconditions.
     unsafe {
-        let no_core = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        libc::setrlimit(libc::RLIMIT_CORE, &raw const no_core);
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = libc::SIG_DFL;
         libc::sigaction(sig, &raw const action, std::ptr::null_mut());
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&raw mut set);
+        let mut set = empty_set();
         libc::sigaddset(&raw mut set, sig);
-        libc::sigprocmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
         libc::raise(sig);
     }
 }
@@ -251,17 +314,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn poll_timeouts_round_up() {
-        assert_eq!(poll_timeout_ms(Duration::from_nanos(1)), 1);
-        assert_eq!(poll_timeout_ms(Duration::from_millis(5)), 5);
-        assert_eq!(poll_timeout_ms(Duration::from_secs(u64::MAX)), c_int::MAX);
-    }
-
-    #[test]
     fn never_signals_init_or_everyone() {
         assert!(signal_group(0, 0).is_err());
         assert!(signal_group(1, 0).is_err());
         assert!(signal_process(1, 0).is_err());
         assert!(signal_process(0, 0).is_err());
+    }
+
+    #[test]
+    fn only_small_signal_numbers_have_a_bit() {
+        assert_eq!(bit(libc::SIGINT), 1 << libc::SIGINT);
+        assert_eq!(bit(64), 0);
+        assert_eq!(bit(-1), 0);
     }
 }

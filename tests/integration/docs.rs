@@ -155,7 +155,7 @@ The command is executed directly (PATH lookup, no shell) with its arguments as r
 .PP
 When an attempt fails and is retried, processes it left running in its process group are sent SIGTERM before the delay starts, so that they do not race the retry (a port still held, a lock still taken). After the last attempt and after success they are left alone.
 .PP
-PATH is searched at the first attempt; later attempts run the file found then, as a shell remembers where it found a command, and PATH is searched again only when that file is gone.
+Each attempt searches PATH afresh, as \fBexecvp\fR(3) does: a directory where the program is missing lets the next one try, and a program found only where it cannot be executed fails with 126.
 "#;
 
 const EXAMPLES: &str = r".SH EXAMPLES

@@ -1,0 +1,323 @@
+//! Copying the command's output through backoff, for output rules: each
+//! captured stream is read as it comes, matched line by line (`scan`), and
+//! passed on unchanged, in order. A destination that does not take more
+//! (a full pipe nobody reads) holds up the reading of that stream, never
+//! backoff's clock.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd};
+
+use crate::classify::Observed;
+use crate::exec::scan::{LineScanner, OutputRules};
+use crate::sys::fd;
+
+/// Bytes read from the command's output at a time: enough to make few
+/// reads, few enough to stay in the CPU's cache while they are matched and
+/// written.
+pub(super) const CHUNK: usize = 256 * 1024;
+
+/// The capacity asked for the pipe that carries the command's stdout (four
+/// times Linux's default): the larger the pipe, the fewer times the command
+/// and backoff wait for each other. Every page of it counts against the
+/// user's quota of pipe buffers, used or not, so it stays modest, and
+/// stderr keeps the default.
+pub(super) const PIPE_SIZE: usize = 256 * 1024;
+
+/// Where one captured stream of the command goes.
+pub(super) struct Pipe {
+    pub(super) from: File,
+    pub(super) to: File,
+    /// Whether writes to `to` return at once when it is full.
+    to_nonblocking: bool,
+    /// Bytes read but not yet written: while there are some, the pipe is
+    /// not read, so a slow reader downstream slows the command down as it
+    /// would without backoff, but never backoff's own clock.
+    pending: Vec<u8>,
+    /// Whether output is passed on with tee(2) (Linux, `to` a pipe): the
+    /// kernel puts it into `to` without copying it, and only then is it
+    /// read, to be matched.
+    tee: bool,
+    /// With `tee`: output waits in `from` for room in `to`.
+    blocked: bool,
+    /// Once reading has stopped: how many of the bytes that were in `from`
+    /// then are still to be passed on. They are taken only as `to` takes
+    /// them; what comes later is not waited for.
+    left: Option<usize>,
+    scanner: LineScanner,
+}
+
+impl Pipe {
+    /// Whether the pipe waits for room in its destination.
+    pub(super) fn waiting(&self) -> bool {
+        self.blocked || !self.pending.is_empty()
+    }
+
+    /// Whether everything read, and everything left to read after reading
+    /// stopped, has been passed on.
+    pub(super) fn emptied(&self) -> bool {
+        !self.waiting() && self.left.unwrap_or(0) == 0
+    }
+}
+
+impl Pipe {
+    /// A pipe from the command (`from`, non-blocking) to `to`.
+    pub(super) fn new(from: File, to: File, to_nonblocking: bool) -> Pipe {
+        Pipe {
+            from,
+            to,
+            to_nonblocking,
+            pending: Vec::new(),
+            // Only a pipe opened anew can take tee's non-blocking writes.
+            tee: to_nonblocking && cfg!(target_os = "linux"),
+            blocked: false,
+            left: None,
+            scanner: LineScanner::default(),
+        }
+    }
+}
+
+/// Where copied output goes: backoff's stdout or stderr. A pipe or FIFO is
+/// opened anew (a description of backoff's own) so that its writes can be
+/// made non-blocking without touching the caller's; anything else is
+/// written as it is.
+pub(super) fn destination(fd: BorrowedFd<'_>) -> io::Result<(File, bool)> {
+    let file = File::from(fd.try_clone_to_owned()?);
+    #[cfg(target_os = "linux")]
+    if std::os::unix::fs::FileTypeExt::is_fifo(&file.metadata()?.file_type()) {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+        if let Ok(own) = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+        {
+            return Ok((own, true));
+        }
+    }
+    Ok((file, false))
+}
+
+/// What one read of a pipe did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Copied {
+    /// Copied some bytes.
+    Data,
+    /// Nothing there for now.
+    Nothing,
+    /// The pipe is done: at its end, or its destination is gone.
+    Done,
+}
+
+/// Copies and matches the captured streams of one run's attempts, with one
+/// buffer for them all.
+pub(super) struct Copier {
+    /// What to look for in the output.
+    pub(super) rules: Option<OutputRules>,
+    buffer: Vec<u8>,
+}
+
+impl Copier {
+    /// A copier matching `rules`.
+    pub(super) fn new(rules: Option<OutputRules>) -> Copier {
+        Copier {
+            rules,
+            buffer: Vec::new(),
+        }
+    }
+
+    /// The copy buffer, at least `CHUNK` bytes long (also used to write
+    /// held output).
+    pub(super) fn buffer(&mut self) -> &mut [u8] {
+        if self.buffer.len() < CHUNK {
+            self.buffer.resize(CHUNK, 0);
+        }
+        &mut self.buffer
+    }
+
+    /// Copies what one pipe has to offer (its read end never blocks).
+    pub(super) fn copy(&mut self, pipe: &mut Pipe, seen: &mut Observed) -> Copied {
+        if self.buffer.len() < CHUNK {
+            self.buffer.resize(CHUNK, 0);
+        }
+        if pipe.tee {
+            match fd::tee(pipe.from.as_fd(), pipe.to.as_fd(), CHUNK) {
+                // The end, or (when other writers share the destination) a
+                // destination found full too late to say so.
+                Ok(0) => {
+                    if fd::pipe_bytes(pipe.from.as_fd()) == 0 {
+                        return Copied::Done;
+                    }
+                    pipe.blocked = true;
+                    return Copied::Nothing;
+                }
+                Ok(n) => return self.take_teed(pipe, n, seen),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // Either nothing came, or the destination is full.
+                    pipe.blocked = fd::pipe_bytes(pipe.from.as_fd()) > 0;
+                    return Copied::Nothing;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Copied::Nothing,
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Copied::Done,
+                // Not possible here after all: read and write instead.
+                Err(_) => pipe.tee = false,
+            }
+        }
+        let limit = pipe.left.map_or(CHUNK, |left| left.min(CHUNK));
+        if limit == 0 {
+            return Copied::Done;
+        }
+        match pipe.from.read(&mut self.buffer[..limit]) {
+            Ok(0) => Copied::Done,
+            Ok(n) => {
+                if let Some(left) = &mut pipe.left {
+                    *left -= n.min(*left);
+                }
+                let data = &self.buffer[..n];
+                if let Some(rules) = &self.rules {
+                    pipe.scanner.feed(rules, data, seen);
+                }
+                match write_some(&mut pipe.to, pipe.to_nonblocking, data) {
+                    Some(written) => {
+                        pipe.pending.extend_from_slice(&data[written..]);
+                        Copied::Data
+                    }
+                    // The destination is gone: closing the pipe gives the
+                    // command the SIGPIPE it would have had without backoff.
+                    None => Copied::Done,
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Copied::Nothing,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if pipe.left.is_some() {
+                    // Nothing more there after all.
+                    pipe.left = Some(0);
+                }
+                Copied::Nothing
+            }
+            Err(_) => Copied::Done,
+        }
+    }
+
+    /// Reads the `n` bytes that tee(2) has just passed on, and matches them.
+    fn take_teed(&mut self, pipe: &mut Pipe, n: usize, seen: &mut Observed) -> Copied {
+        let mut got = 0;
+        while got < n {
+            match pipe.from.read(&mut self.buffer[got..n]) {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        if let Some(rules) = &self.rules {
+            pipe.scanner.feed(rules, &self.buffer[..got], seen);
+        }
+        Copied::Data
+    }
+
+    /// Stops reading: copies what the pipes hold as far as their
+    /// destinations take it now, and notes what they still hold, to be
+    /// passed on as the destinations take it (without waiting for more).
+    /// A pipe with nothing left to pass on is done.
+    pub(super) fn sweep(&mut self, pipes: &mut Vec<Pipe>, seen: &mut Observed) {
+        pipes.retain_mut(|pipe| {
+            // From now on, bytes are read before they are passed on.
+            pipe.tee = false;
+            pipe.blocked = false;
+            // Bounded: a writer faster than backoff would keep it here.
+            let mut last = Copied::Data;
+            for _ in 0..256 {
+                if !pipe.pending.is_empty() {
+                    break;
+                }
+                last = self.copy(pipe, seen);
+                if last != Copied::Data {
+                    break;
+                }
+            }
+            if last != Copied::Done {
+                pipe.left = Some(fd::pipe_bytes(pipe.from.as_fd()));
+                if !pipe.emptied() {
+                    return true;
+                }
+            }
+            if let Some(rules) = &self.rules {
+                pipe.scanner.finish(rules, seen);
+            }
+            false
+        });
+    }
+
+    /// Reads or flushes the pipes `ready` says can go on, removes those
+    /// that are done (and, after the last read, those with nothing left to
+    /// write); returns whether output flowed.
+    pub(super) fn service(
+        &mut self,
+        pipes: &mut Vec<Pipe>,
+        ready: &[bool],
+        reading: bool,
+        seen: &mut Observed,
+    ) -> bool {
+        let mut flowing = false;
+        let mut i = pipes.len();
+        while i > 0 {
+            i -= 1;
+            let copied = if !ready[i] {
+                Copied::Nothing
+            } else if !pipes[i].pending.is_empty() {
+                if flush(&mut pipes[i]) {
+                    Copied::Data
+                } else {
+                    Copied::Done
+                }
+            } else if reading || !pipes[i].emptied() {
+                pipes[i].blocked = false;
+                self.copy(&mut pipes[i], seen)
+            } else {
+                Copied::Nothing
+            };
+            flowing |= copied == Copied::Data;
+            if copied == Copied::Done || (!reading && pipes[i].emptied()) {
+                if let Some(rules) = &self.rules {
+                    pipes[i].scanner.finish(rules, seen);
+                }
+                pipes.remove(i);
+            }
+        }
+        flowing
+    }
+}
+
+/// Writes what `pipe` has pending, as far as its destination takes it
+/// without waiting; false when the destination is gone.
+fn flush(pipe: &mut Pipe) -> bool {
+    if let Some(written) = write_some(&mut pipe.to, pipe.to_nonblocking, &pipe.pending) {
+        pipe.pending.drain(..written);
+        true
+    } else {
+        pipe.pending.clear();
+        false
+    }
+}
+
+/// Writes `data` to `to`: all of it, or with a non-blocking `to` as much
+/// as it takes without waiting. Returns how many bytes were written, or
+/// None when the destination is gone.
+fn write_some(to: &mut File, nonblocking: bool, data: &[u8]) -> Option<usize> {
+    if !nonblocking {
+        return to.write_all(data).is_ok().then_some(data.len());
+    }
+    let mut written = 0;
+    while written < data.len() {
+        match to.write(&data[written..]) {
+            Ok(0) => return None,
+            Ok(n) => written += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(_) => return None,
+        }
+    }
+    Some(written)
+}

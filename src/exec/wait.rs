@@ -1,0 +1,216 @@
+//! The one event-driven wait of an attempt: for the command to end, for
+//! signals, for its time limit, and for its output, all in one `poll` with
+//! the nearest deadline. Signals are passed on to the command's process
+//! group as they come; the time limit sends `--signal`, then KILL.
+
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+
+use libc::c_int;
+
+use crate::classify::Observed;
+use crate::exec::RealExecutor;
+use crate::exec::copy::Pipe;
+use crate::signal::TERMINATING;
+use crate::sys::signals;
+
+/// How long backoff keeps reading the command's output after the command
+/// exited while no more comes: a process it left behind may hold the pipe
+/// open forever.
+const DRAIN: Duration = Duration::from_millis(500);
+
+/// The longest backoff reads output after the command exited, however much
+/// keeps coming.
+const DRAIN_MAX: Duration = Duration::from_secs(10);
+
+/// What happened while waiting for a child.
+pub(super) struct Waited {
+    pub(super) status: ExitStatus,
+    /// The first terminating signal backoff received meanwhile.
+    pub(super) interrupted: Option<c_int>,
+    /// Whether the attempt ran past its limit.
+    pub(super) timed_out: bool,
+    /// What its output showed.
+    pub(super) seen: Observed,
+}
+
+impl RealExecutor {
+    /// Sends `sig` to the running child: to its whole process group, or to
+    /// the child alone with `--foreground`. Only called before the child is
+    /// reaped, so its pid cannot have been reused.
+    fn forward(&self, pid: u32, sig: c_int) {
+        let _ = if self.options.foreground {
+            signals::signal_process(pid, sig)
+        } else {
+            signals::signal_group(pid, sig)
+        };
+    }
+
+    /// Waits for the child to end, passing signals on, copying and matching
+    /// its output, and enforcing its time limit meanwhile.
+    pub(super) fn wait(
+        &mut self,
+        child: &mut Child,
+        mut pipes: Vec<Pipe>,
+        limit: Option<Duration>,
+    ) -> Waited {
+        let pid = child.id();
+        let mut interrupted: Option<c_int> = None;
+        let mut timeout_at = limit.and_then(|l| Instant::now().checked_add(l));
+        let mut kill_at: Option<Instant> = None;
+        let mut timed_out = false;
+        let mut seen = Observed::default();
+        let mut exited: Option<ExitStatus> = None;
+        // After the exit: when reading stops (no data for DRAIN), and when
+        // it stops whatever comes.
+        let mut drain_until = None;
+        let mut drain_end = None;
+        let mut reading = true;
+        // The child's end is looked for at first and after each signal
+        // (SIGCHLD among them), not after every read of its output.
+        let mut check = true;
+        loop {
+            if exited.is_none() && std::mem::take(&mut check) {
+                let status = match child.try_wait() {
+                    Ok(status) => status,
+                    // ECHILD cannot happen (SIGCHLD is handled, not
+                    // ignored); if it did, waiting longer would never end.
+                    Err(_) => Some(ExitStatus::from_raw(127 << 8)),
+                };
+                if let Some(status) = status {
+                    let now = Instant::now();
+                    exited = Some(status);
+                    drain_until = now.checked_add(DRAIN);
+                    drain_end = now.checked_add(DRAIN_MAX);
+                }
+            }
+            if let Some(status) = exited {
+                // A signal that interrupted the run does not wait for more.
+                if reading
+                    && (pipes.is_empty()
+                        || interrupted.is_some()
+                        || drain_until.is_some_and(|d| Instant::now() >= d))
+                {
+                    reading = false;
+                    self.copier.sweep(&mut pipes, &mut seen);
+                }
+                // Done when everything read is written, or when a signal
+                // says not to wait for a reader that does not read.
+                if !reading && (pipes.is_empty() || interrupted.is_some()) {
+                    return Waited {
+                        status,
+                        interrupted,
+                        timed_out,
+                        seen,
+                    };
+                }
+            }
+            let running = exited.is_none();
+            // Time limits apply to a running command only.
+            let wake = if running {
+                [timeout_at, kill_at].into_iter().flatten().min()
+            } else if reading {
+                drain_until
+            } else {
+                None
+            };
+            // A pipe with bytes to write waits for its destination, and is
+            // not read meanwhile.
+            let watched: Vec<(BorrowedFd<'_>, bool)> = pipes
+                .iter()
+                .map(|p| {
+                    // After reading stopped, every pipe left waits for its
+                    // destination.
+                    if p.waiting() || !reading {
+                        (p.to.as_fd(), true)
+                    } else {
+                        (p.from.as_fd(), false)
+                    }
+                })
+                .collect();
+            let (signals, ready) = self.watch.wait_io(wake, &watched);
+            drop(watched);
+            // Any signal, not only SIGCHLD: a signal that found the
+            // self-pipe full is lost, but then others were read here.
+            check = !signals.is_empty();
+            self.on_signals(pid, running, signals, &mut interrupted);
+            let flowing = self.copier.service(&mut pipes, &ready, reading, &mut seen);
+            if flowing && !running && reading {
+                // Output still flows: keep reading, up to DRAIN_MAX.
+                drain_until = Instant::now().checked_add(DRAIN).min(drain_end);
+            }
+            let now = Instant::now();
+            if running && timeout_at.is_some_and(|t| now >= t) {
+                timeout_at = None;
+                timed_out = true;
+                let sig = self.options.timeout_signal;
+                self.forward(pid, sig);
+                if sig != libc::SIGKILL {
+                    // A stopped command could not act on the signal.
+                    if sig != libc::SIGCONT {
+                        self.forward(pid, libc::SIGCONT);
+                    }
+                    kill_at = Some(now.checked_add(self.options.kill_after).unwrap_or(now));
+                }
+            }
+            if running && kill_at.is_some_and(|k| now >= k) {
+                kill_at = None;
+                self.forward(pid, libc::SIGKILL);
+            }
+        }
+    }
+
+    /// Acts on signals received during an attempt: the first terminating
+    /// one is passed on, a second kills the group; job control is passed on.
+    /// Once the child is reaped its pid may be reused: then nothing is sent.
+    fn on_signals(
+        &self,
+        pid: u32,
+        running: bool,
+        signals: Vec<c_int>,
+        interrupted: &mut Option<c_int>,
+    ) {
+        for sig in signals {
+            match sig {
+                s if TERMINATING.contains(&s) => {
+                    let send = if interrupted.is_some() {
+                        // A second signal: no more patience.
+                        libc::SIGKILL
+                    } else {
+                        *interrupted = Some(s);
+                        s
+                    };
+                    if running {
+                        self.forward(pid, send);
+                    }
+                }
+                libc::SIGTSTP => {
+                    if running {
+                        self.forward(pid, libc::SIGTSTP);
+                    }
+                    signals::stop_self();
+                }
+                libc::SIGCONT if running => self.forward(pid, libc::SIGCONT),
+                _ => {}
+            }
+        }
+    }
+
+    /// The first terminating signal among those pending; job-control signals
+    /// are acted on meanwhile.
+    pub(super) fn pending_termination(pending: Vec<c_int>) -> Option<c_int> {
+        let mut found = None;
+        for sig in pending {
+            match sig {
+                s if TERMINATING.contains(&s) => {
+                    found = found.or(Some(s));
+                }
+                libc::SIGTSTP => signals::stop_self(),
+                _ => {}
+            }
+        }
+        found
+    }
+}

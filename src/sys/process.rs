@@ -1,0 +1,208 @@
+//! Starting the command: `std::process::Command` does the fork, the standard
+//! descriptors and the process group; a `pre_exec` hook does what std has no
+//! word for, in the child:
+//!
+//! - it gives backoff's signal handlers their default dispositions back and
+//!   empties the signal mask (std leaves both as they are);
+//! - on Linux it sets the parent-death signal, so that the command dies
+//!   with backoff even when backoff is killed with SIGKILL;
+//! - it executes the command itself, searching PATH as `execvp` does, but
+//!   without `execvp`'s fallback of handing a file of no executable format
+//!   to `/bin/sh` (glibc's `execvp`, which std calls, has that fallback):
+//!   the command is never run through a shell.
+//!
+//! Everything the child uses is prepared by the parent: after a fork the
+//! child may not allocate.
+
+use std::ffi::{CString, OsStr, OsString, c_char};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+
+use crate::sys::signals;
+
+/// A command line ready to be executed in a child: the paths to try, as
+/// `execvp` would, and the arguments and environment as C strings, with the
+/// arrays of pointers to them that `execve` takes.
+pub struct Exec {
+    paths: Vec<CString>,
+    /// Owns the strings `argv` points to.
+    _words: Vec<CString>,
+    /// Owns the strings `envp` points to.
+    _env: Vec<CString>,
+    argv: Vec<*const c_char>,
+    envp: Vec<*const c_char>,
+}
+
+// SAFETY: the pointers point into the strings the same value owns, which
+// are never changed or moved (a `CString`'s bytes live on the heap); they
+// are only read, by execve.
+unsafe impl Send for Exec {}
+// SAFETY: as above; nothing is written through a shared reference.
+unsafe impl Sync for Exec {}
+
+impl Exec {
+    /// The command line `command` (program first) with `env` as its
+    /// environment (`NAME=value` entries, in order).
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` for an empty program name; `InvalidInput` when a word
+    /// contains a NUL byte.
+    pub fn new(command: &[OsString], env: Vec<CString>) -> io::Result<Exec> {
+        let program = command.first().map_or(OsStr::new(""), OsString::as_os_str);
+        let paths = candidates(program)?;
+        let words: Vec<CString> = command
+            .iter()
+            .map(|w| c_string(w))
+            .collect::<Result<_, _>>()?;
+        let argv = words
+            .iter()
+            .map(|w| w.as_ptr())
+            .chain([std::ptr::null()])
+            .collect();
+        let envp = env
+            .iter()
+            .map(|e| e.as_ptr())
+            .chain([std::ptr::null()])
+            .collect();
+        Ok(Exec {
+            paths,
+            _words: words,
+            _env: env,
+            argv,
+            envp,
+        })
+    }
+
+    /// In the child: executes the first candidate that can be executed, as
+    /// `execvp` does: a candidate that does not exist lets the next one try,
+    /// one found but not executable is remembered, any other failure ends
+    /// the search. Returns only on failure, with its reason.
+    fn execute(&self) -> io::Error {
+        let mut denied = false;
+        let mut last = libc::ENOENT;
+        for path in &self.paths {
+            // SAFETY: `path` and the strings of `argv` and `envp` are
+            // NUL-terminated and live as long as `self`; both arrays end
+            // with a null pointer. execve returns only on failure.
+            unsafe {
+                libc::execve(path.as_ptr(), self.argv.as_ptr(), self.envp.as_ptr());
+            }
+            last = io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::ENOENT);
+            match last {
+                libc::EACCES => denied = true,
+                libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG | libc::ELOOP => {}
+                _ => break,
+            }
+        }
+        if denied && matches!(last, libc::ENOENT | libc::ENOTDIR) {
+            last = libc::EACCES;
+        }
+        io::Error::from_raw_os_error(last)
+    }
+}
+
+/// Starts `command` (with its descriptors and process group set) as a
+/// child that executes `exec`.
+///
+/// # Errors
+///
+/// Why the command could not start: not found, not executable, and the like.
+pub fn spawn(mut command: Command, exec: Exec) -> io::Result<Child> {
+    let parent = rustix::process::getpid();
+    let hook = move || -> io::Result<()> {
+        signals::prepare_exec();
+        #[cfg(target_os = "linux")]
+        {
+            // Die with backoff; if backoff died already, nothing would send
+            // the signal: then do not start at all.
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+            if rustix::process::getppid() != Some(parent) {
+                return Err(io::ErrorKind::BrokenPipe.into());
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = parent;
+        Err(exec.execute())
+    };
+    // SAFETY: the hook only makes system calls (sigaction, sigprocmask,
+    // prctl, getppid, execve) on values prepared before the fork; it does
+    // not allocate, lock or touch backoff's state.
+    unsafe { command.pre_exec(hook) };
+    // No handler of backoff's may run in the child before the hook has
+    // reset them: the child starts with every signal blocked.
+    let _blocked = signals::block_all();
+    command.spawn()
+}
+
+fn c_string(s: &OsStr) -> io::Result<CString> {
+    CString::new(s.as_bytes()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "an argument contains a NUL byte",
+        )
+    })
+}
+
+/// A `NAME=value` environment entry.
+///
+/// # Errors
+///
+/// `InvalidInput` when it contains a NUL byte.
+pub fn env_entry(name: &OsStr, value: &OsStr) -> io::Result<CString> {
+    let mut entry = name.as_bytes().to_vec();
+    entry.push(b'=');
+    entry.extend_from_slice(value.as_bytes());
+    c_string(OsStr::from_bytes(&entry))
+}
+
+/// The paths to try for `program`, in order, as `execvp` would: the program
+/// itself if it has a slash, else each directory of `PATH` (an empty one
+/// being the current directory).
+fn candidates(program: &OsStr) -> io::Result<Vec<CString>> {
+    if program.is_empty() {
+        return Err(io::ErrorKind::NotFound.into());
+    }
+    if program.as_bytes().contains(&b'/') {
+        return Ok(vec![c_string(program)?]);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/bin:/usr/bin"));
+    path.as_bytes()
+        .split(|&b| b == b':')
+        .map(|dir| {
+            let mut full = if dir.is_empty() {
+                b".".to_vec()
+            } else {
+                dir.to_vec()
+            };
+            full.push(b'/');
+            full.extend_from_slice(program.as_bytes());
+            c_string(OsStr::from_bytes(&full))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_with_a_slash_is_its_only_candidate() {
+        let c = candidates(OsStr::new("./x")).unwrap();
+        assert_eq!(c, [CString::new("./x").unwrap()]);
+        assert_eq!(
+            candidates(OsStr::new("")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+    }
+
+    #[test]
+    fn a_nul_byte_is_refused_not_cut() {
+        let e = Exec::new(&[OsString::from("sh"), OsString::from("a\0b")], Vec::new());
+        assert_eq!(e.err().unwrap().kind(), io::ErrorKind::InvalidInput);
+    }
+}
