@@ -24,34 +24,34 @@ function __fish_backoff_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c backoff -n "__fish_backoff_needs_command" -l base -d 'Upper bound of the first retry\'s delay [default: 100ms]' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l cap -d 'No single delay exceeds it, whatever the jitter [default: 30s]' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant) [default: 2]' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l jitter -d 'How a delay is drawn from its bound [default: full]' -r -f -a "none\t'The delay is the bound itself'
+complete -c backoff -n "__fish_backoff_needs_command" -l base -d 'Upper bound of the first retry\'s delay' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l cap -d 'No single delay exceeds it, whatever the jitter' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant)' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l jitter -d 'How a delay is drawn from its bound' -r -f -a "none\t'The delay is the bound itself'
 full\t'Uniform in [0, upper)'
 equal\t'upper/2 plus uniform in [0, upper/2)'
 decorrelated\t'min(cap, uniform in [base, 3 × previous delay)); ignores --factor'"
-complete -c backoff -n "__fish_backoff_needs_command" -l max-retries -d 'Retries after the first attempt (0 = run once) [default: 6]' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l max-retries -d 'Retries after the first attempt (0 = run once)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l attempts -d 'The same limit counted as attempts (3 = 2 retries)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l seed -d 'Seed of the jitter\'s random generator: same seed, same delays' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-on -d 'Retry only these outcomes: codes (3), ranges (1-5), signals (sig:TERM), timeout; comma-separated, repeatable. Default: every failure except death by SIGINT or SIGPIPE' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l stop-on -d 'Never retry these outcomes; checked first' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l success-on -d 'Count these outcomes as success [default: 0]' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l success-on -d 'Count these outcomes as success' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l timeout -d 'Limit of each attempt: on expiry the command\'s process group gets --signal, then KILL after --kill-after; the outcome is "timeout"' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l signal -d 'Signal sent when an attempt times out (name or number) [default: TERM]' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l kill-after -d 'How long a timed-out attempt may take to end before it is killed [default: 5s]' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l signal -d 'Signal sent when an attempt times out (name or number)' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l kill-after -d 'How long a timed-out attempt may take to end before it is killed' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Deadline of the whole run, from its start: no attempt starts after it, a delay that would pass it is not slept, and the running attempt is bounded by the time left' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-if-output -d 'Retry an attempt that printed a line (stdout or stderr) matching REGEX; repeatable. The output still reaches you live, unchanged' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l stop-if-output -d 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-pattern -d 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'Rules for a well-known command (see the man page for every rule)' -r -f -a "curl\t'HTTP retry semantics for curl: transient transport failures and HTTP 408, 425, 429 and 5xx are retried, other 4xx are not'"
 complete -c backoff -n "__fish_backoff_needs_command" -l budget -d 'Share a retry budget with every backoff process using the same KEY: each retry takes a token, each success deposits --budget-ratio of one; with no token left, backoff does not retry. First attempts are never blocked' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l budget-ratio -d 'Tokens a success deposits [default: 0.1]' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l budget-burst -d 'Most tokens a budget holds, and starts with [default: 10]' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-ratio -d 'Tokens a success deposits' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-dir -d 'Directory of the budgets\' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]' -r -F
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-store -d 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-timeout -d 'How long to wait for the budget store before giving up on it [default: 250ms]' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-fail -d 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed) [default: open]' -r -f -a "open\t'Retry under the local policy alone, and say so once'
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-timeout -d 'How long to wait for the budget store before giving up on it' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-fail -d 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_needs_command" -l name -d 'Name the command in reports (default: the program\'s name)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l log-format -d 'How backoff reports on stderr: text lines, one JSON object per event, or GitHub Actions annotations [default: github when GITHUB_ACTIONS is true, else text]' -r -f -a "text\t'"backoff: " lines for people'
@@ -72,14 +72,14 @@ complete -c backoff -n "__fish_backoff_needs_command" -s V -l version -d 'Print 
 complete -c backoff -n "__fish_backoff_needs_command" -a "schedule" -d 'Print the delays a policy produces, and run nothing'
 complete -c backoff -n "__fish_backoff_needs_command" -a "simulate" -d 'Reproduce the experiment that shows why jitter matters'
 complete -c backoff -n "__fish_backoff_needs_command" -a "budget" -d 'Show or reset a retry budget shared by processes (see --budget)'
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l base -d 'Upper bound of the first retry\'s delay [default: 100ms]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l cap -d 'No single delay exceeds it, whatever the jitter [default: 30s]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant) [default: 2]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l jitter -d 'How a delay is drawn from its bound [default: full]' -r -f -a "none\t'The delay is the bound itself'
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l base -d 'Upper bound of the first retry\'s delay' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l cap -d 'No single delay exceeds it, whatever the jitter' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l jitter -d 'How a delay is drawn from its bound' -r -f -a "none\t'The delay is the bound itself'
 full\t'Uniform in [0, upper)'
 equal\t'upper/2 plus uniform in [0, upper/2)'
 decorrelated\t'min(cap, uniform in [base, 3 × previous delay)); ignores --factor'"
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l max-retries -d 'Retries after the first attempt (0 = run once) [default: 6]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l max-retries -d 'Retries after the first attempt (0 = run once)' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l attempts -d 'The same limit counted as attempts (3 = 2 retries)' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l seed -d 'Seed of the jitter\'s random generator: same seed, same delays' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l format -d 'Output format' -r -f -a "table\t'Aligned columns for people'
@@ -111,19 +111,19 @@ complete -c backoff -n "__fish_backoff_using_subcommand simulate" -s h -l help -
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -s h -l help -d 'Print help'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "show" -d 'Print the tokens left in a budget'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Fill a budget to its burst again'
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-burst -d 'Most tokens a budget holds, and starts with [default: 10]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-dir -d 'Directory of the budgets\' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]' -r -F
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long to wait for the budget store before giving up on it [default: 250ms]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-fail -d 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed) [default: open]' -r -f -a "open\t'Retry under the local policy alone, and say so once'
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long to wait for the budget store before giving up on it' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-fail -d 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l format -d 'Output format' -r -f -a "text\t'One line for people'
 json\t'One JSON object'"
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-burst -d 'Most tokens a budget holds, and starts with [default: 10]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-dir -d 'Directory of the budgets\' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]' -r -F
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store -d 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long to wait for the budget store before giving up on it [default: 250ms]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed) [default: open]' -r -f -a "open\t'Retry under the local policy alone, and say so once'
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long to wait for the budget store before giving up on it' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help (see more with \'--help\')'

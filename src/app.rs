@@ -241,7 +241,7 @@ fn budget_command(command: &cli::BudgetCommand) -> anyhow::Result<Exit> {
                 cli::BudgetFormat::Text => format!(
                     "{key}: {} of {} tokens ({})\n",
                     show_tokens(level),
-                    show_tokens(store.budget_burst()),
+                    show_tokens(store.budget_burst),
                     b.describe()
                 ),
                 cli::BudgetFormat::Json => format!(
@@ -250,7 +250,7 @@ fn budget_command(command: &cli::BudgetCommand) -> anyhow::Result<Exit> {
                         "key": key,
                         "tokens": show_tokens(level).parse::<f64>().unwrap_or(0.0),
                         "micro_tokens": level,
-                        "burst": show_tokens(store.budget_burst()).parse::<f64>().unwrap_or(0.0),
+                        "burst": show_tokens(store.budget_burst).parse::<f64>().unwrap_or(0.0),
                         "store": b.describe(),
                     })
                 ),

@@ -61,10 +61,10 @@ pub fn limits(args: &TimeArgs) -> Result<Limits, UsageError> {
     }
     Ok(Limits {
         timeout: args.timeout,
-        signal: args.signal(),
-        kill_after: args.kill_after(),
+        signal: args.signal,
+        kill_after: args.kill_after,
         max_time: args.max_time,
-        preserve_status: args.preserve_status.is_some(),
+        preserve_status: args.preserve_status,
     })
 }
 
@@ -100,9 +100,6 @@ pub struct RunConfig {
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
-
-/// The default number of retries after the first attempt.
-pub const DEFAULT_MAX_RETRIES: u64 = 6;
 
 fn from_command_line(m: &ArgMatches, id: &str) -> bool {
     m.value_source(id) == Some(ValueSource::CommandLine)
@@ -144,22 +141,21 @@ fn show(d: Duration) -> String {
 /// Builds a checked policy from its flags; `given` tells which of them the
 /// command line gave.
 pub fn policy(args: &PolicyArgs, given: Given) -> Result<PolicyConfig, UsageError> {
-    if args.base() > args.cap() {
+    if args.base > args.cap {
         return Err(invalid(
-            show(args.base()),
+            show(args.base),
             "--base",
-            format!("greater than --cap ({})", show(args.cap())),
+            format!("greater than --cap ({})", show(args.cap)),
         ));
     }
-    if args.base().is_zero() && !(args.jitter() == Jitter::None && args.cap().is_zero()) {
+    if args.base.is_zero() && !(args.jitter == Jitter::None && args.cap.is_zero()) {
         return Err(invalid(
             "0",
             "--base",
             "must be above zero (for no delay at all, give --jitter none --cap 0)",
         ));
     }
-    let (cli_retries, cli_attempts, forever) =
-        (given.max_retries, given.attempts, args.forever.is_some());
+    let (cli_retries, cli_attempts, forever) = (given.max_retries, given.attempts, args.forever);
     if [cli_retries, cli_attempts, forever]
         .iter()
         .filter(|&&b| b)
@@ -186,14 +182,14 @@ pub fn policy(args: &PolicyArgs, given: Given) -> Result<PolicyConfig, UsageErro
     } else if let Some(a) = args.attempts {
         Some(a - 1)
     } else {
-        Some(args.max_retries.unwrap_or(DEFAULT_MAX_RETRIES))
+        Some(args.max_retries)
     };
     Ok(PolicyConfig {
         policy: Policy {
-            base: args.base(),
-            cap: args.cap(),
-            factor: args.factor(),
-            jitter: args.jitter(),
+            base: args.base,
+            cap: args.cap,
+            factor: args.factor,
+            jitter: args.jitter,
         },
         max_retries,
         seed: args.seed,
@@ -214,14 +210,9 @@ pub fn rules(args: &RuleArgs) -> Result<Rules, UsageError> {
             return Err(invalid(s, "--stop-on", format!("overlaps --retry-on {r}")));
         }
     }
-    let success_on = flatten(&args.success_on);
     Ok(Rules {
         stop_on,
-        success_on: if success_on.is_empty() {
-            Rules::default().success_on
-        } else {
-            success_on
-        },
+        success_on: flatten(&args.success_on),
         retry_on,
         retry_output: false,
         preset: None,
@@ -267,11 +258,11 @@ pub fn simulation(args: &SimulateArgs, seed: fn() -> u64) -> Result<simulate::Se
 /// of `--budget-dir`.
 pub fn open_budget(key: &str, store: &BudgetStore, ratio: u64) -> Result<Store, UsageError> {
     let bucket = Bucket {
-        burst: store.budget_burst(),
+        burst: store.budget_burst,
         ratio,
     };
     if let Some(url) = &store.budget_store {
-        if store.budget_store_timeout().is_zero() {
+        if store.budget_store_timeout.is_zero() {
             return Err(invalid("0", "--budget-store-timeout", "must be above zero"));
         }
         return redis_budget(url, key, bucket, store);
@@ -293,8 +284,8 @@ fn redis_budget(
         url,
         key,
         bucket,
-        s.budget_store_timeout(),
-        s.budget_store_fail(),
+        s.budget_store_timeout,
+        s.budget_store_fail,
     )
     .map(|r| Store::Redis(Box::new(r)))
     .map_err(|why| invalid(redact(url), "--budget-store", why))
@@ -319,14 +310,14 @@ fn budget(args: &BudgetArgs, given: Given) -> Result<Option<Store>, UsageError> 
         }
         return Ok(None);
     };
-    if args.budget_ratio() > args.store.budget_burst() {
+    if args.budget_ratio > args.store.budget_burst {
         return Err(invalid(
-            bucket::show_tokens(args.budget_ratio()),
+            bucket::show_tokens(args.budget_ratio),
             "--budget-ratio",
             "greater than --budget-burst",
         ));
     }
-    open_budget(key, &args.store, args.budget_ratio()).map(Some)
+    open_budget(key, &args.store, args.budget_ratio).map(Some)
 }
 
 /// Builds the configuration of a run from the top-level command line.
@@ -341,7 +332,7 @@ pub fn run(cli: Cli, given: Given) -> Result<RunConfig, UsageError> {
         ..rules
     };
     let retry_after = streams.retry_after_pattern.clone().or_else(|| {
-        (streams.retry_after.is_some() || streams.preset.is_some()).then(scan::retry_after_header)
+        (streams.retry_after || streams.preset.is_some()).then(scan::retry_after_header)
     });
     let output_rules = OutputRules::new(
         streams.retry_if_output.clone(),
@@ -362,9 +353,9 @@ pub fn run(cli: Cli, given: Given) -> Result<RunConfig, UsageError> {
         rules,
         limits,
         output_rules,
-        hold_stdout: streams.hold_stdout.is_some(),
-        replay_stdin: streams.replay_stdin.is_some(),
-        foreground: cli.foreground.is_some(),
+        hold_stdout: streams.hold_stdout,
+        replay_stdin: streams.replay_stdin,
+        foreground: cli.foreground,
         verbosity,
         name: cli.output.name,
         log_format: cli.output.log_format.unwrap_or_else(|| {
