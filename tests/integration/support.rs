@@ -13,9 +13,13 @@ use std::time::{Duration, Instant};
 /// so that a loaded two-core machine does not make tests flaky.
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
-/// The path of the built `backoff` binary.
+/// The path of the `backoff` binary under test: the one cargo built with
+/// the tests, or the one `BACKOFF_TEST_BIN` names (such as the static
+/// release artefact of `dist/build-static.sh`).
 pub fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_backoff"))
+    std::env::var_os("BACKOFF_TEST_BIN")
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_backoff")), PathBuf::from)
 }
 
 /// `backoff` with the given arguments, as an `assert_cmd` command, with the
