@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Benchmarks of backoff (SPEC.md section 13), side by side with other retry
-# tools: invocation overhead, cost per attempt, CPU while waiting, signal
-# latency, sleep overshoot, peak RSS, CPU of a timer, timeout precision, copy
-# throughput with output rules or --hold-stdout, peak RSS with large held or
-# replayed data, the cost of a retry budget kept in a file or in Redis, and
-# the time of `backoff simulate`. The work is done by bench/bench.py.
+# tools: start-up, cost per attempt, CPU while waiting, signal latency, sleep
+# overshoot, peak RSS, CPU of a timer, timeout precision, copy throughput
+# with output rules or --hold-stdout, peak RSS with large held or replayed
+# data, the cost of a retry budget kept in a file or in Redis, and the time
+# of `backoff simulate`. The work is done by bench/bench.py.
 #
 # Usage, from anywhere:
 #   bench/run.sh [--quick] [--wait-delay SECONDS]
@@ -14,19 +14,21 @@
 #   --wait-delay SECONDS  delay of the CPU-while-waiting run and length of the
 #                         attempt in the timer-CPU run (default 10)
 #
+# It measures the everyday build (`cargo build --release`:
+# target/release/backoff) and, when it can be built here, the release
+# artefact of dist/build-static.sh beside it; both are brought up to date
+# with cargo first. The report is printed and kept in
+# bench/results/YYYY-MM-DD-HHMM.txt (UTC; --quick runs get a -quick suffix).
+#
 # The copy and memory sections keep a file of text lines (1 GiB, or 256 MiB
 # with --quick) in the temporary directory ($TMPDIR or /tmp), made once; the
 # --hold-stdout runs need as much free space there again.
 #
 # Environment:
-#   BACKOFF_BIN       the backoff binary to measure. By default, the static musl
-#                     build (README, "Building") when the musl target and a musl C
-#                     compiler are installed, with the default glibc build shown
-#                     beside it as "backoff (glibc)"; otherwise the glibc build
-#                     alone. Each is built with cargo when missing.
-#   BACKOFF_ALSO      LABEL=PATH: another backoff binary to show beside the one
-#                     measured, as "backoff (LABEL)", in the overhead and
-#                     per-attempt sections (no verdicts)
+#   BACKOFF_BIN       measure this binary instead of the everyday build
+#   BACKOFF_STATIC    the release artefact to show beside it (default: built
+#                     by dist/build-static.sh when its target and a musl C
+#                     compiler are installed; "none" leaves it out)
 #   ATTEMPT_BIN       attempt (crate attempt-cli), if not on PATH or in /opt/peers/bin
 #   RETRY_BIN         Debian's retry, if not on PATH
 #   TIME_BIN          GNU time, if not /usr/bin/time (used for peak RSS)
@@ -44,41 +46,39 @@ caller_dir=$PWD
 repo_root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 cd -- "$repo_root"
 
-also=${BACKOFF_ALSO:-}
-if [[ -n ${BACKOFF_BIN:-} ]]; then
+absolute() {
     # A path given by the caller is taken relative to where they stand.
-    bin=$BACKOFF_BIN
-    [[ $bin == /* ]] || bin=$caller_dir/$bin
+    [[ $1 == /* ]] && echo "$1" || echo "$caller_dir/$1"
+}
+
+if [[ -n ${BACKOFF_BIN:-} ]]; then
+    bin=$(absolute "$BACKOFF_BIN")
     if [[ ! -x $bin ]]; then
         echo "bench: BACKOFF_BIN=$BACKOFF_BIN is not an executable file" >&2
         exit 2
     fi
 else
-    # Built without CARGO_TARGET_DIR, so that the binaries land where they
-    # are looked for. .cargo/config.toml builds for the host as an explicit
-    # target, so the default build lands under target/HOST/release.
-    host=$(rustc -vV | sed -n 's/^host: //p')
-    bin=$repo_root/target/$host/release/backoff
-    if [[ ! -x $bin ]]; then
-        echo "bench: $bin is missing; running cargo build --release" >&2
-        env -u CARGO_TARGET_DIR cargo build --release >&2
-    fi
-    musl=${host%-gnu}-musl
-    if [[ $host == *-linux-gnu ]] \
-        && rustup target list --installed 2>/dev/null | grep -qx "$musl" \
-        && command -v "${host%%-*}-linux-musl-gcc" >/dev/null; then
-        musl_bin=$repo_root/target/$musl/release/backoff
-        if [[ ! -x $musl_bin ]]; then
-            echo "bench: $musl_bin is missing; running cargo build --release --target $musl" >&2
-            env -u CARGO_TARGET_DIR cargo build --release --target "$musl" >&2
-        fi
-        [[ -n $also ]] || also="glibc=$bin"
-        bin=$musl_bin
-    elif [[ $host == *-linux-gnu ]]; then
-        echo "bench: the static musl build is not measured: it needs" \
-            "\`rustup target add $musl\` and a musl C compiler (Debian: musl-tools)" >&2
-    fi
+    # Built without CARGO_TARGET_DIR, so that the binary lands where it is
+    # looked for.
+    env -u CARGO_TARGET_DIR cargo build --locked --release >&2
+    bin=$repo_root/target/release/backoff
 fi
+
+static=
+case ${BACKOFF_STATIC:-} in
+none) ;;
+"")
+    if static_rel=$(env -u CARGO_TARGET_DIR dist/build-static.sh 2>/tmp/backoff-bench-static.log); then
+        static=$repo_root/$static_rel
+    else
+        echo "bench: the release artefact is not measured: dist/build-static.sh failed" \
+            "(see /tmp/backoff-bench-static.log)" >&2
+    fi
+    ;;
+*)
+    static=$(absolute "$BACKOFF_STATIC")
+    ;;
+esac
 
 if ! command -v python3 >/dev/null; then
     echo "bench: python3 is required" >&2
@@ -86,4 +86,12 @@ if ! command -v python3 >/dev/null; then
 fi
 # hyperfine is optional: without it the timing sections say they are skipped.
 
-exec python3 "$repo_root/bench/bench.py" --backoff "$bin" ${also:+--also "$also"} "$@"
+mkdir -p bench/results
+results=bench/results/$(date -u +%Y-%m-%d-%H%M)
+for arg in "$@"; do
+    [[ $arg == --quick ]] && results+=-quick
+done
+results+=.txt
+python3 -u "$repo_root/bench/bench.py" --backoff "$bin" ${static:+--static "$static"} "$@" \
+    | tee "$results"
+echo "bench: the report is kept in $results" >&2
