@@ -19,7 +19,10 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 pub fn bin() -> PathBuf {
     std::env::var_os("BACKOFF_TEST_BIN")
         .filter(|p| !p.is_empty())
-        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_backoff")), PathBuf::from)
+        .map_or_else(
+            || PathBuf::from(env!("CARGO_BIN_EXE_backoff")),
+            PathBuf::from,
+        )
 }
 
 /// `backoff` with the given arguments, as an `assert_cmd` command, with the
