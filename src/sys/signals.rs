@@ -5,7 +5,9 @@
 
 use std::io::{self, PipeReader, Read};
 use std::os::fd::{AsFd, BorrowedFd, IntoRawFd};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 use std::time::Instant;
 
 use libc::c_int;
@@ -25,6 +27,9 @@ const WATCHED: [c_int; 7] = [
     libc::SIGCONT,
     libc::SIGCHLD,
 ];
+
+/// The longest one `poll` waits; a longer wait takes several rounds.
+const LONGEST_POLL: Duration = Duration::from_hours(24);
 
 /// The signals that have backoff's handler, as a bit mask (bit n for signal
 /// n): a starting child resets them before it unblocks signals.
@@ -132,7 +137,9 @@ impl SignalWatch {
             // At the deadline the descriptors are still looked at once, so
             // that data already there is never passed over.
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            let timeout = left.map(|l| Timespec {
+            // One round waits a day at most: where poll takes milliseconds
+            // in an int (no ppoll), a longer wait would be refused.
+            let timeout = left.map(|l| l.min(LONGEST_POLL)).map(|l| Timespec {
                 tv_sec: l.as_secs().try_into().unwrap_or(i64::MAX),
                 tv_nsec: l.subsec_nanos().into(),
             });
@@ -240,8 +247,14 @@ pub fn prepare_exec() {
 /// As kill(2): `ESRCH` when the group is gone, `EPERM` when it may not be
 /// signalled; `InvalidInput` for a group backoff must not signal.
 pub fn signal_group(pgid: u32, sig: c_int) -> io::Result<()> {
+    // backoff never changes its own group, so it is read once.
+    static OWN: OnceLock<libc::pid_t> = OnceLock::new();
+    // SAFETY: getpgrp has no preconditions and cannot fail. (rustix's
+    // getpgrp takes the result for a positive id, but it is 0 when the
+    // group's leader is in a parent PID namespace.)
+    let own = *OWN.get_or_init(|| unsafe { libc::getpgrp() });
     let pgid = libc::pid_t::try_from(pgid).map_err(|_| io::ErrorKind::InvalidInput)?;
-    if pgid <= 1 || pgid == rustix::process::getpgrp().as_raw_nonzero().get() {
+    if pgid <= 1 || pgid == own {
         return Err(io::ErrorKind::InvalidInput.into());
     }
     kill(-pgid, sig)

@@ -180,3 +180,28 @@ fn processes_a_failed_attempt_left_behind_are_ended_before_the_retry() {
     assert!(!crate::support::gone(last));
     crate::support::send(last, libc::SIGKILL);
 }
+
+/// In a new PID namespace backoff's process group has its leader outside
+/// the namespace, and `getpgrp()` returns 0 there: backoff must still end
+/// with the command's status.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_run_in_a_pid_namespace_keeps_the_commands_status() {
+    let usable = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !usable {
+        eprintln!(
+            "skipped: unshare --pid is not permitted here (it needs root or user namespaces)"
+        );
+        return;
+    }
+    let out = std::process::Command::new("unshare")
+        .args(["--pid", "--fork"])
+        .arg(crate::support::bin())
+        .args(["--max-retries", "0", "--", "sh", "-c", "exit 3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+}

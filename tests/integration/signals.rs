@@ -198,6 +198,33 @@ fn the_child_gets_an_empty_signal_mask_and_default_dispositions() {
 }
 
 #[test]
+fn the_child_keeps_only_the_ignored_signals_backoff_inherited_as_ignored() {
+    // Ignored when backoff starts: SIGINT (kept ignored, as nohup wants),
+    // SIGPIPE (ignored by the Rust runtime too; the child gets the default
+    // back) and SIGCHLD (which backoff must handle to read exit statuses;
+    // the child gets the default back).
+    let out = launched(
+        "signal.signal(signal.SIGXFSZ, signal.SIG_DFL)\n\
+         signal.signal(signal.SIGINT, signal.SIG_IGN)\n\
+         signal.signal(signal.SIGPIPE, signal.SIG_IGN)\n\
+         signal.signal(signal.SIGCHLD, signal.SIG_IGN)",
+        &["--", "cat", "/proc/self/status"],
+    )
+    .output()
+    .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let ignored = text
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:\t"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .unwrap_or_else(|| panic!("no SigIgn in {text}"));
+    let bit = |sig: i32| ignored & (1u64 << (sig - 1)) != 0;
+    assert!(bit(libc::SIGINT), "SIGINT ignored: {ignored:x}");
+    assert!(!bit(libc::SIGPIPE), "SIGPIPE default: {ignored:x}");
+    assert!(!bit(libc::SIGCHLD), "SIGCHLD default: {ignored:x}");
+}
+
+#[test]
 fn an_inherited_ignored_sigchld_does_not_lose_the_exit_status() {
     launched_status("signal.signal(signal.SIGCHLD, signal.SIG_IGN)", 3);
 }
