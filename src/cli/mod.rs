@@ -95,10 +95,8 @@ pub struct Cli {
 }
 
 /// backoff's subcommands. A program of the same name runs with `backoff --
-/// NAME`. Their arguments are built only when a subcommand is used or help
-/// is shown (`defer`, which clap 5 makes the default).
+/// NAME`.
 #[derive(Debug, Subcommand)]
-#[command(defer = true)]
 pub enum Sub {
     /// Print the delays a policy produces, and run nothing
     ///
@@ -122,8 +120,7 @@ pub enum Sub {
     Budget(BudgetCommand),
 }
 
-// Options of `backoff simulate`. (A doc comment here would replace the
-// subcommand's description, which `Sub` gives.)
+/// Options of `backoff simulate`.
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
     /// Client counts: a list (10,50,100) or a range with a step (10-190/10).
@@ -178,7 +175,7 @@ pub struct SimulateArgs {
     pub plot: Option<PathBuf>,
 }
 
-// `backoff budget show|reset KEY`. (No doc comment: see `SimulateArgs`.)
+/// `backoff budget show|reset KEY`.
 #[derive(Debug, Subcommand)]
 pub enum BudgetCommand {
     /// Print the tokens left in a budget.
@@ -211,8 +208,7 @@ pub enum BudgetFormat {
     Json,
 }
 
-// Where a budget lives and how big it is. (No doc comment: see
-// `SimulateArgs`.)
+/// Where a budget lives and how big it is.
 #[derive(Debug, Clone, Args)]
 pub struct BudgetStore {
     /// Most tokens a budget holds, and starts with
@@ -267,7 +263,7 @@ pub struct BudgetArgs {
     pub store: BudgetStore,
 }
 
-// Options of `backoff schedule`. (No doc comment: see `SimulateArgs`.)
+/// Options of `backoff schedule`.
 #[derive(Debug, Args)]
 pub struct ScheduleArgs {
     #[command(flatten)]
@@ -289,7 +285,7 @@ pub enum Format {
     Csv,
 }
 
-// The delay policy. (No doc comment: see `SimulateArgs`.)
+/// The delay policy.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Policy")]
 pub struct PolicyArgs {
