@@ -123,20 +123,24 @@ impl Copier {
     pub(super) fn new(rules: Option<OutputRules>) -> Copier {
         Copier {
             rules,
-            // Zeroed memory from the allocator: no page of it is touched
-            // until output flows.
-            buffer: vec![0; CHUNK],
+            buffer: Vec::new(),
         }
     }
 
-    /// The copy buffer, `CHUNK` bytes long (also used to write held
-    /// output).
+    /// The copy buffer, at least `CHUNK` bytes long (also used to write
+    /// held output).
     pub(super) fn buffer(&mut self) -> &mut [u8] {
+        if self.buffer.len() < CHUNK {
+            self.buffer.resize(CHUNK, 0);
+        }
         &mut self.buffer
     }
 
     /// Copies what one pipe has to offer (its read end never blocks).
     pub(super) fn copy(&mut self, pipe: &mut Pipe, seen: &mut Observed) -> Copied {
+        if self.buffer.len() < CHUNK {
+            self.buffer.resize(CHUNK, 0);
+        }
         if pipe.tee {
             match fd::tee(pipe.from.as_fd(), pipe.to.as_fd(), CHUNK) {
                 // The end, or (when other writers share the destination) a
