@@ -72,6 +72,12 @@ pub enum Event<'a> {
         /// Why no retry follows.
         reason: Ending,
     },
+    /// The held stdout of the attempt that ended the run was not all
+    /// passed on: stdout took no more before `--max-time`.
+    Undelivered {
+        /// The bytes dropped.
+        bytes: u64,
+    },
     /// A signal ended the run.
     Interrupted {
         /// The signal backoff received.

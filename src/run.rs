@@ -41,6 +41,18 @@ pub enum Ended {
     Interrupted(i32, Option<Outcome>),
 }
 
+/// How the output held back until the end of a run was passed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Released {
+    /// All of it (or there was none).
+    All,
+    /// Not all: the deadline passed while stdout took no more; this many
+    /// bytes were dropped.
+    Late(u64),
+    /// A terminating signal came while stdout took it.
+    Interrupted(i32),
+}
+
 /// The side effects of a run.
 pub trait Executor {
     /// Runs one attempt to its end.
@@ -52,8 +64,11 @@ pub trait Executor {
     /// The last attempt failed and retries remain: clean up after it now,
     /// before anything else (a budget, a delay) takes time.
     fn before_retry(&mut self) {}
-    /// The run is over: release what was held back (`--hold-stdout`).
-    fn finish(&mut self) {}
+    /// The run is over: release what was held back (`--hold-stdout`), but
+    /// not past `deadline` for a reader that does not keep up.
+    fn finish(&mut self, _deadline: Option<Instant>) -> Released {
+        Released::All
+    }
 }
 
 /// What a run needs to know.
@@ -142,7 +157,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             } => (outcome, seen, spawn_error),
             Ended::Interrupted(signal, outcome) => {
                 let attempt = outcome.map(|o| (number, o, elapsed));
-                return interrupted(exec, report, signal, attempt);
+                return interrupted(exec, report, signal, attempt, deadline);
             }
         };
         let next = match plan.rules.classify(outcome, &seen) {
@@ -150,15 +165,15 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
                 if let Some(b) = plan.budget {
                     b.deposit();
                 }
-                exec.finish();
-                report.event(&Event::Succeeded {
+                let total = exec.now().saturating_duration_since(start);
+                let event = Event::Succeeded {
                     attempt: number,
                     max_attempts,
                     outcome,
                     elapsed,
-                    total: exec.now().saturating_duration_since(start),
-                });
-                return Exit::SUCCESS;
+                    total,
+                };
+                return end(exec, report, deadline, &event, Exit::SUCCESS);
             }
             Verdict::Stop(StopReason::CannotStart) => {
                 report.event(&Event::CannotStart {
@@ -188,8 +203,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             ..
         } = next
         else {
-            exec.finish();
-            report.event(&Event::GaveUp {
+            let event = Event::GaveUp {
                 attempts: number,
                 total: exec.now().saturating_duration_since(start),
                 outcome,
@@ -199,11 +213,12 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
                     Next::Budget => Ending::Budget,
                     _ => Ending::Exhausted,
                 },
-            });
-            return exit_for(outcome, plan.preserve_status);
+            };
+            let exit = exit_for(outcome, plan.preserve_status);
+            return end(exec, report, deadline, &event, exit);
         };
         if let Some(signal) = exec.pause(delay) {
-            return interrupted(exec, report, signal, None);
+            return interrupted(exec, report, signal, None, deadline);
         }
         last = Some(outcome);
     }
@@ -216,12 +231,45 @@ fn interrupted(
     report: &mut dyn Report,
     signal: i32,
     attempt: Option<(u64, Outcome, Duration)>,
+    deadline: Option<Instant>,
 ) -> Exit {
-    exec.finish();
+    // A second signal only stops the writing.
+    let _ = exec.finish(deadline);
     report.event(&Event::Interrupted { signal, attempt });
     match attempt {
         Some((_, Outcome::Exited(c), _)) => Exit::Code(c),
         _ => Exit::Signal(signal),
+    }
+}
+
+/// Ends a run that succeeded or gave up: writes out what was held back,
+/// then reports `event` and exits with `exit`. A terminating signal during
+/// the writing ends the run by that signal instead; output dropped at the
+/// deadline is reported, and the run ends as one that passed `--max-time`.
+fn end(
+    exec: &mut dyn Executor,
+    report: &mut dyn Report,
+    deadline: Option<Instant>,
+    event: &Event<'_>,
+    exit: Exit,
+) -> Exit {
+    match exec.finish(deadline) {
+        Released::All => {
+            report.event(event);
+            exit
+        }
+        Released::Late(bytes) => {
+            report.event(&Event::Undelivered { bytes });
+            report.event(event);
+            Exit::TIMEOUT
+        }
+        Released::Interrupted(signal) => {
+            report.event(&Event::Interrupted {
+                signal,
+                attempt: None,
+            });
+            Exit::Signal(signal)
+        }
     }
 }
 

@@ -305,7 +305,7 @@ fn flush(pipe: &mut Pipe) -> bool {
 /// Writes `data` to `to`: all of it, or with a non-blocking `to` as much
 /// as it takes without waiting. Returns how many bytes were written, or
 /// None when the destination is gone.
-fn write_some(to: &mut File, nonblocking: bool, data: &[u8]) -> Option<usize> {
+pub(super) fn write_some(to: &mut File, nonblocking: bool, data: &[u8]) -> Option<usize> {
     if !nonblocking {
         return to.write_all(data).is_ok().then_some(data.len());
     }

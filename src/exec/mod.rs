@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 use libc::c_int;
 
 use crate::classify::{Observed, Outcome, Status};
-use crate::run::{AttemptSpec, Ended, Executor};
+use crate::run::{AttemptSpec, Ended, Executor, Released};
 use crate::sys::signals::{self, SignalWatch};
 use copy::Copier;
 use scan::{OutputRules, retry_after_delay};
@@ -195,10 +195,11 @@ impl Executor for RealExecutor {
         Instant::now()
     }
 
-    fn finish(&mut self) {
+    fn finish(&mut self, deadline: Option<Instant>) -> Released {
         // The stdout of the attempt that ended the run, at last.
-        if let Some(held) = &mut self.held {
-            spool::write_out(held, self.copier.buffer());
+        match self.held.as_mut() {
+            Some(held) => spool::write_out(held, self.copier.buffer(), &mut self.watch, deadline),
+            None => Released::All,
         }
     }
 }

@@ -3,8 +3,14 @@
 //! attempt for `--hold-stdout`, written out when the run ends.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::fd::AsFd;
+use std::time::Instant;
+
+use crate::exec::RealExecutor;
+use crate::exec::copy::{destination, write_some};
+use crate::run::Released;
+use crate::sys::signals::SignalWatch;
 
 /// Reads all of stdin into an unlinked temporary file, for `--replay-stdin`.
 ///
@@ -34,22 +40,48 @@ pub fn clear(held: &mut File) -> io::Result<()> {
 }
 
 /// Writes what `held` holds to backoff's stdout, in blocks of `buffer`'s
-/// size (a generic copy would use 8 KiB ones). A stdout that stops taking
-/// it ends the copy.
-pub fn write_out(held: &mut File, buffer: &mut [u8]) {
-    let Ok(mut out) = io::stdout().as_fd().try_clone_to_owned().map(File::from) else {
-        return;
+/// size (a generic copy would use 8 KiB ones), as fast as the reader takes
+/// it. A stdout that is gone ends the copy (as it would end `cat`'s); so
+/// do a terminating signal and, for a reader that does not keep up,
+/// `deadline`: what stdout has not taken by then is dropped.
+pub fn write_out(
+    held: &mut File,
+    buffer: &mut [u8],
+    watch: &mut SignalWatch,
+    deadline: Option<Instant>,
+) -> Released {
+    let Ok((mut out, nonblocking)) = destination(io::stdout().as_fd()) else {
+        return Released::All;
     };
-    if held.seek(SeekFrom::Start(0)).is_err() {
-        return;
-    }
+    let (Ok(size), Ok(_)) = (
+        held.metadata().map(|m| m.len()),
+        held.seek(SeekFrom::Start(0)),
+    ) else {
+        return Released::All;
+    };
+    let mut written = 0u64;
     loop {
-        match held.read(buffer) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if out.write_all(&buffer[..n]).is_err() {
-                    break;
-                }
+        let n = match held.read(buffer) {
+            Ok(0) | Err(_) => return Released::All,
+            Ok(n) => n,
+        };
+        let mut data = &buffer[..n];
+        loop {
+            let Some(took) = write_some(&mut out, nonblocking, data) else {
+                return Released::All;
+            };
+            data = &data[took..];
+            written += took as u64;
+            if data.is_empty() {
+                break;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Released::Late(size.saturating_sub(written));
+            }
+            // The reader is behind: wait for room, a signal or the deadline.
+            let (signals, _) = watch.wait_io(deadline, &[(out.as_fd(), true)]);
+            if let Some(sig) = RealExecutor::pending_termination(signals) {
+                return Released::Interrupted(sig);
             }
         }
     }

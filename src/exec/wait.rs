@@ -58,7 +58,10 @@ impl RealExecutor {
     ) -> Waited {
         let pid = child.id();
         let mut interrupted: Option<c_int> = None;
-        let mut timeout_at = limit.and_then(|l| Instant::now().checked_add(l));
+        // The attempt's time limit: for the command, then for passing on
+        // what it printed.
+        let limit_at = limit.and_then(|l| Instant::now().checked_add(l));
+        let mut timeout_at = limit_at;
         let mut kill_at: Option<Instant> = None;
         let mut timed_out = false;
         let mut seen = Observed::default();
@@ -87,18 +90,21 @@ impl RealExecutor {
                 }
             }
             if let Some(status) = exited {
-                // A signal that interrupted the run does not wait for more.
+                // An attempt that a signal or its time limit ended waits
+                // neither for more output nor for a reader that does not
+                // read: what its destination does not take now is dropped.
+                let cut = interrupted.is_some()
+                    || timed_out
+                    || limit_at.is_some_and(|l| Instant::now() >= l);
                 if reading
-                    && (pipes.is_empty()
-                        || interrupted.is_some()
-                        || drain_until.is_some_and(|d| Instant::now() >= d))
+                    && (pipes.is_empty() || cut || drain_until.is_some_and(|d| Instant::now() >= d))
                 {
                     reading = false;
                     self.copier.sweep(&mut pipes, &mut seen);
                 }
-                // Done when everything read is written, or when a signal
-                // says not to wait for a reader that does not read.
-                if !reading && (pipes.is_empty() || interrupted.is_some()) {
+                // Done when everything read is written, or when the attempt
+                // was cut short.
+                if !reading && (pipes.is_empty() || cut) {
                     return Waited {
                         status,
                         interrupted,
@@ -112,9 +118,9 @@ impl RealExecutor {
             let wake = if running {
                 [timeout_at, kill_at].into_iter().flatten().min()
             } else if reading {
-                drain_until
+                [drain_until, limit_at].into_iter().flatten().min()
             } else {
-                None
+                limit_at
             };
             // A pipe with bytes to write waits for its destination, and is
             // not read meanwhile.

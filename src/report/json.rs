@@ -144,6 +144,7 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
             "reason": reason.name(),
             "total_seconds": total.as_secs_f64(),
         }),
+        Event::Undelivered { bytes } => json!({"event": "undelivered", "bytes": bytes}),
         Event::Interrupted { signal, attempt } => json!({
             "event": "interrupted",
             "signal": signal::short_name(signal),
@@ -154,7 +155,9 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
 
 impl<W: Write> Report for JsonReport<W> {
     fn event(&mut self, event: &Event<'_>) {
-        if self.verbosity == Verbosity::Quiet && !matches!(event, Event::CannotStart { .. }) {
+        if self.verbosity == Verbosity::Quiet
+            && !matches!(event, Event::CannotStart { .. } | Event::Undelivered { .. })
+        {
             return;
         }
         let mut v = event_json(event, self.verbosity == Verbosity::Verbose);

@@ -29,6 +29,8 @@ pub struct Recorder {
     started: Option<SystemTime>,
     attempts: Vec<AttemptRecord>,
     reason: &'static str,
+    /// Bytes of held stdout dropped at the deadline.
+    undelivered: u64,
 }
 
 impl Recorder {
@@ -41,6 +43,7 @@ impl Recorder {
             started: None,
             attempts: Vec::new(),
             reason: "interrupted",
+            undelivered: 0,
         }
     }
 
@@ -95,8 +98,10 @@ impl Recorder {
                 Exit::Code(_) => None,
             },
             "reason": self.reason,
+            "undelivered_bytes": self.undelivered,
         })
     }
+
     /// The label of the command.
     pub fn name(&self) -> &str {
         &self.name
@@ -156,9 +161,20 @@ impl Report for Recorder {
                 ..
             } => {
                 self.end_attempt(attempt, outcome, Some(elapsed));
-                self.reason = "success";
+                self.reason = if self.undelivered > 0 {
+                    Ending::Deadline.name()
+                } else {
+                    "success"
+                };
             }
-            Event::GaveUp { reason, .. } => self.reason = reason.name(),
+            Event::GaveUp { reason, .. } => {
+                self.reason = if self.undelivered > 0 {
+                    Ending::Deadline.name()
+                } else {
+                    reason.name()
+                };
+            }
+            Event::Undelivered { bytes } => self.undelivered = bytes,
             Event::Interrupted { attempt, .. } => {
                 if let Some((number, outcome, elapsed)) = attempt {
                     self.end_attempt(number, outcome, Some(elapsed));

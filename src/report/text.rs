@@ -89,7 +89,9 @@ impl<W: Write> Report for TextReport<W> {
                     next: Next::Retry { .. },
                     ..
                 } => Some("warning"),
-                Event::GaveUp { .. } | Event::CannotStart { .. } => Some("error"),
+                Event::GaveUp { .. } | Event::CannotStart { .. } | Event::Undelivered { .. } => {
+                    Some("error")
+                }
                 _ => None,
             };
             self.line(level, &text);
@@ -178,6 +180,11 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
             "giving up after {} in {}: {outcome}",
             plural(attempts, "attempt"),
             human(total)
+        ),
+        // Lost output is said even with -q.
+        Event::Undelivered { bytes } => format!(
+            "stdout took no more before --max-time; the last {} of the command's output were dropped",
+            plural(bytes, "byte")
         ),
         Event::Interrupted { signal, attempt } if normal => format!(
             "interrupted by SIG{} {}; not retrying",

@@ -13,6 +13,7 @@ mod schedule;
 mod servers;
 mod signals;
 mod simulation;
+mod stalled;
 mod streams;
 mod support;
 mod usage;

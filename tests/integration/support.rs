@@ -118,6 +118,26 @@ impl Running {
         }
     }
 
+    /// Starts `cmd` with stderr captured and stdout a pipe that nobody
+    /// reads: it stays open, full, until the returned end is dropped.
+    pub fn start_with_stalled_stdout(mut cmd: Command) -> (Running, std::io::PipeReader) {
+        let (unread, stdout) = std::io::pipe().expect("pipe");
+        cmd.stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn backoff");
+        // The test's copy of the write end goes with `cmd`.
+        drop(cmd);
+        let (tx, rx) = mpsc::channel();
+        pump(child.stderr.take().unwrap(), Stream::Err, tx);
+        let run = Running {
+            child,
+            lines: rx,
+            seen: Vec::new(),
+        };
+        (run, unread)
+    }
+
     pub fn pid(&self) -> i32 {
         i32::try_from(self.child.id()).unwrap()
     }
