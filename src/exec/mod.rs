@@ -22,6 +22,7 @@ use libc::c_int;
 
 use crate::classify::{Observed, Outcome, Status};
 use crate::run::{AttemptSpec, Ended, Executor, Released};
+use crate::sys::guard::Guard;
 use crate::sys::signals::{self, SignalWatch};
 use copy::Copier;
 use scan::{OutputRules, retry_after_delay};
@@ -55,6 +56,10 @@ pub struct RealExecutor {
     stdin: Option<File>,
     /// `--hold-stdout`: the current attempt's stdout.
     held: Option<File>,
+    /// Kills the running attempt's group if backoff is killed; none with
+    /// `--foreground` (the command is in backoff's group) or if it could
+    /// not be started.
+    guard: Option<Guard>,
 }
 
 impl RealExecutor {
@@ -76,6 +81,11 @@ impl RealExecutor {
         } else {
             None
         };
+        let guard = if options.foreground {
+            None
+        } else {
+            Guard::start().ok()
+        };
         Ok(RealExecutor {
             command,
             options,
@@ -84,7 +94,18 @@ impl RealExecutor {
             copier: Copier::new(rules),
             stdin,
             held,
+            guard,
         })
+    }
+}
+
+impl RealExecutor {
+    /// Tells the guard which process group to kill if backoff is killed
+    /// (0: none).
+    fn watch_group(&mut self, pgid: u32) {
+        if let Some(guard) = &mut self.guard {
+            guard.watch(pgid);
+        }
     }
 }
 
@@ -129,6 +150,7 @@ impl Executor for RealExecutor {
                 };
             }
         };
+        self.watch_group(child.id());
         let mut waited = self.wait(&mut child, pipes, spec.limit);
         waited.seen.hint = waited
             .seen
@@ -147,6 +169,9 @@ impl Executor for RealExecutor {
                 self.lingering = Some(pgid);
             }
         }
+        // Once the command is reaped, its id may name another group as soon
+        // as its own is empty: the guard must not kill by it any more.
+        self.watch_group(0);
         let st = status(waited.status);
         let o = if waited.timed_out {
             Outcome::TimedOut(st)

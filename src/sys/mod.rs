@@ -1,10 +1,12 @@
 //! The thin layer over the operating system: signals (`signals`), starting
-//! the command (`process`) and descriptors (`fd`). Every `unsafe` block of
+//! the command (`process`), the guard that outlives a killed backoff
+//! (`guard`) and descriptors (`fd`). Every `unsafe` block of
 //! backoff is in this module, each with a `// SAFETY:` comment, and every
 //! system call that std has no word for; rustix makes most of them without
 //! `unsafe`. Nothing here decides anything.
 
 pub mod fd;
+pub mod guard;
 pub mod process;
 pub mod signals;
 

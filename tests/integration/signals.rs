@@ -290,3 +290,51 @@ fn a_signal_sent_straight_to_a_foreground_child_is_handled_like_its_own_death() 
     assert_eq!(status.code(), Some(8));
     assert_eq!(dir.lines("log"), ["1"]);
 }
+
+/// Starts `script` under backoff, waits for its line `ready` and its
+/// `count` lines `pid=N` (processes to watch), kills backoff with SIGKILL, and
+/// returns the processes named.
+fn kill_backoff_during(script: &str, count: usize) -> Vec<i32> {
+    let mut cmd = command(["--base", "30s", "--cap", "30s", "--jitter", "none", "--"]);
+    cmd.args(["sh", "-c", script]);
+    let mut run = Running::start(cmd);
+    run.wait_for("ready");
+    let pids: Vec<i32> = run
+        .wait_for_lines("pid=", count)
+        .iter()
+        .map(|l| l.trim_start_matches("pid=").parse().unwrap())
+        .collect();
+    run.signal(libc::SIGKILL);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+    pids
+}
+
+#[test]
+fn sigkill_of_backoff_kills_every_process_of_the_running_attempts_group() {
+    // One grandchild in the background, one that ignores every signal it
+    // can, and the command itself.
+    let pids = kill_backoff_during(
+        "sleep 300 & echo pid=$!; (trap '' TERM INT HUP; exec sleep 301) & echo pid=$!; \
+         echo pid=$$; echo ready; wait",
+        3,
+    );
+    assert_eq!(pids.len(), 3);
+    for pid in pids {
+        eventually(&format!("process {pid} to be gone"), || gone(pid));
+    }
+}
+
+#[test]
+fn sigkill_of_backoff_does_not_reach_a_process_that_left_the_group_with_setsid() {
+    // The documented limit: a process in a session of its own is found by
+    // no process group.
+    let pids = kill_backoff_during(
+        "setsid sh -c 'echo pid=$$; exec sleep 303' & echo ready; sleep 300",
+        1,
+    );
+    assert_eq!(pids.len(), 1);
+    let survived = !gone(pids[0]);
+    send(pids[0], libc::SIGKILL);
+    assert!(survived, "a process in its own session is out of reach");
+}

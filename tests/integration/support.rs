@@ -171,6 +171,33 @@ impl Running {
         }
     }
 
+    /// Waits until `count` lines containing `needle` have appeared, and
+    /// returns them all.
+    pub fn wait_for_lines(&mut self, needle: &str, count: usize) -> Vec<String> {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let found: Vec<String> = self
+                .seen
+                .iter()
+                .filter(|(_, l)| l.contains(needle))
+                .map(|(_, l)| l.clone())
+                .collect();
+            if found.len() >= count {
+                return found;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Ok(line) = self.lines.recv_timeout(left) {
+                self.seen.push(line);
+            } else {
+                let _ = self.child.kill();
+                panic!(
+                    "not {count} lines containing {needle:?}; saw {:?}",
+                    self.seen
+                )
+            }
+        }
+    }
+
     /// Sends a signal to backoff.
     pub fn signal(&self, sig: i32) {
         send(self.pid(), sig);
