@@ -4,16 +4,75 @@
 
 use libc::c_int;
 
-/// Signals that end a run: during a delay at once, during an attempt after
-/// forwarding them to the child.
-pub const TERMINATING: [c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+/// The signals that end a run as SIGTERM does (during a delay at once,
+/// during an attempt after passing them on to the command's group), apart
+/// from the real-time ones: every signal whose default action ends a
+/// process and that a process may catch, except those that report a fault
+/// of backoff's own (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS,
+/// SIGABRT), SIGXFSZ (then a write past the file size limit fails instead)
+/// and SIGPIPE (ignored, so that a write to a closed pipe fails instead).
+pub const TERMINATING: &[c_int] = &[
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    libc::SIGXCPU,
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    libc::SIGPOLL,
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    libc::SIGPWR,
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    libc::SIGSTKFLT,
+];
 
-/// The name of a signal without its `SIG` prefix (`TERM`), or its number.
+/// The real-time signals (all of them end a process by default), as the C
+/// library leaves them to programs; none where there are none.
+pub fn real_time() -> std::ops::RangeInclusive<c_int> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        libc::SIGRTMIN()..=libc::SIGRTMAX()
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        #[allow(clippy::reversed_empty_ranges)]
+        {
+            1..=0
+        }
+    }
+}
+
+/// Whether `sig` ends a run as SIGTERM does: one of `TERMINATING`, or a
+/// real-time signal.
+pub fn is_terminating(sig: c_int) -> bool {
+    TERMINATING.contains(&sig) || real_time().contains(&sig)
+}
+
+/// The name of a signal without its `SIG` prefix (`TERM`, `RTMIN+2`), or
+/// its number.
 pub fn short_name(sig: c_int) -> String {
-    match signal_hook::low_level::signal_name(sig) {
-        Some(name) => name.trim_start_matches("SIG").to_owned(),
+    let rt = real_time();
+    match plain_name(sig) {
+        Some(name) => name.to_owned(),
+        None if sig == *rt.start() => "RTMIN".to_owned(),
+        None if rt.contains(&sig) => format!("RTMIN+{}", sig - rt.start()),
         None => sig.to_string(),
     }
+}
+
+/// The name of a signal that is not real-time, without `SIG`.
+fn plain_name(sig: c_int) -> Option<&'static str> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    match sig {
+        libc::SIGPWR => return Some("PWR"),
+        libc::SIGSTKFLT => return Some("STKFLT"),
+        _ => {}
+    }
+    signal_hook::low_level::signal_name(sig).map(|n| n.trim_start_matches("SIG"))
 }
 
 /// The highest signal number accepted on the command line.
@@ -38,8 +97,16 @@ pub fn parse(s: &str) -> Option<c_int> {
     if name.is_empty() {
         return None;
     }
-    (1..=max_signal())
-        .find(|&n| signal_hook::low_level::signal_name(n).is_some_and(|m| &m[3..] == name))
+    if let Some(rest) = name.strip_prefix("RTMIN") {
+        let rt = real_time();
+        let n = if rest.is_empty() {
+            0
+        } else {
+            rest.strip_prefix('+')?.parse().ok()?
+        };
+        return rt.start().checked_add(n).filter(|s| rt.contains(s));
+    }
+    (1..=max_signal()).find(|&n| plain_name(n) == Some(name))
 }
 
 #[cfg(test)]
@@ -62,5 +129,36 @@ mod tests {
     fn short_names_drop_the_prefix() {
         assert_eq!(short_name(libc::SIGTERM), "TERM");
         assert_eq!(short_name(200), "200");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn real_time_signals_are_named_from_rtmin_and_parsed_back() {
+        let first = libc::SIGRTMIN();
+        assert_eq!(short_name(first), "RTMIN");
+        assert_eq!(short_name(first + 3), "RTMIN+3");
+        assert_eq!(parse("RTMIN+3"), Some(first + 3));
+        assert_eq!(parse("sigrtmin"), Some(first));
+        assert_eq!(parse("RTMIN+999"), None);
+        assert_eq!(parse("RTMIN3"), None);
+        assert!(is_terminating(first + 3));
+        assert_eq!(short_name(libc::SIGPWR), "PWR");
+        assert_eq!(parse("SIGPWR"), Some(libc::SIGPWR));
+    }
+
+    #[test]
+    fn faults_of_backoffs_own_and_sigpipe_do_not_end_a_run() {
+        for sig in [libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM, libc::SIGTERM] {
+            assert!(is_terminating(sig), "{sig}");
+        }
+        for sig in [
+            libc::SIGSEGV,
+            libc::SIGPIPE,
+            libc::SIGXFSZ,
+            libc::SIGCHLD,
+            libc::SIGKILL,
+        ] {
+            assert!(!is_terminating(sig), "{sig}");
+        }
     }
 }

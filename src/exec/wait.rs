@@ -13,8 +13,9 @@ use libc::c_int;
 use crate::classify::Observed;
 use crate::exec::RealExecutor;
 use crate::exec::copy::Pipe;
-use crate::signal::TERMINATING;
-use crate::sys::signals;
+use crate::report::say;
+use crate::signal::is_terminating;
+use crate::sys::{process, signals};
 
 /// How long backoff keeps reading the command's output after the command
 /// exited while no more comes: a process it left behind may hold the pipe
@@ -74,6 +75,9 @@ impl RealExecutor {
         // The child's end is looked for at first and after each signal
         // (SIGCHLD among them), not after every read of its output.
         let mut check = true;
+        // Whether the user was told that the command stopped at the
+        // terminal.
+        let mut told_stop = false;
         loop {
             if exited.is_none() && std::mem::take(&mut check) {
                 let status = match child.try_wait() {
@@ -141,6 +145,9 @@ impl RealExecutor {
             // Any signal, not only SIGCHLD: a signal that found the
             // self-pipe full is lost, but then others were read here.
             check = !signals.is_empty();
+            if running && !told_stop && signals.contains(&libc::SIGCHLD) {
+                told_stop = self.tell_terminal_stop(pid);
+            }
             self.on_signals(pid, running, signals, &mut interrupted);
             let flowing = self.copier.service(&mut pipes, &ready, reading, &mut seen);
             if flowing && !running && reading {
@@ -180,7 +187,7 @@ impl RealExecutor {
     ) {
         for sig in signals {
             match sig {
-                s if TERMINATING.contains(&s) => {
+                s if is_terminating(s) => {
                     let send = if interrupted.is_some() {
                         // A second signal: no more patience.
                         libc::SIGKILL
@@ -190,6 +197,10 @@ impl RealExecutor {
                     };
                     if running {
                         self.forward(pid, send);
+                        // A stopped command could not act on the signal.
+                        if send != libc::SIGKILL {
+                            self.forward(pid, libc::SIGCONT);
+                        }
                     }
                 }
                 libc::SIGTSTP => {
@@ -204,13 +215,33 @@ impl RealExecutor {
         }
     }
 
+    /// If the command has stopped because it used the terminal from outside
+    /// the terminal's foreground process group, says so (it would wait
+    /// silently, maybe for ever) and returns true.
+    fn tell_terminal_stop(&self, pid: u32) -> bool {
+        let (sig, what) = match process::stopped_by(pid) {
+            Some(libc::SIGTTIN) => ("SIGTTIN", "read the terminal"),
+            Some(libc::SIGTTOU) => ("SIGTTOU", "wrote to the terminal or changed its settings"),
+            _ => return false,
+        };
+        let hint = if self.options.foreground {
+            "backoff runs in the background"
+        } else {
+            "it runs in a process group of its own (--foreground gives it the terminal)"
+        };
+        say(&format!(
+            "the command is stopped by {sig}: it {what}, which it may not do as {hint}; Ctrl-C or kill ends it"
+        ));
+        true
+    }
+
     /// The first terminating signal among those pending; job-control signals
     /// are acted on meanwhile.
     pub(super) fn pending_termination(pending: Vec<c_int>) -> Option<c_int> {
         let mut found = None;
         for sig in pending {
             match sig {
-                s if TERMINATING.contains(&s) => {
+                s if is_terminating(s) => {
                     found = found.or(Some(s));
                 }
                 libc::SIGTSTP => signals::stop_self(),

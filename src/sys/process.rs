@@ -139,6 +139,20 @@ pub fn spawn(mut command: Command, exec: Exec) -> io::Result<Child> {
     command.spawn()
 }
 
+/// The signal that stopped the child `pid`, if it has stopped since this
+/// was last asked (the report is taken; an exit is left to be waited for).
+pub fn stopped_by(pid: u32) -> Option<libc::c_int> {
+    use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+    let pid = Pid::from_raw(i32::try_from(pid).ok()?)?;
+    let status = waitid(
+        WaitId::Pid(pid),
+        WaitIdOptions::STOPPED | WaitIdOptions::NOHANG,
+    )
+    .ok()
+    .flatten()?;
+    status.stopping_signal()
+}
+
 fn c_string(s: &OsStr) -> io::Result<CString> {
     CString::new(s.as_bytes()).map_err(|_| {
         io::Error::new(

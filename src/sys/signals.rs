@@ -13,30 +13,35 @@ use std::time::Instant;
 use libc::c_int;
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
-use crate::signal::TERMINATING;
+use crate::signal::{TERMINATING, real_time};
 use crate::sys::fd::set_nonblocking;
 
 /// The signals backoff watches: those that end a run, job control, and the
 /// end of a child.
-const WATCHED: [c_int; 7] = [
-    TERMINATING[0],
-    TERMINATING[1],
-    TERMINATING[2],
-    TERMINATING[3],
-    libc::SIGTSTP,
-    libc::SIGCONT,
-    libc::SIGCHLD,
-];
+fn watched() -> impl Iterator<Item = c_int> {
+    TERMINATING.iter().copied().chain(real_time()).chain([
+        libc::SIGTSTP,
+        libc::SIGCONT,
+        libc::SIGCHLD,
+    ])
+}
 
 /// The longest one `poll` waits; a longer wait takes several rounds.
 const LONGEST_POLL: Duration = Duration::from_hours(24);
 
-/// The signals that have backoff's handler, as a bit mask (bit n for signal
-/// n): a starting child resets them before it unblocks signals.
+/// The signals that have backoff's handler, as a bit mask (bit n - 1 for
+/// signal n): a starting child resets them before it unblocks signals.
 static HANDLED: AtomicU64 = AtomicU64::new(0);
 
+/// The signals a bit of `HANDLED` can stand for.
+const BITS: std::ops::RangeInclusive<c_int> = 1..=64;
+
 fn bit(sig: c_int) -> u64 {
-    u32::try_from(sig).map_or(0, |n| if n < 64 { 1 << n } else { 0 })
+    if BITS.contains(&sig) {
+        1 << (sig - 1)
+    } else {
+        0
+    }
 }
 
 /// Whether `sig` was inherited as ignored (as `nohup` and background jobs
@@ -82,7 +87,7 @@ impl SignalWatch {
         set_nonblocking(notify.as_fd())?;
         // The handlers write to this end for the rest of the process's life.
         let notify = notify.into_raw_fd();
-        for sig in WATCHED {
+        for sig in watched() {
             if sig != libc::SIGCHLD && is_ignored(sig) {
                 continue;
             }
@@ -225,7 +230,7 @@ impl Drop for Blocked {
 /// would on the command. Async-signal-safe: no allocation, no lock.
 pub fn prepare_exec() {
     let handled = HANDLED.load(Ordering::Relaxed);
-    for sig in WATCHED {
+    for sig in BITS {
         if handled & bit(sig) != 0 {
             // SAFETY: a default disposition installs no handler; `dfl` is a
             // zeroed C struct with SIG_DFL set.
@@ -335,9 +340,11 @@ mod tests {
     }
 
     #[test]
-    fn only_small_signal_numbers_have_a_bit() {
-        assert_eq!(bit(libc::SIGINT), 1 << libc::SIGINT);
-        assert_eq!(bit(64), 0);
+    fn every_signal_number_up_to_64_has_a_bit() {
+        assert_eq!(bit(libc::SIGINT), 1 << (libc::SIGINT - 1));
+        assert_eq!(bit(64), 1 << 63);
+        assert_eq!(bit(65), 0);
+        assert_eq!(bit(0), 0);
         assert_eq!(bit(-1), 0);
     }
 }

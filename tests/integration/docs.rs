@@ -133,8 +133,8 @@ The command was not found.
 const SIGNALS: &str = r#".SH SIGNALS
 backoff waits for the command, for signals and for the end of a delay in one event\-driven wait; it never polls.
 .TP
-\fBSIGINT\fR, \fBSIGTERM\fR, \fBSIGHUP\fR, \fBSIGQUIT\fR
-During a delay: the delay ends at once, no further attempt starts, and backoff dies by the same signal. During an attempt: the signal is passed on to the command's process group and no further attempt starts; when the command has exited, backoff exits with its status if it handled the signal and exited normally, and otherwise dies by the signal. Processes of the group still alive then are killed. A second such signal kills the command's group with SIGKILL at once. A signal that backoff inherited as ignored (\fBnohup\fR, background jobs) stays ignored.
+\fBSIGINT\fR, \fBSIGTERM\fR, \fBSIGHUP\fR, \fBSIGQUIT\fR, and every other signal that ends a process by default and can be caught
+That is also SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, on Linux SIGPOLL, SIGPWR and SIGSTKFLT, and the real\-time signals (SIGRTMIN to SIGRTMAX). Not among them: the signals of a fault of backoff's own (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT), SIGXFSZ (a write past the file size limit fails instead) and SIGPIPE (ignored: a write to a closed pipe fails instead). During a delay: the delay ends at once, no further attempt starts, and backoff dies by the same signal. During an attempt: the signal is passed on to the command's process group, followed by SIGCONT (a stopped command could not act on it, as with \fBtimeout\fR(1)), and no further attempt starts; when the command has exited, backoff exits with its status if it handled the signal and exited normally, and otherwise dies by the signal. Processes of the group still alive then are killed. A second such signal kills the command's group with SIGKILL at once. A signal that backoff inherited as ignored (\fBnohup\fR, background jobs) stays ignored.
 .TP
 Timeouts
 When an attempt runs past \fB\-\-timeout\fR (or past the time \fB\-\-max\-time\fR leaves), its process group gets \fB\-\-signal\fR (default SIGTERM) and SIGCONT (a stopped command could not act on it), then SIGKILL after \fB\-\-kill\-after\fR (default 5s) if the command has not ended. Processes of the group still alive when the command has ended are killed. With \fB\-\-foreground\fR only the command itself is signalled, so processes it started in the background may outlive the attempt.
@@ -144,6 +144,9 @@ When backoff is killed with SIGKILL (or dies by any signal it cannot catch), the
 .TP
 \fBSIGTSTP\fR, \fBSIGCONT\fR
 Passed on to the command's group, and backoff stops and continues with it, so job control works.
+.TP
+\fBSIGTTIN\fR, \fBSIGTTOU\fR
+A command in a process group of its own that reads the terminal (or writes to it with \fBstty tostop\fR) is stopped by the system, as any background job is. backoff says so at once, on one line even with \fB\-q\fR, naming \fB\-\-foreground\fR, which keeps the command in backoff's group and so gives it the terminal; Ctrl\-C or \fBkill\fR then ends it as usual.
 .PP
 "Dies by the signal" means that backoff restores the signal's default action and raises it, so that a calling shell sees a signal death (130 for SIGINT, 143 for SIGTERM) and a shell loop stops on Ctrl\-C. No core file is written.
 .PP

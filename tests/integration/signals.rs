@@ -31,13 +31,45 @@ fn signal_during_delay_ends_backoff_at_once(sig: i32) {
         "took {took:?} to end the delay"
     );
     assert_eq!(dir.lines("log"), ["1"], "no second attempt may start");
+    said_interrupted(&run, sig);
+}
+
+/// Asserts that backoff said it was interrupted by `sig`.
+fn said_interrupted(run: &Running, sig: i32) {
+    let name = format!("interrupted by SIG{}", signal_name(sig));
     assert!(
-        run.stderr()
-            .iter()
-            .any(|l| l.contains("interrupted by SIG")),
-        "{:?}",
+        run.stderr().iter().any(|l| l.contains(&name)),
+        "{name}: {:?}",
         run.seen
     );
+}
+
+/// The name backoff gives a signal.
+fn signal_name(sig: i32) -> String {
+    #[cfg(target_os = "linux")]
+    if sig >= libc::SIGRTMIN() {
+        return if sig == libc::SIGRTMIN() {
+            "RTMIN".to_owned()
+        } else {
+            format!("RTMIN+{}", sig - libc::SIGRTMIN())
+        };
+    }
+    let names = [
+        (libc::SIGTERM, "TERM"),
+        (libc::SIGINT, "INT"),
+        (libc::SIGHUP, "HUP"),
+        (libc::SIGQUIT, "QUIT"),
+        (libc::SIGUSR1, "USR1"),
+        (libc::SIGUSR2, "USR2"),
+        (libc::SIGALRM, "ALRM"),
+        (libc::SIGVTALRM, "VTALRM"),
+        #[cfg(target_os = "linux")]
+        (libc::SIGPWR, "PWR"),
+    ];
+    names
+        .iter()
+        .find(|(n, _)| *n == sig)
+        .map_or_else(|| sig.to_string(), |(_, name)| (*name).to_owned())
 }
 
 #[test]
@@ -54,6 +86,37 @@ fn sigint_during_a_delay_ends_backoff_within_a_second_by_sigint() {
 fn sighup_and_sigquit_during_a_delay_end_backoff_by_that_signal() {
     signal_during_delay_ends_backoff_at_once(libc::SIGHUP);
     signal_during_delay_ends_backoff_at_once(libc::SIGQUIT);
+}
+
+#[test]
+fn every_catchable_terminating_signal_ends_a_delay_as_sigterm_does() {
+    let mut signals = vec![libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM, libc::SIGVTALRM];
+    #[cfg(target_os = "linux")]
+    signals.extend([libc::SIGPWR, libc::SIGRTMIN() + 3, libc::SIGRTMAX()]);
+    for sig in signals {
+        signal_during_delay_ends_backoff_at_once(sig);
+    }
+}
+
+#[test]
+fn sigusr1_and_sigalrm_during_an_attempt_reach_the_whole_tree_as_sigterm_does() {
+    for sig in [libc::SIGUSR1, libc::SIGALRM] {
+        let dir = TempDir::new("tree-usr1");
+        let pids = dir.join("pids");
+        let mut cmd = command(["--base", "1ms", "--", "sh", "-c"]);
+        cmd.arg(format!(
+            "sleep 300 & echo $! >> '{p}'; echo ready; wait",
+            p = pids.display()
+        ));
+        let mut run = Running::start(cmd);
+        run.wait_for("ready");
+        let grandchild: i32 = dir.lines("pids")[0].parse().unwrap();
+        run.signal(sig);
+        let (status, _) = run.wait_exit(PATIENCE);
+        assert_eq!(status.signal(), Some(sig), "{:?}", run.seen);
+        eventually("the grandchild to be gone", || gone(grandchild));
+        said_interrupted(&run, sig);
+    }
 }
 
 #[test]

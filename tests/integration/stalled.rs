@@ -3,7 +3,7 @@
 
 use std::os::unix::process::ExitStatusExt;
 
-use crate::support::{PATIENCE, Running, command};
+use crate::support::{PATIENCE, Running, command, eventually, gone, state_of};
 
 #[test]
 fn a_timeout_ends_the_run_though_nobody_reads_stdout_with_output_rules() {
@@ -67,4 +67,76 @@ fn a_signal_ends_the_write_out_of_held_stdout_to_a_reader_that_stopped() {
     run.signal(libc::SIGTERM);
     let (status, _) = run.wait_exit(PATIENCE);
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{:?}", run.seen);
+}
+
+#[test]
+fn a_signal_reaches_a_command_that_stopped_itself() {
+    let mut run = Running::start(command([
+        "--max-retries",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        "echo pid=$$; kill -STOP $$; sleep 300",
+    ]));
+    let line = run.wait_for("pid=");
+    let pid: i32 = line.trim_start_matches("pid=").parse().unwrap();
+    eventually("the command to stop", || state_of(pid) == Some('T'));
+    run.signal(libc::SIGTERM);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{:?}", run.seen);
+    eventually("the command to be gone", || gone(pid));
+}
+
+/// Runs backoff on a terminal of its own (a pseudo-terminal, backoff in its
+/// foreground process group) with `args`, waits until it prints `needle`,
+/// sends it SIGINT, and returns what the terminal showed and how backoff
+/// ended (`signal N` or `exit N`).
+fn on_a_terminal(args: &[&str], needle: &str) -> (String, String) {
+    let script = r#"
+import os, pty, signal, sys
+signal.alarm(int(sys.argv[1]))
+needle = sys.argv[2].encode()
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[3], sys.argv[3:])
+seen = b""
+while needle not in seen:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    seen += chunk
+os.kill(pid, signal.SIGINT)
+_, status = os.waitpid(pid, 0)
+print(seen.decode(errors="replace"))
+if os.WIFSIGNALED(status):
+    print("signal", os.WTERMSIG(status))
+else:
+    print("exit", os.WEXITSTATUS(status))
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(PATIENCE.as_secs().to_string())
+        .arg(needle)
+        .arg(crate::support::bin())
+        .args(args)
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let ending = text.lines().last().unwrap_or_default().to_owned();
+    (text, ending)
+}
+
+#[test]
+fn a_command_stopped_for_reading_the_terminal_is_reported_and_ctrl_c_ends_it() {
+    let (text, ending) = on_a_terminal(&["--max-retries", "0", "--", "cat"], "stopped by SIGTTIN");
+    assert!(
+        text.contains("backoff: the command is stopped by SIGTTIN: it read the terminal")
+            && text.contains("--foreground"),
+        "{text}"
+    );
+    assert_eq!(ending, format!("signal {}", libc::SIGINT), "{text}");
 }
