@@ -30,6 +30,10 @@ pub enum Outcome {
     NotFound,
     /// Could not be started for another reason (permissions, format, ...).
     CannotRun,
+    /// Could not be started because backoff itself lacked a resource (a
+    /// process slot, a descriptor, memory): this OS error number. Not the
+    /// command's failure, and worth retrying.
+    Unstarted(i32),
 }
 
 impl fmt::Display for Outcome {
@@ -42,6 +46,7 @@ impl fmt::Display for Outcome {
             Outcome::TimedOut(_) => f.write_str("timeout"),
             Outcome::NotFound => f.write_str("command not found"),
             Outcome::CannotRun => f.write_str("command cannot be run"),
+            Outcome::Unstarted(e) => write!(f, "backoff could not start it: {}", os_error(e)),
         }
     }
 }
@@ -56,7 +61,27 @@ impl Outcome {
             Outcome::TimedOut(_) => "timeout".to_owned(),
             Outcome::NotFound => "127".to_owned(),
             Outcome::CannotRun => "126".to_owned(),
+            Outcome::Unstarted(_) => "125".to_owned(),
         }
+    }
+
+    /// Whether a failure to start is backoff's own lack of a resource
+    /// rather than the command's: a process slot (`EAGAIN`), memory,
+    /// descriptors of its own or of the system, buffers.
+    pub fn is_resource_error(errno: i32) -> bool {
+        matches!(
+            errno,
+            libc::EAGAIN | libc::ENOMEM | libc::EMFILE | libc::ENFILE | libc::ENOBUFS
+        )
+    }
+}
+
+/// An OS error's message without its ` (os error N)` tail.
+pub fn os_error(errno: i32) -> String {
+    let s = std::io::Error::from_raw_os_error(errno).to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_owned(),
+        None => s,
     }
 }
 
@@ -232,6 +257,11 @@ impl Rules {
         if matches!(outcome, Outcome::NotFound | Outcome::CannotRun) {
             return Verdict::Stop(StopReason::CannotStart);
         }
+        // backoff's own trouble says nothing of the command: the rules,
+        // which are about the command, do not apply.
+        if let Outcome::Unstarted(_) = outcome {
+            return Verdict::Retry;
+        }
         let any = |rules: &[Rule]| rules.iter().any(|r| r.matches(outcome));
         if any(&self.stop_on) {
             return Verdict::Stop(StopReason::StopRule);
@@ -265,6 +295,23 @@ mod tests {
     use super::*;
     use Outcome::{CannotRun, Exited, NotFound, Signaled};
     const TIMED_OUT: Outcome = Outcome::TimedOut(Status::Signal(libc::SIGTERM));
+
+    #[test]
+    fn backoffs_own_failure_to_start_is_retried_whatever_the_rules() {
+        let strict = Rules {
+            retry_on: vec![Rule::Codes(3, 3)],
+            stop_on: vec![Rule::Codes(0, 255)],
+            ..Rules::default()
+        };
+        for rules in [Rules::default(), strict] {
+            assert_eq!(
+                rules.classify(Outcome::Unstarted(libc::EMFILE), &Observed::default()),
+                Verdict::Retry
+            );
+        }
+        assert!(Outcome::is_resource_error(libc::EAGAIN));
+        assert!(!Outcome::is_resource_error(libc::EACCES));
+    }
 
     #[test]
     fn defaults_succeed_on_zero_and_retry_everything_else_but_int_and_pipe() {

@@ -113,6 +113,7 @@ pub fn exit_for(outcome: Outcome, preserve_status: bool) -> Exit {
         Outcome::TimedOut(_) => return Exit::TIMEOUT,
         Outcome::NotFound => return Exit::NOT_FOUND,
         Outcome::CannotRun => return Exit::CANNOT_RUN,
+        Outcome::Unstarted(_) => return Exit::USAGE,
     };
     match status {
         Status::Code(c) => Exit::Code(c),

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use libc::c_int;
 
-use crate::classify::{Observed, Outcome, Status};
+use crate::classify::{Observed, Outcome, Status, os_error};
 use crate::run::{AttemptSpec, Ended, Executor, Released};
 use crate::sys::guard::Guard;
 use crate::sys::signals::{self, SignalWatch};
@@ -122,10 +122,9 @@ fn status(status: ExitStatus) -> Status {
 
 /// An OS error without its ` (os error N)` tail.
 fn describe(e: &io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_owned(),
-        None => s,
+    match e.raw_os_error() {
+        Some(errno) => os_error(errno),
+        None => e.to_string(),
     }
 }
 
@@ -138,10 +137,10 @@ impl Executor for RealExecutor {
         let (mut child, pipes) = match self.spawn(spec) {
             Ok(started) => started,
             Err(e) => {
-                let o = if e.kind() == io::ErrorKind::NotFound {
-                    Outcome::NotFound
-                } else {
-                    Outcome::CannotRun
+                let o = match e.raw_os_error() {
+                    Some(errno) if Outcome::is_resource_error(errno) => Outcome::Unstarted(errno),
+                    _ if e.kind() == io::ErrorKind::NotFound => Outcome::NotFound,
+                    _ => Outcome::CannotRun,
                 };
                 return Ended::Done {
                     outcome: o,

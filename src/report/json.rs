@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
-use crate::classify::Outcome;
+use crate::classify::{Outcome, os_error};
 use crate::event::{Event, Next, Report};
 use crate::report::Verbosity;
 use crate::signal;
@@ -18,7 +18,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// An outcome as JSON: `{"kind": "exit", "code": 22}`, `{"kind": "signal",
 /// "signal": "TERM", "number": 15}`, `{"kind": "timeout"}`, `{"kind":
-/// "not_found"}` or `{"kind": "cannot_run"}`.
+/// "not_found"}`, `{"kind": "cannot_run"}`, or `{"kind": "backoff_error",
+/// "error": "Too many open files"}` when backoff itself could not start it.
 pub fn outcome_json(o: Outcome) -> Value {
     match o {
         Outcome::Exited(c) => json!({"kind": "exit", "code": c}),
@@ -28,6 +29,7 @@ pub fn outcome_json(o: Outcome) -> Value {
         Outcome::TimedOut(_) => json!({"kind": "timeout"}),
         Outcome::NotFound => json!({"kind": "not_found"}),
         Outcome::CannotRun => json!({"kind": "cannot_run"}),
+        Outcome::Unstarted(e) => json!({"kind": "backoff_error", "error": os_error(e)}),
     }
 }
 

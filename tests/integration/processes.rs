@@ -205,3 +205,41 @@ fn a_run_in_a_pid_namespace_keeps_the_commands_status() {
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{out:?}");
 }
+
+/// `backoff ARGS` started with at most `files` open descriptors.
+fn with_open_file_limit(files: u64, args: &[&str]) -> std::process::Output {
+    let script = "import os, resource, sys\n\
+                  n = int(sys.argv[1])\n\
+                  resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))\n\
+                  os.execv(sys.argv[2], sys.argv[2:])";
+    let mut cmd = std::process::Command::new("python3");
+    cmd.args(["-c", script])
+        .arg(files.to_string())
+        .arg(crate::support::bin())
+        .args(args);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("BACKOFF_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.output().expect("python3 runs")
+}
+
+#[test]
+fn backoffs_own_lack_of_descriptors_is_retried_said_to_be_backoffs_and_ends_with_125() {
+    // Enough for backoff to start, too few to start the command.
+    let out = with_open_file_limit(7, &["--max-retries", "2", "--base", "1ms", "--", "true"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert_eq!(
+        err.matches("failed (backoff could not start it: Too many open files)")
+            .count(),
+        3,
+        "{err}"
+    );
+    assert!(err.contains("giving up after 3 attempts"), "{err}");
+    assert!(
+        !err.contains("cannot run"),
+        "not blamed on the command: {err}"
+    );
+}
