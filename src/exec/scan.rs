@@ -10,9 +10,17 @@ use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
 use crate::classify::Observed;
 use crate::duration::MAX_DURATION;
 
-/// Lines longer than this are matched in pieces of this size, so that one
-/// endless line cannot grow backoff's memory.
-pub const MAX_LINE: usize = 64 * 1024;
+/// Lines up to this long (with their newline) are matched whole. A longer
+/// one is matched in windows of this size, so that one endless line cannot
+/// grow backoff's memory; consecutive windows share `OVERLAP` bytes.
+pub const MAX_LINE: usize = 1024 * 1024;
+
+/// How much consecutive windows of a long line share: a match of up to
+/// this many bytes is found wherever it lies in the line.
+pub const OVERLAP: usize = 64 * 1024;
+
+/// Where each window of a long line starts, after the previous one.
+const STEP: usize = MAX_LINE - OVERLAP;
 
 /// The `Retry-After:` header line, as curl prints it with `-i` or `-D`.
 const RETRY_AFTER_HEADER: &str = r"(?i)^\s*(?:<\s*)?retry-after:\s*([^\r\n]*?)\s*$";
@@ -158,25 +166,27 @@ impl LineScanner {
         }
     }
 
-    /// Adds bytes to the line begun. Every `MAX_LINE` bytes of it that more
-    /// bytes follow are matched as a piece; pieces that lie whole in `bytes`
-    /// are matched where they are, not copied.
+    /// Adds bytes to the line begun. Each window of `MAX_LINE` bytes that
+    /// more bytes follow is matched, and the next one starts `STEP` bytes
+    /// after it; windows that lie whole in `bytes` are matched where they
+    /// are, not copied.
     fn push_partial(&mut self, rules: &OutputRules, mut bytes: &[u8], seen: &mut Observed) {
-        if !self.partial.is_empty() && self.partial.len() + bytes.len() > MAX_LINE {
+        while self.partial.len() + bytes.len() > MAX_LINE {
+            if self.partial.is_empty() {
+                let start = scan_windows(rules, bytes, seen);
+                bytes = &bytes[start..];
+                break;
+            }
             let room = MAX_LINE - self.partial.len();
             self.partial.extend_from_slice(&bytes[..room]);
             bytes = &bytes[room..];
-            self.scan_partial(rules, seen);
-        }
-        while bytes.len() > MAX_LINE {
-            let (piece, rest) = bytes.split_at(MAX_LINE);
-            scan_short(rules, piece, seen);
-            bytes = rest;
+            scan_short(rules, &self.partial, seen);
+            self.partial.drain(..STEP);
         }
         self.partial.extend_from_slice(bytes);
     }
 
-    /// Matches the line begun (or its piece) and empties it, keeping its
+    /// Matches the line begun (its last window) and empties it, keeping its
     /// allocation for the next.
     fn scan_partial(&mut self, rules: &OutputRules, seen: &mut Observed) {
         scan_short(rules, &self.partial, seen);
@@ -184,9 +194,20 @@ impl LineScanner {
     }
 }
 
+/// Matches the windows of the long line `line` that more bytes follow;
+/// returns where the last window, not matched yet, starts.
+fn scan_windows(rules: &OutputRules, line: &[u8], seen: &mut Observed) -> usize {
+    let mut start = 0;
+    while line.len() - start > MAX_LINE {
+        scan_short(rules, &line[start..start + MAX_LINE], seen);
+        start += STEP;
+    }
+    start
+}
+
 /// Matches the lines of `block`, which ends at a line's end. A line longer
-/// than `MAX_LINE` (with its newline) is matched in pieces of `MAX_LINE` bytes,
-/// as it is when it comes in many reads.
+/// than `MAX_LINE` (with its newline) is matched in windows, as it is when
+/// it comes in many reads.
 fn scan_block(rules: &OutputRules, block: &[u8], seen: &mut Observed) {
     // Lines from `short` up to `at` fit in `MAX_LINE` bytes each.
     let mut short = 0;
@@ -200,9 +221,9 @@ fn scan_block(rules: &OutputRules, block: &[u8], seen: &mut Observed) {
         scan_short(rules, &block[short..at], seen);
         let end = memchr::memchr(b'\n', &block[at + MAX_LINE..])
             .map_or(block.len(), |i| at + MAX_LINE + i + 1);
-        for piece in block[at..end].chunks(MAX_LINE) {
-            scan_short(rules, piece, seen);
-        }
+        let line = &block[at..end];
+        let last = scan_windows(rules, line, seen);
+        scan_short(rules, &line[last..], seen);
         short = end;
         at = end;
     }
@@ -216,7 +237,7 @@ fn scan_short(rules: &OutputRules, block: &[u8], seen: &mut Observed) {
         return;
     }
     // Lines end at each newline; what follows the last one, if anything, is
-    // a line too (a piece of a long line, or the last line of the output).
+    // a line too (a window of a long line, or the last line of the output).
     let mut start = 0;
     for end in memchr::memchr_iter(b'\n', block).chain(std::iter::once(block.len())) {
         if start >= block.len() && end == block.len() {
@@ -344,32 +365,51 @@ mod tests {
     }
 
     #[test]
-    fn long_lines_are_cut_into_the_same_pieces_however_the_bytes_arrive() {
-        // "try again" straddles the first piece's end, so it is not seen;
-        // "fatal" begins the second piece, which is matched as a line.
+    fn a_match_across_the_windows_of_a_long_line_is_found_however_the_bytes_arrive() {
+        // "try again" straddles the end of the first window, and curl's
+        // error line the end of the second.
         let mut long = vec![b'x'; MAX_LINE - 4];
         long.extend_from_slice(b"try again");
-        long.resize(2 * MAX_LINE, b'y');
-        long.extend_from_slice(b"fatal");
+        long.resize(STEP + MAX_LINE - 8, b'y');
+        long.extend_from_slice(b"returned error: 503");
         long.resize(3 * MAX_LINE + 5, b'z');
         long.extend_from_slice(b"\nlast\n");
-        // The same line after short ones: pieces count from its start.
+        // The same line after short ones: windows count from its start.
         let mut after_short = b"one\ntwo\n".to_vec();
         after_short.extend_from_slice(&long);
         for data in [long, after_short] {
             let whole = scan(&[&data]);
-            assert!(!whole.retry_match && whole.stop_match);
-            for size in [1, 4096, 65_535, MAX_LINE, MAX_LINE + 1, 3 * MAX_LINE] {
+            assert!(whole.retry_match && whole.http_status == Some(503));
+            for size in [
+                13,
+                4096,
+                OVERLAP,
+                STEP,
+                MAX_LINE,
+                MAX_LINE + 1,
+                3 * MAX_LINE,
+            ] {
                 let pieces: Vec<&[u8]> = data.chunks(size).collect();
                 assert_eq!(scan(&pieces), whole, "chunks of {size}");
             }
         }
-        let mut fatal_second = vec![b'x'; MAX_LINE];
-        fatal_second.extend_from_slice(b"fatal");
-        assert!(scan(&[&fatal_second]).stop_match);
-        let mut fatal_first = vec![b'x'; MAX_LINE - 1];
-        fatal_first.extend_from_slice(b"fatal");
-        assert!(!scan(&[&fatal_first]).stop_match);
+    }
+
+    #[test]
+    fn lines_up_to_the_window_are_matched_whole() {
+        let mut line = vec![b'x'; MAX_LINE - 20];
+        line.extend_from_slice(b"try again\n");
+        let mut pieces: Vec<&[u8]> = line.chunks(OVERLAP - 1).collect();
+        assert!(scan(&pieces).retry_match);
+        let mut fatal = b"fatal".to_vec();
+        fatal.resize(MAX_LINE - 1, b'x');
+        fatal.push(b'\n');
+        pieces = fatal.chunks(777).collect();
+        assert!(scan(&pieces).stop_match);
+        // Mid-line, "fatal" is no line start.
+        let mut late = vec![b'x'; 100 * 1024];
+        late.extend_from_slice(b"fatal\n");
+        assert!(!scan(&[&late]).stop_match);
     }
 
     #[test]

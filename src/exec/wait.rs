@@ -94,21 +94,21 @@ impl RealExecutor {
                 }
             }
             if let Some(status) = exited {
-                // An attempt that a signal or its time limit ended waits
-                // neither for more output nor for a reader that does not
-                // read: what its destination does not take now is dropped.
-                let cut = interrupted.is_some()
-                    || timed_out
-                    || limit_at.is_some_and(|l| Instant::now() >= l);
+                // An attempt that a signal or its time limit ended waits for
+                // no more output.
+                let cut = interrupted.is_some() || timed_out;
                 if reading
                     && (pipes.is_empty() || cut || drain_until.is_some_and(|d| Instant::now() >= d))
                 {
                     reading = false;
                     self.copier.sweep(&mut pipes, &mut seen);
                 }
-                // Done when everything read is written, or when the attempt
-                // was cut short.
-                if !reading && (pipes.is_empty() || cut) {
+                // Done when everything read is written; a reader that does
+                // not take it is not waited for past the attempt's end or
+                // its time limit: what it has not taken then is dropped.
+                if !reading
+                    && (pipes.is_empty() || cut || limit_at.is_some_and(|l| Instant::now() >= l))
+                {
                     return Waited {
                         status,
                         interrupted,
@@ -122,7 +122,7 @@ impl RealExecutor {
             let wake = if running {
                 [timeout_at, kill_at].into_iter().flatten().min()
             } else if reading {
-                [drain_until, limit_at].into_iter().flatten().min()
+                drain_until
             } else {
                 limit_at
             };

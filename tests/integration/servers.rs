@@ -372,3 +372,34 @@ fn a_reader_that_stops_reading_does_not_hold_up_signals() {
     }
     drop(stdout);
 }
+
+#[test]
+fn a_stop_rule_matches_across_the_old_64_kib_piece_boundary_of_a_long_line() {
+    // "FATAL" straddles byte 65536 of a 200 KiB line, and again the 1 MiB
+    // window's end of a 3 MiB one.
+    for (before, total) in [(65_533, 200 * 1024), (1024 * 1024 - 2, 3 * 1024 * 1024)] {
+        let script = format!(
+            "head -c {before} /dev/zero | tr '\\0' x; printf FATAL; \
+             head -c {} /dev/zero | tr '\\0' y; echo; exit 1",
+            total - before - 5
+        );
+        backoff([
+            "--stop-if-output",
+            "FATAL",
+            "--max-retries",
+            "3",
+            "--base",
+            "1ms",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("attempt 1/4 failed (exit 1)"))
+        .stderr(predicate::str::contains(
+            "its output matches --stop-if-output",
+        ));
+    }
+}
