@@ -27,7 +27,7 @@ use crate::{run, schedule};
 
 /// Turns a clap error into backoff's one-line form (or help/version on
 /// stdout), with the status it calls for.
-fn clap_error(e: &clap::Error) -> Exit {
+fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -59,7 +59,8 @@ fn clap_error(e: &clap::Error) -> Exit {
                 _ => std::error::Error::source(e)
                     .map_or_else(|| "not a valid value".to_owned(), ToString::to_string),
             };
-            format!("invalid value '{value}' for '{flag}': {why}")
+            let source = cli::flag_source(&flag, args);
+            format!("invalid value '{value}' for {source}: {why}")
         }
         (ErrorKind::MissingRequiredArgument, _, _) => {
             "no command given (usage: backoff [OPTIONS] [--] COMMAND [ARGS]...)".to_owned()
@@ -78,10 +79,10 @@ fn clap_error(e: &clap::Error) -> Exit {
 }
 
 /// Parses the command line, runs what it asks for, and returns how to exit.
-pub fn main_with_args(args: Vec<OsString>) -> Exit {
-    let (cli, given) = match parse(args) {
+pub fn main_with_args(args: &[OsString]) -> Exit {
+    let (cli, given) = match parse(args.to_vec()) {
         Ok(parsed) => parsed,
-        Err(e) => return clap_error(&e),
+        Err(e) => return clap_error(&e, args),
     };
     let result = match cli.subcommand {
         Some(Sub::Schedule(ref args)) => schedule_command(args, given),

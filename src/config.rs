@@ -34,7 +34,9 @@ impl fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 fn invalid(value: impl fmt::Display, flag: &str, why: impl fmt::Display) -> UsageError {
-    UsageError(format!("invalid value '{value}' for '{flag}': {why}"))
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let source = crate::cli::flag_source(flag, &args);
+    UsageError(format!("invalid value '{value}' for {source}: {why}"))
 }
 
 /// Time limits, checked.

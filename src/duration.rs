@@ -1,5 +1,6 @@
 //! Durations as backoff accepts and shows them: the largest one accepted
-//! anywhere, and the short form reports use (`312ms`, `1.20s`, `2m 5s`).
+//! anywhere, and the short form reports use (`5ns`, `312ms`, `1.20s`,
+//! `2m 5s`).
 
 use std::time::Duration;
 
@@ -8,10 +9,14 @@ use std::time::Duration;
 /// overflow.
 pub const MAX_DURATION: Duration = Duration::from_hours(1000 * 8766);
 
-/// A duration the way people read it: `312ms`, `1.20s`, `41.2s`, `2m 5s`.
+/// A duration the way people read it: `312ms`, `1.20s`, `41.2s`, `2m 5s`;
+/// below a microsecond in nanoseconds, so that nothing shows as zero that
+/// is not.
 pub fn human(d: Duration) -> String {
     let secs = d.as_secs_f64();
-    if d < Duration::from_millis(1) {
+    if d < Duration::from_micros(1) {
+        format!("{}ns", d.as_nanos())
+    } else if d < Duration::from_millis(1) {
         format!("{}us", d.as_micros())
     } else if d < Duration::from_secs(1) {
         format!("{}ms", d.as_millis())
@@ -35,5 +40,7 @@ mod tests {
         assert_eq!(human(Duration::from_millis(41_200)), "41.2s");
         assert_eq!(human(Duration::from_secs(125)), "2m 5s");
         assert_eq!(human(Duration::from_micros(400)), "400us");
+        assert_eq!(human(Duration::from_nanos(5)), "5ns");
+        assert_eq!(human(Duration::ZERO), "0ns");
     }
 }

@@ -15,5 +15,7 @@
 static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
 
 fn main() {
-    backoff_cli::sys::exit(backoff_cli::main_with_args(std::env::args_os().collect()));
+    backoff_cli::sys::exit(backoff_cli::main_with_args(
+        &std::env::args_os().collect::<Vec<_>>(),
+    ));
 }

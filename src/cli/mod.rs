@@ -463,6 +463,36 @@ pub struct OutputArgs {
     pub metrics_file: Option<PathBuf>,
 }
 
+/// Where a value came from, for an error message: `'--flag'`, or the
+/// environment variable that gave it when `args` (backoff's command line)
+/// did not: `BACKOFF_MAX_RETRIES (from the environment, for '--max-retries')`.
+pub fn flag_source(flag: &str, args: &[OsString]) -> String {
+    let Some(long) = flag.strip_prefix("--") else {
+        return format!("'{flag}'");
+    };
+    let command = <Cli as clap::CommandFactory>::command();
+    let env = std::iter::once(&command)
+        .chain(command.get_subcommands())
+        .flat_map(clap::Command::get_arguments)
+        .find(|a| a.get_long() == Some(long))
+        .and_then(|a| a.get_env().map(ToOwned::to_owned));
+    // The options end at `--`; what follows belongs to the command.
+    let on_command_line = args
+        .iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .filter_map(|a| a.to_str())
+        .any(|a| a == flag || a.starts_with(&format!("{flag}=")));
+    // clap takes a variable's value only when the command line gives none.
+    match env {
+        Some(name) if !on_command_line && std::env::var_os(&name).is_some() => format!(
+            "{} (from the environment, for '{flag}')",
+            name.to_string_lossy()
+        ),
+        _ => format!("'{flag}'"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

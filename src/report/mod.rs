@@ -35,8 +35,43 @@ pub enum LogFormat {
     Github,
 }
 
-/// Writes `backoff: MESSAGE` to stderr in one write, ignoring a closed stderr.
+/// Writes `backoff: MESSAGE` to stderr in one write, ignoring a closed
+/// stderr. Control characters in it (from a value the user gave, say) are
+/// escaped.
 pub fn say(message: &str) {
-    let line = format!("backoff: {message}\n");
+    let line = format!("backoff: {}\n", escape_controls(message));
     let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
+/// `text` with its control characters escaped as Rust writes them (`\n`,
+/// `\u{1b}`), so that one line stays one line and a terminal interprets
+/// nothing in it.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_and_the_rest_kept() {
+        assert_eq!(escape_controls("plain é"), "plain é");
+        assert_eq!(
+            escape_controls("a\nb\r\u{1b}[31mred\u{9b}"),
+            "a\\nb\\r\\u{1b}[31mred\\u{9b}"
+        );
+    }
 }

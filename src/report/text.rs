@@ -8,8 +8,8 @@ use std::io::Write;
 
 use crate::classify::{Outcome, StopReason};
 use crate::duration::human;
-use crate::event::{Event, Next, Report};
-use crate::report::Verbosity;
+use crate::event::{Ending, Event, Next, Report};
+use crate::report::{Verbosity, escape_controls};
 use crate::signal;
 
 /// Writes events as `backoff: ` text lines, or as GitHub Actions
@@ -51,7 +51,7 @@ impl<W: Write> TextReport<W> {
                 "::{level} title=backoff::{}\n",
                 escape_workflow(&format!("{}{text}", &self.prefix["backoff: ".len()..]))
             ),
-            None => format!("{}{text}\n", self.prefix),
+            None => format!("{}\n", escape_controls(&format!("{}{text}", self.prefix))),
         };
         let _ = self.out.write_all(buf.as_bytes());
         let _ = self.out.flush();
@@ -99,10 +99,28 @@ impl<W: Write> Report for TextReport<W> {
     }
 }
 
+/// Whether the event tells of a command that died by SIGPIPE, not retried,
+/// because its reader went away: that ends quietly, as the shell's own
+/// tools do (`backoff -- yes | head -1`).
+fn reader_left(event: &Event<'_>) -> bool {
+    matches!(
+        *event,
+        Event::Failed {
+            outcome: Outcome::Signaled(libc::SIGPIPE),
+            next: Next::Stop(_),
+            ..
+        } | Event::GaveUp {
+            outcome: Outcome::Signaled(libc::SIGPIPE),
+            reason: Ending::Stopped,
+            ..
+        }
+    )
+}
+
 /// The text line for an event at this verbosity, if it has one.
 pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
     let verbose = verbosity >= Verbosity::Verbose;
-    let normal = verbosity >= Verbosity::Normal;
+    let normal = verbosity >= Verbosity::Normal && (verbose || !reader_left(event));
     let text = match *event {
         Event::Start { command, .. } if verbose => {
             format!("running {}", quote_command(command))
@@ -234,7 +252,6 @@ pub fn quote_command(command: &[OsString]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Ending;
     use crate::policy::Delay;
     use std::time::Duration;
 
@@ -277,6 +294,27 @@ mod tests {
         );
         assert!(lines(Verbosity::Verbose, &events).contains("(bound 400ms)"));
         assert_eq!(lines(Verbosity::Quiet, &events), "");
+    }
+
+    #[test]
+    fn a_command_whose_reader_went_away_ends_quietly_unless_verbose() {
+        let events = [
+            Event::Failed {
+                attempt: 1,
+                max_attempts: Some(7),
+                outcome: Outcome::Signaled(libc::SIGPIPE),
+                elapsed: Duration::from_millis(3),
+                next: Next::Stop(StopReason::NeverRetried),
+            },
+            Event::GaveUp {
+                attempts: 1,
+                total: Duration::from_millis(3),
+                outcome: Outcome::Signaled(libc::SIGPIPE),
+                reason: Ending::Stopped,
+            },
+        ];
+        assert_eq!(lines(Verbosity::Normal, &events), "");
+        assert_eq!(lines(Verbosity::Verbose, &events).lines().count(), 2);
     }
 
     #[test]

@@ -43,10 +43,36 @@ fn policy_variables_shape_the_delays() {
 }
 
 #[test]
-fn a_bad_environment_value_is_refused_like_a_bad_flag() {
-    backoff(["--", "true"])
-        .env("BACKOFF_BASE", "100")
+fn a_bad_environment_value_is_refused_naming_the_variable_that_gave_it() {
+    for (name, value, args, why) in [
+        ("BACKOFF_BASE", "100", &[][..], "a duration needs a unit"),
+        ("BACKOFF_MAX_RETRIES", "abc", &[], "must be a whole number"),
+        ("BACKOFF_TIMEOUT", "0s", &[], "must be above zero"),
+        ("BACKOFF_BASE", "2s", &["--cap", "1s"], "greater than --cap"),
+    ] {
+        let flag = name
+            .trim_start_matches("BACKOFF_")
+            .to_lowercase()
+            .replace('_', "-");
+        let out = backoff(args)
+            .args(["--", "true"])
+            .env(name, value)
+            .assert()
+            .code(125)
+            .get_output()
+            .clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("{name} (from the environment, for '--{flag}')"))
+                && err.contains(why),
+            "{err}"
+        );
+    }
+    // The flag that was given is named, not the variable it overrides.
+    backoff(["--max-retries", "abc", "--", "true"])
+        .env("BACKOFF_MAX_RETRIES", "abc")
         .assert()
         .code(125)
-        .stderr(predicates::str::contains("'--base'"));
+        .stderr(predicates::str::contains("for '--max-retries'"));
 }

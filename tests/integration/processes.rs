@@ -243,3 +243,22 @@ fn backoffs_own_lack_of_descriptors_is_retried_said_to_be_backoffs_and_ends_with
         "not blamed on the command: {err}"
     );
 }
+
+#[test]
+fn a_command_killed_by_sigpipe_when_its_reader_quits_ends_quietly_unless_verbose() {
+    let bin = crate::support::bin();
+    for (flags, lines) in [("", 0), ("-v", 3)] {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("'{}' {flags} -- yes | head -1", bin.display()))
+            .env_remove("BACKOFF_VERBOSE")
+            .output()
+            .expect("sh runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.stdout, b"y\n");
+        assert_eq!(err.lines().count(), lines, "{flags:?}: {err}");
+        if lines > 0 {
+            assert!(err.contains("signal PIPE"), "{err}");
+        }
+    }
+}

@@ -137,7 +137,8 @@ fn retry_on_and_stop_on_match_signals() {
 fn death_by_sigint_or_sigpipe_is_never_retried_by_default() {
     for sig in ["INT", "PIPE"] {
         let dir = TempDir::new("int");
-        let out = backoff(["--base", "1ms", "--", "sh", "-c"])
+        // -v: a death by SIGPIPE is otherwise not reported.
+        let out = backoff(["-v", "--base", "1ms", "--", "sh", "-c"])
             .arg(logging(&dir, &format!("kill -{sig} $$")))
             .output()
             .unwrap();

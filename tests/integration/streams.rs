@@ -185,7 +185,8 @@ fn output_rules_pass_every_byte_of_both_streams_to_slow_pipe_readers() {
 #[test]
 fn a_reader_that_quits_ends_the_command_by_sigpipe_with_no_retry() {
     use std::os::unix::process::ExitStatusExt;
-    let mut child = command(["--retry-if-output", "zzz", "--", "yes"])
+    // -v: a death by SIGPIPE is otherwise not reported.
+    let mut child = command(["-v", "--retry-if-output", "zzz", "--", "yes"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

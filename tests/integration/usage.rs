@@ -235,3 +235,39 @@ proptest! {
         prop_assert!(code == Some(0) || code == Some(125), "{sub} {flag}={value:?}: {out:?}");
     }
 }
+
+#[test]
+fn control_characters_from_the_user_are_escaped_in_backoffs_lines() {
+    let out = backoff(["--base", "1\u{1b}[2J\nx", "--", "true"])
+        .assert()
+        .code(125)
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        err,
+        "backoff: invalid value '1\\u{1b}[2J\\nx' for '--base': invalid character at 1\n"
+    );
+    let out = backoff(["--", "no\rsuch\u{7}"])
+        .assert()
+        .code(127)
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("cannot run 'no\\rsuch\\u{7}'"), "{err}");
+    assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
+}
+
+#[test]
+fn durations_below_a_microsecond_are_shown_as_they_are_not_as_zero() {
+    backoff(["--max-time", "5ns", "--", "false"])
+        .assert()
+        .code(124)
+        .stderr(predicates::str::contains("--max-time 5ns has passed"));
+    backoff([
+        "schedule", "--base", "250ns", "--cap", "250ns", "--jitter", "none",
+    ])
+    .assert()
+    .success()
+    .stdout(predicates::str::contains("250ns"));
+}
