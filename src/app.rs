@@ -20,7 +20,7 @@ use crate::exit::Exit;
 use crate::report::json::JsonReport;
 use crate::report::run_report::Recorder;
 use crate::report::text::TextReport;
-use crate::report::{LogFormat, atomic, metrics, say};
+use crate::report::{LogFormat, Stderr, atomic, metrics, say};
 use crate::simulate::{self, svg, table};
 use crate::sys::signals::SignalWatch;
 use crate::{run, schedule};
@@ -35,7 +35,7 @@ fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
             return Exit::SUCCESS;
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = std::io::stderr().write_all(e.render().to_string().as_bytes());
+            let _ = Stderr.write_all(e.render().to_string().as_bytes());
             return Exit::USAGE;
         }
         _ => {}
@@ -135,21 +135,17 @@ fn run_command(cli: Cli, given: Given) -> anyhow::Result<Exit> {
         .unwrap_or_else(|| cfg.command[0].to_string_lossy().into_owned());
     let mut log: Box<dyn Report> = match cfg.log_format {
         LogFormat::Json => Box::new(JsonReport::new(
-            std::io::stderr(),
+            Stderr,
             cfg.verbosity,
             label.clone(),
             SystemTime::now,
         )),
         LogFormat::Github => Box::new(TextReport::github(
-            std::io::stderr(),
+            Stderr,
             cfg.verbosity,
             cfg.name.as_deref(),
         )),
-        LogFormat::Text => Box::new(TextReport::new(
-            std::io::stderr(),
-            cfg.verbosity,
-            cfg.name.as_deref(),
-        )),
+        LogFormat::Text => Box::new(TextReport::new(Stderr, cfg.verbosity, cfg.name.as_deref())),
     };
     let mut recorder = Recorder::new(label, SystemTime::now);
     let mut executor = RealExecutor::new(

@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::AsFd;
 
 use crate::classify::Observed;
 use crate::exec::scan::{LineScanner, OutputRules};
@@ -75,28 +75,6 @@ impl Pipe {
             scanner: LineScanner::default(),
         }
     }
-}
-
-/// Where copied output goes: backoff's stdout or stderr. A pipe or FIFO is
-/// opened anew (a description of backoff's own) so that its writes can be
-/// made non-blocking without touching the caller's; anything else is
-/// written as it is.
-pub(super) fn destination(fd: BorrowedFd<'_>) -> io::Result<(File, bool)> {
-    let file = File::from(fd.try_clone_to_owned()?);
-    #[cfg(target_os = "linux")]
-    if std::os::unix::fs::FileTypeExt::is_fifo(&file.metadata()?.file_type()) {
-        use std::os::fd::AsRawFd;
-        use std::os::unix::fs::OpenOptionsExt;
-        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
-        if let Ok(own) = std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(path)
-        {
-            return Ok((own, true));
-        }
-    }
-    Ok((file, false))
 }
 
 /// What one read of a pipe did.

@@ -11,7 +11,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 use crate::classify::Outcome;
-use crate::exec::copy::{PIPE_SIZE, Pipe, destination};
+use crate::exec::copy::{PIPE_SIZE, Pipe};
 use crate::exec::{RealExecutor, spool};
 use crate::run::AttemptSpec;
 use crate::sys::fd;
@@ -66,9 +66,9 @@ impl RealExecutor {
         if self.copier.rules.is_some() {
             let to_stdout = match &self.held {
                 Some(held) => (held.try_clone()?, false),
-                None => destination(io::stdout().as_fd())?,
+                None => fd::destination(io::stdout().as_fd())?,
             };
-            let to_stderr = destination(io::stderr().as_fd())?;
+            let to_stderr = fd::destination(io::stderr().as_fd())?;
             let (out_from, out_end) = io::pipe()?;
             let (err_from, err_end) = io::pipe()?;
             fd::set_nonblocking(&out_from)?;

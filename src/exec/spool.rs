@@ -8,8 +8,9 @@ use std::os::fd::AsFd;
 use std::time::Instant;
 
 use crate::exec::RealExecutor;
-use crate::exec::copy::{destination, write_some};
+use crate::exec::copy::write_some;
 use crate::run::Released;
+use crate::sys::fd::destination;
 use crate::sys::signals::SignalWatch;
 
 /// Reads all of stdin into an unlinked temporary file, for `--replay-stdin`.

@@ -9,7 +9,14 @@ pub mod metrics;
 pub mod run_report;
 pub mod text;
 
-use std::io::Write;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::AsFd;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::sys::fd;
 
 /// How much backoff says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -40,7 +47,72 @@ pub enum LogFormat {
 /// escaped.
 pub fn say(message: &str) {
     let line = format!("backoff: {}\n", escape_controls(message));
-    let _ = std::io::stderr().write_all(line.as_bytes());
+    let _ = Stderr.write_all(line.as_bytes());
+}
+
+/// How long one of backoff's own lines waits for room in a stderr pipe
+/// whose reader does not keep up; after a line was dropped, the next ones
+/// wait no more until one is taken again.
+const STALL: Duration = Duration::from_secs(2);
+
+/// backoff's stderr, for its own lines. When stderr is a pipe, a reader that
+/// does not read never holds backoff up (its time limits, its signals, its
+/// exit): a line stderr does not take within `STALL` is dropped, with an
+/// error.
+pub struct Stderr;
+
+/// backoff's own description of its stderr, and whether its writes are
+/// non-blocking.
+fn own_stderr() -> Option<&'static (File, bool)> {
+    static OWN: OnceLock<Option<(File, bool)>> = OnceLock::new();
+    OWN.get_or_init(|| fd::destination(std::io::stderr().as_fd()).ok())
+        .as_ref()
+}
+
+impl Write for Stderr {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        static STALLED: AtomicBool = AtomicBool::new(false);
+        let Some((file, nonblocking)) = own_stderr() else {
+            return Ok(());
+        };
+        let mut out = file;
+        if !nonblocking {
+            return out.write_all(buf);
+        }
+        let patience = if STALLED.load(Ordering::Relaxed) {
+            Duration::ZERO
+        } else {
+            STALL
+        };
+        let deadline = Instant::now() + patience;
+        let mut rest = buf;
+        while !rest.is_empty() {
+            match out.write(rest) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => rest = &rest[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() || !fd::wait_writable(file, left) {
+                        STALLED.store(true, Ordering::Relaxed);
+                        return Err(io::ErrorKind::TimedOut.into());
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        STALLED.store(false, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `text` with its control characters escaped as Rust writes them (`\n`,

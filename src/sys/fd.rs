@@ -1,10 +1,15 @@
 //! Descriptor operations std has no word for: non-blocking mode, the size of
 //! a pipe, copying between pipes without reading (tee), and how many bytes a
-//! pipe holds. Linux-only facilities have a fallback elsewhere.
+//! pipe holds, descriptions of backoff's own of its stdout and stderr, and
+//! waiting until a descriptor takes more. Linux-only facilities have a
+//! fallback elsewhere.
 
+use std::fs::File;
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::time::Duration;
 
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
 
 /// Makes reads and writes of `fd` (a descriptor backoff owns alone) return at
@@ -56,4 +61,41 @@ pub fn tee(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
 /// How many bytes the pipe `fd` holds (0 when that cannot be told).
 pub fn pipe_bytes(fd: impl AsFd) -> usize {
     rustix::io::ioctl_fionread(fd).map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// A description of backoff's stdout or stderr to write to. A pipe or FIFO is
+/// opened anew (a description of backoff's own) so that its writes can be
+/// made non-blocking without touching the caller's; anything else is
+/// written as it is. Returns whether the writes are non-blocking.
+///
+/// # Errors
+///
+/// When the descriptor cannot be duplicated.
+pub fn destination(fd: BorrowedFd<'_>) -> io::Result<(File, bool)> {
+    let file = File::from(fd.try_clone_to_owned()?);
+    #[cfg(target_os = "linux")]
+    if std::os::unix::fs::FileTypeExt::is_fifo(&file.metadata()?.file_type()) {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+        if let Ok(own) = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+        {
+            return Ok((own, true));
+        }
+    }
+    Ok((file, false))
+}
+
+/// Waits until `fd` can be written to, at most `timeout`; false if it
+/// still cannot then.
+pub fn wait_writable(fd: impl AsFd, timeout: Duration) -> bool {
+    let timeout = Timespec {
+        tv_sec: timeout.as_secs().try_into().unwrap_or(i64::MAX),
+        tv_nsec: timeout.subsec_nanos().into(),
+    };
+    let mut fds = [PollFd::new(&fd, PollFlags::OUT)];
+    poll(&mut fds, Some(&timeout)).is_ok_and(|n| n > 0)
 }

@@ -140,3 +140,40 @@ fn a_command_stopped_for_reading_the_terminal_is_reported_and_ctrl_c_ends_it() {
     );
     assert_eq!(ending, format!("signal {}", libc::SIGINT), "{text}");
 }
+
+#[test]
+fn backoffs_own_lines_never_wait_long_for_a_stderr_nobody_reads() {
+    // The command fills the pipe backoff's stderr shares with it; backoff
+    // then has lines to say about each attempt.
+    let (unread, out) = std::io::pipe().expect("pipe");
+    let mut cmd = command([
+        "--timeout",
+        "1s",
+        "--max-retries",
+        "1",
+        "--base",
+        "1ms",
+        "--",
+        "sh",
+        "-c",
+        "yes >&2",
+    ]);
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out);
+    let mut child = cmd.spawn().expect("spawn backoff");
+    drop(cmd);
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > PATIENCE {
+            let _ = child.kill();
+            panic!("backoff waited for a stderr nobody reads");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    assert_eq!(status.code(), Some(124));
+    drop(unread);
+}
