@@ -5,7 +5,7 @@
 
 use std::ffi::{CString, OsStr};
 use std::fs::File;
-use std::io::{self, Seek, SeekFrom};
+use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -56,8 +56,7 @@ impl RealExecutor {
             command.process_group(0);
         }
         if let Some(input) = &mut self.stdin {
-            input.seek(SeekFrom::Start(0))?;
-            command.stdin(Stdio::from(input.try_clone()?));
+            command.stdin(Stdio::from(input.for_attempt()?));
         }
         if let Some(held) = &mut self.held {
             spool::clear(held)?;

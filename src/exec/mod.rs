@@ -25,7 +25,7 @@ use crate::run::{AttemptSpec, Ended, Executor};
 use crate::sys::signals::{self, SignalWatch};
 use copy::Copier;
 use scan::{OutputRules, retry_after_delay};
-pub use spool::spool_stdin;
+pub use spool::{Replayed, spool_stdin};
 
 /// How attempts are run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +52,7 @@ pub struct RealExecutor {
     /// only when there are rules.
     copier: Copier,
     /// `--replay-stdin`: every attempt reads this file from its start.
-    stdin: Option<File>,
+    stdin: Option<Replayed>,
     /// `--hold-stdout`: the current attempt's stdout.
     held: Option<File>,
 }
@@ -68,7 +68,7 @@ impl RealExecutor {
         command: Vec<OsString>,
         options: Options,
         rules: Option<OutputRules>,
-        stdin: Option<File>,
+        stdin: Option<Replayed>,
         watch: SignalWatch,
     ) -> io::Result<Self> {
         let held = if options.hold_stdout {

@@ -1,9 +1,10 @@
 //! Descriptor operations std has no word for: non-blocking mode, the size of
-//! a pipe, copying between pipes without reading (tee), and how many bytes a
-//! pipe holds. Linux-only facilities have a fallback elsewhere.
+//! a pipe, copying between pipes without reading (tee), how many bytes a
+//! pipe holds, and opening a descriptor's file anew. Linux-only facilities have a fallback elsewhere.
 
+use std::fs::File;
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 
 use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
 
@@ -56,4 +57,28 @@ pub fn tee(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
 /// How many bytes the pipe `fd` holds (0 when that cannot be told).
 pub fn pipe_bytes(fd: impl AsFd) -> usize {
     rustix::io::ioctl_fionread(fd).map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// Opens the file behind `fd` anew, read-only (Linux, through
+/// `/proc/self/fd`, which also reaches an unlinked file): a description of
+/// its own, with its own offset, that cannot write even where `fd` can.
+///
+/// # Errors
+///
+/// When the open fails, or (elsewhere than on Linux) `Unsupported`.
+pub fn reopen_read_only(fd: BorrowedFd<'_>) -> io::Result<File> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = fd;
+        Err(io::ErrorKind::Unsupported.into())
+    }
 }

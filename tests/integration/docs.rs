@@ -53,7 +53,7 @@ A line \fBRetry\-After: \fR\fIvalue\fR (case\-insensitive, as curl prints header
 Each attempt's stdout goes to an unlinked temporary file; only the stdout of the attempt that ends the run (the successful one, the last, or the one interrupted) is written to stdout, so a consumer never sees a partial or repeated body. Memory stays small whatever the size.
 .TP
 \fB\-\-replay\-stdin\fR
-Standard input is read to its end into an unlinked temporary file before the first attempt, and every attempt reads that file from its start. A closed standard input is an empty one.
+Standard input is read to its end into an unlinked temporary file before the first attempt, and every attempt reads that file from its start, read\-only: a write to it fails (EBADF), so an attempt cannot change what later ones read. On Linux each attempt gets a descriptor of its own, whose offset nothing else moves. A closed standard input is an empty one.
 .PP
 After the command exits, backoff reads what is left in its pipes until they close or stay silent for 0.5 s (at most 10 s while output keeps coming): a process the command left running may hold them open. What they hold when it stops reading is still passed on, however late the reader takes it. When stdout or stderr is a pipe, a reader downstream that stops reading never holds backoff up: backoff stops reading the command (which then waits, as it would without backoff) while its time limits and signals still act; a terminating signal ends the run without waiting for that reader. Other destinations (a terminal, a file) are written with ordinary blocking writes.
 "#;

@@ -90,12 +90,11 @@ fn hold_stdout_writes_exactly_the_final_attempts_100_mib_with_bounded_memory() {
     }
 }
 
-#[cfg(target_os = "linux")]
-#[test]
-fn replay_stdin_gives_every_attempt_the_same_100_mib_with_bounded_memory() {
-    let dir = TempDir::new("replay");
-    let input = dir.join("in");
-    random_file(&input, SIZE, 3);
+/// Runs `sh -c SCRIPT` with `--replay-stdin` and `input` as stdin, for
+/// three attempts (the script's variable `d` names `dir`, and the third
+/// attempt must succeed); checks that the run succeeded and that each
+/// attempt saved exactly the input as `got1`, `got2`, `got3` in `dir`.
+fn replay_to_three_attempts(dir: &TempDir, input: &Path, script: &str) {
     let mut cmd = command([
         "--replay-stdin",
         "--base",
@@ -106,23 +105,37 @@ fn replay_stdin_gives_every_attempt_the_same_100_mib_with_bounded_memory() {
         "sh",
         "-c",
     ]);
-    cmd.arg(format!(
-        "cat > '{d}/got'$BACKOFF_ATTEMPT; {rss}; [ $BACKOFF_ATTEMPT = 3 ]",
-        d = dir.path().display(),
-        rss = record_peak_rss(&dir.join("rss"))
-    ));
+    cmd.arg(format!("d='{}'; {script}", dir.path().display()));
     let status = cmd
-        .stdin(File::open(&input).unwrap())
+        .stdin(File::open(input).unwrap())
         .stderr(Stdio::null())
         .status()
         .unwrap();
-    assert!(status.success());
+    assert!(status.success(), "{status:?}");
     for attempt in 1..=3 {
+        let got = dir.join(&format!("got{attempt}"));
         assert!(
-            same_bytes(&input, &dir.join(&format!("got{attempt}"))),
-            "attempt {attempt} got other bytes"
+            same_bytes(input, &got),
+            "attempt {attempt} read other bytes ({} of them)",
+            std::fs::metadata(&got).map_or(0, |m| m.len())
         );
     }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn replay_stdin_gives_every_attempt_the_same_100_mib_with_bounded_memory() {
+    let dir = TempDir::new("replay");
+    let input = dir.join("in");
+    random_file(&input, SIZE, 3);
+    replay_to_three_attempts(
+        &dir,
+        &input,
+        &format!(
+            "cat > \"$d/got$BACKOFF_ATTEMPT\"; {rss}; [ $BACKOFF_ATTEMPT = 3 ]",
+            rss = record_peak_rss(&dir.join("rss"))
+        ),
+    );
     let kib = peak_kib(&dir);
     assert!(kib < 16 * 1024, "peak RSS {kib} KiB");
 }
@@ -134,6 +147,24 @@ fn replay_stdin_with_an_empty_or_closed_stdin_gives_empty_input() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
+}
+
+#[test]
+fn replay_stdin_is_read_only_so_an_attempt_that_writes_to_it_changes_nothing() {
+    let dir = TempDir::new("replay-read-only");
+    let input = dir.join("in");
+    std::fs::write(&input, "the original bytes, every attempt\n".repeat(100)).unwrap();
+    // The first attempt writes to its stdin before reading it.
+    replay_to_three_attempts(
+        &dir,
+        &input,
+        "if [ $BACKOFF_ATTEMPT = 1 ] && { printf junk >&0; } 2>/dev/null; then touch \"$d/wrote\"; fi; \
+         cat > \"$d/got$BACKOFF_ATTEMPT\"; [ $BACKOFF_ATTEMPT = 3 ]",
+    );
+    assert!(
+        !dir.join("wrote").exists(),
+        "a write to the replayed stdin succeeded"
+    );
 }
 
 #[test]
