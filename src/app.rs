@@ -179,14 +179,21 @@ fn write_summaries(cfg: &RunConfig, recorder: &Recorder, exit: Exit) {
     if let Some(path) = &cfg.report {
         let mut doc = format!("{:#}", recorder.report(exit));
         doc.push('\n');
-        if let Err(e) = atomic::write_atomically(path, doc.as_bytes()) {
+        if let Err(e) = atomic::write(path, doc.as_bytes()) {
             say(&format!("cannot write --report '{}': {e}", path.display()));
         }
     }
     if let Some(path) = &cfg.metrics_file {
-        let previous = std::fs::read_to_string(path).ok();
-        let text = metrics::metrics(recorder, exit, previous.as_deref());
-        if let Err(e) = atomic::write_atomically(path, text.as_bytes()) {
+        // Counters carry over only in a file.
+        let previous = match atomic::Stream::named(path) {
+            Some(_) => Ok(None),
+            None => atomic::read_previous(path),
+        };
+        let written = previous.and_then(|previous| {
+            let text = metrics::metrics(recorder, exit, previous.as_deref());
+            atomic::write(path, text.as_bytes())
+        });
+        if let Err(e) = written {
             say(&format!(
                 "cannot write --metrics-file '{}': {e}",
                 path.display()

@@ -370,3 +370,155 @@ fn bad_report_paths_are_refused_before_anything_runs() {
         .assert()
         .code(125);
 }
+
+/// What can stand at a report's or metrics file's path that backoff must
+/// neither replace nor read: a FIFO, a symbolic link to `/dev/zero`, and
+/// (where the test may make one) a device node like `/dev/null`. Each
+/// comes with a shell line that makes it at the path `$0`.
+fn special_files() -> Vec<(&'static str, &'static str)> {
+    let mut kinds = vec![
+        ("a FIFO", r#"mkfifo "$0""#),
+        ("a symbolic link", r#"ln -s /dev/zero "$0""#),
+    ];
+    let probe = TempDir::new("mknod");
+    let device = ("a character device", r#"mknod "$0" c 1 3 2>/dev/null"#);
+    if make_special(device.1, &probe.join("null")) {
+        kinds.push(device);
+    }
+    kinds
+}
+
+/// Runs a shell line of `special_files` for `path`; whether it made it.
+fn make_special(line: &str, path: &Path) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", line])
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The type of what is at `path`, without following a symbolic link.
+fn file_type(path: &Path) -> std::fs::FileType {
+    std::fs::symlink_metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .file_type()
+}
+
+/// A backoff command whose memory is bounded, so that reading an endless
+/// file fails at once instead of taking the machine's memory.
+fn with_bounded_memory(args: &[&str]) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = command(args);
+    // SAFETY: setrlimit is async-signal-safe and only lowers a limit of
+    // the child about to exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 1 << 30,
+                rlim_max: 1 << 30,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &raw const limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+#[test]
+fn fifos_devices_and_links_are_refused_as_report_or_metrics_files_before_anything_runs() {
+    for flag in ["--report", "--metrics-file"] {
+        for (what, maker) in special_files() {
+            let dir = TempDir::new("special-refused");
+            let (path, ran) = (dir.join("summary"), dir.join("ran"));
+            assert!(make_special(maker, &path), "{what}");
+            let before = file_type(&path);
+            let mut run = Running::start(with_bounded_memory(&[
+                flag,
+                path.to_str().unwrap(),
+                "--",
+                "touch",
+                ran.to_str().unwrap(),
+            ]));
+            let (status, _) = run.wait_exit(PATIENCE);
+            let said = run.stderr().join("\n");
+            assert_eq!(status.code(), Some(125), "{flag} {what}: {said}");
+            assert!(
+                said.contains(&format!("'{flag}': is {what}")) && !said.contains('\n'),
+                "{flag} {what}: {said}"
+            );
+            assert!(!ran.exists(), "{flag} {what}: the command ran");
+            assert_eq!(file_type(&path), before, "{flag} {what}: replaced");
+        }
+    }
+}
+
+#[test]
+fn a_fifo_device_or_link_that_appears_during_the_run_is_neither_read_nor_replaced_at_exit() {
+    for flag in ["--report", "--metrics-file"] {
+        for (what, maker) in special_files() {
+            let dir = TempDir::new("special-at-exit");
+            let path = dir.join("summary");
+            let mut run = Running::start(with_bounded_memory(&[
+                flag,
+                path.to_str().unwrap(),
+                "--",
+                "sh",
+                "-c",
+                maker,
+                path.to_str().unwrap(),
+            ]));
+            let (status, _) = run.wait_exit(PATIENCE);
+            let said = run.stderr().join("\n");
+            assert_eq!(status.code(), Some(0), "{flag} {what}: {said}");
+            assert!(
+                said.contains(&format!(
+                    "cannot write {flag} '{}': it is {what}",
+                    path.display()
+                )),
+                "{flag} {what}: {said}"
+            );
+            assert!(!file_type(&path).is_file(), "{flag} {what}: replaced");
+            let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+            assert_eq!(left.len(), 1, "{flag} {what}: a temporary file is left");
+        }
+    }
+}
+
+#[test]
+#[allow(clippy::float_cmp)] // a small whole number, exact in f64
+fn report_and_metrics_named_dev_stdout_or_dev_stderr_are_written_through() {
+    let out = backoff([
+        "-q",
+        "--report",
+        "/dev/stdout",
+        "--metrics-file",
+        "/dev/stderr",
+        "--",
+        "true",
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("the report on stdout");
+    assert_eq!(doc["reason"], "success");
+    let m = parse_exposition(&String::from_utf8(out.stderr).unwrap());
+    assert_eq!(m[r#"backoff_runs_total{name="true"}"#], 1.0);
+    assert!(file_type(Path::new("/dev/stdout")).is_symlink());
+}
+
+#[test]
+fn a_previous_metrics_file_of_more_than_1_mib_is_not_backoffs_and_is_left_alone() {
+    let dir = TempDir::new("metrics-large");
+    let file = dir.join("m.prom");
+    let content = "# not metrics\n".repeat(80_000);
+    std::fs::write(&file, &content).unwrap();
+    let out = backoff(["--metrics-file", file.to_str().unwrap(), "--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("holds more than 1024 KiB"), "{said}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), content);
+}
