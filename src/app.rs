@@ -5,7 +5,7 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches};
@@ -21,6 +21,7 @@ use crate::report::json::JsonReport;
 use crate::report::run_report::Recorder;
 use crate::report::text::TextReport;
 use crate::report::{LogFormat, atomic, metrics, say};
+use crate::run::Executor as _;
 use crate::simulate::{self, svg, table};
 use crate::sys::signals::SignalWatch;
 use crate::{run, schedule};
@@ -169,13 +170,19 @@ fn run_command(cli: Cli, given: Given) -> anyhow::Result<Exit> {
         &mut executor,
         &mut Reports(vec![log.as_mut(), &mut recorder]),
     );
-    write_summaries(&cfg, &recorder, exit);
+    write_summaries(&cfg, &recorder, exit, &mut |d| executor.pause(d).is_none());
     Ok(exit)
 }
 
 /// Writes `--report` and `--metrics-file`. A file that cannot be written is
-/// reported, but the run's exit status stays the command's.
-fn write_summaries(cfg: &RunConfig, recorder: &Recorder, exit: Exit) {
+/// reported, but the run's exit status stays the command's. `wait` pauses
+/// while another process updates the metrics file (false: a signal came).
+fn write_summaries(
+    cfg: &RunConfig,
+    recorder: &Recorder,
+    exit: Exit,
+    wait: &mut dyn FnMut(Duration) -> bool,
+) {
     if let Some(path) = &cfg.report {
         let mut doc = format!("{:#}", recorder.report(exit));
         doc.push('\n');
@@ -184,15 +191,12 @@ fn write_summaries(cfg: &RunConfig, recorder: &Recorder, exit: Exit) {
         }
     }
     if let Some(path) = &cfg.metrics_file {
+        let make = |previous: Option<&str>| metrics::metrics(recorder, exit, previous);
         // Counters carry over only in a file.
-        let previous = match atomic::Stream::named(path) {
-            Some(_) => Ok(None),
-            None => atomic::read_previous(path),
+        let written = match atomic::Stream::named(path) {
+            Some(_) => atomic::write(path, make(None).as_bytes()),
+            None => atomic::update(path, |previous| make(Some(previous)), wait),
         };
-        let written = previous.and_then(|previous| {
-            let text = metrics::metrics(recorder, exit, previous.as_deref());
-            atomic::write(path, text.as_bytes())
-        });
         if let Err(e) = written {
             say(&format!(
                 "cannot write --metrics-file '{}': {e}",

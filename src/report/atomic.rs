@@ -3,16 +3,27 @@
 //! file is ever replaced: a FIFO, a device, a socket, a directory or a
 //! symbolic link at the path is refused and left as it is, before the run
 //! and again at exit. `/dev/stdout` and `/dev/stderr` name backoff's own
-//! streams, which are written through.
+//! streams, which are written through. A file made from its previous
+//! content (the metrics) is updated under an exclusive lock, so that
+//! concurrent runs lose no update.
 
-use std::fs::{File, FileType, OpenOptions};
+use std::fs::{File, FileType, OpenOptions, TryLockError};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// The most of a previous file that is read (a metrics file of backoff's
 /// holds a few KiB): a larger one is not backoff's, and is left alone.
 pub const MAX_PREVIOUS: u64 = 1 << 20;
+
+/// The longest backoff waits for another process's lock on a file it
+/// updates: each holds it for a few milliseconds, so this is far more than
+/// any queue of ordinary runs needs; past it, the update is given up.
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// The longest pause between two tries for the lock.
+const LOCK_RETRY_MAX: Duration = Duration::from_millis(10);
 
 /// backoff's own streams, by the names a user gives them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,34 +150,95 @@ pub fn write(path: &Path, content: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// Reads what `path` holds now, if it is a regular file: `None` when there
-/// is nothing there. It is opened without following a symbolic link and
-/// without waiting (a FIFO would block an open), checked to be a regular
-/// file once open, and read up to `MAX_PREVIOUS` bytes.
+/// Replaces the regular file `path` with what `change` makes of its
+/// previous content, under an exclusive lock on that file, so that
+/// concurrent updates follow one another and none is lost: lock, read,
+/// write a temporary file, rename it over the file, unlock. A file that is
+/// not there yet is created empty to be locked. The previous content is
+/// read up to `MAX_PREVIOUS` bytes.
+///
+/// `wait(d)` pauses up to `d` while another process holds the lock, and
+/// returns false when a signal says to stop waiting; the wait ends after
+/// `LOCK_WAIT` in any case.
 ///
 /// # Errors
 ///
-/// When something other than a regular file is there, it holds more than
-/// `MAX_PREVIOUS` bytes, or it cannot be read.
-pub fn read_previous(path: &Path) -> io::Result<Option<String>> {
-    // Not opened at all unless it looks like a regular file: opening a
-    // device can act on it.
-    if let Some(why) = refusal(path)? {
-        return Err(refused(why));
-    }
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(refused("a symbolic link"));
+/// When something other than a regular file is at `path`, the previous
+/// content is too large, the lock was not had in time, or a write fails.
+pub fn update(
+    path: &Path,
+    change: impl FnOnce(&str) -> String,
+    wait: &mut dyn FnMut(Duration) -> bool,
+) -> io::Result<()> {
+    let locked = lock(path, wait)?;
+    let previous = read_bounded(&locked)?;
+    write(path, change(&previous).as_bytes())?;
+    // The lock is released when `locked` is closed, after the rename.
+    drop(locked);
+    Ok(())
+}
+
+/// Opens the regular file `path` (created empty if need be), locked: the
+/// file the path names once the lock is had, since a process that held
+/// the lock before may have renamed another file over it meanwhile.
+fn lock(path: &Path, wait: &mut dyn FnMut(Duration) -> bool) -> io::Result<File> {
+    let deadline = Instant::now() + LOCK_WAIT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        // Not opened at all unless it looks like a regular file: opening a
+        // device can act on it.
+        if let Some(why) = refusal(path)? {
+            return Err(refused(why));
         }
-        Err(e) => return Err(e),
-    };
-    read_bounded(&file).map(Some)
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::ELOOP) {
+                    refused("a symbolic link")
+                } else {
+                    e
+                }
+            })?;
+        let opened = file.metadata()?;
+        if !opened.is_file() {
+            return Err(refused(kind(opened.file_type())));
+        }
+        // flock(2) has no descriptor to wait on, and blocking in it would
+        // hold off signals: try, and pause briefly between tries.
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(io::Error::other(format!(
+                            "another process has held its lock for {}s (not updated)",
+                            LOCK_WAIT.as_secs()
+                        )));
+                    }
+                    if !wait(pause.min(left)) {
+                        return Err(io::Error::other(
+                            "interrupted while waiting for its lock (not updated)",
+                        ));
+                    }
+                    pause = (pause * 2).min(LOCK_RETRY_MAX);
+                }
+                Err(TryLockError::Error(e)) => return Err(e),
+            }
+        }
+        match std::fs::symlink_metadata(path) {
+            Ok(now) if now.dev() == opened.dev() && now.ino() == opened.ino() => return Ok(file),
+            // Replaced or removed meanwhile: lock what is there now.
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Reads `file`, which must be a regular file of at most `MAX_PREVIOUS`

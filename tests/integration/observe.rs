@@ -522,3 +522,105 @@ fn a_previous_metrics_file_of_more_than_1_mib_is_not_backoffs_and_is_left_alone(
     assert!(said.contains("holds more than 1024 KiB"), "{said}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), content);
 }
+
+#[test]
+#[allow(clippy::float_cmp)] // small whole numbers, exact in f64
+fn fifty_concurrent_runs_updating_one_metrics_file_lose_no_update() {
+    const RUNS: usize = 50;
+    let dir = TempDir::new("metrics-concurrent");
+    let file = dir.join("m.prom");
+    let arg = file.to_str().unwrap();
+    // Each run makes two attempts: the first fails, the second succeeds.
+    let runs: Vec<std::process::Child> = (0..RUNS)
+        .map(|_| {
+            command([
+                "-q",
+                "--metrics-file",
+                arg,
+                "--base",
+                "1ms",
+                "--jitter",
+                "none",
+                "--",
+                "sh",
+                "-c",
+                "[ $BACKOFF_ATTEMPT = 2 ]",
+            ])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn backoff")
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + PATIENCE;
+    for mut run in runs {
+        let status = loop {
+            if let Some(status) = run.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a run did not end in time"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        let mut said = String::new();
+        std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut said).unwrap();
+        assert!(status.success() && said.is_empty(), "{status:?}: {said}");
+    }
+    let m = parse_exposition(&std::fs::read_to_string(&file).unwrap());
+    let l = r#"{name="sh"}"#;
+    assert_eq!(m[&format!("backoff_runs_total{l}")], 50.0);
+    assert_eq!(m[&format!("backoff_attempts_total{l}")], 100.0);
+    assert_eq!(m[&format!("backoff_retries_total{l}")], 50.0);
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "no temporary or lock file is left behind");
+}
+
+/// Holds the lock that backoff takes to update the metrics file `path`.
+fn hold_metrics_lock(path: &Path) -> std::fs::File {
+    std::fs::write(path, "").unwrap();
+    let file = std::fs::File::open(path).unwrap();
+    file.lock().unwrap();
+    file
+}
+
+/// Waits for a run whose metrics update was given up because of `why`:
+/// it exits 0, says so, and leaves the file (held empty) as it was.
+/// Returns how long it took.
+fn given_up(run: &mut Running, file: &Path, why: &str) -> std::time::Duration {
+    let (status, took) = run.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(0), "{:?}", run.stderr());
+    let said = run.stderr().join("\n");
+    assert!(said.contains(&format!("{why} (not updated)")), "{said}");
+    assert_eq!(std::fs::read_to_string(file).unwrap(), "");
+    took
+}
+
+#[test]
+fn a_signal_ends_the_wait_for_a_metrics_files_lock_and_the_update_is_given_up() {
+    let dir = TempDir::new("metrics-lock-signal");
+    let file = dir.join("m.prom");
+    let _held = hold_metrics_lock(&file);
+    let mut cmd = command(["-v", "--metrics-file", file.to_str().unwrap(), "--", "true"]);
+    cmd.env("LC_ALL", "C");
+    let mut run = Running::start(cmd);
+    // The success line comes just before the metrics are written.
+    run.wait_for("succeeded");
+    run.signal(libc::SIGTERM);
+    given_up(&mut run, &file, "interrupted while waiting for its lock");
+}
+
+#[test]
+fn the_wait_for_a_metrics_files_lock_is_bounded() {
+    let dir = TempDir::new("metrics-lock-bounded");
+    let file = dir.join("m.prom");
+    let _held = hold_metrics_lock(&file);
+    let mut run = Running::start(command([
+        "--metrics-file",
+        file.to_str().unwrap(),
+        "--",
+        "true",
+    ]));
+    let took = given_up(&mut run, &file, "another process has held its lock for 5s");
+    assert!(took >= std::time::Duration::from_secs(5), "{took:?}");
+}
