@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::{PATIENCE, Running, TempDir, backoff, command};
+use crate::support::{PATIENCE, Running, TempDir, backoff, command, command_after};
 
 fn events(stderr: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stderr)
@@ -404,26 +404,11 @@ fn file_type(path: &Path) -> std::fs::FileType {
         .file_type()
 }
 
-/// A backoff command whose memory is bounded, so that reading an endless
-/// file fails at once instead of taking the machine's memory.
+/// A backoff command whose memory is bounded (1 GiB of address space), so
+/// that reading an endless file fails at once instead of taking the
+/// machine's memory.
 fn with_bounded_memory(args: &[&str]) -> std::process::Command {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = command(args);
-    // SAFETY: setrlimit is async-signal-safe and only lowers a limit of
-    // the child about to exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            let limit = libc::rlimit {
-                rlim_cur: 1 << 30,
-                rlim_max: 1 << 30,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &raw const limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    cmd
+    command_after("ulimit -v 1048576", args)
 }
 
 #[test]
