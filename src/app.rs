@@ -165,11 +165,18 @@ fn run_command(cli: Cli, given: Given) -> anyhow::Result<Exit> {
         watch,
     )
     .context("cannot hold stdout")?;
-    let exit = run::run(
+    let mut exit = run::run(
         &plan,
         &mut executor,
         &mut Reports(vec![log.as_mut(), &mut recorder]),
     );
+    // Held output that was lost is a failure of backoff's, never a success.
+    if let Some(why) = executor.undelivered() {
+        say(why);
+        if exit == Exit::SUCCESS {
+            exit = Exit::USAGE;
+        }
+    }
     write_summaries(&cfg, &recorder, exit, &mut |d| executor.pause(d).is_none());
     Ok(exit)
 }

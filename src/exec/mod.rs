@@ -1,9 +1,9 @@
 //! The real executor of attempts: starts the command (no shell, its own
 //! process group: `launch`), waits for it, for signals and for its time
 //! limit in one event-driven wait (`wait`), copies and scans its output when
-//! output rules need it (`copy`, `scan`), holds or replays data in
-//! temporary files (`spool`), and decodes how it ended. Policy decisions are
-//! not made here.
+//! output rules or held stdout need it (`copy`, `scan`), holds or replays
+//! data in temporary files (`spool`), and decodes how it ended. Policy
+//! decisions are not made here.
 
 mod copy;
 mod launch;
@@ -55,6 +55,9 @@ pub struct RealExecutor {
     stdin: Option<Replayed>,
     /// `--hold-stdout`: the current attempt's stdout.
     held: Option<File>,
+    /// Why the held stdout of the attempt that ended the run was not
+    /// written out whole, if it was not.
+    undelivered: Option<String>,
 }
 
 impl RealExecutor {
@@ -84,7 +87,14 @@ impl RealExecutor {
             copier: Copier::new(rules),
             stdin,
             held,
+            undelivered: None,
         })
+    }
+
+    /// Why the held stdout of the attempt that ended the run was not
+    /// written out whole (`--hold-stdout`), if it was not: data was lost.
+    pub fn undelivered(&self) -> Option<&str> {
+        self.undelivered.as_deref()
     }
 }
 
@@ -196,9 +206,19 @@ impl Executor for RealExecutor {
     }
 
     fn finish(&mut self) {
-        // The stdout of the attempt that ended the run, at last.
+        // The stdout of the attempt that ended the run, at last; none of it
+        // if it could not be held whole.
         if let Some(held) = &mut self.held {
-            spool::write_out(held, self.copier.buffer());
+            self.undelivered = match self.copier.lost.take() {
+                Some(e) => Some(format!(
+                    "cannot hold all of the final attempt's stdout in the temporary directory '{}': {}; none of it was written",
+                    std::env::temp_dir().display(),
+                    describe(&e)
+                )),
+                None => spool::write_out(held, self.copier.buffer())
+                    .err()
+                    .map(|e| format!("cannot write all of the held stdout: {}", describe(&e))),
+            };
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Data held in unlinked temporary files, so that its size never costs
 //! memory: stdin read once for `--replay-stdin`, and the stdout of each
-//! attempt for `--hold-stdout`, written out when the run ends.
+//! attempt for `--hold-stdout`, written out when the run ends. Both need
+//! room in the temporary directory: all of stdin for the whole run, the
+//! whole stdout of one attempt at a time.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -71,23 +73,30 @@ pub fn clear(held: &mut File) -> io::Result<()> {
 }
 
 /// Writes what `held` holds to backoff's stdout, in blocks of `buffer`'s
-/// size (a generic copy would use 8 KiB ones). A stdout that stops taking
-/// it ends the copy.
-pub fn write_out(held: &mut File, buffer: &mut [u8]) {
+/// size (a generic copy would use 8 KiB ones). A closed stdout takes
+/// nothing, and a reader that quits (EPIPE) ends the copy, as it would end
+/// the command.
+///
+/// # Errors
+///
+/// When the held file cannot be read or stdout fails otherwise (a full
+/// disk): then not all of it was written.
+pub fn write_out(held: &mut File, buffer: &mut [u8]) -> io::Result<()> {
     let Ok(mut out) = io::stdout().as_fd().try_clone_to_owned().map(File::from) else {
-        return;
+        return Ok(());
     };
-    if held.seek(SeekFrom::Start(0)).is_err() {
-        return;
-    }
+    held.seek(SeekFrom::Start(0))?;
     loop {
-        match held.read(buffer) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if out.write_all(&buffer[..n]).is_err() {
-                    break;
-                }
-            }
+        let n = match held.read(buffer) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        match out.write_all(&buffer[..n]) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+            Err(e) => return Err(e),
         }
     }
 }

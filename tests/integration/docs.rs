@@ -50,10 +50,10 @@ Each line of stdout and stderr is matched (a line longer than 64 KiB is matched 
 A line \fBRetry\-After: \fR\fIvalue\fR (case\-insensitive, as curl prints headers with \fB\-i\fR or \fB\-D /dev/stderr\fR), or the first capture group of \fIREGEX\fR, gives the server's hint: delay\-seconds or an HTTP\-date (RFC 9110 \(sc10.2.3). The last hint an attempt printed sets a floor for the next delay, above \fB\-\-cap\fR if need be, and the report says so. A hint that would pass \fB\-\-max\-time\fR ends the run at once.
 .TP
 \fB\-\-hold\-stdout\fR
-Each attempt's stdout goes to an unlinked temporary file; only the stdout of the attempt that ends the run (the successful one, the last, or the one interrupted) is written to stdout, so a consumer never sees a partial or repeated body. Memory stays small whatever the size.
+Each attempt's stdout goes through a pipe to backoff, which keeps it in an unlinked temporary file; only the stdout of the attempt that ends the run (the successful one, the last, or the one interrupted) is written to stdout, so a consumer never sees a partial or repeated body. Memory stays small whatever the size, but the temporary directory (\fBTMPDIR\fR, else /tmp) needs room for the whole stdout of one attempt (the file is emptied for each). When it has no room (a full disk, a quota, a file size limit), none of that attempt's stdout is written: backoff says so, and a run that would have exited 0 exits 125 (another status stays). The same holds when backoff's own stdout fails while the held output is written to it (a full disk); a reader that quits only ends the writing, as it would end the command.
 .TP
 \fB\-\-replay\-stdin\fR
-Standard input is read to its end into an unlinked temporary file before the first attempt, and every attempt reads that file from its start, read\-only: a write to it fails (EBADF), so an attempt cannot change what later ones read. On Linux each attempt gets a descriptor of its own, whose offset nothing else moves. A closed standard input is an empty one.
+Standard input is read to its end into an unlinked temporary file before the first attempt, and every attempt reads that file from its start, read\-only: a write to it fails (EBADF), so an attempt cannot change what later ones read. On Linux each attempt gets a descriptor of its own, whose offset nothing else moves. A closed standard input is an empty one. The temporary directory (\fBTMPDIR\fR, else /tmp) needs room for all of standard input for the whole run; when it has none, backoff exits 125 before the first attempt.
 .PP
 After the command exits, backoff reads what is left in its pipes until they close or stay silent for 0.5 s (at most 10 s while output keeps coming): a process the command left running may hold them open. What they hold when it stops reading is still passed on, however late the reader takes it. When stdout or stderr is a pipe, a reader downstream that stops reading never holds backoff up: backoff stops reading the command (which then waits, as it would without backoff) while its time limits and signals still act; a terminating signal ends the run without waiting for that reader. Other destinations (a terminal, a file) are written with ordinary blocking writes.
 "#;
@@ -121,7 +121,7 @@ backoff dies by signal \fIN\fR when the last attempt was killed by it (not by ba
 The last attempt timed out (\fB\-\-timeout\fR, or cut short by \fB\-\-max\-time\fR). With \fB\-\-preserve\-status\fR, the command's own status instead, as \fBtimeout\fR(1) does.
 .TP
 \fB125\fR
-backoff itself failed: bad usage, a bad value, an internal error. Nothing was run.
+backoff itself failed: bad usage, a bad value, an internal error (then nothing was run); or the held stdout of a run that succeeded was lost (\fB\-\-hold\-stdout\fR).
 .TP
 \fB126\fR
 The command exists but cannot be run.

@@ -6,7 +6,7 @@ use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 use std::process::Stdio;
 
-use crate::support::{TempDir, command};
+use crate::support::{TempDir, command, command_after};
 
 const SIZE: usize = 100 << 20;
 
@@ -88,6 +88,48 @@ fn hold_stdout_writes_exactly_the_final_attempts_100_mib_with_bounded_memory() {
         let kib = peak_kib(&dir);
         assert!(kib < 16 * 1024, "{rules:?}: peak RSS {kib} KiB");
     }
+}
+
+#[test]
+fn hold_stdout_fails_and_writes_nothing_when_the_temporary_file_cannot_take_the_output() {
+    for rules in [&[][..], &["--stop-if-output", "never-printed-zq"][..]] {
+        let mut args = vec!["--hold-stdout"];
+        args.extend(rules);
+        // The command ignores the errors of its own writes.
+        args.extend(["--", "sh", "-c", "head -c 8388608 /dev/zero; exit 0"]);
+        // Files can grow to 1 MiB only (2 MiB where sh counts in KiB), and
+        // a write past that fails (EFBIG), as on a full disk.
+        let out = command_after("ulimit -f 2048; trap '' XFSZ", &args)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{rules:?}: {said}");
+        assert!(
+            out.stdout.is_empty(),
+            "{rules:?}: {} bytes of a partial stdout written",
+            out.stdout.len()
+        );
+        assert!(
+            said.contains("File too large") && said.lines().count() == 1,
+            "{rules:?}: {said}"
+        );
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn hold_stdout_fails_when_backoffs_own_stdout_cannot_take_the_held_output() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = command(["--hold-stdout", "--", "echo", "hello"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{said}");
+    assert!(said.contains("No space left on device"), "{said}");
 }
 
 /// Runs `sh -c SCRIPT` with `--replay-stdin` and `input` as stdin, for
