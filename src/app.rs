@@ -113,7 +113,12 @@ fn run_command(cli: Cli, given: Given) -> anyhow::Result<Exit> {
     let cfg = config::run(cli, given)?;
     // Before the signal handlers: until then Ctrl-C ends a long read at once.
     let stdin = if cfg.replay_stdin {
-        Some(exec::spool_stdin().context("cannot read stdin")?)
+        Some(exec::spool_stdin().with_context(|| {
+            format!(
+                "cannot read stdin into the temporary directory '{}'",
+                std::env::temp_dir().display()
+            )
+        })?)
     } else {
         None
     };

@@ -192,6 +192,29 @@ fn replay_stdin_with_an_empty_or_closed_stdin_gives_empty_input() {
 }
 
 #[test]
+fn replay_stdin_that_the_temporary_directory_cannot_take_runs_nothing() {
+    let dir = TempDir::new("replay-no-room");
+    let input = dir.join("in");
+    random_file(&input, 4 << 20, 4);
+    let ran = dir.join("ran");
+    let out = command_after(
+        "ulimit -f 2048; trap '' XFSZ",
+        ["--replay-stdin", "--", "touch", ran.to_str().unwrap()],
+    )
+    .stdin(File::open(&input).unwrap())
+    .output()
+    .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{said}");
+    assert!(
+        said.contains("cannot read stdin into the temporary directory")
+            && said.lines().count() == 1,
+        "{said}"
+    );
+    assert!(!ran.exists(), "the command ran");
+}
+
+#[test]
 fn replay_stdin_is_read_only_so_an_attempt_that_writes_to_it_changes_nothing() {
     let dir = TempDir::new("replay-read-only");
     let input = dir.join("in");
