@@ -190,12 +190,13 @@ fn lock(path: &Path, wait: &mut dyn FnMut(Duration) -> bool) -> io::Result<File>
         if let Some(why) = refusal(path)? {
             return Err(refused(why));
         }
+        // Read-only, as the file is only read and locked through this
+        // descriptor (replacing it needs the directory, not the file, to
+        // be writable); O_CREAT without write access is no std option.
         let file = OpenOptions::new()
             .read(true)
-            .write(true)
-            .create(true)
             .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .custom_flags(libc::O_CREAT | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(path)
             .map_err(|e| {
                 if e.raw_os_error() == Some(libc::ELOOP) {
