@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 /// holds a few KiB): a larger one is not backoff's, and is left alone.
 pub const MAX_PREVIOUS: u64 = 1 << 20;
 
-/// The longest backoff waits for another process's lock on a file it
-/// updates: each holds it for a few milliseconds, so this is far more than
-/// any queue of ordinary runs needs; past it, the update is given up.
+/// The longest backoff waits for the lock on a file it updates while one
+/// other process holds it (runs hold it for a few milliseconds); past it,
+/// the update is given up.
 pub const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// The longest pause between two tries for the lock.
@@ -158,8 +158,8 @@ pub fn write(path: &Path, content: &[u8]) -> io::Result<()> {
 /// read up to `MAX_PREVIOUS` bytes.
 ///
 /// `wait(d)` pauses up to `d` while another process holds the lock, and
-/// returns false when a signal says to stop waiting; the wait ends after
-/// `LOCK_WAIT` in any case.
+/// returns false when a signal says to stop waiting; the wait also ends
+/// when one process has held the lock for `LOCK_WAIT`.
 ///
 /// # Errors
 ///
@@ -182,7 +182,11 @@ pub fn update(
 /// file the path names once the lock is had, since a process that held
 /// the lock before may have renamed another file over it meanwhile.
 fn lock(path: &Path, wait: &mut dyn FnMut(Duration) -> bool) -> io::Result<File> {
-    let deadline = Instant::now() + LOCK_WAIT;
+    // Reset whenever another run has finished its update: what is bounded
+    // is how long one holder keeps the lock, not how long a queue of runs
+    // takes (each holds it for a few milliseconds, but an fsync on a busy
+    // disk can take much longer).
+    let mut deadline = Instant::now() + LOCK_WAIT;
     let mut pause = Duration::from_millis(1);
     loop {
         // Not opened at all unless it looks like a regular file: opening a
@@ -234,10 +238,10 @@ fn lock(path: &Path, wait: &mut dyn FnMut(Duration) -> bool) -> io::Result<File>
         }
         match std::fs::symlink_metadata(path) {
             Ok(now) if now.dev() == opened.dev() && now.ino() == opened.ino() => return Ok(file),
-            // Replaced or removed meanwhile: lock what is there now.
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            // Replaced or removed meanwhile, by a run that has finished its
+            // update: lock what is there now.
+            _ => deadline = Instant::now() + LOCK_WAIT,
         }
     }
 }
