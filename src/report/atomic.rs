@@ -282,4 +282,30 @@ mod tests {
             assert_eq!(Stream::named(Path::new(other)), None, "{other}");
         }
     }
+
+    #[test]
+    fn an_update_that_waited_builds_on_the_file_the_lock_holder_renamed_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.prom");
+        std::fs::write(&path, "old").unwrap();
+        let holder = File::open(&path).unwrap();
+        holder.lock().unwrap();
+        // While the update waits, the holder renames a new file over the
+        // path and lets go of the lock.
+        let mut holder = Some(holder);
+        let mut waits = 0;
+        let mut wait = |_: Duration| {
+            waits += 1;
+            if let Some(holder) = holder.take() {
+                let new = dir.path().join("new");
+                std::fs::write(&new, "new").unwrap();
+                std::fs::rename(&new, &path).unwrap();
+                drop(holder);
+            }
+            true
+        };
+        update(&path, |previous| format!("{previous}+1"), &mut wait).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new+1");
+        assert_eq!(waits, 1);
+    }
 }
