@@ -1,8 +1,8 @@
 //! Copying the command's output through backoff, for output rules and held
 //! stdout: each captured stream is read as it comes, matched line by line
-//! (`scan`), and passed on unchanged, in order. A destination that does not take more
-//! (a full pipe nobody reads) holds up the reading of that stream, never
-//! backoff's clock.
+//! (`scan`), and passed on unchanged, in order. A destination that does not
+//! take more (a full pipe nobody reads) holds up the reading of that stream,
+//! never backoff's clock.
 
 use std::fs::File;
 use std::io::{self, Read, Write};

@@ -55,7 +55,7 @@ fn captured() -> io::Result<(File, io::PipeWriter)> {
 
 impl RealExecutor {
     /// Starts an attempt; returns the child and the pipes of its output, if
-    /// output rules need to see it.
+    /// output rules need to see it or stdout is held.
     pub(super) fn spawn(&mut self, spec: &AttemptSpec) -> io::Result<(Child, Vec<Pipe>)> {
         let exec = Exec::new(&self.command, environment(spec)?)?;
         let mut command = Command::new(&self.command[0]);

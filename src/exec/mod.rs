@@ -49,7 +49,7 @@ pub struct RealExecutor {
     /// the command itself.
     lingering: Option<u32>,
     /// Copies and matches the output; the output is piped through backoff
-    /// only when there are rules.
+    /// only when there are rules or stdout is held.
     copier: Copier,
     /// `--replay-stdin`: every attempt reads this file from its start.
     stdin: Option<Replayed>,
