@@ -37,8 +37,9 @@ pub fn spool_stdin() -> io::Result<Replayed> {
         Err(e) => return Err(e),
     }
     // Read-only for its owner too, so that an attempt cannot open it anew
-    // for writing either (through /proc/self/fd/0).
-    file.set_permissions(std::fs::Permissions::from_mode(0o400))?;
+    // for writing either (through /proc/self/fd/0); a file system without
+    // modes leaves that to the read-only descriptors alone.
+    let _ = file.set_permissions(std::fs::Permissions::from_mode(0o400));
     Ok(Replayed { file })
 }
 

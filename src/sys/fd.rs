@@ -1,6 +1,7 @@
 //! Descriptor operations std has no word for: non-blocking mode, the size of
 //! a pipe, copying between pipes without reading (tee), how many bytes a
-//! pipe holds, and opening a descriptor's file anew. Linux-only facilities have a fallback elsewhere.
+//! pipe holds, and opening a descriptor's file anew. Linux-only facilities
+//! have a fallback elsewhere.
 
 use std::fs::File;
 use std::io;
