@@ -57,8 +57,8 @@ complete -c backoff -n "__fish_backoff_needs_command" -l name -d 'Name the comma
 complete -c backoff -n "__fish_backoff_needs_command" -l log-format -d 'How backoff reports on stderr: text lines, one JSON object per event, or GitHub Actions annotations [default: github when GITHUB_ACTIONS is true, else text]' -r -f -a "text\t'"backoff: " lines for people'
 json\t'One JSON object per event, one per line'
 github\t'Text, with ::warning:: on each retry and ::error:: when giving up'"
-complete -c backoff -n "__fish_backoff_needs_command" -l report -d 'At exit, write a JSON summary of the run to FILE (atomically)' -r -F
-complete -c backoff -n "__fish_backoff_needs_command" -l metrics-file -d 'At exit, write Prometheus metrics of the run to FILE (atomically), for the node exporter\'s textfile collector' -r -F
+complete -c backoff -n "__fish_backoff_needs_command" -l report -d 'At exit, write a JSON summary of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr)' -r -F
+complete -c backoff -n "__fish_backoff_needs_command" -l metrics-file -d 'At exit, write Prometheus metrics of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr), for the node exporter\'s textfile collector' -r -F
 complete -c backoff -n "__fish_backoff_needs_command" -l forever -d 'No retry limit: retry until success or a stop rule'
 complete -c backoff -n "__fish_backoff_needs_command" -l preserve-status -d 'When the last attempt timed out, exit with the command\'s own status instead of 124'
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after -d 'Honour a server\'s Retry-After header line in the output (seconds or an HTTP-date): the next delay is at least that long, even above --cap'

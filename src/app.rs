@@ -5,7 +5,7 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches};
@@ -21,6 +21,7 @@ use crate::report::json::JsonReport;
 use crate::report::run_report::Recorder;
 use crate::report::text::TextReport;
 use crate::report::{LogFormat, Stderr, atomic, metrics, say};
+use crate::run::Executor as _;
 use crate::simulate::{self, svg, table};
 use crate::sys::signals::SignalWatch;
 use crate::{run, schedule};
@@ -113,7 +114,12 @@ fn run_command(cli: Cli, given: Given) -> anyhow::Result<Exit> {
     let cfg = config::run(cli, given)?;
     // Before the signal handlers: until then Ctrl-C ends a long read at once.
     let stdin = if cfg.replay_stdin {
-        Some(exec::spool_stdin().context("cannot read stdin")?)
+        Some(exec::spool_stdin().with_context(|| {
+            format!(
+                "cannot read stdin into the temporary directory '{}'",
+                std::env::temp_dir().display()
+            )
+        })?)
     } else {
         None
     };
@@ -166,24 +172,34 @@ fn run_command(cli: Cli, given: Given) -> anyhow::Result<Exit> {
         &mut executor,
         &mut Reports(vec![log.as_mut(), &mut recorder]),
     );
-    write_summaries(&cfg, &recorder, exit);
+    write_summaries(&cfg, &recorder, exit, &mut |d| executor.pause(d).is_none());
     Ok(exit)
 }
 
 /// Writes `--report` and `--metrics-file`. A file that cannot be written is
-/// reported, but the run's exit status stays the command's.
-fn write_summaries(cfg: &RunConfig, recorder: &Recorder, exit: Exit) {
+/// reported, but the run's exit status stays the command's. `wait` pauses
+/// while another process updates the metrics file (false: a signal came).
+fn write_summaries(
+    cfg: &RunConfig,
+    recorder: &Recorder,
+    exit: Exit,
+    wait: &mut dyn FnMut(Duration) -> bool,
+) {
     if let Some(path) = &cfg.report {
         let mut doc = format!("{:#}", recorder.report(exit));
         doc.push('\n');
-        if let Err(e) = atomic::write_atomically(path, doc.as_bytes()) {
+        if let Err(e) = atomic::write(path, doc.as_bytes()) {
             say(&format!("cannot write --report '{}': {e}", path.display()));
         }
     }
     if let Some(path) = &cfg.metrics_file {
-        let previous = std::fs::read_to_string(path).ok();
-        let text = metrics::metrics(recorder, exit, previous.as_deref());
-        if let Err(e) = atomic::write_atomically(path, text.as_bytes()) {
+        let make = |previous: Option<&str>| metrics::metrics(recorder, exit, previous);
+        // Counters carry over only in a file.
+        let written = match atomic::Stream::named(path) {
+            Some(_) => atomic::write(path, make(None).as_bytes()),
+            None => atomic::update(path, |previous| make(Some(previous)), wait),
+        };
+        if let Err(e) = written {
             say(&format!(
                 "cannot write --metrics-file '{}': {e}",
                 path.display()

@@ -78,6 +78,12 @@ pub enum Event<'a> {
         /// The bytes dropped.
         bytes: u64,
     },
+    /// The held stdout of the attempt that ended the run was lost: it could
+    /// not be held whole (none of it was written), or stdout failed.
+    OutputLost {
+        /// Why, in a sentence.
+        why: &'a str,
+    },
     /// A signal ended the run.
     Interrupted {
         /// The signal backoff received.

@@ -42,13 +42,16 @@ pub enum Ended {
 }
 
 /// How the output held back until the end of a run was passed on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Released {
     /// All of it (or there was none).
     All,
     /// Not all: the deadline passed while stdout took no more; this many
     /// bytes were dropped.
     Late(u64),
+    /// Not all, or none: it could not be held whole, or stdout failed
+    /// (a full disk); why.
+    Lost(String),
     /// A terminating signal came while stdout took it.
     Interrupted(i32),
 }
@@ -246,7 +249,8 @@ fn interrupted(
 /// Ends a run that succeeded or gave up: writes out what was held back,
 /// then reports `event` and exits with `exit`. A terminating signal during
 /// the writing ends the run by that signal instead; output dropped at the
-/// deadline is reported, and the run ends as one that passed `--max-time`.
+/// deadline is reported, and the run ends as one that passed `--max-time`;
+/// output lost is reported, and a success becomes backoff's failure (125).
 fn end(
     exec: &mut dyn Executor,
     report: &mut dyn Report,
@@ -263,6 +267,16 @@ fn end(
             report.event(&Event::Undelivered { bytes });
             report.event(event);
             Exit::TIMEOUT
+        }
+        // Output lost is a failure of backoff's, never a success.
+        Released::Lost(why) => {
+            report.event(&Event::OutputLost { why: &why });
+            report.event(event);
+            if exit == Exit::SUCCESS {
+                Exit::USAGE
+            } else {
+                exit
+            }
         }
         Released::Interrupted(signal) => {
             report.event(&Event::Interrupted {

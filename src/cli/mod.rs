@@ -453,13 +453,15 @@ pub struct OutputArgs {
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub log_format: Option<LogFormat>,
 
-    /// At exit, write a JSON summary of the run to FILE (atomically).
-    #[arg(long, value_name = "FILE", value_parser = values::output_file)]
+    /// At exit, write a JSON summary of the run to FILE (atomically; a
+    /// regular file, /dev/stdout or /dev/stderr).
+    #[arg(long, value_name = "FILE", value_parser = values::summary_file)]
     pub report: Option<PathBuf>,
 
-    /// At exit, write Prometheus metrics of the run to FILE (atomically), for
-    /// the node exporter's textfile collector.
-    #[arg(long, value_name = "FILE", value_parser = values::output_file)]
+    /// At exit, write Prometheus metrics of the run to FILE (atomically; a
+    /// regular file, /dev/stdout or /dev/stderr), for the node exporter's
+    /// textfile collector.
+    #[arg(long, value_name = "FILE", value_parser = values::summary_file)]
     pub metrics_file: Option<PathBuf>,
 }
 

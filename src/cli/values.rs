@@ -177,6 +177,15 @@ pub fn output_file(s: &str) -> Result<std::path::PathBuf, String> {
     Ok(path)
 }
 
+/// Parses `--report` and `--metrics-file`: `/dev/stdout`, `/dev/stderr`, or
+/// a file to write at exit whose directory exists, where there is nothing
+/// yet or a regular file (never a FIFO, a device or a symbolic link).
+pub fn summary_file(s: &str) -> Result<std::path::PathBuf, String> {
+    let path = output_file(s)?;
+    crate::report::atomic::check(&path)?;
+    Ok(path)
+}
+
 /// The client counts of `--clients`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientCounts(pub Vec<u32>);
@@ -411,6 +420,7 @@ mod tests {
             let _ = regex(&s);
             let _ = capturing_regex(&s);
             let _ = output_file(&s);
+            let _ = summary_file(&s);
             let _ = budget_key(&s);
             let _ = client_counts(&s);
             let _ = runs(&s);

@@ -1,8 +1,8 @@
-//! Copying the command's output through backoff, for output rules: each
-//! captured stream is read as it comes, matched line by line (`scan`), and
-//! passed on unchanged, in order. A destination that does not take more
-//! (a full pipe nobody reads) holds up the reading of that stream, never
-//! backoff's clock.
+//! Copying the command's output through backoff, for output rules and held
+//! stdout: each captured stream is read as it comes, matched line by line
+//! (`scan`), and passed on unchanged, in order. A destination that does not
+//! take more (a full pipe nobody reads) holds up the reading of that stream,
+//! never backoff's clock.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -25,6 +25,8 @@ pub(super) const CHUNK: usize = 256 * 1024;
 pub(super) const PIPE_SIZE: usize = 256 * 1024;
 
 /// Where one captured stream of the command goes.
+// Its flags are independent facts about one pipe, not a state in disguise.
+#[allow(clippy::struct_excessive_bools)]
 pub(super) struct Pipe {
     pub(super) from: File,
     pub(super) to: File,
@@ -45,6 +47,11 @@ pub(super) struct Pipe {
     /// them; what comes later is not waited for.
     left: Option<usize>,
     scanner: LineScanner,
+    /// Whether `to` is the held stdout file (`--hold-stdout`): what cannot
+    /// be written there is lost, so the first failure is kept
+    /// (`Copier::lost`), and the rest of the attempt's output is read and
+    /// dropped, so that the command runs on as if it had been written.
+    holds: bool,
 }
 
 impl Pipe {
@@ -73,6 +80,15 @@ impl Pipe {
             blocked: false,
             left: None,
             scanner: LineScanner::default(),
+            holds: false,
+        }
+    }
+
+    /// This pipe, whose destination is the held stdout file.
+    pub(super) fn holding(self) -> Pipe {
+        Pipe {
+            holds: true,
+            ..self
         }
     }
 }
@@ -94,6 +110,9 @@ pub(super) struct Copier {
     /// What to look for in the output.
     pub(super) rules: Option<OutputRules>,
     buffer: Vec<u8>,
+    /// The first write into the held stdout file that failed (the disk or
+    /// a quota full), since the held file was last emptied.
+    pub(super) lost: Option<io::Error>,
 }
 
 impl Copier {
@@ -102,6 +121,7 @@ impl Copier {
         Copier {
             rules,
             buffer: Vec::new(),
+            lost: None,
         }
     }
 
@@ -155,6 +175,16 @@ impl Copier {
                 let data = &self.buffer[..n];
                 if let Some(rules) = &self.rules {
                     pipe.scanner.feed(rules, data, seen);
+                }
+                if pipe.holds {
+                    // After a failure nothing more is written: the file
+                    // keeps no gap, and the loss is told at the end.
+                    if self.lost.is_none()
+                        && let Err(e) = pipe.to.write_all(data)
+                    {
+                        self.lost = Some(e);
+                    }
+                    return Copied::Data;
                 }
                 match write_some(&mut pipe.to, pipe.to_nonblocking, data) {
                     Some(written) => {

@@ -1,11 +1,11 @@
 //! Starting one attempt: its environment (backoff's own, with the attempt's
 //! variables), its standard descriptors (backoff's own, the replayed stdin,
-//! the held stdout file, or pipes to backoff when output rules need to see
-//! the output), and the process itself (`sys::process`).
+//! or pipes to backoff when output rules need to see the output or stdout is
+//! held), and the process itself (`sys::process`).
 
 use std::ffi::{CString, OsStr};
 use std::fs::File;
-use std::io::{self, Seek, SeekFrom};
+use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -45,9 +45,17 @@ fn environment(spec: &AttemptSpec) -> io::Result<Vec<CString>> {
     Ok(env)
 }
 
+/// A pipe for one of the command's streams: backoff's end (non-blocking)
+/// and the command's.
+fn captured() -> io::Result<(File, io::PipeWriter)> {
+    let (from, end) = io::pipe()?;
+    fd::set_nonblocking(&from)?;
+    Ok((File::from(OwnedFd::from(from)), end))
+}
+
 impl RealExecutor {
     /// Starts an attempt; returns the child and the pipes of its output, if
-    /// output rules need to see it.
+    /// output rules need to see it or stdout is held.
     pub(super) fn spawn(&mut self, spec: &AttemptSpec) -> io::Result<(Child, Vec<Pipe>)> {
         let exec = Exec::new(&self.command, environment(spec)?)?;
         let mut command = Command::new(&self.command[0]);
@@ -56,35 +64,37 @@ impl RealExecutor {
             command.process_group(0);
         }
         if let Some(input) = &mut self.stdin {
-            input.seek(SeekFrom::Start(0))?;
-            command.stdin(Stdio::from(input.try_clone()?));
+            command.stdin(Stdio::from(input.for_attempt()?));
         }
         if let Some(held) = &mut self.held {
             spool::clear(held)?;
+            self.copier.lost = None;
         }
         let mut pipes = Vec::new();
-        if self.copier.rules.is_some() {
-            let to_stdout = match &self.held {
+        // Held stdout goes through backoff too, rules or not: a write that
+        // finds no room in the held file fails for backoff, which must know
+        // of it, and not for the command, which may ignore it.
+        let rules = self.copier.rules.is_some();
+        if rules || self.held.is_some() {
+            let (to, to_nonblocking) = match &self.held {
                 Some(held) => (held.try_clone()?, false),
                 None => fd::destination(io::stdout().as_fd())?,
             };
-            let to_stderr = fd::destination(io::stderr().as_fd())?;
-            let (out_from, out_end) = io::pipe()?;
-            let (err_from, err_end) = io::pipe()?;
-            fd::set_nonblocking(&out_from)?;
-            fd::set_nonblocking(&err_from)?;
-            fd::enlarge_pipe(&out_from, PIPE_SIZE);
-            for (from, (to, to_nonblocking)) in [(out_from, to_stdout), (err_from, to_stderr)] {
-                pipes.push(Pipe::new(
-                    File::from(OwnedFd::from(from)),
-                    to,
-                    to_nonblocking,
-                ));
-            }
-            command.stdout(out_end).stderr(err_end);
-        } else if let Some(held) = &self.held {
-            // Nothing to match: the command writes straight into the file.
-            command.stdout(held.try_clone()?);
+            let (from, end) = captured()?;
+            fd::enlarge_pipe(&from, PIPE_SIZE);
+            let pipe = Pipe::new(from, to, to_nonblocking);
+            pipes.push(if self.held.is_some() {
+                pipe.holding()
+            } else {
+                pipe
+            });
+            command.stdout(end);
+        }
+        if rules {
+            let (to, to_nonblocking) = fd::destination(io::stderr().as_fd())?;
+            let (from, end) = captured()?;
+            pipes.push(Pipe::new(from, to, to_nonblocking));
+            command.stderr(end);
         }
         // The write ends belong to the command alone: `command` is dropped
         // when it has started, so that the pipes end when the command (and

@@ -1,9 +1,9 @@
 //! The real executor of attempts: starts the command (no shell, its own
 //! process group: `launch`), waits for it, for signals and for its time
 //! limit in one event-driven wait (`wait`), copies and scans its output when
-//! output rules need it (`copy`, `scan`), holds or replays data in
-//! temporary files (`spool`), and decodes how it ended. Policy decisions are
-//! not made here.
+//! output rules or held stdout need it (`copy`, `scan`), holds or replays
+//! data in temporary files (`spool`), and decodes how it ended. Policy
+//! decisions are not made here.
 
 mod copy;
 mod launch;
@@ -26,7 +26,7 @@ use crate::sys::guard::Guard;
 use crate::sys::signals::{self, SignalWatch};
 use copy::Copier;
 use scan::{OutputRules, retry_after_delay};
-pub use spool::spool_stdin;
+pub use spool::{Replayed, spool_stdin};
 
 /// How attempts are run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,10 +50,10 @@ pub struct RealExecutor {
     /// the command itself.
     lingering: Option<u32>,
     /// Copies and matches the output; the output is piped through backoff
-    /// only when there are rules.
+    /// only when there are rules or stdout is held.
     copier: Copier,
     /// `--replay-stdin`: every attempt reads this file from its start.
-    stdin: Option<File>,
+    stdin: Option<Replayed>,
     /// `--hold-stdout`: the current attempt's stdout.
     held: Option<File>,
     /// Kills the running attempt's group if backoff is killed; none with
@@ -73,7 +73,7 @@ impl RealExecutor {
         command: Vec<OsString>,
         options: Options,
         rules: Option<OutputRules>,
-        stdin: Option<File>,
+        stdin: Option<Replayed>,
         watch: SignalWatch,
     ) -> io::Result<Self> {
         let held = if options.hold_stdout {
@@ -121,7 +121,7 @@ fn status(status: ExitStatus) -> Status {
 }
 
 /// An OS error without its ` (os error N)` tail.
-fn describe(e: &io::Error) -> String {
+pub(crate) fn describe(e: &io::Error) -> String {
     match e.raw_os_error() {
         Some(errno) => os_error(errno),
         None => e.to_string(),
@@ -220,10 +220,18 @@ impl Executor for RealExecutor {
     }
 
     fn finish(&mut self, deadline: Option<Instant>) -> Released {
-        // The stdout of the attempt that ended the run, at last.
-        match self.held.as_mut() {
-            Some(held) => spool::write_out(held, self.copier.buffer(), &mut self.watch, deadline),
-            None => Released::All,
+        // The stdout of the attempt that ended the run, at last; none of it
+        // if it could not be held whole.
+        let Some(held) = self.held.as_mut() else {
+            return Released::All;
+        };
+        if let Some(e) = self.copier.lost.take() {
+            return Released::Lost(format!(
+                "cannot hold all of the final attempt's stdout in the temporary directory '{}': {}; none of it was written",
+                std::env::temp_dir().display(),
+                describe(&e)
+            ));
         }
+        spool::write_out(held, self.copier.buffer(), &mut self.watch, deadline)
     }
 }

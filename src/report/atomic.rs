@@ -1,30 +1,311 @@
 //! Files backoff writes at exit (`--report`, `--metrics-file`), written so
-//! that a reader never sees half of one.
+//! that a reader never sees half of one, and so that nothing but a regular
+//! file is ever replaced: a FIFO, a device, a socket, a directory or a
+//! symbolic link at the path is refused and left as it is, before the run
+//! and again at exit. `/dev/stdout` and `/dev/stderr` name backoff's own
+//! streams, which are written through. A file made from its previous
+//! content (the metrics) is updated under an exclusive lock, so that
+//! concurrent runs lose no update.
 
-use std::io::Write;
+use std::fs::{File, FileType, OpenOptions, TryLockError};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
-/// Writes `content` to `path` atomically: into a temporary file in the same
-/// directory, then renamed over `path`, so that a reader sees the old file
-/// or the new one, never half of one. The file is readable by everyone
-/// (a metrics collector usually runs as another user).
+/// The most of a previous file that is read (a metrics file of backoff's
+/// holds a few KiB): a larger one is not backoff's, and is left alone.
+pub const MAX_PREVIOUS: u64 = 1 << 20;
+
+/// The longest backoff waits for the lock on a file it updates while one
+/// other process holds it (runs hold it for a few milliseconds); past it,
+/// the update is given up.
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// The longest pause between two tries for the lock.
+const LOCK_RETRY_MAX: Duration = Duration::from_millis(10);
+
+/// backoff's own streams, by the names a user gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// `/dev/stdout`.
+    Stdout,
+    /// `/dev/stderr`.
+    Stderr,
+}
+
+impl Stream {
+    /// The stream `path` names, if it names one.
+    pub fn named(path: &Path) -> Option<Stream> {
+        match path.to_str() {
+            Some("/dev/stdout") => Some(Stream::Stdout),
+            Some("/dev/stderr") => Some(Stream::Stderr),
+            _ => None,
+        }
+    }
+
+    /// Writes `content` to the stream, as it is.
+    fn write(self, content: &[u8]) -> io::Result<()> {
+        match self {
+            Stream::Stdout => {
+                let mut out = io::stdout().lock();
+                out.write_all(content)?;
+                out.flush()
+            }
+            Stream::Stderr => io::stderr().lock().write_all(content),
+        }
+    }
+}
+
+/// What a file of this type is, for a refusal.
+fn kind(t: FileType) -> &'static str {
+    if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Why what is at `path` must not be replaced: `None` when there is nothing
+/// there, or a regular file. A symbolic link is not followed.
+fn refusal(path: &Path) -> io::Result<Option<&'static str>> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => Ok(None),
+        Ok(m) => Ok(Some(kind(m.file_type()))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn refused(why: &str) -> io::Error {
+    io::Error::other(format!("it is {why}, not a regular file (left as it is)"))
+}
+
+/// Checks, before anything runs, that `path` can be a file backoff writes
+/// at exit: `/dev/stdout`, `/dev/stderr`, or a path in an existing
+/// directory where there is nothing yet or a regular file.
 ///
 /// # Errors
 ///
-/// When the directory cannot be written or the rename fails.
-pub fn write_atomically(path: &Path, content: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = match path.parent() {
+/// Why not, as the end of a one-line message.
+pub fn check(path: &Path) -> Result<(), String> {
+    if Stream::named(path).is_some() {
+        return Ok(());
+    }
+    match refusal(path) {
+        Ok(None) => Ok(()),
+        Ok(Some(why)) => Err(format!(
+            "is {why}; backoff writes only regular files, /dev/stdout and /dev/stderr"
+        )),
+        Err(e) => Err(format!("cannot be checked: {e}")),
+    }
+}
+
+/// The directory a temporary file for `path` goes in.
+fn directory(path: &Path) -> &Path {
+    match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
-    };
+    }
+}
+
+/// Writes `content` to `path`: to backoff's stdout or stderr if it names
+/// one, else atomically: into a temporary file in the same directory, then
+/// renamed over `path`, so that a reader sees the old file or the new one,
+/// never half of one. Only a regular file is replaced. The file is
+/// readable by everyone (a metrics collector usually runs as another user).
+///
+/// # Errors
+///
+/// When the directory cannot be written, the rename fails, or something
+/// other than a regular file is at `path`.
+pub fn write(path: &Path, content: &[u8]) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(stream) = Stream::named(path) {
+        return stream.write(content);
+    }
     let mut tmp = tempfile::Builder::new()
         .prefix(".backoff-")
-        .tempfile_in(dir)?;
+        .tempfile_in(directory(path))?;
     tmp.write_all(content)?;
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(0o644))?;
     tmp.as_file().sync_all()?;
+    // The path may have changed since the run began: look again, as late
+    // as can be. (rename(2) would replace a FIFO or a device node.)
+    if let Some(why) = refusal(path)? {
+        return Err(refused(why));
+    }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Replaces the regular file `path` with what `change` makes of its
+/// previous content, under an exclusive lock on that file, so that
+/// concurrent updates follow one another and none is lost: lock, read,
+/// write a temporary file, rename it over the file, unlock. A file that is
+/// not there yet is created empty to be locked. The previous content is
+/// read up to `MAX_PREVIOUS` bytes.
+///
+/// `wait(d)` pauses up to `d` while another process holds the lock, and
+/// returns false when a signal says to stop waiting; the wait also ends
+/// when one process has held the lock for `LOCK_WAIT`.
+///
+/// # Errors
+///
+/// When something other than a regular file is at `path`, the previous
+/// content is too large, the lock was not had in time, or a write fails.
+pub fn update(
+    path: &Path,
+    change: impl FnOnce(&str) -> String,
+    wait: &mut dyn FnMut(Duration) -> bool,
+) -> io::Result<()> {
+    let locked = lock(path, wait)?;
+    let previous = read_bounded(&locked)?;
+    write(path, change(&previous).as_bytes())?;
+    // The lock is released when `locked` is closed, after the rename.
+    drop(locked);
+    Ok(())
+}
+
+/// Opens the regular file `path` (created empty if need be), locked: the
+/// file the path names once the lock is had, since a process that held
+/// the lock before may have renamed another file over it meanwhile.
+fn lock(path: &Path, wait: &mut dyn FnMut(Duration) -> bool) -> io::Result<File> {
+    // Reset whenever another run has finished its update: what is bounded
+    // is how long one holder keeps the lock, not how long a queue of runs
+    // takes (each holds it for a few milliseconds, but an fsync on a busy
+    // disk can take much longer).
+    let mut deadline = Instant::now() + LOCK_WAIT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        // Not opened at all unless it looks like a regular file: opening a
+        // device can act on it.
+        if let Some(why) = refusal(path)? {
+            return Err(refused(why));
+        }
+        // Read-only, as the file is only read and locked through this
+        // descriptor (replacing it needs the directory, not the file, to
+        // be writable); O_CREAT without write access is no std option.
+        let file = OpenOptions::new()
+            .read(true)
+            .mode(0o644)
+            .custom_flags(libc::O_CREAT | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::ELOOP) {
+                    refused("a symbolic link")
+                } else {
+                    e
+                }
+            })?;
+        let opened = file.metadata()?;
+        if !opened.is_file() {
+            return Err(refused(kind(opened.file_type())));
+        }
+        // flock(2) has no descriptor to wait on, and blocking in it would
+        // hold off signals: try, and pause briefly between tries.
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(io::Error::other(format!(
+                            "another process has held its lock for {}s (not updated)",
+                            LOCK_WAIT.as_secs()
+                        )));
+                    }
+                    if !wait(pause.min(left)) {
+                        return Err(io::Error::other(
+                            "interrupted while waiting for its lock (not updated)",
+                        ));
+                    }
+                    pause = (pause * 2).min(LOCK_RETRY_MAX);
+                }
+                Err(TryLockError::Error(e)) => return Err(e),
+            }
+        }
+        match std::fs::symlink_metadata(path) {
+            Ok(now) if now.dev() == opened.dev() && now.ino() == opened.ino() => return Ok(file),
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            // Replaced or removed meanwhile, by a run that has finished its
+            // update: lock what is there now.
+            _ => deadline = Instant::now() + LOCK_WAIT,
+        }
+    }
+}
+
+/// Reads `file`, which must be a regular file of at most `MAX_PREVIOUS`
+/// bytes.
+fn read_bounded(file: &File) -> io::Result<String> {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(refused(kind(meta.file_type())));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_PREVIOUS + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_PREVIOUS {
+        return Err(io::Error::other(format!(
+            "it holds more than {} KiB, which no file of backoff's does (left as it is)",
+            MAX_PREVIOUS >> 10
+        )));
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_two_streams_are_named_by_their_paths() {
+        assert_eq!(
+            Stream::named(Path::new("/dev/stdout")),
+            Some(Stream::Stdout)
+        );
+        assert_eq!(
+            Stream::named(Path::new("/dev/stderr")),
+            Some(Stream::Stderr)
+        );
+        for other in ["/dev/stdin", "/dev/fd/1", "stdout", "-", "/dev/stdout/"] {
+            assert_eq!(Stream::named(Path::new(other)), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn an_update_that_waited_builds_on_the_file_the_lock_holder_renamed_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.prom");
+        std::fs::write(&path, "old").unwrap();
+        let holder = File::open(&path).unwrap();
+        holder.lock().unwrap();
+        // While the update waits, the holder renames a new file over the
+        // path and lets go of the lock.
+        let mut holder = Some(holder);
+        let mut waits = 0;
+        let mut wait = |_: Duration| {
+            waits += 1;
+            if let Some(holder) = holder.take() {
+                let new = dir.path().join("new");
+                std::fs::write(&new, "new").unwrap();
+                std::fs::rename(&new, &path).unwrap();
+                drop(holder);
+            }
+            true
+        };
+        update(&path, |previous| format!("{previous}+1"), &mut wait).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new+1");
+        assert_eq!(waits, 1);
+    }
 }

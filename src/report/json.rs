@@ -147,6 +147,7 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
             "total_seconds": total.as_secs_f64(),
         }),
         Event::Undelivered { bytes } => json!({"event": "undelivered", "bytes": bytes}),
+        Event::OutputLost { why } => json!({"event": "output_lost", "error": why}),
         Event::Interrupted { signal, attempt } => json!({
             "event": "interrupted",
             "signal": signal::short_name(signal),
@@ -158,7 +159,10 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
 impl<W: Write> Report for JsonReport<W> {
     fn event(&mut self, event: &Event<'_>) {
         if self.verbosity == Verbosity::Quiet
-            && !matches!(event, Event::CannotStart { .. } | Event::Undelivered { .. })
+            && !matches!(
+                event,
+                Event::CannotStart { .. } | Event::Undelivered { .. } | Event::OutputLost { .. }
+            )
         {
             return;
         }

@@ -175,6 +175,7 @@ impl Report for Recorder {
                 };
             }
             Event::Undelivered { bytes } => self.undelivered = bytes,
+            Event::OutputLost { .. } => {}
             Event::Interrupted { attempt, .. } => {
                 if let Some((number, outcome, elapsed)) = attempt {
                     self.end_attempt(number, outcome, Some(elapsed));

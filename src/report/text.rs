@@ -89,9 +89,10 @@ impl<W: Write> Report for TextReport<W> {
                     next: Next::Retry { .. },
                     ..
                 } => Some("warning"),
-                Event::GaveUp { .. } | Event::CannotStart { .. } | Event::Undelivered { .. } => {
-                    Some("error")
-                }
+                Event::GaveUp { .. }
+                | Event::CannotStart { .. }
+                | Event::Undelivered { .. }
+                | Event::OutputLost { .. } => Some("error"),
                 _ => None,
             };
             self.line(level, &text);
@@ -200,6 +201,7 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
             human(total)
         ),
         // Lost output is said even with -q.
+        Event::OutputLost { why } => why.to_owned(),
         Event::Undelivered { bytes } => format!(
             "stdout took no more before --max-time; the last {} of the command's output were dropped",
             plural(bytes, "byte")

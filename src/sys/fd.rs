@@ -1,8 +1,8 @@
 //! Descriptor operations std has no word for: non-blocking mode, the size of
-//! a pipe, copying between pipes without reading (tee), and how many bytes a
-//! pipe holds, descriptions of backoff's own of its stdout and stderr, and
-//! waiting until a descriptor takes more. Linux-only facilities have a
-//! fallback elsewhere.
+//! a pipe, copying between pipes without reading (tee), how many bytes a
+//! pipe holds, descriptions of backoff's own of its stdout and stderr,
+//! opening a descriptor's file anew read-only, and waiting until a
+//! descriptor takes more. Linux-only facilities have a fallback elsewhere.
 
 use std::fs::File;
 use std::io;
@@ -98,4 +98,28 @@ pub fn wait_writable(fd: impl AsFd, timeout: Duration) -> bool {
     };
     let mut fds = [PollFd::new(&fd, PollFlags::OUT)];
     poll(&mut fds, Some(&timeout)).is_ok_and(|n| n > 0)
+}
+
+/// Opens the file behind `fd` anew, read-only (Linux, through
+/// `/proc/self/fd`, which also reaches an unlinked file): a description of
+/// its own, with its own offset, that cannot write even where `fd` can.
+///
+/// # Errors
+///
+/// When the open fails, or (elsewhere than on Linux) `Unsupported`.
+pub fn reopen_read_only(fd: BorrowedFd<'_>) -> io::Result<File> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = fd;
+        Err(io::ErrorKind::Unsupported.into())
+    }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::{PATIENCE, Running, TempDir, backoff, command};
+use crate::support::{PATIENCE, Running, TempDir, backoff, command, command_after};
 
 fn events(stderr: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stderr)
@@ -369,4 +369,243 @@ fn bad_report_paths_are_refused_before_anything_runs() {
     backoff(["--log-format", "yaml", "--", "true"])
         .assert()
         .code(125);
+}
+
+/// What can stand at a report's or metrics file's path that backoff must
+/// neither replace nor read: a FIFO, a symbolic link to `/dev/zero`, and
+/// (where the test may make one) a device node like `/dev/null`. Each
+/// comes with a shell line that makes it at the path `$0`.
+fn special_files() -> Vec<(&'static str, &'static str)> {
+    let mut kinds = vec![
+        ("a FIFO", r#"mkfifo "$0""#),
+        ("a symbolic link", r#"ln -s /dev/zero "$0""#),
+    ];
+    let probe = TempDir::new("mknod");
+    let device = ("a character device", r#"mknod "$0" c 1 3 2>/dev/null"#);
+    if make_special(device.1, &probe.join("null")) {
+        kinds.push(device);
+    }
+    kinds
+}
+
+/// Runs a shell line of `special_files` for `path`; whether it made it.
+fn make_special(line: &str, path: &Path) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", line])
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The type of what is at `path`, without following a symbolic link.
+fn file_type(path: &Path) -> std::fs::FileType {
+    std::fs::symlink_metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .file_type()
+}
+
+/// A backoff command whose memory is bounded (1 GiB of address space), so
+/// that reading an endless file fails at once instead of taking the
+/// machine's memory.
+fn with_bounded_memory(args: &[&str]) -> std::process::Command {
+    command_after("ulimit -v 1048576", args)
+}
+
+#[test]
+fn fifos_devices_and_links_are_refused_as_report_or_metrics_files_before_anything_runs() {
+    for flag in ["--report", "--metrics-file"] {
+        for (what, maker) in special_files() {
+            let dir = TempDir::new("special-refused");
+            let (path, ran) = (dir.join("summary"), dir.join("ran"));
+            assert!(make_special(maker, &path), "{what}");
+            let before = file_type(&path);
+            let mut run = Running::start(with_bounded_memory(&[
+                flag,
+                path.to_str().unwrap(),
+                "--",
+                "touch",
+                ran.to_str().unwrap(),
+            ]));
+            let (status, _) = run.wait_exit(PATIENCE);
+            let said = run.stderr().join("\n");
+            assert_eq!(status.code(), Some(125), "{flag} {what}: {said}");
+            assert!(
+                said.contains(&format!("'{flag}': is {what}")) && !said.contains('\n'),
+                "{flag} {what}: {said}"
+            );
+            assert!(!ran.exists(), "{flag} {what}: the command ran");
+            assert_eq!(file_type(&path), before, "{flag} {what}: replaced");
+        }
+    }
+}
+
+#[test]
+fn a_fifo_device_or_link_that_appears_during_the_run_is_neither_read_nor_replaced_at_exit() {
+    for flag in ["--report", "--metrics-file"] {
+        for (what, maker) in special_files() {
+            let dir = TempDir::new("special-at-exit");
+            let path = dir.join("summary");
+            let mut run = Running::start(with_bounded_memory(&[
+                flag,
+                path.to_str().unwrap(),
+                "--",
+                "sh",
+                "-c",
+                maker,
+                path.to_str().unwrap(),
+            ]));
+            let (status, _) = run.wait_exit(PATIENCE);
+            let said = run.stderr().join("\n");
+            assert_eq!(status.code(), Some(0), "{flag} {what}: {said}");
+            assert!(
+                said.contains(&format!(
+                    "cannot write {flag} '{}': it is {what}",
+                    path.display()
+                )),
+                "{flag} {what}: {said}"
+            );
+            assert!(!file_type(&path).is_file(), "{flag} {what}: replaced");
+            let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+            assert_eq!(left.len(), 1, "{flag} {what}: a temporary file is left");
+        }
+    }
+}
+
+#[test]
+#[allow(clippy::float_cmp)] // a small whole number, exact in f64
+fn report_and_metrics_named_dev_stdout_or_dev_stderr_are_written_through() {
+    let out = backoff([
+        "-q",
+        "--report",
+        "/dev/stdout",
+        "--metrics-file",
+        "/dev/stderr",
+        "--",
+        "true",
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("the report on stdout");
+    assert_eq!(doc["reason"], "success");
+    let m = parse_exposition(&String::from_utf8(out.stderr).unwrap());
+    assert_eq!(m[r#"backoff_runs_total{name="true"}"#], 1.0);
+    assert!(file_type(Path::new("/dev/stdout")).is_symlink());
+}
+
+#[test]
+fn a_previous_metrics_file_of_more_than_1_mib_is_not_backoffs_and_is_left_alone() {
+    let dir = TempDir::new("metrics-large");
+    let file = dir.join("m.prom");
+    let content = "# not metrics\n".repeat(80_000);
+    std::fs::write(&file, &content).unwrap();
+    let out = backoff(["--metrics-file", file.to_str().unwrap(), "--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("holds more than 1024 KiB"), "{said}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), content);
+}
+
+#[test]
+#[allow(clippy::float_cmp)] // small whole numbers, exact in f64
+fn fifty_concurrent_runs_updating_one_metrics_file_lose_no_update() {
+    const RUNS: usize = 50;
+    let dir = TempDir::new("metrics-concurrent");
+    let file = dir.join("m.prom");
+    let arg = file.to_str().unwrap();
+    // Each run makes two attempts: the first fails, the second succeeds.
+    let runs: Vec<std::process::Child> = (0..RUNS)
+        .map(|_| {
+            command([
+                "-q",
+                "--metrics-file",
+                arg,
+                "--base",
+                "1ms",
+                "--jitter",
+                "none",
+                "--",
+                "sh",
+                "-c",
+                "[ $BACKOFF_ATTEMPT = 2 ]",
+            ])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn backoff")
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + PATIENCE;
+    for mut run in runs {
+        let status = loop {
+            if let Some(status) = run.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a run did not end in time"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        let mut said = String::new();
+        std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut said).unwrap();
+        assert!(status.success() && said.is_empty(), "{status:?}: {said}");
+    }
+    let m = parse_exposition(&std::fs::read_to_string(&file).unwrap());
+    let l = r#"{name="sh"}"#;
+    assert_eq!(m[&format!("backoff_runs_total{l}")], 50.0);
+    assert_eq!(m[&format!("backoff_attempts_total{l}")], 100.0);
+    assert_eq!(m[&format!("backoff_retries_total{l}")], 50.0);
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "no temporary or lock file is left behind");
+}
+
+/// Holds the lock that backoff takes to update the metrics file `path`.
+fn hold_metrics_lock(path: &Path) -> std::fs::File {
+    std::fs::write(path, "").unwrap();
+    let file = std::fs::File::open(path).unwrap();
+    file.lock().unwrap();
+    file
+}
+
+/// Waits for a run whose metrics update was given up because of `why`:
+/// it exits 0, says so, and leaves the file (held empty) as it was.
+/// Returns how long it took.
+fn given_up(run: &mut Running, file: &Path, why: &str) -> std::time::Duration {
+    let (status, took) = run.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(0), "{:?}", run.stderr());
+    let said = run.stderr().join("\n");
+    assert!(said.contains(&format!("{why} (not updated)")), "{said}");
+    assert_eq!(std::fs::read_to_string(file).unwrap(), "");
+    took
+}
+
+#[test]
+fn a_signal_ends_the_wait_for_a_metrics_files_lock_and_the_update_is_given_up() {
+    let dir = TempDir::new("metrics-lock-signal");
+    let file = dir.join("m.prom");
+    let _held = hold_metrics_lock(&file);
+    let mut cmd = command(["-v", "--metrics-file", file.to_str().unwrap(), "--", "true"]);
+    cmd.env("LC_ALL", "C");
+    let mut run = Running::start(cmd);
+    // The success line comes just before the metrics are written.
+    run.wait_for("succeeded");
+    run.signal(libc::SIGTERM);
+    given_up(&mut run, &file, "interrupted while waiting for its lock");
+}
+
+#[test]
+fn the_wait_for_a_metrics_files_lock_is_bounded() {
+    let dir = TempDir::new("metrics-lock-bounded");
+    let file = dir.join("m.prom");
+    let _held = hold_metrics_lock(&file);
+    let mut run = Running::start(command([
+        "--metrics-file",
+        file.to_str().unwrap(),
+        "--",
+        "true",
+    ]));
+    let took = given_up(&mut run, &file, "another process has held its lock for 5s");
+    assert!(took >= std::time::Duration::from_secs(5), "{took:?}");
 }

@@ -6,7 +6,7 @@ use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 use std::process::Stdio;
 
-use crate::support::{TempDir, command};
+use crate::support::{TempDir, command, command_after};
 
 const SIZE: usize = 100 << 20;
 
@@ -90,12 +90,53 @@ fn hold_stdout_writes_exactly_the_final_attempts_100_mib_with_bounded_memory() {
     }
 }
 
+#[test]
+fn hold_stdout_fails_and_writes_nothing_when_the_temporary_file_cannot_take_the_output() {
+    for rules in [&[][..], &["--stop-if-output", "never-printed-zq"][..]] {
+        let mut args = vec!["--hold-stdout"];
+        args.extend(rules);
+        // The command ignores the errors of its own writes.
+        args.extend(["--", "sh", "-c", "head -c 8388608 /dev/zero; exit 0"]);
+        // Files can grow to 1 MiB only (2 MiB where sh counts in KiB), and
+        // a write past that fails (EFBIG), as on a full disk.
+        let out = command_after("ulimit -f 2048; trap '' XFSZ", &args)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{rules:?}: {said}");
+        assert!(
+            out.stdout.is_empty(),
+            "{rules:?}: {} bytes of a partial stdout written",
+            out.stdout.len()
+        );
+        assert!(
+            said.contains("File too large") && said.lines().count() == 1,
+            "{rules:?}: {said}"
+        );
+    }
+}
+
 #[cfg(target_os = "linux")]
 #[test]
-fn replay_stdin_gives_every_attempt_the_same_100_mib_with_bounded_memory() {
-    let dir = TempDir::new("replay");
-    let input = dir.join("in");
-    random_file(&input, SIZE, 3);
+fn hold_stdout_fails_when_backoffs_own_stdout_cannot_take_the_held_output() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = command(["--hold-stdout", "--", "echo", "hello"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{said}");
+    assert!(said.contains("No space left on device"), "{said}");
+}
+
+/// Runs `sh -c SCRIPT` with `--replay-stdin` and `input` as stdin, for
+/// three attempts (the script's variable `d` names `dir`, and the third
+/// attempt must succeed); checks that the run succeeded and that each
+/// attempt saved exactly the input as `got1`, `got2`, `got3` in `dir`.
+fn replay_to_three_attempts(dir: &TempDir, input: &Path, script: &str) {
     let mut cmd = command([
         "--replay-stdin",
         "--base",
@@ -106,23 +147,37 @@ fn replay_stdin_gives_every_attempt_the_same_100_mib_with_bounded_memory() {
         "sh",
         "-c",
     ]);
-    cmd.arg(format!(
-        "cat > '{d}/got'$BACKOFF_ATTEMPT; {rss}; [ $BACKOFF_ATTEMPT = 3 ]",
-        d = dir.path().display(),
-        rss = record_peak_rss(&dir.join("rss"))
-    ));
+    cmd.arg(format!("d='{}'; {script}", dir.path().display()));
     let status = cmd
-        .stdin(File::open(&input).unwrap())
+        .stdin(File::open(input).unwrap())
         .stderr(Stdio::null())
         .status()
         .unwrap();
-    assert!(status.success());
+    assert!(status.success(), "{status:?}");
     for attempt in 1..=3 {
+        let got = dir.join(&format!("got{attempt}"));
         assert!(
-            same_bytes(&input, &dir.join(&format!("got{attempt}"))),
-            "attempt {attempt} got other bytes"
+            same_bytes(input, &got),
+            "attempt {attempt} read other bytes ({} of them)",
+            std::fs::metadata(&got).map_or(0, |m| m.len())
         );
     }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn replay_stdin_gives_every_attempt_the_same_100_mib_with_bounded_memory() {
+    let dir = TempDir::new("replay");
+    let input = dir.join("in");
+    random_file(&input, SIZE, 3);
+    replay_to_three_attempts(
+        &dir,
+        &input,
+        &format!(
+            "cat > \"$d/got$BACKOFF_ATTEMPT\"; {rss}; [ $BACKOFF_ATTEMPT = 3 ]",
+            rss = record_peak_rss(&dir.join("rss"))
+        ),
+    );
     let kib = peak_kib(&dir);
     assert!(kib < 16 * 1024, "peak RSS {kib} KiB");
 }
@@ -134,6 +189,47 @@ fn replay_stdin_with_an_empty_or_closed_stdin_gives_empty_input() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
+}
+
+#[test]
+fn replay_stdin_that_the_temporary_directory_cannot_take_runs_nothing() {
+    let dir = TempDir::new("replay-no-room");
+    let input = dir.join("in");
+    random_file(&input, 4 << 20, 4);
+    let ran = dir.join("ran");
+    let out = command_after(
+        "ulimit -f 2048; trap '' XFSZ",
+        ["--replay-stdin", "--", "touch", ran.to_str().unwrap()],
+    )
+    .stdin(File::open(&input).unwrap())
+    .output()
+    .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{said}");
+    assert!(
+        said.contains("cannot read stdin into the temporary directory")
+            && said.lines().count() == 1,
+        "{said}"
+    );
+    assert!(!ran.exists(), "the command ran");
+}
+
+#[test]
+fn replay_stdin_is_read_only_so_an_attempt_that_writes_to_it_changes_nothing() {
+    let dir = TempDir::new("replay-read-only");
+    let input = dir.join("in");
+    std::fs::write(&input, "the original bytes, every attempt\n".repeat(100)).unwrap();
+    // The first attempt writes to its stdin before reading it.
+    replay_to_three_attempts(
+        &dir,
+        &input,
+        "if [ $BACKOFF_ATTEMPT = 1 ] && { printf junk >&0; } 2>/dev/null; then touch \"$d/wrote\"; fi; \
+         cat > \"$d/got$BACKOFF_ATTEMPT\"; [ $BACKOFF_ATTEMPT = 3 ]",
+    );
+    assert!(
+        !dir.join("wrote").exists(),
+        "a write to the replayed stdin succeeded"
+    );
 }
 
 #[test]

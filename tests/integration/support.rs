@@ -251,6 +251,29 @@ where
     S: AsRef<std::ffi::OsStr>,
 {
     let mut cmd = Command::new(bin());
+    clean_environment(&mut cmd);
+    cmd.args(args);
+    cmd
+}
+
+/// Like `command`, but started by `sh`, which runs the shell commands
+/// `setup` (such as `ulimit -f 2048`) and then execs backoff.
+pub fn command_after<I, S>(setup: &str, args: I) -> Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("{setup}\nexec \"$0\" \"$@\""))
+        .arg(bin());
+    clean_environment(&mut cmd);
+    cmd.args(args);
+    cmd
+}
+
+/// Removes `BACKOFF_*` variables and `GITHUB_ACTIONS` from what `cmd` gets.
+fn clean_environment(cmd: &mut Command) {
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("BACKOFF_") {
             cmd.env_remove(k);
@@ -259,8 +282,6 @@ where
     // Under GitHub Actions backoff's reports change form; tests that want
     // that set it themselves.
     cmd.env_remove("GITHUB_ACTIONS");
-    cmd.args(args);
-    cmd
 }
 
 /// Sends `sig` to `pid`.
