@@ -6,6 +6,9 @@ pub mod bucket;
 pub mod file;
 #[cfg(feature = "redis")]
 pub mod redis;
+pub mod secret;
+
+pub use secret::redact;
 
 use crate::budget::file::FileBudget;
 
@@ -88,20 +91,4 @@ impl crate::run::RetryBudget for Store {
             Store::Redis(r) => r.deposit(),
         }
     }
-}
-
-/// Hides the password of a store URL: `redis://user:***@host/0`.
-pub fn redact(url: &str) -> String {
-    match secret_of(url) {
-        Some(secret) if !secret.is_empty() => url.replacen(&format!(":{secret}@"), ":***@", 1),
-        _ => url.to_owned(),
-    }
-}
-
-/// The password of a URL, as written in it.
-pub(crate) fn secret_of(url: &str) -> Option<&str> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split('/').next()?;
-    let userinfo = authority.rsplit_once('@')?.0;
-    Some(userinfo.split_once(':')?.1)
 }

@@ -6,16 +6,9 @@
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
+use crate::budget::FailMode;
 use crate::budget::bucket::Bucket;
-use crate::budget::{FailMode, redact, secret_of};
-
-/// `text` with every copy of the URL's password replaced.
-pub fn scrub(text: &str, url: &str) -> String {
-    match secret_of(url) {
-        Some(secret) if !secret.is_empty() => text.replace(secret, "***"),
-        _ => text.to_owned(),
-    }
-}
+use crate::budget::secret::{redact, scrub};
 
 /// The namespace of budget keys in Redis.
 pub const REDIS_PREFIX: &str = "backoff:budget:";
@@ -97,7 +90,15 @@ impl RedisBudget {
                     .into(),
             );
         }
-        let client = redis::Client::open(url).map_err(|e| scrub(&e.to_string(), url))?;
+        let client = redis::Client::open(url).map_err(|e| {
+            let why = scrub(&e.to_string(), url);
+            let userinfo = url.split_once("://").and_then(|(_, r)| r.rsplit_once('@'));
+            if userinfo.is_some_and(|(u, _)| u.contains('/')) {
+                format!("{why} (a '/' in a password is written %2F)")
+            } else {
+                why
+            }
+        })?;
         Ok(RedisBudget {
             url: url.to_owned(),
             client,
@@ -205,19 +206,5 @@ impl RedisBudget {
     /// Where the budget lives, without the password.
     pub fn describe(&self) -> String {
         format!("{} key {}", redact(&self.url), self.key)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn passwords_never_show() {
-        let url = "redis://fleet:s3cr%40t@cache.example.test:6380/2";
-        assert_eq!(redact(url), "redis://fleet:***@cache.example.test:6380/2");
-        assert_eq!(redact("redis://:pw@h"), "redis://:***@h");
-        assert_eq!(redact("redis://h:6379"), "redis://h:6379");
-        assert_eq!(scrub("auth s3cr%40t failed", url), "auth *** failed");
     }
 }

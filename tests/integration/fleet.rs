@@ -379,3 +379,75 @@ fn rediss_urls_reach_a_redis_that_speaks_only_tls() {
     assert_eq!(out.status.code(), Some(125));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("tlspw"));
 }
+
+#[test]
+fn no_form_of_a_password_shows_not_even_with_a_slash_or_in_a_unix_url() {
+    let redis = Redis::start(Some("top/secret"));
+    let dir = TempDir::new("fleet-slash");
+    let report = dir.join("report.json");
+    let metrics = dir.join("m.prom");
+    let port = redis.port;
+    let forms = [
+        "top/secret",
+        "top%2Fsecret",
+        "top%2fsecret",
+        "wr/ong",
+        "wr%2Fong",
+        "hunter2",
+    ];
+    let urls = [
+        // Unencoded: not a URL that parses, refused, and hidden all the same.
+        format!("redis://:top/secret@127.0.0.1:{port}/0"),
+        format!("redis://:top%2Fsecret@127.0.0.1:{port}/0"),
+        format!("redis://:wr%2Fong@127.0.0.1:{port}/0"),
+        "redis+unix:///nowhere/redis.sock?db=0&pass=hunter2".to_owned(),
+        "unix:///nowhere/redis.sock?pass=hunter2".to_owned(),
+    ];
+    for url in &urls {
+        let _ = std::fs::remove_file(&report);
+        let _ = std::fs::remove_file(&metrics);
+        let run = backoff(["-v", "--budget", "pw", "--budget-store", url])
+            .args(["--base", "1ms", "--max-retries", "1", "--report"])
+            .arg(&report)
+            .arg("--metrics-file")
+            .arg(&metrics)
+            .args(["--", "false"])
+            .timeout(PATIENCE)
+            .output()
+            .unwrap();
+        let show = backoff(["budget", "show", "pw", "--budget-store", url])
+            .timeout(PATIENCE)
+            .output()
+            .unwrap();
+        let all = format!(
+            "{}{}{}{}{}{}",
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&run.stderr),
+            String::from_utf8_lossy(&show.stdout),
+            String::from_utf8_lossy(&show.stderr),
+            std::fs::read_to_string(&report).unwrap_or_default(),
+            std::fs::read_to_string(&metrics).unwrap_or_default(),
+        );
+        for form in forms {
+            assert!(!all.contains(form), "{url}: {form} shows in {all}");
+        }
+        assert!(
+            all.contains("***"),
+            "{url}: the secret is named as hidden: {all}"
+        );
+    }
+    // The encoded form is the usable one: it reached the server.
+    backoff(["budget", "show", "pw", "--budget-store", &urls[1]])
+        .timeout(PATIENCE)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "pw: 9 of 10 tokens (redis://:***@",
+        ));
+    // The unencoded form says how to write it.
+    backoff(["budget", "show", "pw", "--budget-store", &urls[0]])
+        .timeout(PATIENCE)
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains("%2F"));
+}
