@@ -2,13 +2,24 @@
 //! same token bucket as the file store, updated by one Lua script that the
 //! server runs atomically, never a read-modify-write from the client. The
 //! password of the store's URL never shows in a message.
+//!
+//! Each call to the store runs on a thread of its own, and backoff waits for
+//! its answer, for a terminating signal and for the timeout in one wait: a
+//! store that never answers (a frozen server, a slow name lookup) costs at
+//! most the timeout, and a signal ends the wait at once. A call abandoned
+//! that way ends by itself (its socket's timeouts are the same), and its
+//! connection is never used again.
 
 use std::cell::{Cell, RefCell};
-use std::time::Duration;
+use std::os::fd::AsFd;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
-use crate::budget::FailMode;
 use crate::budget::bucket::Bucket;
 use crate::budget::secret::{redact, scrub};
+use crate::budget::{FailMode, StoreError, deadline_after};
+use crate::duration::human;
+use crate::run::{Decision, Wait, Waited};
 
 /// The namespace of budget keys in Redis.
 pub const REDIS_PREFIX: &str = "backoff:budget:";
@@ -69,6 +80,83 @@ impl std::fmt::Debug for RedisBudget {
     }
 }
 
+/// One call to the store, made on a thread of its own.
+struct Call {
+    client: redis::Client,
+    connection: Option<redis::Connection>,
+    script: redis::Script,
+    key: String,
+    op: &'static str,
+    bucket: Bucket,
+    deadline: Instant,
+}
+
+/// What a call answered ((granted, level), or why not), and the connection
+/// to use next time, if it is still sound.
+type Answer = (Result<(bool, u64), String>, Option<redis::Connection>);
+
+impl Call {
+    /// Connects if need be and runs the script, every step bounded by the
+    /// time left before the deadline.
+    fn run(mut self) -> Answer {
+        let answer = self.invoke();
+        let connection = if answer.is_ok() {
+            self.connection
+        } else {
+            // Start afresh next time: the connection may be broken.
+            None
+        };
+        (answer, connection)
+    }
+
+    fn invoke(&mut self) -> Result<(bool, u64), String> {
+        let why = |e: &redis::RedisError| {
+            if e.is_timeout() {
+                "timed out".to_owned()
+            } else {
+                e.to_string()
+            }
+        };
+        let left = || {
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                Err("timed out".to_owned())
+            } else {
+                Ok(left)
+            }
+        };
+        if self.connection.is_none() {
+            let c = self
+                .client
+                .get_connection_with_timeout(left()?)
+                .map_err(|e| why(&e))?;
+            self.connection = Some(c);
+        }
+        let Some(connection) = self.connection.as_mut() else {
+            return Err("no connection".into());
+        };
+        let limit = left()?;
+        connection
+            .set_read_timeout(Some(limit))
+            .and_then(|()| connection.set_write_timeout(Some(limit)))
+            .map_err(|e| why(&e))?;
+        let answer: (i64, String) = self
+            .script
+            .key(&self.key)
+            .arg(self.op)
+            .arg(self.bucket.burst)
+            .arg(self.bucket.ratio)
+            .arg(REDIS_IDLE_TTL.as_secs())
+            .invoke(connection)
+            .map_err(|e| why(&e))?;
+        let level = answer
+            .1
+            .parse()
+            .map_err(|_| "corrupt budget state".to_owned())?;
+        Ok((answer.0 == 1, level))
+    }
+}
+
 impl RedisBudget {
     /// A budget `key` at `url`. Checks the URL only: nothing connects until
     /// the first retry asks for a token, so a first attempt never waits.
@@ -112,42 +200,41 @@ impl RedisBudget {
         })
     }
 
-    /// Runs the script for `op`; returns (granted, level).
-    fn call(&self, op: &str) -> Result<(bool, u64), String> {
-        let scrubbed = |e: redis::RedisError| scrub(&e.to_string(), &self.url);
-        let mut slot = self.connection.borrow_mut();
-        if slot.is_none() {
-            let c = self
-                .client
-                .get_connection_with_timeout(self.timeout)
-                .map_err(scrubbed)?;
-            c.set_read_timeout(Some(self.timeout)).map_err(scrubbed)?;
-            c.set_write_timeout(Some(self.timeout)).map_err(scrubbed)?;
-            *slot = Some(c);
-        }
-        let Some(connection) = slot.as_mut() else {
-            return Err("no connection".into());
+    /// Runs the script for `op` on a thread of its own and waits, through
+    /// `wait`, for its answer, at most the timeout; returns (granted, level).
+    fn call(&self, op: &'static str, wait: &mut dyn Wait) -> Result<(bool, u64), StoreError> {
+        let failed = |e: String| StoreError::Failed(scrub(&e, &self.url));
+        let deadline = deadline_after(self.timeout);
+        let call = Call {
+            client: self.client.clone(),
+            connection: self.connection.take(),
+            script: self.script.clone(),
+            key: self.key.clone(),
+            op,
+            bucket: self.bucket,
+            deadline,
         };
-        let answer: Result<(i64, String), _> = self
-            .script
-            .key(&self.key)
-            .arg(op)
-            .arg(self.bucket.burst)
-            .arg(self.bucket.ratio)
-            .arg(REDIS_IDLE_TTL.as_secs())
-            .invoke(connection);
-        match answer {
-            Ok((granted, level)) => {
-                let level = level
-                    .parse()
-                    .map_err(|_| "corrupt budget state".to_owned())?;
-                Ok((granted == 1, level))
+        // The thread closes `done` when it has answered (or died).
+        let (ready, done) = std::io::pipe().map_err(|e| failed(e.to_string()))?;
+        let (tx, rx) = mpsc::channel::<Answer>();
+        std::thread::Builder::new()
+            .name("budget store".into())
+            .spawn(move || {
+                let _ = tx.send(call.run());
+                drop(done);
+            })
+            .map_err(|e| failed(format!("cannot start a thread: {e}")))?;
+        let waited = wait.wait_ready(Some(ready.as_fd()), deadline);
+        if let Waited::Signal(sig) = waited {
+            return Err(StoreError::Interrupted(sig));
+        }
+        match rx.try_recv() {
+            Ok((answer, connection)) => {
+                self.connection.replace(connection);
+                answer.map_err(failed)
             }
-            Err(e) => {
-                // Start afresh next time: the connection may be broken.
-                *slot = None;
-                Err(scrubbed(e))
-            }
+            Err(_) if waited == Waited::Ready => Err(failed("the store call failed".into())),
+            Err(_) => Err(failed(format!("timed out after {}", human(self.timeout)))),
         }
     }
 
@@ -165,21 +252,23 @@ impl RedisBudget {
         }
     }
 
-    /// Takes a token; when the store cannot be reached, the fail mode
-    /// decides.
-    pub fn take(&self) -> bool {
-        match self.call("take") {
-            Ok((granted, _)) => granted,
-            Err(e) => {
+    /// Takes a token; when the store cannot be reached in time, the fail
+    /// mode decides.
+    pub fn take(&self, wait: &mut dyn Wait) -> Decision {
+        match self.call("take", wait) {
+            Ok((true, _)) => Decision::Granted,
+            Ok((false, _)) => Decision::Refused,
+            Err(StoreError::Interrupted(sig)) => Decision::Interrupted(sig),
+            Err(StoreError::Failed(e)) => {
                 self.warn(&e);
-                self.fail == FailMode::Open
+                self.fail.decision()
             }
         }
     }
 
     /// Deposits after a success; an unreachable store is reported once.
-    pub fn deposit(&self) {
-        if let Err(e) = self.call("deposit") {
+    pub fn deposit(&self, wait: &mut dyn Wait) {
+        if let Err(StoreError::Failed(e)) = self.call("deposit", wait) {
             self.warn(&e);
         }
     }
@@ -190,8 +279,8 @@ impl RedisBudget {
     ///
     /// When the store cannot be reached; the message never shows the
     /// password.
-    pub fn level(&self) -> Result<u64, String> {
-        self.call("show").map(|(_, level)| level)
+    pub fn level(&self, wait: &mut dyn Wait) -> Result<u64, StoreError> {
+        self.call("show", wait).map(|(_, level)| level)
     }
 
     /// Fills the bucket again.
@@ -199,8 +288,8 @@ impl RedisBudget {
     /// # Errors
     ///
     /// As `level`.
-    pub fn reset(&self) -> Result<(), String> {
-        self.call("reset").map(|_| ())
+    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+        self.call("reset", wait).map(|_| ())
     }
 
     /// Where the budget lives, without the password.

@@ -14,6 +14,7 @@ mod wait;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
+use std::os::fd::BorrowedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant, SystemTime};
@@ -21,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 use libc::c_int;
 
 use crate::classify::{Observed, Outcome, Status};
-use crate::run::{AttemptSpec, Ended, Executor};
+use crate::run::{self, AttemptSpec, Ended, Executor, Wait};
 use crate::sys::signals::{self, SignalWatch};
 use copy::Copier;
 use scan::{OutputRules, retry_after_delay};
@@ -105,6 +106,24 @@ fn describe(e: &io::Error) -> String {
     match s.find(" (os error") {
         Some(i) => s[..i].to_owned(),
         None => s,
+    }
+}
+
+impl Wait for RealExecutor {
+    fn wait_ready(&mut self, fd: Option<BorrowedFd<'_>>, deadline: Instant) -> run::Waited {
+        let watched: Vec<(BorrowedFd<'_>, bool)> = fd.into_iter().map(|f| (f, false)).collect();
+        loop {
+            let (got, ready) = self.watch.wait_io(Some(deadline), &watched);
+            if let Some(sig) = Self::pending_termination(got) {
+                return run::Waited::Signal(sig);
+            }
+            if ready.contains(&true) {
+                return run::Waited::Ready;
+            }
+            if Instant::now() >= deadline {
+                return run::Waited::TimedOut;
+            }
+        }
     }
 }
 

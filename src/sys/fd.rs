@@ -1,10 +1,12 @@
 //! Descriptor operations std has no word for: non-blocking mode, the size of
-//! a pipe, copying between pipes without reading (tee), and how many bytes a
-//! pipe holds. Linux-only facilities have a fallback elsewhere.
+//! a pipe, copying between pipes without reading (tee), how many bytes a
+//! pipe holds, and waiting for one descriptor. Linux-only facilities have a fallback elsewhere.
 
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
 
 /// Makes reads and writes of `fd` (a descriptor backoff owns alone) return at
@@ -56,4 +58,32 @@ pub fn tee(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
 /// How many bytes the pipe `fd` holds (0 when that cannot be told).
 pub fn pipe_bytes(fd: impl AsFd) -> usize {
     rustix::io::ioctl_fionread(fd).map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// Waits until `fd` can be read (an end of file or an error counts) or
+/// `deadline` passes; without `fd`, until the deadline. Returns whether `fd`
+/// is ready. A signal does not shorten the wait: this is for a process that
+/// leaves signals their default action, which ends it.
+pub fn wait_readable(fd: Option<BorrowedFd<'_>>, deadline: Instant) -> bool {
+    loop {
+        // One round waits a day at most, as `SignalWatch::wait_io` does.
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_hours(24));
+        let timeout = Timespec {
+            tv_sec: left.as_secs().try_into().unwrap_or(i64::MAX),
+            tv_nsec: left.subsec_nanos().into(),
+        };
+        let mut fds: Vec<PollFd<'_>> = fd
+            .iter()
+            .map(|&f| PollFd::from_borrowed_fd(f, PollFlags::IN))
+            .collect();
+        let _ = poll(&mut fds, Some(&timeout));
+        if fds.first().is_some_and(|p| !p.revents().is_empty()) {
+            return true;
+        }
+        if left.is_zero() {
+            return false;
+        }
+    }
 }

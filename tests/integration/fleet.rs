@@ -5,7 +5,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{PATIENCE, TempDir, backoff, command};
+use crate::support::{PATIENCE, TempDir, backoff, command, past_first_attempt, send};
 
 /// A redis-server of the test's own, stopped when dropped.
 struct Redis {
@@ -81,6 +81,12 @@ impl Redis {
 
     fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the server (SIGSTOP): the kernel still accepts connections
+    /// for it, but nothing answers.
+    fn freeze(&self) {
+        send(i32::try_from(self.child.id()).unwrap(), libc::SIGSTOP);
     }
 }
 
@@ -450,4 +456,74 @@ fn no_form_of_a_password_shows_not_even_with_a_slash_or_in_a_unix_url() {
         .assert()
         .code(125)
         .stderr(predicates::str::contains("%2F"));
+}
+
+#[test]
+fn a_frozen_store_costs_one_timeout_per_decision_and_no_attempt_follows_the_deadline() {
+    let redis = Redis::start(None);
+    redis.freeze();
+    // One decision alone: the timeout, not two or three of them.
+    let start = Instant::now();
+    backoff(["budget", "show", "k", "--budget-store", &redis.url()])
+        .args(["--budget-store-timeout", "2s"])
+        .timeout(PATIENCE)
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains("timed out after 2.00s"));
+    let took = start.elapsed();
+    assert!(
+        took < Duration::from_millis(3500),
+        "one decision took {took:?}"
+    );
+
+    // Under --max-time, the deadline is checked after each decision: the
+    // second decision ends after it, so no third attempt starts, and the
+    // run exits with the command's status, not 124.
+    let dir = TempDir::new("fleet-frozen");
+    let log = dir.join("attempts");
+    let start = Instant::now();
+    let out = backoff(["--budget", "k", "--budget-store", &redis.url()])
+        .args([
+            "--budget-store-timeout",
+            "600ms",
+            "--max-time",
+            "1s",
+            "--forever",
+        ])
+        .args(["--base", "1ms", "--cap", "1ms", "--jitter", "none"])
+        .args(["--", "sh", "-c"])
+        .arg(format!("echo x >> '{}'; exit 3", log.display()))
+        .timeout(PATIENCE)
+        .output()
+        .unwrap();
+    let took = start.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(
+        stderr.matches("timed out").count(),
+        1,
+        "said once: {stderr}"
+    );
+    let attempts = std::fs::read_to_string(&log).unwrap().lines().count();
+    assert!(attempts <= 2, "{attempts} attempts: {stderr}");
+    assert!(took < Duration::from_secs(3), "the run took {took:?}");
+}
+
+#[test]
+fn a_signal_ends_a_decision_of_a_frozen_store_at_once() {
+    let redis = Redis::start(None);
+    redis.freeze();
+    let mut cmd = command(["--budget", "k", "--budget-store", &redis.url()]);
+    cmd.args(["--budget-store-timeout", "1m", "--base", "1ms"])
+        .args(["--", "sh", "-c", "echo child $$; exit 3"]);
+    let mut run = past_first_attempt(cmd);
+    run.signal(libc::SIGTERM);
+    let (status, took) = run.wait_exit(PATIENCE);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGTERM),
+        "{:?}",
+        run.seen
+    );
+    assert!(took < Duration::from_secs(1), "the signal took {took:?}");
 }
