@@ -50,8 +50,8 @@ complete -c backoff -n "__fish_backoff_needs_command" -l budget-ratio -d 'Tokens
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-dir -d 'Directory of the budgets\' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]' -r -F
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-store -d 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-timeout -d 'How long to wait for the budget store before giving up on it' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-fail -d 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-timeout -d 'How long a budget decision may wait: for the Redis store, or for the lock of a budget file; then --budget-store-fail decides' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-fail -d 'When the budget store cannot be reached or trusted, or does not answer in time: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_needs_command" -l name -d 'Name the command in reports (default: the program\'s name)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l log-format -d 'How backoff reports on stderr: text lines, one JSON object per event, or GitHub Actions annotations [default: github when GITHUB_ACTIONS is true, else text]' -r -f -a "text\t'"backoff: " lines for people'
@@ -114,8 +114,8 @@ complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_s
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-dir -d 'Directory of the budgets\' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]' -r -F
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long to wait for the budget store before giving up on it' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-fail -d 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long a budget decision may wait: for the Redis store, or for the lock of a budget file; then --budget-store-fail decides' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-fail -d 'When the budget store cannot be reached or trusted, or does not answer in time: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l format -d 'Output format' -r -f -a "text\t'One line for people'
 json\t'One JSON object'"
@@ -123,7 +123,7 @@ complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-dir -d 'Directory of the budgets\' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]' -r -F
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store -d 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long to wait for the budget store before giving up on it' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the budget store cannot be reached: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long a budget decision may wait: for the Redis store, or for the lock of a budget file; then --budget-store-fail decides' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the budget store cannot be reached or trusted, or does not answer in time: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -10,6 +10,7 @@ pub mod secret;
 
 pub use secret::redact;
 
+use std::cell::Cell;
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
@@ -76,9 +77,9 @@ impl Wait for Unwatched {
     }
 }
 
-/// A retry budget, wherever it lives.
+/// Where a retry budget lives.
 #[derive(Debug)]
-pub enum Store {
+pub enum Place {
     /// A file per key in a directory.
     File(FileBudget),
     /// A key in Redis.
@@ -86,68 +87,117 @@ pub enum Store {
     Redis(Box<redis::RedisBudget>),
 }
 
+/// A retry budget, wherever it lives, with what to do when its store
+/// cannot be used: said once, then as the fail mode says.
+#[derive(Debug)]
+pub struct Store {
+    place: Place,
+    fail: FailMode,
+    warned: Cell<bool>,
+}
+
 impl Store {
-    /// The current level, in millionths of a token.
-    ///
-    /// # Errors
-    ///
-    /// When the store cannot be used.
-    pub fn level(&self) -> Result<u64, String> {
-        match self {
-            Store::File(f) => f.level().map_err(|e| e.to_string()),
-            #[cfg(feature = "redis")]
-            Store::Redis(r) => r.level(&mut Unwatched).map_err(|e| e.to_string()),
+    /// A budget in `place`, following `fail` when the store cannot be used.
+    pub fn new(place: Place, fail: FailMode) -> Store {
+        Store {
+            place,
+            fail,
+            warned: Cell::new(false),
         }
     }
 
-    /// Fills the bucket again.
+    fn take_token(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
+        match &self.place {
+            Place::File(f) => f.take(wait),
+            #[cfg(feature = "redis")]
+            Place::Redis(r) => r.take(wait),
+        }
+    }
+
+    /// The current level, in millionths of a token. Creates nothing.
     ///
     /// # Errors
     ///
     /// When the store cannot be used.
-    pub fn reset(&self) -> Result<(), String> {
-        match self {
-            Store::File(f) => f.reset().map_err(|e| e.to_string()),
+    pub fn level(&self) -> Result<u64, StoreError> {
+        match &self.place {
+            Place::File(f) => f.level(&mut Unwatched),
             #[cfg(feature = "redis")]
-            Store::Redis(r) => r.reset(&mut Unwatched).map_err(|e| e.to_string()),
+            Place::Redis(r) => r.level(&mut Unwatched),
+        }
+    }
+
+    /// Fills the bucket again, repairing a corrupt state.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used.
+    pub fn reset(&self) -> Result<(), StoreError> {
+        match &self.place {
+            Place::File(f) => f.reset(&mut Unwatched),
+            #[cfg(feature = "redis")]
+            Place::Redis(r) => r.reset(&mut Unwatched),
         }
     }
 
     /// Where the budget lives.
     pub fn describe(&self) -> String {
-        match self {
-            Store::File(f) => f.path().display().to_string(),
+        match &self.place {
+            Place::File(f) => f.describe(),
             #[cfg(feature = "redis")]
-            Store::Redis(r) => r.describe(),
+            Place::Redis(r) => r.describe(),
+        }
+    }
+
+    /// The server of a budget, for messages about it: a file's messages
+    /// name the file already.
+    pub fn server(&self) -> Option<String> {
+        match &self.place {
+            Place::File(_) => None,
+            #[cfg(feature = "redis")]
+            Place::Redis(r) => Some(r.url()),
+        }
+    }
+
+    /// Says once that the store cannot be used, and what happens instead.
+    fn warn(&self, error: &str) {
+        if !self.warned.replace(true) {
+            let then = match self.fail {
+                FailMode::Open => "retrying under the local policy",
+                FailMode::Closed => "not retrying (--budget-store-fail closed)",
+            };
+            let store = self
+                .server()
+                .map(|s| format!(" store {s}"))
+                .unwrap_or_default();
+            crate::report::say(&format!(
+                "retry budget{store} unavailable ({error}); {then}"
+            ));
         }
     }
 }
 
 impl crate::run::RetryBudget for Store {
     fn take(&self, wait: &mut dyn Wait) -> Decision {
-        match self {
-            Store::File(f) => match f.take() {
-                Ok(true) => Decision::Granted,
-                Ok(false) => Decision::Refused,
-                Err(e) => {
-                    crate::report::say(&format!("retry budget unusable, not retrying: {e}"));
-                    Decision::Refused
-                }
-            },
-            #[cfg(feature = "redis")]
-            Store::Redis(r) => r.take(wait),
+        match self.take_token(wait) {
+            Ok(true) => Decision::Granted,
+            Ok(false) => Decision::Refused,
+            Err(StoreError::Interrupted(sig)) => Decision::Interrupted(sig),
+            Err(StoreError::Failed(why)) => {
+                self.warn(&why);
+                self.fail.decision()
+            }
         }
     }
 
     fn deposit(&self, wait: &mut dyn Wait) {
-        match self {
-            Store::File(f) => {
-                if let Err(e) = f.deposit() {
-                    crate::report::say(&format!("retry budget unusable, nothing deposited: {e}"));
-                }
-            }
+        let deposited = match &self.place {
+            Place::File(f) => f.deposit(wait),
             #[cfg(feature = "redis")]
-            Store::Redis(r) => r.deposit(wait),
+            Place::Redis(r) => r.deposit(wait),
+        };
+        if let Err(StoreError::Failed(why)) = deposited {
+            self.warn(&why);
         }
     }
 }

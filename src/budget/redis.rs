@@ -10,16 +10,16 @@
 //! that way ends by itself (its socket's timeouts are the same), and its
 //! connection is never used again.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::os::fd::AsFd;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::budget::bucket::Bucket;
 use crate::budget::secret::{redact, scrub};
-use crate::budget::{FailMode, StoreError, deadline_after};
+use crate::budget::{StoreError, deadline_after};
 use crate::duration::human;
-use crate::run::{Decision, Wait, Waited};
+use crate::run::{Wait, Waited};
 
 /// The namespace of budget keys in Redis.
 pub const REDIS_PREFIX: &str = "backoff:budget:";
@@ -65,10 +65,8 @@ pub struct RedisBudget {
     key: String,
     bucket: Bucket,
     timeout: Duration,
-    fail: FailMode,
     script: redis::Script,
     connection: RefCell<Option<redis::Connection>>,
-    warned: Cell<bool>,
 }
 
 impl std::fmt::Debug for RedisBudget {
@@ -170,7 +168,6 @@ impl RedisBudget {
         key: &str,
         bucket: Bucket,
         timeout: Duration,
-        fail: FailMode,
     ) -> Result<RedisBudget, String> {
         if !url.starts_with("redis://") && !url.starts_with("rediss://") {
             return Err(
@@ -193,10 +190,8 @@ impl RedisBudget {
             key: format!("{REDIS_PREFIX}{key}"),
             bucket,
             timeout,
-            fail,
             script: redis::Script::new(SCRIPT),
             connection: RefCell::new(None),
-            warned: Cell::new(false),
         })
     }
 
@@ -238,47 +233,30 @@ impl RedisBudget {
         }
     }
 
-    /// Says once that the store is unavailable, and what happens instead.
-    fn warn(&self, error: &str) {
-        if !self.warned.replace(true) {
-            let then = match self.fail {
-                FailMode::Open => "retrying under the local policy",
-                FailMode::Closed => "not retrying (--budget-store-fail closed)",
-            };
-            crate::report::say(&format!(
-                "retry budget store {} unavailable ({error}); {then}",
-                redact(&self.url)
-            ));
-        }
+    /// Takes a token for a retry; `Ok(false)` when there is none.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be reached in time, or a signal ends the wait;
+    /// the message never shows the password.
+    pub fn take(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
+        self.call("take", wait).map(|(granted, _)| granted)
     }
 
-    /// Takes a token; when the store cannot be reached in time, the fail
-    /// mode decides.
-    pub fn take(&self, wait: &mut dyn Wait) -> Decision {
-        match self.call("take", wait) {
-            Ok((true, _)) => Decision::Granted,
-            Ok((false, _)) => Decision::Refused,
-            Err(StoreError::Interrupted(sig)) => Decision::Interrupted(sig),
-            Err(StoreError::Failed(e)) => {
-                self.warn(&e);
-                self.fail.decision()
-            }
-        }
-    }
-
-    /// Deposits after a success; an unreachable store is reported once.
-    pub fn deposit(&self, wait: &mut dyn Wait) {
-        if let Err(StoreError::Failed(e)) = self.call("deposit", wait) {
-            self.warn(&e);
-        }
+    /// Deposits after a success.
+    ///
+    /// # Errors
+    ///
+    /// As `take`.
+    pub fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+        self.call("deposit", wait).map(|_| ())
     }
 
     /// The current level, in millionths of a token.
     ///
     /// # Errors
     ///
-    /// When the store cannot be reached; the message never shows the
-    /// password.
+    /// As `take`.
     pub fn level(&self, wait: &mut dyn Wait) -> Result<u64, StoreError> {
         self.call("show", wait).map(|(_, level)| level)
     }
@@ -290,6 +268,11 @@ impl RedisBudget {
     /// As `level`.
     pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
         self.call("reset", wait).map(|_| ())
+    }
+
+    /// The server's URL, without the password.
+    pub fn url(&self) -> String {
+        redact(&self.url)
     }
 
     /// Where the budget lives, without the password.

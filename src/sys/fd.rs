@@ -1,13 +1,16 @@
 //! Descriptor operations std has no word for: non-blocking mode, the size of
 //! a pipe, copying between pipes without reading (tee), how many bytes a
-//! pipe holds, and waiting for one descriptor. Linux-only facilities have a fallback elsewhere.
+//! pipe holds, waiting for one descriptor, and opening a directory and a
+//! file in it without following a symbolic link. Linux-only facilities have a fallback elsewhere.
 
+use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
+use rustix::fs::{Mode, OFlags, fcntl_getfl, fcntl_setfl};
 
 /// Makes reads and writes of `fd` (a descriptor backoff owns alone) return at
 /// once instead of waiting.
@@ -86,4 +89,35 @@ pub fn wait_readable(fd: Option<BorrowedFd<'_>>, deadline: Instant) -> bool {
             return false;
         }
     }
+}
+
+/// Opens the directory `path` to look at it and to open files in it, without
+/// following a symbolic link in its last component.
+///
+/// # Errors
+///
+/// As open(2): `ELOOP` or `ENOTDIR` when it is a symbolic link or not a
+/// directory, `ENOENT` when it does not exist.
+pub fn open_dir(path: &Path) -> io::Result<File> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd: OwnedFd = rustix::fs::open(path, flags, Mode::empty())?;
+    Ok(File::from(fd))
+}
+
+/// Opens the file `name` of the directory `dir` for reading, and for writing
+/// too with `write`, creating it (mode 0600) with `create`; never through a
+/// symbolic link, and never waiting (a FIFO does not block the open).
+///
+/// # Errors
+///
+/// As openat(2): `ELOOP` when it is a symbolic link, `ENOENT` when it does
+/// not exist and is not to be created.
+pub fn open_in(dir: &File, name: &str, write: bool, create: bool) -> io::Result<File> {
+    let mut flags = OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+    flags |= if write { OFlags::RDWR } else { OFlags::RDONLY };
+    if create {
+        flags |= OFlags::CREATE;
+    }
+    let fd: OwnedFd = rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(0o600))?;
+    Ok(File::from(fd))
 }

@@ -179,6 +179,20 @@ impl Running {
         }
     }
 
+    /// Sends `sig` to backoff and checks that backoff dies by it within a
+    /// second.
+    pub fn dies_by_within_a_second(&mut self, sig: i32) {
+        self.signal(sig);
+        let (status, took) = self.wait_exit(PATIENCE);
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(sig),
+            "{:?}",
+            self.seen
+        );
+        assert!(took < Duration::from_secs(1), "the signal took {took:?}");
+    }
+
     /// The stderr lines seen so far.
     pub fn stderr(&self) -> Vec<&str> {
         self.seen
