@@ -39,7 +39,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget 'Share a retry budget with every backoff process using the same KEY: each retry takes a token, each success deposits --budget-ratio of one; with no token left, backoff does not retry. First attempts are never blocked'
             cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'
-            cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]'
+            cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
             cand --budget-store 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget decision may wait: for the Redis store, or for the lock of a budget file; then --budget-store-fail decides'
             cand --budget-store-fail 'When the budget store cannot be reached or trusted, or does not answer in time: retry under the local policy alone (open), or do not retry (closed)'
@@ -100,7 +100,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
         }
         &'backoff;budget;show'= {
             cand --budget-burst 'Most tokens a budget holds, and starts with'
-            cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]'
+            cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
             cand --budget-store 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget decision may wait: for the Redis store, or for the lock of a budget file; then --budget-store-fail decides'
             cand --budget-store-fail 'When the budget store cannot be reached or trusted, or does not answer in time: retry under the local policy alone (open), or do not retry (closed)'
@@ -110,7 +110,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
         }
         &'backoff;budget;reset'= {
             cand --budget-burst 'Most tokens a budget holds, and starts with'
-            cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_RUNTIME_DIR/backoff, else backoff-UID in the temporary directory]'
+            cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
             cand --budget-store 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget decision may wait: for the Redis store, or for the lock of a budget file; then --budget-store-fail decides'
             cand --budget-store-fail 'When the budget store cannot be reached or trusted, or does not answer in time: retry under the local policy alone (open), or do not retry (closed)'

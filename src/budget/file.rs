@@ -46,13 +46,21 @@ fn parse(text: &[u8]) -> Option<u64> {
     std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
-/// The default budget directory: `$XDG_RUNTIME_DIR/backoff`, else
-/// `backoff-UID` in the temporary directory.
+/// The default budget directory, the same for a user's cron jobs and
+/// terminals, and in their home where no other user can create it:
+/// `$XDG_STATE_HOME/backoff`, else `~/.local/state/backoff`. Relative
+/// values are ignored, as the XDG base directory specification says;
+/// `None` when neither variable gives a place.
 pub fn default_dir() -> Option<PathBuf> {
-    Some(match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d).join("backoff"),
-        _ => std::env::temp_dir().join(format!("backoff-{}", effective_uid())),
-    })
+    let absolute = |v: std::ffi::OsString| {
+        let p = PathBuf::from(v);
+        p.is_absolute().then_some(p)
+    };
+    let state = std::env::var_os("XDG_STATE_HOME").and_then(absolute);
+    let home = || std::env::var_os("HOME").and_then(absolute);
+    state
+        .or_else(|| home().map(|h| h.join(".local").join("state")))
+        .map(|d| d.join("backoff"))
 }
 
 /// What a state file held.

@@ -215,8 +215,8 @@ pub struct BudgetStore {
     #[arg(long, value_name = "N", value_parser = values::burst, allow_hyphen_values = true, default_value = "10")]
     pub budget_burst: u64,
 
-    /// Directory of the budgets' state files [default: $XDG_RUNTIME_DIR/backoff,
-    /// else backoff-UID in the temporary directory]
+    /// Directory of the budgets' state files [default: $XDG_STATE_HOME/backoff,
+    /// else ~/.local/state/backoff]
     #[arg(long, value_name = "DIR")]
     pub budget_dir: Option<PathBuf>,
 

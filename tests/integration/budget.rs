@@ -488,3 +488,121 @@ fn the_state_survives_backoff_killed_mid_run_and_no_stale_lock_remains() {
     .code(1);
     assert_eq!(show_micro(&store, "kill", "10"), 8_000_000);
 }
+
+/// `backoff ARGS` as cron starts it: `HOME` and nothing of XDG, or, with
+/// `terminal`, as a login session does, with `XDG_RUNTIME_DIR` too.
+fn as_user(home: &Path, terminal: Option<&Path>, args: &[&str]) -> assert_cmd::Command {
+    let mut cmd = backoff(args);
+    // Nothing is written outside the test's directory, whatever the build.
+    let tmp = home.parent().unwrap();
+    cmd.env("HOME", home)
+        .env("TMPDIR", tmp)
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_RUNTIME_DIR")
+        .timeout(PATIENCE);
+    if let Some(run) = terminal {
+        cmd.env("XDG_RUNTIME_DIR", run);
+    }
+    cmd
+}
+
+#[test]
+fn cron_and_a_terminal_share_the_default_budget_in_the_home() {
+    let dir = TempDir::new("budget-home");
+    let (home, run) = (dir.join("home"), dir.join("run"));
+    std::fs::create_dir(&home).unwrap();
+    std::fs::create_dir(&run).unwrap();
+    let retry_once = [
+        "--budget",
+        "k",
+        "--base",
+        "1ms",
+        "--max-retries",
+        "1",
+        "--",
+        "false",
+    ];
+    as_user(&home, None, &retry_once).assert().code(1);
+    let show = ["budget", "show", "k", "--format", "json"];
+    let out = as_user(&home, Some(&run), &show).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let state = home.join(".local/state/backoff");
+    assert_eq!(
+        v["micro_tokens"], 9_000_000,
+        "the terminal sees cron's retry"
+    );
+    assert_eq!(v["store"], state.join("k.budget").display().to_string());
+    let mode = std::fs::metadata(&state).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    assert!(!run.join("backoff").exists());
+    // XDG_STATE_HOME, when absolute, is the place; a relative one is not.
+    let xdg = dir.join("xdg");
+    as_user(&home, Some(&run), &retry_once)
+        .env("XDG_STATE_HOME", &xdg)
+        .assert()
+        .code(1);
+    assert!(xdg.join("backoff/k.budget").exists());
+    as_user(&home, None, &retry_once)
+        .env("XDG_STATE_HOME", "relative")
+        .current_dir(dir.path())
+        .assert()
+        .code(1);
+    assert!(!dir.join("relative").exists());
+    assert_eq!(show_micro(&state, "k", "10"), 8_000_000);
+}
+
+#[test]
+fn with_no_home_or_an_untrusted_default_directory_the_command_still_runs() {
+    let dir = TempDir::new("budget-nohome");
+    let log = dir.join("attempts");
+    let script = format!("echo x >> '{}'; exit 6", log.display());
+    let retry_once = ["--budget", "k", "--base", "1ms", "--max-retries", "1"];
+    let out = backoff(retry_once)
+        .env("TMPDIR", dir.path())
+        .env_remove("HOME")
+        .env_remove("XDG_STATE_HOME")
+        .args(["--", "sh", "-c", &script])
+        .timeout(PATIENCE)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    assert_eq!(stderr.matches("no budget directory").count(), 1, "{stderr}");
+    assert_eq!(
+        dir.lines("attempts").len(),
+        2,
+        "retried under the local policy"
+    );
+    backoff(["budget", "show", "k"])
+        .env("TMPDIR", dir.path())
+        .env_remove("HOME")
+        .env_remove("XDG_STATE_HOME")
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains("give --budget-dir"));
+
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: only root can give a directory to another user");
+        return;
+    }
+    let home = dir.join("home");
+    let state = home.join(".local/state/backoff");
+    std::fs::create_dir_all(&state).unwrap();
+    std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
+    std::fs::remove_file(&log).unwrap();
+    let out = as_user(&home, None, &retry_once)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    assert_eq!(
+        stderr.matches("belongs to another user").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(dir.lines("attempts").len(), 2, "{stderr}");
+    assert!(!state.join("k.budget").exists());
+}
