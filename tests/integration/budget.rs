@@ -181,6 +181,23 @@ fn a_symlinked_state_file_is_never_followed_and_never_stops_the_command() {
         .assert()
         .code(125)
         .stderr(predicates::str::contains("is a symbolic link"));
+
+    // A FIFO is neither waited on nor replaced, even by reset.
+    let fifo = store.join("fifo.budget");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
+    budgeted(&store, "fifo", "exit 3", &[])
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains("is not a regular file"));
+    backoff(["budget", "reset", "fifo", "--budget-dir"])
+        .arg(&store)
+        .timeout(PATIENCE)
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains("is not a regular file"));
+    let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&kind));
 }
 
 /// Runs `cmd` to its end with stderr in `err`; returns its exit code and
