@@ -20,6 +20,7 @@ fn show_micro(dir: &Path, key: &str, burst: &str) -> u64 {
     ])
     .arg("--budget-dir")
     .arg(dir)
+    .args(["--budget-store-timeout", "10s"])
     .output()
     .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -44,6 +45,8 @@ fn fifty_processes_at_once_share_exactly_the_burst_of_retries() {
                 "--budget-dir",
             ])
             .arg(&store)
+            // Every decision must reach the file, however loaded the machine.
+            .args(["--budget-store-timeout", "10s"])
             .args(["--", "sh", "-c"])
             .arg(format!("echo x >> '{}'; exit 3", log.display()))
             .stdout(Stdio::null())

@@ -105,6 +105,11 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// A store timeout for the tests that count tokens against a live server:
+/// every decision there must reach it, however loaded the machine (a TLS
+/// handshake of a debug build can take longer than the default 250ms).
+const LIVE: [&str; 2] = ["--budget-store-timeout", "10s"];
+
 fn level(url: &str, key: &str) -> u64 {
     let out = backoff([
         "budget",
@@ -115,6 +120,7 @@ fn level(url: &str, key: &str) -> u64 {
         "--budget-store",
         url,
     ])
+    .args(LIVE)
     .output()
     .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -139,6 +145,7 @@ fn fifty_processes_share_exactly_the_burst_through_redis() {
                 "--cap",
                 "5ms",
             ])
+            .args(LIVE)
             .args(["--budget-store", &redis.url(), "--", "sh", "-c"])
             .arg(format!("echo x >> '{}'; exit 4", log.display()))
             .stderr(Stdio::piped())
@@ -174,6 +181,7 @@ fn successes_deposit_exactly_the_ratio_in_redis() {
             "2ms",
         ])
         .args(["--budget-store", &redis.url()])
+        .args(LIVE)
         .args(args)
         .assert()
     };
@@ -288,6 +296,7 @@ fn a_password_in_the_url_never_shows() {
             "--max-retries",
             "1",
         ])
+        .args(LIVE)
         .arg("--report")
         .arg(&report)
         .arg("--metrics-file")
@@ -317,6 +326,7 @@ fn a_password_in_the_url_never_shows() {
     assert!(!text.contains("wr0ngpw"));
     // And in the environment it is as good as a flag.
     backoff(["budget", "show", "pw"])
+        .args(LIVE)
         .env("BACKOFF_BUDGET_STORE", &good)
         .assert()
         .success()
@@ -357,6 +367,7 @@ fn rediss_urls_reach_a_redis_that_speaks_only_tls() {
         "2",
     ])
     .env("SSL_CERT_FILE", &cert)
+    .args(LIVE)
     .args(["--", "false"])
     .assert()
     .code(1);
@@ -369,6 +380,7 @@ fn rediss_urls_reach_a_redis_that_speaks_only_tls() {
         "--budget-store",
         &url,
     ])
+    .args(LIVE)
     .env("SSL_CERT_FILE", &cert)
     .output()
     .unwrap();
@@ -413,6 +425,7 @@ fn no_form_of_a_password_shows_not_even_with_a_slash_or_in_a_unix_url() {
         let _ = std::fs::remove_file(&report);
         let _ = std::fs::remove_file(&metrics);
         let run = backoff(["-v", "--budget", "pw", "--budget-store", url])
+            .args(LIVE)
             .args(["--base", "1ms", "--max-retries", "1", "--report"])
             .arg(&report)
             .arg("--metrics-file")
@@ -444,6 +457,7 @@ fn no_form_of_a_password_shows_not_even_with_a_slash_or_in_a_unix_url() {
     }
     // The encoded form is the usable one: it reached the server.
     backoff(["budget", "show", "pw", "--budget-store", &urls[1]])
+        .args(LIVE)
         .timeout(PATIENCE)
         .assert()
         .success()
