@@ -178,7 +178,8 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
                 return interrupted(exec, report, signal, attempt);
             }
         };
-        let next = match plan.rules.classify(outcome, &seen) {
+        // `cut`: a terminating signal that ended the budget's decision.
+        let (next, cut) = match plan.rules.classify(outcome, &seen) {
             Verdict::Success => {
                 if let Some(b) = plan.budget {
                     b.deposit(exec);
@@ -202,16 +203,12 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
                 });
                 return exit_for(outcome, plan.preserve_status);
             }
-            Verdict::Stop(why) => Next::Stop(why),
-            Verdict::Retry if max_attempts.is_some_and(|m| number >= m) => Next::Exhausted,
+            Verdict::Stop(why) => (Next::Stop(why), None),
+            Verdict::Retry if max_attempts.is_some_and(|m| number >= m) => (Next::Exhausted, None),
             Verdict::Retry => {
                 exec.before_retry();
-                let now = exec.now();
-                let next = retry_next(plan, &mut delays, number, &seen, now, deadline);
-                match budgeted(plan, next, exec, deadline) {
-                    Ok(next) => next,
-                    Err(signal) => return interrupted(exec, report, signal, None),
-                }
+                let next = retry_next(plan, &mut delays, number, &seen, exec.now(), deadline);
+                budgeted(plan, next, exec, deadline)
             }
         };
         report.event(&Event::Failed {
@@ -221,6 +218,9 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             elapsed,
             next,
         });
+        if let Some(signal) = cut {
+            return interrupted(exec, report, signal, None);
+        }
         let Next::Retry {
             delay: Delay { delay, .. },
             ..
@@ -289,27 +289,25 @@ fn retry_next(
 
 /// A retry `next` asks the budget for a token, if there is a budget. Its
 /// decision takes time: the deadline is checked again after it, so that no
-/// attempt starts after the deadline. `Err` holds the terminating signal
-/// that ended the decision.
+/// attempt starts after the deadline. A terminating signal that ends the
+/// decision comes back beside the retry it cut short (which is reported as
+/// planned, and then interrupted, as a delay is).
 fn budgeted(
     plan: &Plan<'_>,
     next: Next,
     exec: &mut dyn Executor,
     deadline: Option<Instant>,
-) -> Result<Next, i32> {
+) -> (Next, Option<i32>) {
     let (Next::Retry { delay, server }, Some(budget)) = (next, plan.budget) else {
-        return Ok(next);
+        return (next, None);
     };
     match budget.take(exec) {
-        Decision::Granted => Ok(retry_before(
-            delay,
-            server,
-            exec.now(),
-            deadline,
-            plan.max_time,
-        )),
-        Decision::Refused => Ok(Next::Budget),
-        Decision::Interrupted(signal) => Err(signal),
+        Decision::Granted => (
+            retry_before(delay, server, exec.now(), deadline, plan.max_time),
+            None,
+        ),
+        Decision::Refused => (Next::Budget, None),
+        Decision::Interrupted(signal) => (next, Some(signal)),
     }
 }
 
@@ -533,7 +531,7 @@ mod tests {
         }
     }
 
-    fn with_budget(fake: &mut Fake, budget: &SlowBudget, max_time: Duration) -> Exit {
+    fn with_budget(fake: &mut Fake, budget: &SlowBudget, max_time: Duration) -> (Exit, Events) {
         let rules = Rules::default();
         let command = [OsString::from("cmd")];
         let plan = Plan {
@@ -541,7 +539,8 @@ mod tests {
             budget: Some(budget),
             ..constant(Duration::from_millis(10), &rules, &command)
         };
-        run(&plan, fake, &mut Events::default())
+        let mut events = Events::default();
+        (run(&plan, fake, &mut events), events)
     }
 
     #[test]
@@ -549,7 +548,7 @@ mod tests {
         // Each decision takes 600ms and times out; the store fails open.
         let mut fake = Fake::new(&[Outcome::Exited(3); 3]);
         fake.store = (Duration::from_millis(600), Waited::TimedOut);
-        let exit = with_budget(
+        let (exit, _) = with_budget(
             &mut fake,
             &SlowBudget { open: true },
             Duration::from_secs(1),
@@ -562,13 +561,23 @@ mod tests {
     fn a_signal_during_the_budget_decision_ends_the_run_by_it() {
         let mut fake = Fake::new(&[Outcome::Exited(3)]);
         fake.store = (Duration::ZERO, Waited::Signal(libc::SIGTERM));
-        let exit = with_budget(
+        let (exit, events) = with_budget(
             &mut fake,
             &SlowBudget { open: true },
             Duration::from_secs(9),
         );
         assert_eq!(exit, Exit::Signal(libc::SIGTERM));
         assert_eq!(fake.seen.len(), 1);
+        let told: Vec<&str> = events
+            .0
+            .iter()
+            .map(|e| e.split([' ', '{']).next().unwrap())
+            .collect();
+        assert_eq!(
+            told[told.len() - 2..],
+            ["Failed", "Interrupted"],
+            "the attempt's failure is told before the interruption"
+        );
         assert!(fake.slept.is_empty(), "no delay after the signal");
     }
 
@@ -576,7 +585,7 @@ mod tests {
     fn a_store_that_times_out_follows_its_fail_mode() {
         let mut fake = Fake::new(&[Outcome::Exited(3)]);
         fake.store = (Duration::ZERO, Waited::TimedOut);
-        let exit = with_budget(
+        let (exit, _) = with_budget(
             &mut fake,
             &SlowBudget { open: false },
             Duration::from_secs(9),
