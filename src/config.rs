@@ -283,9 +283,15 @@ fn redis_budget(
     bucket: Bucket,
     s: &BudgetStore,
 ) -> Result<Place, UsageError> {
-    crate::budget::redis::RedisBudget::new(url, key, bucket, s.budget_store_timeout)
-        .map(|r| Place::Redis(Box::new(r)))
-        .map_err(|why| invalid(redact(url), "--budget-store", why))
+    crate::budget::redis::RedisBudget::new(
+        url,
+        key,
+        bucket,
+        s.budget_store_timeout,
+        s.budget_store_fail,
+    )
+    .map(|r| Place::Redis(Box::new(r)))
+    .map_err(|why| invalid(redact(url), "--budget-store", why))
 }
 
 #[cfg(not(feature = "redis"))]

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::budget::bucket::Bucket;
 use crate::budget::secret::{redact, scrub};
-use crate::budget::{StoreError, deadline_after};
+use crate::budget::{FailMode, StoreError, deadline_after};
 use crate::duration::human;
 use crate::run::{Wait, Waited};
 
@@ -30,32 +30,41 @@ pub const REDIS_IDLE_TTL: Duration = Duration::from_hours(7 * 24);
 
 /// The bucket update, run atomically by Redis. KEYS[1] is the bucket;
 /// ARGV: operation (take, deposit, show, reset), burst and ratio in
-/// millionths of a token, expiry in seconds. Returns {granted, level}.
+/// millionths of a token, expiry in seconds, and what a corrupt state
+/// becomes for take and deposit: `repair` (a full bucket) or `keep` (an
+/// error, the state left alone). Reset never reads the state, so it repairs
+/// any (a value of the wrong type included). Returns {granted, level,
+/// repaired}.
 const SCRIPT: &str = r"
+local op = ARGV[1]
 local burst = tonumber(ARGV[2])
 local ratio = tonumber(ARGV[3])
-local raw = redis.call('GET', KEYS[1])
 local level = burst
-if raw then
-  level = tonumber(raw)
-  if level == nil or level < 0 or level ~= math.floor(level) then
-    return redis.error_reply('corrupt budget state at ' .. KEYS[1])
+local repaired = 0
+if op ~= 'reset' then
+  local raw = redis.call('GET', KEYS[1])
+  if raw then
+    level = tonumber(raw)
+    if level == nil or level < 0 or level ~= math.floor(level) then
+      if op == 'show' or ARGV[5] ~= 'repair' then
+        return redis.error_reply('corrupt budget state at ' .. KEYS[1])
+      end
+      level = burst
+      repaired = 1
+    end
   end
 end
 if level > burst then level = burst end
-local op = ARGV[1]
 local granted = 1
 if op == 'show' then
-  return {1, string.format('%d', level)}
+  return {1, string.format('%d', level), 0}
 elseif op == 'take' then
   if level >= 1000000 then level = level - 1000000 else granted = 0 end
 elseif op == 'deposit' then
   level = math.min(burst, level + ratio)
-elseif op == 'reset' then
-  level = burst
 end
 redis.call('SET', KEYS[1], string.format('%d', level), 'EX', tonumber(ARGV[4]))
-return {granted, string.format('%d', level)}
+return {granted, string.format('%d', level), repaired}
 ";
 
 /// A budget kept in Redis.
@@ -65,6 +74,8 @@ pub struct RedisBudget {
     key: String,
     bucket: Bucket,
     timeout: Duration,
+    /// A corrupt state becomes a full bucket (`--budget-store-fail open`).
+    repair: bool,
     script: redis::Script,
     connection: RefCell<Option<redis::Connection>>,
 }
@@ -86,12 +97,21 @@ struct Call {
     key: String,
     op: &'static str,
     bucket: Bucket,
+    repair: bool,
     deadline: Instant,
 }
 
-/// What a call answered ((granted, level), or why not), and the connection
-/// to use next time, if it is still sound.
-type Answer = (Result<(bool, u64), String>, Option<redis::Connection>);
+/// What the script answered.
+struct Reply {
+    granted: bool,
+    level: u64,
+    /// The state was corrupt, and is a full bucket now.
+    repaired: bool,
+}
+
+/// What a call answered, or why not, and the connection to use next time,
+/// if it is still sound.
+type Answer = (Result<Reply, String>, Option<redis::Connection>);
 
 impl Call {
     /// Connects if need be and runs the script, every step bounded by the
@@ -107,13 +127,12 @@ impl Call {
         (answer, connection)
     }
 
-    fn invoke(&mut self) -> Result<(bool, u64), String> {
-        let why = |e: &redis::RedisError| {
-            if e.is_timeout() {
-                "timed out".to_owned()
-            } else {
-                e.to_string()
-            }
+    fn invoke(&mut self) -> Result<Reply, String> {
+        let why = |e: &redis::RedisError| match (e.code(), e.detail()) {
+            _ if e.is_timeout() => "timed out".to_owned(),
+            // The server's own words, as it said them.
+            (Some(code), Some(detail)) => format!("{code} {detail}"),
+            _ => e.to_string(),
         };
         let left = || {
             let left = self.deadline.saturating_duration_since(Instant::now());
@@ -138,20 +157,23 @@ impl Call {
             .set_read_timeout(Some(limit))
             .and_then(|()| connection.set_write_timeout(Some(limit)))
             .map_err(|e| why(&e))?;
-        let answer: (i64, String) = self
+        let (granted, level, repaired): (i64, String, i64) = self
             .script
             .key(&self.key)
             .arg(self.op)
             .arg(self.bucket.burst)
             .arg(self.bucket.ratio)
             .arg(REDIS_IDLE_TTL.as_secs())
+            .arg(if self.repair { "repair" } else { "keep" })
             .invoke(connection)
             .map_err(|e| why(&e))?;
-        let level = answer
-            .1
-            .parse()
-            .map_err(|_| "corrupt budget state".to_owned())?;
-        Ok((answer.0 == 1, level))
+        Ok(Reply {
+            granted: granted == 1,
+            level: level
+                .parse()
+                .map_err(|_| "corrupt budget state".to_owned())?,
+            repaired: repaired == 1,
+        })
     }
 }
 
@@ -168,6 +190,7 @@ impl RedisBudget {
         key: &str,
         bucket: Bucket,
         timeout: Duration,
+        fail: FailMode,
     ) -> Result<RedisBudget, String> {
         if !url.starts_with("redis://") && !url.starts_with("rediss://") {
             return Err(
@@ -190,13 +213,15 @@ impl RedisBudget {
             key: format!("{REDIS_PREFIX}{key}"),
             bucket,
             timeout,
+            repair: fail == FailMode::Open,
             script: redis::Script::new(SCRIPT),
             connection: RefCell::new(None),
         })
     }
 
     /// Runs the script for `op` on a thread of its own and waits, through
-    /// `wait`, for its answer, at most the timeout; returns (granted, level).
+    /// `wait`, for its answer, at most the timeout. A corrupt state that
+    /// became a full bucket is reported here.
     fn call(&self, op: &'static str, wait: &mut dyn Wait) -> Result<(bool, u64), StoreError> {
         let failed = |e: String| StoreError::Failed(scrub(&e, &self.url));
         let deadline = deadline_after(self.timeout);
@@ -207,6 +232,7 @@ impl RedisBudget {
             key: self.key.clone(),
             op,
             bucket: self.bucket,
+            repair: self.repair,
             deadline,
         };
         // The thread closes `done` when it has answered (or died).
@@ -226,7 +252,15 @@ impl RedisBudget {
         match rx.try_recv() {
             Ok((answer, connection)) => {
                 self.connection.replace(connection);
-                answer.map_err(failed)
+                let reply = answer.map_err(failed)?;
+                if reply.repaired {
+                    crate::report::say(&format!(
+                        "retry budget store {}: corrupt budget state at {}; starting a fresh bucket",
+                        self.url(),
+                        self.key
+                    ));
+                }
+                Ok((reply.granted, reply.level))
             }
             Err(_) if waited == Waited::Ready => Err(failed("the store call failed".into())),
             Err(_) => Err(failed(format!("timed out after {}", human(self.timeout)))),

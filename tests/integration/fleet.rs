@@ -532,3 +532,75 @@ fn a_signal_ends_a_decision_of_a_frozen_store_at_once() {
         .args(["--", "sh", "-c", "echo child $$; exit 3"]);
     past_first_attempt(cmd).dies_by_within_a_second(libc::SIGTERM);
 }
+
+/// Runs `redis-cli ARGS` against the test's server; returns its output.
+fn redis_cli(redis: &Redis, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &redis.port.to_string()])
+        .args(args)
+        .output()
+        .expect("redis-cli comes with redis-server");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn a_corrupt_state_in_redis_becomes_a_fresh_bucket_and_reset_repairs_any() {
+    let redis = Redis::start(None);
+    let run = |key: &str, fail: &str| {
+        backoff(["--budget", key, "--budget-store", &redis.url()])
+            .args(LIVE)
+            .args([
+                "--budget-store-fail",
+                fail,
+                "--base",
+                "1ms",
+                "--max-retries",
+                "2",
+            ])
+            .args(["--", "sh", "-c", "exit 3"])
+            .timeout(PATIENCE)
+            .output()
+            .unwrap()
+    };
+    redis_cli(&redis, &["SET", "backoff:budget:c", "ten, trust me"]);
+    let out = run("c", "open");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(stderr.matches("corrupt").count(), 1, "said once: {stderr}");
+    assert!(stderr.contains("starting a fresh bucket"), "{stderr}");
+    assert_eq!(
+        level(&redis.url(), "c"),
+        8_000_000,
+        "two retries from a full bucket"
+    );
+
+    // Closed: reported, left alone, not retried; show says so; reset repairs.
+    redis_cli(&redis, &["SET", "backoff:budget:c", "ten, trust me"]);
+    let out = run("c", "closed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("corrupt") && stderr.contains("not retrying"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("failed (exit 3)").count(), 1, "{stderr}");
+    assert_eq!(
+        redis_cli(&redis, &["GET", "backoff:budget:c"]),
+        "ten, trust me"
+    );
+    backoff(["budget", "show", "c", "--budget-store", &redis.url()])
+        .args(LIVE)
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains("corrupt"));
+    // A value of another type too.
+    redis_cli(&redis, &["HSET", "backoff:budget:h", "f", "v"]);
+    for key in ["c", "h"] {
+        backoff(["budget", "reset", key, "--budget-store", &redis.url()])
+            .args(LIVE)
+            .assert()
+            .success();
+        assert_eq!(level(&redis.url(), key), 10_000_000, "{key}");
+    }
+}
