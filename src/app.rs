@@ -243,8 +243,9 @@ fn simulate_command(args: &cli::SimulateArgs) -> anyhow::Result<Exit> {
 
 /// `backoff budget show|reset KEY`.
 fn budget_command(command: &cli::BudgetCommand) -> anyhow::Result<Exit> {
-    let fail = |key: &str, b: &Store, e: String| {
-        UsageError(format!("retry budget '{key}' ({}): {e}", b.describe()))
+    let fail = |key: &str, b: &Store, e: crate::budget::StoreError| match b.server() {
+        Some(server) => UsageError(format!("retry budget '{key}' ({server}): {e}")),
+        None => UsageError(format!("retry budget '{key}': {e}")),
     };
     match command {
         cli::BudgetCommand::Show { key, store, format } => {

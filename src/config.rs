@@ -11,7 +11,7 @@ use clap::parser::ValueSource;
 
 use crate::budget::bucket::{self, Bucket};
 use crate::budget::file::{self, FileBudget};
-use crate::budget::{Store, redact};
+use crate::budget::{Place, Store, redact};
 use crate::classify::{Preset, Rule, Rules};
 use crate::cli::values::RuleList;
 use crate::cli::{BudgetArgs, BudgetStore, Cli, PolicyArgs, RuleArgs, SimulateArgs, TimeArgs};
@@ -263,16 +263,19 @@ pub fn open_budget(key: &str, store: &BudgetStore, ratio: u64) -> Result<Store, 
         burst: store.budget_burst,
         ratio,
     };
-    if let Some(url) = &store.budget_store {
-        if store.budget_store_timeout.is_zero() {
-            return Err(invalid("0", "--budget-store-timeout", "must be above zero"));
-        }
-        return redis_budget(url, key, bucket, store);
+    if store.budget_store_timeout.is_zero() {
+        return Err(invalid("0", "--budget-store-timeout", "must be above zero"));
     }
-    let dir = store.budget_dir.clone().unwrap_or_else(file::default_dir);
-    FileBudget::open(&dir, key, bucket)
-        .map(Store::File)
-        .map_err(|e| UsageError(format!("cannot use retry budget '{key}': {e}")))
+    let fail = store.budget_store_fail;
+    if let Some(url) = &store.budget_store {
+        return redis_budget(url, key, bucket, store).map(|p| Store::new(p, fail));
+    }
+    // No default directory (no HOME) is not bad input: it is reported when
+    // the budget is used, and the fail mode decides.
+    let dir = store.budget_dir.clone().or_else(file::default_dir);
+    FileBudget::open(dir, key, bucket, store.budget_store_timeout, fail)
+        .map(|f| Store::new(Place::File(f), fail))
+        .map_err(|why| invalid(key, "--budget", why))
 }
 
 #[cfg(feature = "redis")]
@@ -281,7 +284,7 @@ fn redis_budget(
     key: &str,
     bucket: Bucket,
     s: &BudgetStore,
-) -> Result<Store, UsageError> {
+) -> Result<Place, UsageError> {
     crate::budget::redis::RedisBudget::new(
         url,
         key,
@@ -289,12 +292,12 @@ fn redis_budget(
         s.budget_store_timeout,
         s.budget_store_fail,
     )
-    .map(|r| Store::Redis(Box::new(r)))
+    .map(|r| Place::Redis(Box::new(r)))
     .map_err(|why| invalid(redact(url), "--budget-store", why))
 }
 
 #[cfg(not(feature = "redis"))]
-fn redis_budget(url: &str, _: &str, _: Bucket, _: &BudgetStore) -> Result<Store, UsageError> {
+fn redis_budget(url: &str, _: &str, _: Bucket, _: &BudgetStore) -> Result<Place, UsageError> {
     Err(invalid(
         redact(url),
         "--budget-store",

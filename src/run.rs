@@ -3,6 +3,7 @@
 //! so unit tests run the whole loop with a fake in microseconds.
 
 use std::ffi::OsString;
+use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
 use crate::classify::{Observed, Outcome, Rules, Status, StopReason, Verdict};
@@ -56,8 +57,27 @@ pub enum Released {
     Interrupted(i32),
 }
 
+/// How a wait on behalf of a retry budget ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// The descriptor waited for is ready.
+    Ready,
+    /// The deadline passed.
+    TimedOut,
+    /// backoff received this terminating signal.
+    Signal(i32),
+}
+
+/// Waiting on behalf of a retry budget, whose store may be slow: a store
+/// call waits through this, so that a terminating signal ends it at once.
+pub trait Wait {
+    /// Waits until `fd` can be read (an end of file or an error counts), or,
+    /// without one, only for time to pass, until `deadline`.
+    fn wait_ready(&mut self, fd: Option<BorrowedFd<'_>>, deadline: Instant) -> Waited;
+}
+
 /// The side effects of a run.
-pub trait Executor {
+pub trait Executor: Wait {
     /// Runs one attempt to its end.
     fn attempt(&mut self, spec: &AttemptSpec) -> Ended;
     /// Waits for `delay`; returns the terminating signal that cut it short.
@@ -97,13 +117,26 @@ pub struct Plan<'a> {
     pub budget: Option<&'a dyn RetryBudget>,
 }
 
-/// A retry budget: every retry must take a token from it.
+/// What a retry budget answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// A token was taken (or the store is unusable and its fail mode says
+    /// retry): the retry may start.
+    Granted,
+    /// No token (or the store is unusable and its fail mode says no retry).
+    Refused,
+    /// This terminating signal ended the decision.
+    Interrupted(i32),
+}
+
+/// A retry budget: every retry must take a token from it. Each call waits
+/// at most the store's timeout, through `wait`.
 pub trait RetryBudget: std::fmt::Debug {
-    /// Takes a token for a retry; false when none is left (or the budget
-    /// cannot be used: then no retry is the safe answer).
-    fn take(&self) -> bool;
-    /// Deposits after a success.
-    fn deposit(&self);
+    /// Takes a token for a retry.
+    fn take(&self, wait: &mut dyn Wait) -> Decision;
+    /// Deposits after a success; a signal ends it, and the run still ends
+    /// with its success.
+    fn deposit(&self, wait: &mut dyn Wait);
 }
 
 /// The exit status for a run whose last attempt ended with `outcome`;
@@ -164,10 +197,11 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
                 return interrupted(exec, report, signal, attempt, deadline);
             }
         };
-        let next = match plan.rules.classify(outcome, &seen) {
+        // `cut`: a terminating signal that ended the budget's decision.
+        let (next, cut) = match plan.rules.classify(outcome, &seen) {
             Verdict::Success => {
                 if let Some(b) = plan.budget {
-                    b.deposit();
+                    b.deposit(exec);
                 }
                 let total = exec.now().saturating_duration_since(start);
                 let event = Event::Succeeded {
@@ -188,11 +222,12 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
                 });
                 return exit_for(outcome, plan.preserve_status);
             }
-            Verdict::Stop(why) => Next::Stop(why),
-            Verdict::Retry if max_attempts.is_some_and(|m| number >= m) => Next::Exhausted,
+            Verdict::Stop(why) => (Next::Stop(why), None),
+            Verdict::Retry if max_attempts.is_some_and(|m| number >= m) => (Next::Exhausted, None),
             Verdict::Retry => {
                 exec.before_retry();
-                retry_next(plan, &mut delays, number, &seen, exec.now(), deadline)
+                let next = retry_next(plan, &mut delays, number, &seen, exec.now(), deadline);
+                budgeted(plan, next, exec, deadline)
             }
         };
         report.event(&Event::Failed {
@@ -202,6 +237,9 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             elapsed,
             next,
         });
+        if let Some(signal) = cut {
+            return interrupted(exec, report, signal, None, deadline);
+        }
         let Next::Retry {
             delay: Delay { delay, .. },
             ..
@@ -211,12 +249,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
                 attempts: number,
                 total: exec.now().saturating_duration_since(start),
                 outcome,
-                reason: match next {
-                    Next::Stop(_) => Ending::Stopped,
-                    Next::Deadline { .. } => Ending::Deadline,
-                    Next::Budget => Ending::Budget,
-                    _ => Ending::Exhausted,
-                },
+                reason: ending(next),
             };
             let exit = exit_for(outcome, plan.preserve_status);
             return end(exec, report, deadline, &event, exit);
@@ -225,6 +258,16 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             return interrupted(exec, report, signal, None, deadline);
         }
         last = Some(outcome);
+    }
+}
+
+/// Why a run that does not retry ends.
+fn ending(next: Next) -> Ending {
+    match next {
+        Next::Stop(_) => Ending::Stopped,
+        Next::Deadline { .. } => Ending::Deadline,
+        Next::Budget => Ending::Budget,
+        _ => Ending::Exhausted,
     }
 }
 
@@ -289,7 +332,7 @@ fn end(
 }
 
 /// What follows a failure worth retrying: a retry after the policy's delay
-/// (or the server's, if longer), unless the deadline or the budget forbids.
+/// (or the server's, if longer), unless the deadline forbids.
 fn retry_next(
     plan: &Plan<'_>,
     delays: &mut Delays,
@@ -304,9 +347,30 @@ fn retry_next(
     if let Some(h) = seen.hint.filter(|_| server) {
         delay.delay = h;
     }
-    match retry_before(delay, server, now, deadline, plan.max_time) {
-        Next::Retry { .. } if plan.budget.is_some_and(|b| !b.take()) => Next::Budget,
-        next => next,
+    retry_before(delay, server, now, deadline, plan.max_time)
+}
+
+/// A retry `next` asks the budget for a token, if there is a budget. Its
+/// decision takes time: the deadline is checked again after it, so that no
+/// attempt starts after the deadline. A terminating signal that ends the
+/// decision comes back beside the retry it cut short (which is reported as
+/// planned, and then interrupted, as a delay is).
+fn budgeted(
+    plan: &Plan<'_>,
+    next: Next,
+    exec: &mut dyn Executor,
+    deadline: Option<Instant>,
+) -> (Next, Option<i32>) {
+    let (Next::Retry { delay, server }, Some(budget)) = (next, plan.budget) else {
+        return (next, None);
+    };
+    match budget.take(exec) {
+        Decision::Granted => (
+            retry_before(delay, server, exec.now(), deadline, plan.max_time),
+            None,
+        ),
+        Decision::Refused => (Next::Budget, None),
+        Decision::Interrupted(signal) => (next, Some(signal)),
     }
 }
 
@@ -352,6 +416,8 @@ mod tests {
         slept: Vec<Duration>,
         now: Cell<Instant>,
         interrupt_pause: Option<i32>,
+        /// How long a budget's wait takes, and how it ends.
+        store: (Duration, Waited),
     }
 
     impl Fake {
@@ -362,7 +428,15 @@ mod tests {
                 slept: Vec::new(),
                 now: Cell::new(Instant::now()),
                 interrupt_pause: None,
+                store: (Duration::ZERO, Waited::Ready),
             }
+        }
+    }
+
+    impl Wait for Fake {
+        fn wait_ready(&mut self, _: Option<BorrowedFd<'_>>, _: Instant) -> Waited {
+            self.now.set(self.now.get() + self.store.0);
+            self.store.1
         }
     }
 
@@ -383,6 +457,27 @@ mod tests {
         }
         fn now(&self) -> Instant {
             self.now.get()
+        }
+    }
+
+    /// A budget whose store answers through one wait: granted when the
+    /// wait is ready, else as the store's fail mode `open` says.
+    #[derive(Debug)]
+    struct SlowBudget {
+        open: bool,
+    }
+
+    impl RetryBudget for SlowBudget {
+        fn take(&self, wait: &mut dyn Wait) -> Decision {
+            match wait.wait_ready(None, Instant::now()) {
+                Waited::Ready => Decision::Granted,
+                Waited::Signal(s) => Decision::Interrupted(s),
+                Waited::TimedOut if self.open => Decision::Granted,
+                Waited::TimedOut => Decision::Refused,
+            }
+        }
+        fn deposit(&self, wait: &mut dyn Wait) {
+            let _ = wait.wait_ready(None, Instant::now());
         }
     }
 
@@ -473,24 +568,92 @@ mod tests {
         fake.interrupt_pause = Some(libc::SIGTERM);
         let rules = Rules::default();
         let command = [OsString::from("cmd")];
-        let plan = Plan {
+        let plan = constant(Duration::from_secs(30), &rules, &command);
+        let exit = run(&plan, &mut fake, &mut Events::default());
+        assert_eq!(exit, Exit::Signal(libc::SIGTERM));
+        assert_eq!(fake.seen.len(), 1, "no attempt after the signal");
+    }
+
+    /// A plan that retries forever after a constant `delay`.
+    fn constant<'a>(delay: Duration, rules: &'a Rules, command: &'a [OsString]) -> Plan<'a> {
+        Plan {
             policy: Policy {
-                base: Duration::from_secs(30),
-                cap: Duration::from_secs(30),
+                base: delay,
+                cap: delay,
                 factor: 2.0,
                 jitter: Jitter::None,
             },
             max_retries: None,
             seed: 0,
-            rules: &rules,
-            command: &command,
+            rules,
+            command,
             timeout: None,
             max_time: None,
             preserve_status: false,
             budget: None,
+        }
+    }
+
+    fn with_budget(fake: &mut Fake, budget: &SlowBudget, max_time: Duration) -> (Exit, Events) {
+        let rules = Rules::default();
+        let command = [OsString::from("cmd")];
+        let plan = Plan {
+            max_time: Some(max_time),
+            budget: Some(budget),
+            ..constant(Duration::from_millis(10), &rules, &command)
         };
-        let exit = run(&plan, &mut fake, &mut Events::default());
+        let mut events = Events::default();
+        (run(&plan, fake, &mut events), events)
+    }
+
+    #[test]
+    fn a_deadline_passed_while_the_budget_decides_starts_no_attempt() {
+        // Each decision takes 600ms and times out; the store fails open.
+        let mut fake = Fake::new(&[Outcome::Exited(3); 3]);
+        fake.store = (Duration::from_millis(600), Waited::TimedOut);
+        let (exit, _) = with_budget(
+            &mut fake,
+            &SlowBudget { open: true },
+            Duration::from_secs(1),
+        );
+        assert_eq!(fake.seen.len(), 2, "the second decision ended after 1s");
+        assert_eq!(exit, Exit::Code(3), "the last attempt's status, not 124");
+    }
+
+    #[test]
+    fn a_signal_during_the_budget_decision_ends_the_run_by_it() {
+        let mut fake = Fake::new(&[Outcome::Exited(3)]);
+        fake.store = (Duration::ZERO, Waited::Signal(libc::SIGTERM));
+        let (exit, events) = with_budget(
+            &mut fake,
+            &SlowBudget { open: true },
+            Duration::from_secs(9),
+        );
         assert_eq!(exit, Exit::Signal(libc::SIGTERM));
-        assert_eq!(fake.seen.len(), 1, "no attempt after the signal");
+        assert_eq!(fake.seen.len(), 1);
+        let told: Vec<&str> = events
+            .0
+            .iter()
+            .map(|e| e.split([' ', '{']).next().unwrap())
+            .collect();
+        assert_eq!(
+            told[told.len() - 2..],
+            ["Failed", "Interrupted"],
+            "the attempt's failure is told before the interruption"
+        );
+        assert!(fake.slept.is_empty(), "no delay after the signal");
+    }
+
+    #[test]
+    fn a_store_that_times_out_follows_its_fail_mode() {
+        let mut fake = Fake::new(&[Outcome::Exited(3)]);
+        fake.store = (Duration::ZERO, Waited::TimedOut);
+        let (exit, _) = with_budget(
+            &mut fake,
+            &SlowBudget { open: false },
+            Duration::from_secs(9),
+        );
+        assert_eq!(exit, Exit::Code(3), "closed: no retry");
+        assert_eq!(fake.seen.len(), 1);
     }
 }

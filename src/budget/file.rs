@@ -1,15 +1,25 @@
 //! A retry budget kept in one small file per key, shared by the processes of
-//! one machine, updated under an exclusive lock. The file is never followed
-//! through a symbolic link and never trusted when it belongs to another user
-//! or does not hold a valid state.
+//! one machine, updated under an exclusive lock. Nothing is opened until the
+//! budget is used; the directory and the file are opened without following a
+//! symbolic link, and neither is trusted when it belongs to another user (or,
+//! for the directory, when others may write to it). The lock is waited for
+//! at most the store's timeout, in short slices that a signal cuts short; at
+//! most a record's size of the file is read, and a file that does not hold a
+//! valid state is replaced by a fresh bucket or left alone, as the fail mode
+//! says, and never stops the command.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, TryLockError};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::budget::bucket::{Bucket, check_key};
+use crate::budget::{FailMode, StoreError, deadline_after};
+use crate::duration::human;
+use crate::run::{Wait, Waited};
 use crate::sys::effective_uid;
+use crate::sys::fd::{open_dir, open_in};
 
 /// The state file's only line, fixed in length so that an update is one
 /// write of the same size at offset 0: a process killed at any moment
@@ -18,144 +28,317 @@ fn record(micros: u64) -> String {
     format!("backoff-budget v1 micro-tokens {micros:020}\n")
 }
 
+/// The length of a record: no state file is read further.
+const RECORD_LEN: usize = 52;
+
+/// How long a process waits for the lock before it tries again. A holder
+/// keeps the lock for microseconds; a signal cuts a slice short.
+const LOCK_SLICE: Duration = Duration::from_millis(2);
+
 /// Parses the state file; `None` if it is not exactly a record.
-fn parse(text: &str) -> Option<u64> {
+fn parse(text: &[u8]) -> Option<u64> {
     let digits = text
-        .strip_prefix("backoff-budget v1 micro-tokens ")?
-        .strip_suffix('\n')?;
-    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        .strip_prefix(b"backoff-budget v1 micro-tokens ")?
+        .strip_suffix(b"\n")?;
+    if digits.len() != 20 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    digits.parse().ok()
+    std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
-/// The default budget directory: `$XDG_RUNTIME_DIR/backoff`, else
-/// `backoff-UID` in the temporary directory.
-pub fn default_dir() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d).join("backoff"),
-        _ => std::env::temp_dir().join(format!("backoff-{}", effective_uid())),
-    }
+/// The default budget directory, the same for a user's cron jobs and
+/// terminals, and in their home where no other user can create it:
+/// `$XDG_STATE_HOME/backoff`, else `~/.local/state/backoff`. Relative
+/// values are ignored, as the XDG base directory specification says;
+/// `None` when neither variable gives a place.
+pub fn default_dir() -> Option<PathBuf> {
+    let absolute = |v: std::ffi::OsString| {
+        let p = PathBuf::from(v);
+        p.is_absolute().then_some(p)
+    };
+    let state = std::env::var_os("XDG_STATE_HOME").and_then(absolute);
+    let home = || std::env::var_os("HOME").and_then(absolute);
+    state
+        .or_else(|| home().map(|h| h.join(".local").join("state")))
+        .map(|d| d.join("backoff"))
+}
+
+/// What a state file held.
+enum State {
+    /// Nothing yet: a full bucket.
+    Fresh,
+    /// A level, in millionths of a token.
+    Level(u64),
+    /// Not a state: why.
+    Corrupt(String),
+}
+
+/// How a state file is opened.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// To look: nothing is created, the lock is shared.
+    Look,
+    /// To change: the directory and the file are created if need be.
+    Change,
 }
 
 /// A budget kept in a file, shared by processes.
 #[derive(Debug, Clone)]
 pub struct FileBudget {
-    path: PathBuf,
+    /// The directory; `None` when there is no default one.
+    dir: Option<PathBuf>,
+    key: String,
     bucket: Bucket,
+    timeout: Duration,
+    fail: FailMode,
 }
 
-fn refuse(path: &Path, why: &str) -> io::Error {
-    io::Error::other(format!("'{}' {why}", path.display()))
+fn refuse(path: &Path, why: &str) -> StoreError {
+    StoreError::Failed(format!("'{}' {why}", path.display()))
+}
+
+fn failed(path: &Path, e: &io::Error) -> StoreError {
+    let why = e.to_string();
+    let why = why.find(" (os error").map_or(why.as_str(), |i| &why[..i]);
+    refuse(path, &format!("cannot be used: {}", why.to_lowercase()))
 }
 
 impl FileBudget {
-    /// The budget `key` in `dir`: creates the directory (mode 0700) if
-    /// needed, and checks the directory and the state file: neither may be a
-    /// symbolic link or belong to another user, and the file must hold a
-    /// valid state. Nothing is changed.
+    /// The budget `key` in `dir` (`None`: there is no default directory).
+    /// Nothing is opened or created until the budget is used. `timeout`
+    /// bounds the wait for the lock; `fail` says what a corrupt state file
+    /// becomes: a fresh bucket (open), or nothing (closed: left alone).
     ///
     /// # Errors
     ///
-    /// When the directory or the file cannot be used, or the file is corrupt.
-    pub fn open(dir: &Path, key: &str, bucket: Bucket) -> io::Result<FileBudget> {
-        check_key(key).map_err(io::Error::other)?;
-        match std::fs::symlink_metadata(dir) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+    /// When the key cannot name a file.
+    pub fn open(
+        dir: Option<PathBuf>,
+        key: &str,
+        bucket: Bucket,
+        timeout: Duration,
+        fail: FailMode,
+    ) -> Result<FileBudget, String> {
+        check_key(key)?;
+        Ok(FileBudget {
+            dir,
+            key: key.to_owned(),
+            bucket,
+            timeout,
+            fail,
+        })
+    }
+
+    fn file_name(&self) -> String {
+        format!("{}.budget", self.key)
+    }
+
+    /// Where the state file is, or would be.
+    pub fn describe(&self) -> String {
+        match &self.dir {
+            Some(d) => d.join(self.file_name()).display().to_string(),
+            None => "no budget directory".to_owned(),
+        }
+    }
+
+    /// Opens the directory, creating it (mode 0700) if asked to, and checks
+    /// that it is a directory of this user's that others cannot write to.
+    /// `Ok(None)`: it does not exist, and was not to be created.
+    fn open_dir(&self, access: Access) -> Result<Option<(File, &Path)>, StoreError> {
+        let Some(dir) = self.dir.as_deref() else {
+            return Err(StoreError::Failed(
+                "no budget directory: neither XDG_STATE_HOME nor HOME is set; give --budget-dir"
+                    .into(),
+            ));
+        };
+        let opened = match open_dir(dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound && access == Access::Change => {
                 std::fs::DirBuilder::new()
                     .recursive(true)
                     .mode(0o700)
-                    .create(dir)?;
+                    .create(dir)
+                    .map_err(|e| failed(dir, &e))?;
+                open_dir(dir)
             }
-            Err(e) => return Err(e),
-            Ok(_) => {}
-        }
-        let meta = std::fs::symlink_metadata(dir)?;
-        if meta.file_type().is_symlink() || !meta.is_dir() {
-            return Err(refuse(
-                dir,
-                "is not a directory (symbolic links are refused)",
-            ));
-        }
+            other => other,
+        };
+        let handle = match opened {
+            Ok(h) => h,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
+                return Err(refuse(
+                    dir,
+                    "is not a directory (symbolic links are refused)",
+                ));
+            }
+            Err(e) => return Err(failed(dir, &e)),
+        };
+        let meta = handle.metadata().map_err(|e| failed(dir, &e))?;
         if meta.uid() != effective_uid() {
             return Err(refuse(dir, "belongs to another user"));
         }
         if meta.permissions().mode() & 0o022 != 0 {
             return Err(refuse(dir, "is writable by other users"));
         }
-        let budget = FileBudget {
-            path: dir.join(format!("{key}.budget")),
-            bucket,
-        };
-        budget.update(|level| (level, ()))?;
-        Ok(budget)
-    }
-
-    /// The path of the state file.
-    pub fn path(&self) -> &Path {
-        &self.path
+        Ok(Some((handle, dir)))
     }
 
     /// Opens the state file without following a symbolic link and checks
-    /// that it is a regular file of this user's.
-    fn open_file(&self) -> io::Result<File> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&self.path)
-            .map_err(|e| {
-                if e.raw_os_error() == Some(libc::ELOOP) {
-                    refuse(&self.path, "is a symbolic link")
-                } else {
-                    e
-                }
-            })?;
-        let meta = file.metadata()?;
+    /// that it is a regular file of this user's. `Ok(None)`: there is none,
+    /// and none was to be created.
+    fn open_file(&self, access: Access) -> Result<Option<(File, PathBuf)>, StoreError> {
+        let Some((dir, dir_path)) = self.open_dir(access)? else {
+            return Ok(None);
+        };
+        let path = dir_path.join(self.file_name());
+        let change = access == Access::Change;
+        let file = match open_in(&dir, &self.file_name(), change, change) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(refuse(&path, "is a symbolic link"));
+            }
+            Err(e) => return Err(failed(&path, &e)),
+        };
+        let meta = file.metadata().map_err(|e| failed(&path, &e))?;
         if !meta.is_file() {
-            return Err(refuse(&self.path, "is not a regular file"));
+            return Err(refuse(&path, "is not a regular file"));
         }
         if meta.uid() != effective_uid() {
-            return Err(refuse(&self.path, "belongs to another user"));
+            return Err(refuse(&path, "belongs to another user"));
         }
-        Ok(file)
+        Ok(Some((file, path)))
     }
 
-    /// Applies `change` to the level under an exclusive lock; writes the
-    /// new level back only if it differs. A new, empty file holds `burst`.
-    fn update<T>(&self, change: impl FnOnce(u64) -> (u64, T)) -> io::Result<T> {
-        let mut file = self.open_file()?;
+    /// Takes the lock of `file` (shared to look, exclusive to change),
+    /// waiting at most the timeout, in slices that a signal cuts short.
+    fn lock(
+        &self,
+        file: &File,
+        path: &Path,
+        access: Access,
+        wait: &mut dyn Wait,
+    ) -> Result<(), StoreError> {
+        let deadline = deadline_after(self.timeout);
+        loop {
+            let tried = match access {
+                Access::Look => file.try_lock_shared(),
+                Access::Change => file.try_lock(),
+            };
+            match tried {
+                Ok(()) => return Ok(()),
+                Err(TryLockError::Error(e)) => return Err(failed(path, &e)),
+                Err(TryLockError::WouldBlock) => {}
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(refuse(
+                    path,
+                    &format!(
+                        "is locked by another process: timed out after {}",
+                        human(self.timeout)
+                    ),
+                ));
+            }
+            let slice = now
+                .checked_add(LOCK_SLICE)
+                .map_or(deadline, |t| t.min(deadline));
+            if let Waited::Signal(sig) = wait.wait_ready(None, slice) {
+                return Err(StoreError::Interrupted(sig));
+            }
+        }
+    }
+
+    /// Reads at most a record's size of the state.
+    fn read(file: &mut File, path: &Path) -> Result<State, StoreError> {
+        let len = file.metadata().map_err(|e| failed(path, &e))?.len();
+        if len == 0 {
+            return Ok(State::Fresh);
+        }
+        if len != RECORD_LEN as u64 {
+            return Ok(State::Corrupt(format!(
+                "'{}' is corrupt ({len} bytes, not a budget state)",
+                path.display()
+            )));
+        }
+        let mut text = Vec::with_capacity(RECORD_LEN);
+        file.take(RECORD_LEN as u64)
+            .read_to_end(&mut text)
+            .map_err(|e| failed(path, &e))?;
+        Ok(parse(&text).map_or_else(
+            || {
+                State::Corrupt(format!(
+                    "'{}' is corrupt (not a budget state)",
+                    path.display()
+                ))
+            },
+            State::Level,
+        ))
+    }
+
+    /// Opens and locks the state file and gives its state to `change`,
+    /// which returns the level to write (`None`: nothing to write) and the
+    /// answer. To look, nothing is created: no file is a fresh state.
+    fn with_state<T>(
+        &self,
+        access: Access,
+        wait: &mut dyn Wait,
+        change: impl FnOnce(State) -> Result<(Option<u64>, T), StoreError>,
+    ) -> Result<T, StoreError> {
+        let Some((mut file, path)) = self.open_file(access)? else {
+            return change(State::Fresh).map(|(_, answer)| answer);
+        };
         // The lock is released when the file is closed, even if the process
         // is killed, so no stale lock can outlive its holder.
-        file.lock()?;
-        let mut text = String::new();
-        file.read_to_string(&mut text)
-            .map_err(|_| refuse(&self.path, "is corrupt"))?;
-        let level = if text.is_empty() {
-            self.bucket.burst
-        } else {
-            parse(&text).ok_or_else(|| refuse(&self.path, "is corrupt"))?
+        self.lock(&file, &path, access, wait)?;
+        let state = Self::read(&mut file, &path)?;
+        let old = match state {
+            State::Level(level) => Some(level),
+            _ => None,
         };
-        let (new, answer) = change(level);
-        if new != level || text.is_empty() {
-            file.seek(SeekFrom::Start(0))?;
-            file.write_all(record(new).as_bytes())?;
+        let (new, answer) = change(state)?;
+        if let Some(new) = new.filter(|&n| access == Access::Change && old != Some(n)) {
+            let write = |file: &mut File| -> io::Result<()> {
+                file.seek(SeekFrom::Start(0))?;
+                file.write_all(record(new).as_bytes())?;
+                // Only a corrupt state was longer: it is cut after the record.
+                if file.metadata()?.len() != RECORD_LEN as u64 {
+                    file.set_len(RECORD_LEN as u64)?;
+                }
+                Ok(())
+            };
+            write(&mut file).map_err(|e| failed(&path, &e))?;
         }
         Ok(answer)
+    }
+
+    /// The level a retry or a deposit starts from: a corrupt state is
+    /// reported and becomes a fresh bucket (fail mode open), or is left
+    /// alone and the budget is not used (closed).
+    fn level_of(&self, state: State) -> Result<u64, StoreError> {
+        match state {
+            State::Fresh => Ok(self.bucket.burst),
+            State::Level(level) => Ok(level.min(self.bucket.burst)),
+            State::Corrupt(why) if self.fail == FailMode::Open => {
+                crate::report::say(&format!("retry budget {why}; starting a fresh bucket"));
+                Ok(self.bucket.burst)
+            }
+            State::Corrupt(why) => Err(StoreError::Failed(why)),
+        }
     }
 
     /// Takes a token for a retry; `Ok(false)` when there is none.
     ///
     /// # Errors
     ///
-    /// When the state file cannot be used.
-    pub fn take(&self) -> io::Result<bool> {
-        let bucket = self.bucket;
-        self.update(|level| match bucket.take(level) {
-            Some(new) => (new, true),
-            None => (level.min(bucket.burst), false),
+    /// When the state file cannot be used, or a signal ends the wait.
+    pub fn take(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
+        self.with_state(Access::Change, wait, |state| {
+            let level = self.level_of(state)?;
+            Ok(match self.bucket.take(level) {
+                Some(new) => (Some(new), true),
+                None => (Some(level), false),
+            })
         })
     }
 
@@ -163,30 +346,39 @@ impl FileBudget {
     ///
     /// # Errors
     ///
-    /// When the state file cannot be used.
-    pub fn deposit(&self) -> io::Result<()> {
-        let bucket = self.bucket;
-        self.update(|level| (bucket.deposit(level), ()))
+    /// As `take`.
+    pub fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+        self.with_state(Access::Change, wait, |state| {
+            let level = self.level_of(state)?;
+            Ok((Some(self.bucket.deposit(level)), ()))
+        })
     }
 
-    /// The current level, in millionths of a token.
+    /// The current level, in millionths of a token. Creates nothing.
+    ///
+    /// # Errors
+    ///
+    /// When the state file cannot be used or is corrupt.
+    pub fn level(&self, wait: &mut dyn Wait) -> Result<u64, StoreError> {
+        let burst = self.bucket.burst;
+        self.with_state(Access::Look, wait, |state| match state {
+            State::Fresh => Ok((None, burst)),
+            State::Level(level) => Ok((None, level.min(burst))),
+            State::Corrupt(why) => Err(StoreError::Failed(format!(
+                "{why}; 'backoff budget reset {}' repairs it",
+                self.key
+            ))),
+        })
+    }
+
+    /// Fills the bucket to `burst` again, whatever the state file held.
     ///
     /// # Errors
     ///
     /// When the state file cannot be used.
-    pub fn level(&self) -> io::Result<u64> {
+    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
         let burst = self.bucket.burst;
-        self.update(|level| (level, level.min(burst)))
-    }
-
-    /// Fills the bucket to `burst` again.
-    ///
-    /// # Errors
-    ///
-    /// When the state file cannot be used.
-    pub fn reset(&self) -> io::Result<()> {
-        let burst = self.bucket.burst;
-        self.update(|_| (burst, ()))
+        self.with_state(Access::Change, wait, |_| Ok((Some(burst), ())))
     }
 }
 
@@ -198,7 +390,8 @@ mod tests {
     #[test]
     fn records_round_trip_and_anything_else_is_corrupt() {
         for v in [0, 1, UNIT / 10, 10 * UNIT, u64::MAX] {
-            assert_eq!(parse(&record(v)), Some(v));
+            assert_eq!(record(v).len(), RECORD_LEN);
+            assert_eq!(parse(record(v).as_bytes()), Some(v));
         }
         for bad in [
             "",
@@ -206,7 +399,7 @@ mod tests {
             "backoff-budget v1 micro-tokens 12\n",
             "backoff-budget v1 micro-tokens 0000000000000000000x\n",
         ] {
-            assert_eq!(parse(bad), None, "{bad:?}");
+            assert_eq!(parse(bad.as_bytes()), None, "{bad:?}");
         }
     }
 }

@@ -6,8 +6,16 @@ pub mod bucket;
 pub mod file;
 #[cfg(feature = "redis")]
 pub mod redis;
+pub mod secret;
+
+pub use secret::redact;
+
+use std::cell::Cell;
+use std::os::fd::BorrowedFd;
+use std::time::{Duration, Instant};
 
 use crate::budget::file::FileBudget;
+use crate::run::{Decision, Wait, Waited};
 
 /// What to do when the budget store cannot be reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -18,9 +26,60 @@ pub enum FailMode {
     Closed,
 }
 
-/// A retry budget, wherever it lives.
+impl FailMode {
+    /// The answer to a retry when the store cannot be used.
+    pub fn decision(self) -> Decision {
+        match self {
+            FailMode::Open => Decision::Granted,
+            FailMode::Closed => Decision::Refused,
+        }
+    }
+}
+
+/// Why a store call gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// The store cannot be used (or did not answer in time): why.
+    Failed(String),
+    /// This terminating signal ended the wait.
+    Interrupted(i32),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Failed(why) => f.write_str(why),
+            StoreError::Interrupted(sig) => write!(f, "interrupted by signal {sig}"),
+        }
+    }
+}
+
+/// The deadline of a store call that may take `timeout` from now (a
+/// timeout too long to represent is a year).
+pub fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .or_else(|| now.checked_add(Duration::from_hours(8766)))
+        .unwrap_or(now)
+}
+
+/// Waiting for a store where backoff watches no signal (`backoff budget`):
+/// a signal keeps its default action, which ends the process.
+pub struct Unwatched;
+
+impl Wait for Unwatched {
+    fn wait_ready(&mut self, fd: Option<BorrowedFd<'_>>, deadline: Instant) -> Waited {
+        if crate::sys::fd::wait_readable(fd, deadline) {
+            Waited::Ready
+        } else {
+            Waited::TimedOut
+        }
+    }
+}
+
+/// Where a retry budget lives.
 #[derive(Debug)]
-pub enum Store {
+pub enum Place {
     /// A file per key in a directory.
     File(FileBudget),
     /// A key in Redis.
@@ -28,80 +87,117 @@ pub enum Store {
     Redis(Box<redis::RedisBudget>),
 }
 
+/// A retry budget, wherever it lives, with what to do when its store
+/// cannot be used: said once, then as the fail mode says.
+#[derive(Debug)]
+pub struct Store {
+    place: Place,
+    fail: FailMode,
+    warned: Cell<bool>,
+}
+
 impl Store {
-    /// The current level, in millionths of a token.
-    ///
-    /// # Errors
-    ///
-    /// When the store cannot be used.
-    pub fn level(&self) -> Result<u64, String> {
-        match self {
-            Store::File(f) => f.level().map_err(|e| e.to_string()),
-            #[cfg(feature = "redis")]
-            Store::Redis(r) => r.level(),
+    /// A budget in `place`, following `fail` when the store cannot be used.
+    pub fn new(place: Place, fail: FailMode) -> Store {
+        Store {
+            place,
+            fail,
+            warned: Cell::new(false),
         }
     }
 
-    /// Fills the bucket again.
+    fn take_token(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
+        match &self.place {
+            Place::File(f) => f.take(wait),
+            #[cfg(feature = "redis")]
+            Place::Redis(r) => r.take(wait),
+        }
+    }
+
+    /// The current level, in millionths of a token. Creates nothing.
     ///
     /// # Errors
     ///
     /// When the store cannot be used.
-    pub fn reset(&self) -> Result<(), String> {
-        match self {
-            Store::File(f) => f.reset().map_err(|e| e.to_string()),
+    pub fn level(&self) -> Result<u64, StoreError> {
+        match &self.place {
+            Place::File(f) => f.level(&mut Unwatched),
             #[cfg(feature = "redis")]
-            Store::Redis(r) => r.reset(),
+            Place::Redis(r) => r.level(&mut Unwatched),
+        }
+    }
+
+    /// Fills the bucket again, repairing a corrupt state.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used.
+    pub fn reset(&self) -> Result<(), StoreError> {
+        match &self.place {
+            Place::File(f) => f.reset(&mut Unwatched),
+            #[cfg(feature = "redis")]
+            Place::Redis(r) => r.reset(&mut Unwatched),
         }
     }
 
     /// Where the budget lives.
     pub fn describe(&self) -> String {
-        match self {
-            Store::File(f) => f.path().display().to_string(),
+        match &self.place {
+            Place::File(f) => f.describe(),
             #[cfg(feature = "redis")]
-            Store::Redis(r) => r.describe(),
+            Place::Redis(r) => r.describe(),
+        }
+    }
+
+    /// The server of a budget, for messages about it: a file's messages
+    /// name the file already.
+    pub fn server(&self) -> Option<String> {
+        match &self.place {
+            Place::File(_) => None,
+            #[cfg(feature = "redis")]
+            Place::Redis(r) => Some(r.url()),
+        }
+    }
+
+    /// Says once that the store cannot be used, and what happens instead.
+    fn warn(&self, error: &str) {
+        if !self.warned.replace(true) {
+            let then = match self.fail {
+                FailMode::Open => "retrying under the local policy",
+                FailMode::Closed => "not retrying (--budget-store-fail closed)",
+            };
+            let store = self
+                .server()
+                .map(|s| format!(" store {s}"))
+                .unwrap_or_default();
+            crate::report::say(&format!(
+                "retry budget{store} unavailable ({error}); {then}"
+            ));
         }
     }
 }
 
 impl crate::run::RetryBudget for Store {
-    fn take(&self) -> bool {
-        match self {
-            Store::File(f) => f.take().unwrap_or_else(|e| {
-                crate::report::say(&format!("retry budget unusable, not retrying: {e}"));
-                false
-            }),
-            #[cfg(feature = "redis")]
-            Store::Redis(r) => r.take(),
-        }
-    }
-
-    fn deposit(&self) {
-        match self {
-            Store::File(f) => {
-                if let Err(e) = f.deposit() {
-                    crate::report::say(&format!("retry budget unusable, nothing deposited: {e}"));
-                }
+    fn take(&self, wait: &mut dyn Wait) -> Decision {
+        match self.take_token(wait) {
+            Ok(true) => Decision::Granted,
+            Ok(false) => Decision::Refused,
+            Err(StoreError::Interrupted(sig)) => Decision::Interrupted(sig),
+            Err(StoreError::Failed(why)) => {
+                self.warn(&why);
+                self.fail.decision()
             }
-            #[cfg(feature = "redis")]
-            Store::Redis(r) => r.deposit(),
         }
     }
-}
 
-/// Hides the password of a store URL: `redis://user:***@host/0`.
-pub fn redact(url: &str) -> String {
-    match secret_of(url) {
-        Some(secret) if !secret.is_empty() => url.replacen(&format!(":{secret}@"), ":***@", 1),
-        _ => url.to_owned(),
+    fn deposit(&self, wait: &mut dyn Wait) {
+        let deposited = match &self.place {
+            Place::File(f) => f.deposit(wait),
+            #[cfg(feature = "redis")]
+            Place::Redis(r) => r.deposit(wait),
+        };
+        if let Err(StoreError::Failed(why)) = deposited {
+            self.warn(&why);
+        }
     }
-}
-
-/// The password of a URL, as written in it.
-pub(crate) fn secret_of(url: &str) -> Option<&str> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split('/').next()?;
-    let userinfo = authority.rsplit_once('@')?.0;
-    Some(userinfo.split_once(':')?.1)
 }

@@ -215,8 +215,8 @@ pub struct BudgetStore {
     #[arg(long, value_name = "N", value_parser = values::burst, allow_hyphen_values = true, default_value = "10")]
     pub budget_burst: u64,
 
-    /// Directory of the budgets' state files [default: $XDG_RUNTIME_DIR/backoff,
-    /// else backoff-UID in the temporary directory]
+    /// Directory of the budgets' state files [default: $XDG_STATE_HOME/backoff,
+    /// else ~/.local/state/backoff]
     #[arg(long, value_name = "DIR")]
     pub budget_dir: Option<PathBuf>,
 
@@ -232,14 +232,16 @@ pub struct BudgetStore {
     )]
     pub budget_store: Option<String>,
 
-    /// How long to wait for the budget store before giving up on it
+    /// How long a budget decision may wait: for the Redis store, or for the
+    /// lock of a budget file; then --budget-store-fail decides
     #[arg(long, value_name = "DURATION", value_parser = values::duration,
           allow_hyphen_values = true,
         default_value = "250ms")]
     pub budget_store_timeout: Duration,
 
-    /// When the budget store cannot be reached: retry under the local policy
-    /// alone (open), or do not retry (closed)
+    /// When the budget store cannot be reached or trusted, or does not answer
+    /// in time: retry under the local policy alone (open), or do not retry
+    /// (closed)
     #[arg(long, value_enum, value_name = "MODE", default_value = "open")]
     pub budget_store_fail: FailMode,
 }

@@ -14,6 +14,7 @@ mod wait;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
+use std::os::fd::BorrowedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant, SystemTime};
@@ -21,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 use libc::c_int;
 
 use crate::classify::{Observed, Outcome, Status, os_error};
-use crate::run::{AttemptSpec, Ended, Executor, Released};
+use crate::run::{self, AttemptSpec, Ended, Executor, Released, Wait};
 use crate::sys::guard::Guard;
 use crate::sys::signals::{self, SignalWatch};
 use copy::Copier;
@@ -125,6 +126,24 @@ pub(crate) fn describe(e: &io::Error) -> String {
     match e.raw_os_error() {
         Some(errno) => os_error(errno),
         None => e.to_string(),
+    }
+}
+
+impl Wait for RealExecutor {
+    fn wait_ready(&mut self, fd: Option<BorrowedFd<'_>>, deadline: Instant) -> run::Waited {
+        let watched: Vec<(BorrowedFd<'_>, bool)> = fd.into_iter().map(|f| (f, false)).collect();
+        loop {
+            let (got, ready) = self.watch.wait_io(Some(deadline), &watched);
+            if let Some(sig) = Self::pending_termination(got) {
+                return run::Waited::Signal(sig);
+            }
+            if ready.contains(&true) {
+                return run::Waited::Ready;
+            }
+            if Instant::now() >= deadline {
+                return run::Waited::TimedOut;
+            }
+        }
     }
 }
 

@@ -97,8 +97,7 @@ impl Write for Stderr {
                 Ok(n) => rest = &rest[n..],
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() || !fd::wait_writable(file, left) {
+                    if Instant::now() >= deadline || !fd::wait_writable(file.as_fd(), deadline) {
                         STALLED.store(true, Ordering::Relaxed);
                         return Err(io::ErrorKind::TimedOut.into());
                     }

@@ -1,16 +1,18 @@
 //! Descriptor operations std has no word for: non-blocking mode, the size of
 //! a pipe, copying between pipes without reading (tee), how many bytes a
 //! pipe holds, descriptions of backoff's own of its stdout and stderr,
-//! opening a descriptor's file anew read-only, and waiting until a
-//! descriptor takes more. Linux-only facilities have a fallback elsewhere.
+//! opening a descriptor's file anew read-only, waiting for one descriptor,
+//! and opening a directory and a file in it without following a symbolic
+//! link. Linux-only facilities have a fallback elsewhere.
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
-use std::time::Duration;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
+use rustix::fs::{Mode, OFlags, fcntl_getfl, fcntl_setfl};
 
 /// Makes reads and writes of `fd` (a descriptor backoff owns alone) return at
 /// once instead of waiting.
@@ -89,17 +91,6 @@ pub fn destination(fd: BorrowedFd<'_>) -> io::Result<(File, bool)> {
     Ok((file, false))
 }
 
-/// Waits until `fd` can be written to, at most `timeout`; false if it
-/// still cannot then.
-pub fn wait_writable(fd: impl AsFd, timeout: Duration) -> bool {
-    let timeout = Timespec {
-        tv_sec: timeout.as_secs().try_into().unwrap_or(i64::MAX),
-        tv_nsec: timeout.subsec_nanos().into(),
-    };
-    let mut fds = [PollFd::new(&fd, PollFlags::OUT)];
-    poll(&mut fds, Some(&timeout)).is_ok_and(|n| n > 0)
-}
-
 /// Opens the file behind `fd` anew, read-only (Linux, through
 /// `/proc/self/fd`, which also reaches an unlinked file): a description of
 /// its own, with its own offset, that cannot write even where `fd` can.
@@ -122,4 +113,74 @@ pub fn reopen_read_only(fd: BorrowedFd<'_>) -> io::Result<File> {
         let _ = fd;
         Err(io::ErrorKind::Unsupported.into())
     }
+}
+
+/// Waits until `fd` can be read (an end of file or an error counts) or
+/// `deadline` passes; without `fd`, until the deadline. Returns whether `fd`
+/// is ready. A signal does not shorten the wait: this is for a process that
+/// leaves signals their default action, which ends it.
+pub fn wait_readable(fd: Option<BorrowedFd<'_>>, deadline: Instant) -> bool {
+    wait_for(fd, PollFlags::IN, deadline)
+}
+
+/// Waits until `fd` can be written to (an error counts) or `deadline`
+/// passes; returns whether it can. A signal does not shorten the wait.
+pub fn wait_writable(fd: BorrowedFd<'_>, deadline: Instant) -> bool {
+    wait_for(Some(fd), PollFlags::OUT, deadline)
+}
+
+/// Waits until `fd` has one of `events`, or `deadline` passes.
+fn wait_for(fd: Option<BorrowedFd<'_>>, events: PollFlags, deadline: Instant) -> bool {
+    loop {
+        // One round waits a day at most, as `SignalWatch::wait_io` does.
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_hours(24));
+        let timeout = Timespec {
+            tv_sec: left.as_secs().try_into().unwrap_or(i64::MAX),
+            tv_nsec: left.subsec_nanos().into(),
+        };
+        let mut fds: Vec<PollFd<'_>> = fd
+            .iter()
+            .map(|&f| PollFd::from_borrowed_fd(f, events))
+            .collect();
+        let _ = poll(&mut fds, Some(&timeout));
+        if fds.first().is_some_and(|p| !p.revents().is_empty()) {
+            return true;
+        }
+        if left.is_zero() {
+            return false;
+        }
+    }
+}
+
+/// Opens the directory `path` to look at it and to open files in it, without
+/// following a symbolic link in its last component.
+///
+/// # Errors
+///
+/// As open(2): `ELOOP` or `ENOTDIR` when it is a symbolic link or not a
+/// directory, `ENOENT` when it does not exist.
+pub fn open_dir(path: &Path) -> io::Result<File> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd: OwnedFd = rustix::fs::open(path, flags, Mode::empty())?;
+    Ok(File::from(fd))
+}
+
+/// Opens the file `name` of the directory `dir` for reading, and for writing
+/// too with `write`, creating it (mode 0600) with `create`; never through a
+/// symbolic link, and never waiting (a FIFO does not block the open).
+///
+/// # Errors
+///
+/// As openat(2): `ELOOP` when it is a symbolic link, `ENOENT` when it does
+/// not exist and is not to be created.
+pub fn open_in(dir: &File, name: &str, write: bool, create: bool) -> io::Result<File> {
+    let mut flags = OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+    flags |= if write { OFlags::RDWR } else { OFlags::RDONLY };
+    if create {
+        flags |= OFlags::CREATE;
+    }
+    let fd: OwnedFd = rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(0o600))?;
+    Ok(File::from(fd))
 }

@@ -4,8 +4,9 @@
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 use std::process::Stdio;
+use std::time::{Duration, Instant};
 
-use crate::support::{PATIENCE, Running, TempDir, backoff, command};
+use crate::support::{PATIENCE, Running, TempDir, backoff, command, past_first_attempt};
 
 fn show_micro(dir: &Path, key: &str, burst: &str) -> u64 {
     let out = backoff([
@@ -19,6 +20,7 @@ fn show_micro(dir: &Path, key: &str, burst: &str) -> u64 {
     ])
     .arg("--budget-dir")
     .arg(dir)
+    .args(["--budget-store-timeout", "10s"])
     .output()
     .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -43,6 +45,8 @@ fn fifty_processes_at_once_share_exactly_the_burst_of_retries() {
                 "--budget-dir",
             ])
             .arg(&store)
+            // Every decision must reach the file, however loaded the machine.
+            .args(["--budget-store-timeout", "10s"])
             .args(["--", "sh", "-c"])
             .arg(format!("echo x >> '{}'; exit 3", log.display()))
             .stdout(Stdio::null())
@@ -124,60 +128,219 @@ fn successes_deposit_exactly_the_ratio_up_to_the_burst() {
         .success();
 }
 
-#[test]
-fn a_symlinked_or_corrupt_state_file_is_refused_and_left_untouched() {
-    let dir = TempDir::new("budget-bad");
+/// A budgeted run of `sh -c SCRIPT` with up to two quick retries.
+fn budgeted(store: &Path, key: &str, script: &str, options: &[&str]) -> assert_cmd::Command {
+    let mut c = backoff(["--budget", key, "--base", "1ms", "--max-retries", "2"]);
+    c.arg("--budget-dir")
+        .arg(store)
+        .args(options)
+        .args(["--", "sh", "-c", script])
+        .timeout(PATIENCE);
+    c
+}
+
+/// A directory for state files, as backoff makes it (mode 0700).
+fn private_dir(dir: &TempDir) -> std::path::PathBuf {
     let store = dir.join("store");
     std::fs::create_dir(&store).unwrap();
     std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let target = dir.join("precious");
-    std::fs::write(&target, "do not touch\n").unwrap();
-    symlink(&target, store.join("link.budget")).unwrap();
-    std::fs::write(store.join("bad.budget"), "ten tokens, trust me\n").unwrap();
-    for key in ["link", "bad"] {
-        let marker = dir.join(&format!("ran-{key}"));
-        backoff(["--budget", key, "--budget-dir"])
-            .arg(&store)
-            .arg("--")
-            .arg("touch")
-            .arg(&marker)
-            .assert()
-            .code(125)
-            .stderr(predicates::str::contains("cannot use retry budget"));
-        assert!(!marker.exists(), "{key}: the command ran");
-    }
-    assert_eq!(std::fs::read_to_string(&target).unwrap(), "do not touch\n");
-    assert!(
-        std::fs::symlink_metadata(store.join("link.budget"))
-            .unwrap()
-            .file_type()
-            .is_symlink()
-    );
-    assert_eq!(
-        std::fs::read_to_string(store.join("bad.budget")).unwrap(),
-        "ten tokens, trust me\n"
-    );
+    store
 }
 
 #[test]
-fn an_unsafe_directory_or_key_is_refused() {
+fn a_symlinked_state_file_is_never_followed_and_never_stops_the_command() {
+    let dir = TempDir::new("budget-link");
+    let store = private_dir(&dir);
+    let target = dir.join("precious");
+    std::fs::write(&target, "do not touch\n").unwrap();
+    symlink(&target, store.join("link.budget")).unwrap();
+    let log = dir.join("attempts");
+    let script = format!("echo x >> '{}'; exit 3", log.display());
+    let out = budgeted(&store, "link", &script, &[]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(stderr.matches("is a symbolic link").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("retrying under the local policy"),
+        "{stderr}"
+    );
+    assert_eq!(
+        dir.lines("attempts").len(),
+        3,
+        "retried under the local policy"
+    );
+    // Closed: the command still runs, but is not retried.
+    std::fs::remove_file(&log).unwrap();
+    budgeted(&store, "link", &script, &["--budget-store-fail", "closed"])
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains("not retrying"));
+    assert_eq!(dir.lines("attempts").len(), 1);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "do not touch\n");
+    let kind = std::fs::symlink_metadata(store.join("link.budget")).unwrap();
+    assert!(kind.file_type().is_symlink());
+    backoff(["budget", "show", "link", "--budget-dir"])
+        .arg(&store)
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains("is a symbolic link"));
+
+    // A FIFO is neither waited on nor replaced, even by reset.
+    let fifo = store.join("fifo.budget");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
+    budgeted(&store, "fifo", "exit 3", &[])
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains("is not a regular file"));
+    backoff(["budget", "reset", "fifo", "--budget-dir"])
+        .arg(&store)
+        .timeout(PATIENCE)
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains("is not a regular file"));
+    let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&kind));
+}
+
+/// Runs `cmd` to its end with stderr in `err`; returns its exit code and
+/// its peak resident memory in KiB, from wait4(2).
+#[expect(
+    clippy::zombie_processes,
+    reason = "wait4 reaps the child, to read its peak memory"
+)]
+fn peak_memory(mut cmd: std::process::Command, err: &Path) -> (i32, i64) {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(err).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = i32::try_from(child.id()).unwrap();
+    let mut status = 0;
+    // SAFETY: wait4 reaps the child the test started (std never waits for
+    // it: `child` is not used again) and fills in a zeroed rusage.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::wait4(pid, &raw mut status, 0, &raw mut usage), pid);
+        usage
+    };
+    assert!(libc::WIFEXITED(status), "status {status}");
+    (libc::WEXITSTATUS(status), usage.ru_maxrss)
+}
+
+#[test]
+fn a_corrupt_truncated_or_huge_state_is_reported_once_and_becomes_a_fresh_bucket() {
+    let dir = TempDir::new("budget-corrupt");
+    let store = private_dir(&dir);
+    let record = "backoff-budget v1 micro-tokens 00000000000003000000\n";
+    let cases: [(&str, &[u8]); 3] = [
+        ("garbage", b"ten tokens, trust me\n"),
+        ("truncated", &record.as_bytes()[..30]),
+        ("huge", b""),
+    ];
+    for (key, content) in cases {
+        let file = store.join(format!("{key}.budget"));
+        std::fs::write(&file, content).unwrap();
+        if key == "huge" {
+            // A GiB that takes no room on the disk.
+            std::fs::File::options()
+                .write(true)
+                .open(&file)
+                .unwrap()
+                .set_len(1 << 30)
+                .unwrap();
+        }
+        let mut cmd = command(["--budget", key, "--base", "1ms", "--max-retries", "2"]);
+        cmd.arg("--budget-dir")
+            .arg(&store)
+            .args(["--", "sh", "-c", "exit 3"]);
+        let err = dir.join("stderr");
+        let (code, peak_kib) = peak_memory(cmd, &err);
+        let stderr = std::fs::read_to_string(&err).unwrap();
+        assert_eq!(code, 3, "{key}: {stderr}");
+        assert_eq!(
+            stderr.matches("is corrupt").count(),
+            1,
+            "{key}: said once: {stderr}"
+        );
+        assert!(
+            stderr.contains("starting a fresh bucket"),
+            "{key}: {stderr}"
+        );
+        assert!(peak_kib < 64 * 1024, "{key}: {peak_kib} KiB read");
+        assert_eq!(
+            show_micro(&store, key, "10"),
+            8_000_000,
+            "{key}: two retries"
+        );
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), record.len() as u64);
+    }
+
+    // Closed: reported, left alone, not retried; the command still runs.
+    let file = store.join("closed.budget");
+    std::fs::write(&file, "not a state\n").unwrap();
+    budgeted(
+        &store,
+        "closed",
+        "exit 3",
+        &["--budget-store-fail", "closed"],
+    )
+    .assert()
+    .code(3)
+    .stderr(predicates::str::contains("is corrupt"))
+    .stderr(predicates::str::contains("not retrying"));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a state\n");
+    // show says so and changes nothing; reset repairs.
+    backoff(["budget", "show", "closed", "--budget-dir"])
+        .arg(&store)
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains(
+            "'backoff budget reset closed' repairs it",
+        ));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a state\n");
+    backoff(["budget", "reset", "closed", "--budget-dir"])
+        .arg(&store)
+        .assert()
+        .success();
+    assert_eq!(show_micro(&store, "closed", "10"), 10_000_000);
+}
+
+#[test]
+fn budget_show_creates_nothing() {
+    let dir = TempDir::new("budget-show");
+    let store = dir.join("not-yet");
+    backoff(["budget", "show", "k", "--budget-dir"])
+        .arg(&store)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("k: 10 of 10 tokens"));
+    assert!(!store.exists(), "show made the directory");
+    let store = private_dir(&dir);
+    assert_eq!(show_micro(&store, "k", "10"), 10_000_000);
+    assert!(!store.join("k.budget").exists(), "show made the state file");
+}
+
+#[test]
+fn an_untrusted_directory_never_stops_the_command_but_a_bad_key_is_refused() {
     let dir = TempDir::new("budget-dir");
     let open = dir.join("open");
     std::fs::create_dir(&open).unwrap();
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-    backoff(["--budget", "k", "--budget-dir"])
-        .arg(&open)
-        .args(["--", "true"])
-        .assert()
-        .code(125)
-        .stderr(predicates::str::contains("writable by other users"));
     let link = dir.join("link");
-    symlink(dir.path(), &link).unwrap();
-    backoff(["--budget", "k", "--budget-dir"])
-        .arg(&link)
-        .args(["--", "true"])
-        .assert()
-        .code(125);
+    symlink(&open, &link).unwrap();
+    for (store, why) in [
+        (&open, "writable by other users"),
+        (&link, "symbolic links are refused"),
+    ] {
+        let out = budgeted(store, "k", "exit 4", &[]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{stderr}");
+        assert_eq!(stderr.matches(why).count(), 1, "said once: {stderr}");
+        assert_eq!(stderr.matches("failed (exit 4)").count(), 3, "{stderr}");
+    }
+    assert!(!open.join("k.budget").exists(), "nothing written there");
     for key in ["../escape", ".hidden", "a b", ""] {
         backoff(["--budget", key, "--", "true"])
             .assert()
@@ -196,7 +359,7 @@ fn an_unsafe_directory_or_key_is_refused() {
 }
 
 #[test]
-fn a_state_file_owned_by_another_user_is_refused() {
+fn a_state_file_or_directory_of_another_user_is_not_trusted_and_never_stops_the_command() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: only root can give a file to another user");
@@ -208,13 +371,94 @@ fn a_state_file_owned_by_another_user_is_refused() {
         .arg(&store)
         .assert()
         .success();
-    std::os::unix::fs::chown(store.join("f.budget"), Some(65534), Some(65534)).unwrap();
-    backoff(["--budget", "f", "--budget-dir"])
-        .arg(&store)
-        .args(["--", "true"])
+    let file = store.join("f.budget");
+    let before = std::fs::read(&file).unwrap();
+    std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+    budgeted(&store, "f", "exit 5", &[])
         .assert()
-        .code(125)
+        .code(5)
         .stderr(predicates::str::contains("belongs to another user"));
+    assert_eq!(std::fs::read(&file).unwrap(), before, "left alone");
+    std::os::unix::fs::chown(&store, Some(65534), Some(65534)).unwrap();
+    budgeted(&store, "g", "exit 5", &["--budget-store-fail", "closed"])
+        .assert()
+        .code(5)
+        .stderr(predicates::str::contains("belongs to another user"));
+    assert!(!store.join("g.budget").exists());
+}
+
+/// Holds the exclusive lock of `file` in another process until killed.
+fn hold_lock(file: &Path) -> std::process::Child {
+    let mut holder = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import fcntl, sys, time\nf = open(sys.argv[1], 'r+')\nfcntl.flock(f, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(300)",
+        ])
+        .arg(file)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "locked");
+    holder
+}
+
+#[test]
+fn a_held_lock_costs_at_most_the_timeout_and_a_signal_ends_the_wait() {
+    let dir = TempDir::new("budget-locked");
+    let store = dir.join("store");
+    backoff(["budget", "reset", "held", "--budget-dir"])
+        .arg(&store)
+        .assert()
+        .success();
+    let mut holder = hold_lock(&store.join("held.budget"));
+    let log = dir.join("attempts");
+    let script = format!("echo x >> '{}'; exit 3", log.display());
+    let start = Instant::now();
+    let out = budgeted(
+        &store,
+        "held",
+        &script,
+        &["--budget-store-timeout", "300ms"],
+    )
+    .output()
+    .unwrap();
+    let took = start.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(
+        stderr.matches("timed out after 300ms").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(dir.lines("attempts").len(), 3, "fail open: retried");
+    assert!(
+        took < Duration::from_secs(5),
+        "two waits of 300ms took {took:?}"
+    );
+
+    let mut cmd = command(["--budget", "held", "--budget-store-timeout", "1m"]);
+    cmd.arg("--budget-dir").arg(&store).args([
+        "--base",
+        "1ms",
+        "--",
+        "sh",
+        "-c",
+        "echo child $$; exit 3",
+    ]);
+    past_first_attempt(cmd).dies_by_within_a_second(libc::SIGTERM);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_eq!(
+        show_micro(&store, "held", "10"),
+        10_000_000,
+        "no token taken"
+    );
 }
 
 #[test]
@@ -245,22 +489,7 @@ fn the_state_survives_backoff_killed_mid_run_and_no_stale_lock_remains() {
 
     // A process killed while it holds the lock: the kernel releases it.
     let file = store.join("kill.budget");
-    let mut holder = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import fcntl, sys, time\nf = open(sys.argv[1], 'r+')\nfcntl.flock(f, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(300)",
-        ])
-        .arg(&file)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert_eq!(line.trim(), "locked");
+    let mut holder = hold_lock(&file);
     holder.kill().unwrap();
     holder.wait().unwrap();
     backoff([
@@ -278,4 +507,122 @@ fn the_state_survives_backoff_killed_mid_run_and_no_stale_lock_remains() {
     .assert()
     .code(1);
     assert_eq!(show_micro(&store, "kill", "10"), 8_000_000);
+}
+
+/// `backoff ARGS` as cron starts it: `HOME` and nothing of XDG, or, with
+/// `terminal`, as a login session does, with `XDG_RUNTIME_DIR` too.
+fn as_user(home: &Path, terminal: Option<&Path>, args: &[&str]) -> assert_cmd::Command {
+    let mut cmd = backoff(args);
+    // Nothing is written outside the test's directory, whatever the build.
+    let tmp = home.parent().unwrap();
+    cmd.env("HOME", home)
+        .env("TMPDIR", tmp)
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_RUNTIME_DIR")
+        .timeout(PATIENCE);
+    if let Some(run) = terminal {
+        cmd.env("XDG_RUNTIME_DIR", run);
+    }
+    cmd
+}
+
+#[test]
+fn cron_and_a_terminal_share_the_default_budget_in_the_home() {
+    let dir = TempDir::new("budget-home");
+    let (home, run) = (dir.join("home"), dir.join("run"));
+    std::fs::create_dir(&home).unwrap();
+    std::fs::create_dir(&run).unwrap();
+    let retry_once = [
+        "--budget",
+        "k",
+        "--base",
+        "1ms",
+        "--max-retries",
+        "1",
+        "--",
+        "false",
+    ];
+    as_user(&home, None, &retry_once).assert().code(1);
+    let show = ["budget", "show", "k", "--format", "json"];
+    let out = as_user(&home, Some(&run), &show).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let state = home.join(".local/state/backoff");
+    assert_eq!(
+        v["micro_tokens"], 9_000_000,
+        "the terminal sees cron's retry"
+    );
+    assert_eq!(v["store"], state.join("k.budget").display().to_string());
+    let mode = std::fs::metadata(&state).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    assert!(!run.join("backoff").exists());
+    // XDG_STATE_HOME, when absolute, is the place; a relative one is not.
+    let xdg = dir.join("xdg");
+    as_user(&home, Some(&run), &retry_once)
+        .env("XDG_STATE_HOME", &xdg)
+        .assert()
+        .code(1);
+    assert!(xdg.join("backoff/k.budget").exists());
+    as_user(&home, None, &retry_once)
+        .env("XDG_STATE_HOME", "relative")
+        .current_dir(dir.path())
+        .assert()
+        .code(1);
+    assert!(!dir.join("relative").exists());
+    assert_eq!(show_micro(&state, "k", "10"), 8_000_000);
+}
+
+#[test]
+fn with_no_home_or_an_untrusted_default_directory_the_command_still_runs() {
+    let dir = TempDir::new("budget-nohome");
+    let log = dir.join("attempts");
+    let script = format!("echo x >> '{}'; exit 6", log.display());
+    let retry_once = ["--budget", "k", "--base", "1ms", "--max-retries", "1"];
+    let out = backoff(retry_once)
+        .env("TMPDIR", dir.path())
+        .env_remove("HOME")
+        .env_remove("XDG_STATE_HOME")
+        .args(["--", "sh", "-c", &script])
+        .timeout(PATIENCE)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    assert_eq!(stderr.matches("no budget directory").count(), 1, "{stderr}");
+    assert_eq!(
+        dir.lines("attempts").len(),
+        2,
+        "retried under the local policy"
+    );
+    backoff(["budget", "show", "k"])
+        .env("TMPDIR", dir.path())
+        .env_remove("HOME")
+        .env_remove("XDG_STATE_HOME")
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains("give --budget-dir"));
+
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: only root can give a directory to another user");
+        return;
+    }
+    let home = dir.join("home");
+    let state = home.join(".local/state/backoff");
+    std::fs::create_dir_all(&state).unwrap();
+    std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
+    std::fs::remove_file(&log).unwrap();
+    let out = as_user(&home, None, &retry_once)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    assert_eq!(
+        stderr.matches("belongs to another user").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(dir.lines("attempts").len(), 2, "{stderr}");
+    assert!(!state.join("k.budget").exists());
 }

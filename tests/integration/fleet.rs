@@ -5,7 +5,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{PATIENCE, TempDir, backoff, command};
+use crate::support::{PATIENCE, TempDir, backoff, command, past_first_attempt, send};
 
 /// A redis-server of the test's own, stopped when dropped.
 struct Redis {
@@ -82,6 +82,12 @@ impl Redis {
     fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
+
+    /// Stops the server (SIGSTOP): the kernel still accepts connections
+    /// for it, but nothing answers.
+    fn freeze(&self) {
+        send(i32::try_from(self.child.id()).unwrap(), libc::SIGSTOP);
+    }
 }
 
 impl Drop for Redis {
@@ -99,6 +105,11 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// A store timeout for the tests that count tokens against a live server:
+/// every decision there must reach it, however loaded the machine (a TLS
+/// handshake of a debug build can take longer than the default 250ms).
+const LIVE: [&str; 2] = ["--budget-store-timeout", "10s"];
+
 fn level(url: &str, key: &str) -> u64 {
     let out = backoff([
         "budget",
@@ -109,6 +120,7 @@ fn level(url: &str, key: &str) -> u64 {
         "--budget-store",
         url,
     ])
+    .args(LIVE)
     .output()
     .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -133,6 +145,7 @@ fn fifty_processes_share_exactly_the_burst_through_redis() {
                 "--cap",
                 "5ms",
             ])
+            .args(LIVE)
             .args(["--budget-store", &redis.url(), "--", "sh", "-c"])
             .arg(format!("echo x >> '{}'; exit 4", log.display()))
             .stderr(Stdio::piped())
@@ -168,6 +181,7 @@ fn successes_deposit_exactly_the_ratio_in_redis() {
             "2ms",
         ])
         .args(["--budget-store", &redis.url()])
+        .args(LIVE)
         .args(args)
         .assert()
     };
@@ -282,6 +296,7 @@ fn a_password_in_the_url_never_shows() {
             "--max-retries",
             "1",
         ])
+        .args(LIVE)
         .arg("--report")
         .arg(&report)
         .arg("--metrics-file")
@@ -311,6 +326,7 @@ fn a_password_in_the_url_never_shows() {
     assert!(!text.contains("wr0ngpw"));
     // And in the environment it is as good as a flag.
     backoff(["budget", "show", "pw"])
+        .args(LIVE)
         .env("BACKOFF_BUDGET_STORE", &good)
         .assert()
         .success()
@@ -351,6 +367,7 @@ fn rediss_urls_reach_a_redis_that_speaks_only_tls() {
         "2",
     ])
     .env("SSL_CERT_FILE", &cert)
+    .args(LIVE)
     .args(["--", "false"])
     .assert()
     .code(1);
@@ -363,6 +380,7 @@ fn rediss_urls_reach_a_redis_that_speaks_only_tls() {
         "--budget-store",
         &url,
     ])
+    .args(LIVE)
     .env("SSL_CERT_FILE", &cert)
     .output()
     .unwrap();
@@ -378,4 +396,211 @@ fn rediss_urls_reach_a_redis_that_speaks_only_tls() {
         .unwrap();
     assert_eq!(out.status.code(), Some(125));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("tlspw"));
+}
+
+#[test]
+fn no_form_of_a_password_shows_not_even_with_a_slash_or_in_a_unix_url() {
+    let redis = Redis::start(Some("top/secret"));
+    let dir = TempDir::new("fleet-slash");
+    let report = dir.join("report.json");
+    let metrics = dir.join("m.prom");
+    let port = redis.port;
+    let forms = [
+        "top/secret",
+        "top%2Fsecret",
+        "top%2fsecret",
+        "wr/ong",
+        "wr%2Fong",
+        "hunter2",
+    ];
+    let urls = [
+        // Unencoded: not a URL that parses, refused, and hidden all the same.
+        format!("redis://:top/secret@127.0.0.1:{port}/0"),
+        format!("redis://:top%2Fsecret@127.0.0.1:{port}/0"),
+        format!("redis://:wr%2Fong@127.0.0.1:{port}/0"),
+        "redis+unix:///nowhere/redis.sock?db=0&pass=hunter2".to_owned(),
+        "unix:///nowhere/redis.sock?pass=hunter2".to_owned(),
+    ];
+    for url in &urls {
+        let _ = std::fs::remove_file(&report);
+        let _ = std::fs::remove_file(&metrics);
+        let run = backoff(["-v", "--budget", "pw", "--budget-store", url])
+            .args(LIVE)
+            .args(["--base", "1ms", "--max-retries", "1", "--report"])
+            .arg(&report)
+            .arg("--metrics-file")
+            .arg(&metrics)
+            .args(["--", "false"])
+            .timeout(PATIENCE)
+            .output()
+            .unwrap();
+        let show = backoff(["budget", "show", "pw", "--budget-store", url])
+            .timeout(PATIENCE)
+            .output()
+            .unwrap();
+        let all = format!(
+            "{}{}{}{}{}{}",
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&run.stderr),
+            String::from_utf8_lossy(&show.stdout),
+            String::from_utf8_lossy(&show.stderr),
+            std::fs::read_to_string(&report).unwrap_or_default(),
+            std::fs::read_to_string(&metrics).unwrap_or_default(),
+        );
+        for form in forms {
+            assert!(!all.contains(form), "{url}: {form} shows in {all}");
+        }
+        assert!(
+            all.contains("***"),
+            "{url}: the secret is named as hidden: {all}"
+        );
+    }
+    // The encoded form is the usable one: it reached the server.
+    backoff(["budget", "show", "pw", "--budget-store", &urls[1]])
+        .args(LIVE)
+        .timeout(PATIENCE)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "pw: 9 of 10 tokens (redis://:***@",
+        ));
+    // The unencoded form says how to write it.
+    backoff(["budget", "show", "pw", "--budget-store", &urls[0]])
+        .timeout(PATIENCE)
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains("%2F"));
+}
+
+#[test]
+fn a_frozen_store_costs_one_timeout_per_decision_and_no_attempt_follows_the_deadline() {
+    let redis = Redis::start(None);
+    redis.freeze();
+    // One decision alone: the timeout, not two or three of them.
+    let start = Instant::now();
+    backoff(["budget", "show", "k", "--budget-store", &redis.url()])
+        .args(["--budget-store-timeout", "2s"])
+        .timeout(PATIENCE)
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains("timed out after 2.00s"));
+    let took = start.elapsed();
+    assert!(
+        took < Duration::from_millis(3500),
+        "one decision took {took:?}"
+    );
+
+    // Under --max-time, the deadline is checked after each decision: the
+    // second decision ends after it, so no third attempt starts, and the
+    // run exits with the command's status, not 124.
+    let dir = TempDir::new("fleet-frozen");
+    let log = dir.join("attempts");
+    let start = Instant::now();
+    let out = backoff(["--budget", "k", "--budget-store", &redis.url()])
+        .args([
+            "--budget-store-timeout",
+            "600ms",
+            "--max-time",
+            "1s",
+            "--forever",
+        ])
+        .args(["--base", "1ms", "--cap", "1ms", "--jitter", "none"])
+        .args(["--", "sh", "-c"])
+        .arg(format!("echo x >> '{}'; exit 3", log.display()))
+        .timeout(PATIENCE)
+        .output()
+        .unwrap();
+    let took = start.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(
+        stderr.matches("timed out").count(),
+        1,
+        "said once: {stderr}"
+    );
+    let attempts = std::fs::read_to_string(&log).unwrap().lines().count();
+    assert!(attempts <= 2, "{attempts} attempts: {stderr}");
+    assert!(took < Duration::from_secs(3), "the run took {took:?}");
+}
+
+#[test]
+fn a_signal_ends_a_decision_of_a_frozen_store_at_once() {
+    let redis = Redis::start(None);
+    redis.freeze();
+    let mut cmd = command(["--budget", "k", "--budget-store", &redis.url()]);
+    cmd.args(["--budget-store-timeout", "1m", "--base", "1ms"])
+        .args(["--", "sh", "-c", "echo child $$; exit 3"]);
+    past_first_attempt(cmd).dies_by_within_a_second(libc::SIGTERM);
+}
+
+/// Runs `redis-cli ARGS` against the test's server; returns its output.
+fn redis_cli(redis: &Redis, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &redis.port.to_string()])
+        .args(args)
+        .output()
+        .expect("redis-cli comes with redis-server");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn a_corrupt_state_in_redis_becomes_a_fresh_bucket_and_reset_repairs_any() {
+    let redis = Redis::start(None);
+    let run = |key: &str, fail: &str| {
+        backoff(["--budget", key, "--budget-store", &redis.url()])
+            .args(LIVE)
+            .args([
+                "--budget-store-fail",
+                fail,
+                "--base",
+                "1ms",
+                "--max-retries",
+                "2",
+            ])
+            .args(["--", "sh", "-c", "exit 3"])
+            .timeout(PATIENCE)
+            .output()
+            .unwrap()
+    };
+    redis_cli(&redis, &["SET", "backoff:budget:c", "ten, trust me"]);
+    let out = run("c", "open");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(stderr.matches("corrupt").count(), 1, "said once: {stderr}");
+    assert!(stderr.contains("starting a fresh bucket"), "{stderr}");
+    assert_eq!(
+        level(&redis.url(), "c"),
+        8_000_000,
+        "two retries from a full bucket"
+    );
+
+    // Closed: reported, left alone, not retried; show says so; reset repairs.
+    redis_cli(&redis, &["SET", "backoff:budget:c", "ten, trust me"]);
+    let out = run("c", "closed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("corrupt") && stderr.contains("not retrying"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("failed (exit 3)").count(), 1, "{stderr}");
+    assert_eq!(
+        redis_cli(&redis, &["GET", "backoff:budget:c"]),
+        "ten, trust me"
+    );
+    backoff(["budget", "show", "c", "--budget-store", &redis.url()])
+        .args(LIVE)
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains("corrupt"));
+    // A value of another type too.
+    redis_cli(&redis, &["HSET", "backoff:budget:h", "f", "v"]);
+    for key in ["c", "h"] {
+        backoff(["budget", "reset", key, "--budget-store", &redis.url()])
+            .args(LIVE)
+            .assert()
+            .success();
+        assert_eq!(level(&redis.url(), key), 10_000_000, "{key}");
+    }
 }

@@ -226,6 +226,20 @@ impl Running {
         }
     }
 
+    /// Sends `sig` to backoff and checks that backoff dies by it within a
+    /// second.
+    pub fn dies_by_within_a_second(&mut self, sig: i32) {
+        self.signal(sig);
+        let (status, took) = self.wait_exit(PATIENCE);
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(sig),
+            "{:?}",
+            self.seen
+        );
+        assert!(took < Duration::from_secs(1), "the signal took {took:?}");
+    }
+
     /// The stderr lines seen so far.
     pub fn stderr(&self) -> Vec<&str> {
         self.seen
@@ -330,4 +344,27 @@ pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
         }
         thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Waits until the process `pid` has exited and been reaped (its `/proc`
+/// entry is gone), within `PATIENCE`.
+pub fn reaped(pid: i32) {
+    eventually(&format!("process {pid} reaped"), || {
+        !Path::new(&format!("/proc/{pid}")).exists()
+    });
+}
+
+/// Starts `cmd` (a `backoff` command whose first attempt prints `child PID`
+/// and fails), and waits until that attempt has ended and been reaped, so
+/// that backoff is past it, deciding whether to retry.
+pub fn past_first_attempt(cmd: Command) -> Running {
+    let mut run = Running::start(cmd);
+    let line = run.wait_for("child ");
+    let pid = line
+        .trim()
+        .strip_prefix("child ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("not a pid line: {line:?}"));
+    reaped(pid);
+    run
 }

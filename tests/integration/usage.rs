@@ -260,9 +260,11 @@ fn control_characters_from_the_user_are_escaped_in_backoffs_lines() {
 
 #[test]
 fn durations_below_a_microsecond_are_shown_as_they_are_not_as_zero() {
+    // Whether `false` exits before its 5 ns are up is a race: either way,
+    // no retry follows and the limit is shown as it was given.
     backoff(["--max-time", "5ns", "--", "false"])
         .assert()
-        .code(124)
+        .code(predicates::iter::in_iter([1, 124]))
         .stderr(predicates::str::contains("--max-time 5ns has passed"));
     backoff([
         "schedule", "--base", "250ns", "--cap", "250ns", "--jitter", "none",
