@@ -231,9 +231,9 @@ fn backoffs_own_lack_of_descriptors_is_retried_said_to_be_backoffs_and_ends_with
     let out = with_open_file_limit(7, &["--max-retries", "2", "--base", "1ms", "--", "true"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(125), "{err}");
+    // The C library words EMFILE its own way ("Too many open files").
     assert_eq!(
-        err.matches("failed (backoff could not start it: Too many open files)")
-            .count(),
+        err.matches("failed (backoff could not start it: ").count(),
         3,
         "{err}"
     );

@@ -44,15 +44,13 @@ fn said_interrupted(run: &Running, sig: i32) {
     );
 }
 
-/// The name backoff gives a signal.
+/// The name backoff gives a signal (for a real-time one, its start: the C
+/// library backoff is built with decides where the real-time signals
+/// begin).
 fn signal_name(sig: i32) -> String {
     #[cfg(target_os = "linux")]
     if sig >= libc::SIGRTMIN() {
-        return if sig == libc::SIGRTMIN() {
-            "RTMIN".to_owned()
-        } else {
-            format!("RTMIN+{}", sig - libc::SIGRTMIN())
-        };
+        return "RTMIN".to_owned();
     }
     let names = [
         (libc::SIGTERM, "TERM"),
