@@ -20,7 +20,7 @@ use crate::exit::Exit;
 use crate::report::json::JsonReport;
 use crate::report::run_report::Recorder;
 use crate::report::text::TextReport;
-use crate::report::{LogFormat, Stderr, atomic, metrics, say};
+use crate::report::{LogFormat, Std, atomic, metrics, say};
 use crate::run::Executor as _;
 use crate::simulate::{self, svg, table};
 use crate::sys::signals::SignalWatch;
@@ -36,7 +36,7 @@ fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
             return Exit::SUCCESS;
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = Stderr.write_all(e.render().to_string().as_bytes());
+            let _ = Std::Err.write_all(e.render().to_string().as_bytes());
             return Exit::USAGE;
         }
         _ => {}
@@ -141,17 +141,21 @@ fn run_command(cli: Cli, given: Given) -> anyhow::Result<Exit> {
         .unwrap_or_else(|| cfg.command[0].to_string_lossy().into_owned());
     let mut log: Box<dyn Report> = match cfg.log_format {
         LogFormat::Json => Box::new(JsonReport::new(
-            Stderr,
+            Std::Err,
             cfg.verbosity,
             label.clone(),
             SystemTime::now,
         )),
         LogFormat::Github => Box::new(TextReport::github(
-            Stderr,
+            Std::Err,
             cfg.verbosity,
             cfg.name.as_deref(),
         )),
-        LogFormat::Text => Box::new(TextReport::new(Stderr, cfg.verbosity, cfg.name.as_deref())),
+        LogFormat::Text => Box::new(TextReport::new(
+            Std::Err,
+            cfg.verbosity,
+            cfg.name.as_deref(),
+        )),
     };
     let mut recorder = Recorder::new(label, SystemTime::now);
     let mut executor = RealExecutor::new(

@@ -84,6 +84,12 @@ pub enum Event<'a> {
         /// Why, in a sentence.
         why: &'a str,
     },
+    /// A signal ended the run while the held stdout of the attempt that
+    /// ended it was being written out; the rest of it was dropped.
+    InterruptedWriting {
+        /// The signal backoff received.
+        signal: i32,
+    },
     /// A signal ended the run.
     Interrupted {
         /// The signal backoff received.

@@ -194,7 +194,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             } => (outcome, seen, spawn_error),
             Ended::Interrupted(signal, outcome) => {
                 let attempt = outcome.map(|o| (number, o, elapsed));
-                return interrupted(exec, report, signal, attempt, deadline);
+                return interrupted(report, signal, attempt);
             }
         };
         // `cut`: a terminating signal that ended the budget's decision.
@@ -238,7 +238,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             next,
         });
         if let Some(signal) = cut {
-            return interrupted(exec, report, signal, None, deadline);
+            return interrupted(report, signal, None);
         }
         let Next::Retry {
             delay: Delay { delay, .. },
@@ -255,7 +255,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             return end(exec, report, deadline, &event, exit);
         };
         if let Some(signal) = exec.pause(delay) {
-            return interrupted(exec, report, signal, None, deadline);
+            return interrupted(report, signal, None);
         }
         last = Some(outcome);
     }
@@ -274,14 +274,12 @@ fn ending(next: Next) -> Ending {
 /// Ends a run that `signal` interrupted. A child that handled the signal and
 /// exited normally gives its status; otherwise backoff dies by the signal.
 fn interrupted(
-    exec: &mut dyn Executor,
     report: &mut dyn Report,
     signal: i32,
     attempt: Option<(u64, Outcome, Duration)>,
-    deadline: Option<Instant>,
 ) -> Exit {
-    // A second signal only stops the writing.
-    let _ = exec.finish(deadline);
+    // The held stdout of an interrupted attempt is not written: it would be
+    // a partial body, and the user asked backoff to stop.
     report.event(&Event::Interrupted { signal, attempt });
     match attempt {
         Some((_, Outcome::Exited(c), _)) => Exit::Code(c),
@@ -322,10 +320,7 @@ fn end(
             }
         }
         Released::Interrupted(signal) => {
-            report.event(&Event::Interrupted {
-                signal,
-                attempt: None,
-            });
+            report.event(&Event::InterruptedWriting { signal });
             Exit::Signal(signal)
         }
     }

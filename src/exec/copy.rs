@@ -5,12 +5,12 @@
 //! never backoff's clock.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::AsFd;
 
 use crate::classify::Observed;
 use crate::exec::scan::{LineScanner, OutputRules};
-use crate::sys::fd;
+use crate::sys::fd::{self, Out};
 
 /// Bytes read from the command's output at a time: enough to make few
 /// reads, few enough to stay in the CPU's cache while they are matched and
@@ -29,9 +29,7 @@ pub(super) const PIPE_SIZE: usize = 256 * 1024;
 #[allow(clippy::struct_excessive_bools)]
 pub(super) struct Pipe {
     pub(super) from: File,
-    pub(super) to: File,
-    /// Whether writes to `to` return at once when it is full.
-    to_nonblocking: bool,
+    pub(super) to: Out,
     /// Bytes read but not yet written: while there are some, the pipe is
     /// not read, so a slow reader downstream slows the command down as it
     /// would without backoff, but never backoff's own clock.
@@ -69,14 +67,13 @@ impl Pipe {
 
 impl Pipe {
     /// A pipe from the command (`from`, non-blocking) to `to`.
-    pub(super) fn new(from: File, to: File, to_nonblocking: bool) -> Pipe {
+    pub(super) fn new(from: File, to: Out) -> Pipe {
         Pipe {
             from,
-            to,
-            to_nonblocking,
-            pending: Vec::new(),
             // Only a pipe opened anew can take tee's non-blocking writes.
-            tee: to_nonblocking && cfg!(target_os = "linux"),
+            tee: to.is_own_pipe() && cfg!(target_os = "linux"),
+            to,
+            pending: Vec::new(),
             blocked: false,
             left: None,
             scanner: LineScanner::default(),
@@ -180,13 +177,13 @@ impl Copier {
                     // After a failure nothing more is written: the file
                     // keeps no gap, and the loss is told at the end.
                     if self.lost.is_none()
-                        && let Err(e) = pipe.to.write_all(data)
+                        && let Err(e) = pipe.to.write_all_blocking(data)
                     {
                         self.lost = Some(e);
                     }
                     return Copied::Data;
                 }
-                match write_some(&mut pipe.to, pipe.to_nonblocking, data) {
+                match write_some(&pipe.to, data) {
                     Some(written) => {
                         pipe.pending.extend_from_slice(&data[written..]);
                         Copied::Data
@@ -301,7 +298,7 @@ impl Copier {
 /// Writes what `pipe` has pending, as far as its destination takes it
 /// without waiting; false when the destination is gone.
 fn flush(pipe: &mut Pipe) -> bool {
-    if let Some(written) = write_some(&mut pipe.to, pipe.to_nonblocking, &pipe.pending) {
+    if let Some(written) = write_some(&pipe.to, &pipe.pending) {
         pipe.pending.drain(..written);
         true
     } else {
@@ -313,13 +310,13 @@ fn flush(pipe: &mut Pipe) -> bool {
 /// Writes `data` to `to`: all of it, or with a non-blocking `to` as much
 /// as it takes without waiting. Returns how many bytes were written, or
 /// None when the destination is gone.
-pub(super) fn write_some(to: &mut File, nonblocking: bool, data: &[u8]) -> Option<usize> {
-    if !nonblocking {
-        return to.write_all(data).is_ok().then_some(data.len());
+fn write_some(to: &Out, data: &[u8]) -> Option<usize> {
+    if !to.nonblocking() {
+        return to.write_all_blocking(data).is_ok().then_some(data.len());
     }
     let mut written = 0;
     while written < data.len() {
-        match to.write(&data[written..]) {
+        match to.write_now(&data[written..]) {
             Ok(0) => return None,
             Ok(n) => written += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -14,7 +14,7 @@ use crate::classify::Outcome;
 use crate::exec::copy::{PIPE_SIZE, Pipe};
 use crate::exec::{RealExecutor, spool};
 use crate::run::AttemptSpec;
-use crate::sys::fd;
+use crate::sys::fd::{self, Out};
 use crate::sys::process::{self, Exec, env_entry};
 
 /// The variables backoff sets for the command; inherited ones of the same
@@ -76,13 +76,13 @@ impl RealExecutor {
         // of it, and not for the command, which may ignore it.
         let rules = self.copier.rules.is_some();
         if rules || self.held.is_some() {
-            let (to, to_nonblocking) = match &self.held {
-                Some(held) => (held.try_clone()?, false),
-                None => fd::destination(io::stdout().as_fd())?,
+            let to = match &self.held {
+                Some(held) => Out::blocking(held.try_clone()?),
+                None => Out::new(io::stdout().as_fd())?,
             };
             let (from, end) = captured()?;
             fd::enlarge_pipe(&from, PIPE_SIZE);
-            let pipe = Pipe::new(from, to, to_nonblocking);
+            let pipe = Pipe::new(from, to);
             pipes.push(if self.held.is_some() {
                 pipe.holding()
             } else {
@@ -91,9 +91,9 @@ impl RealExecutor {
             command.stdout(end);
         }
         if rules {
-            let (to, to_nonblocking) = fd::destination(io::stderr().as_fd())?;
+            let to = Out::new(io::stderr().as_fd())?;
             let (from, end) = captured()?;
-            pipes.push(Pipe::new(from, to, to_nonblocking));
+            pipes.push(Pipe::new(from, to));
             command.stderr(end);
         }
         // The write ends belong to the command alone: `command` is dropped

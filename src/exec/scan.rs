@@ -134,7 +134,11 @@ fn turns_multi_line_off(pattern: &str) -> bool {
 /// Splits one stream into lines and matches them, however the bytes arrive.
 #[derive(Debug, Default)]
 pub struct LineScanner {
+    /// The line begun, from the window being filled on; after its first
+    /// window, with the byte before that window in front.
     partial: Vec<u8>,
+    /// How many bytes at the front of `partial` are that context (0 or 1).
+    context: usize,
 }
 
 impl LineScanner {
@@ -167,21 +171,28 @@ impl LineScanner {
     }
 
     /// Adds bytes to the line begun. Each window of `MAX_LINE` bytes that
-    /// more bytes follow is matched, and the next one starts `STEP` bytes
-    /// after it; windows that lie whole in `bytes` are matched where they
-    /// are, not copied.
+    /// more bytes follow is matched (with the byte before it and the one
+    /// after it as context), and the next one starts `STEP` bytes after it;
+    /// windows that lie whole in `bytes` are matched where they are, not
+    /// copied.
     fn push_partial(&mut self, rules: &OutputRules, mut bytes: &[u8], seen: &mut Observed) {
-        while self.partial.len() + bytes.len() > MAX_LINE {
+        while self.partial.len() - self.context + bytes.len() > MAX_LINE {
             if self.partial.is_empty() {
                 let start = scan_windows(rules, bytes, seen);
-                bytes = &bytes[start..];
-                break;
+                let before = usize::from(start > 0);
+                self.partial.extend_from_slice(&bytes[start - before..]);
+                self.context = before;
+                return;
             }
-            let room = MAX_LINE - self.partial.len();
+            // The window, and the byte after it.
+            let room = self.context + MAX_LINE + 1 - self.partial.len();
             self.partial.extend_from_slice(&bytes[..room]);
             bytes = &bytes[room..];
-            scan_short(rules, &self.partial, seen);
-            self.partial.drain(..STEP);
+            let end = self.context + MAX_LINE;
+            scan_window(rules, &self.partial, self.context, end, seen);
+            // The next window starts `STEP` later; the byte before it stays.
+            self.partial.drain(..self.context + STEP - 1);
+            self.context = 1;
         }
         self.partial.extend_from_slice(bytes);
     }
@@ -189,8 +200,9 @@ impl LineScanner {
     /// Matches the line begun (its last window) and empties it, keeping its
     /// allocation for the next.
     fn scan_partial(&mut self, rules: &OutputRules, seen: &mut Observed) {
-        scan_short(rules, &self.partial, seen);
+        scan_short(rules, &self.partial, self.context, seen);
         self.partial.clear();
+        self.context = 0;
     }
 }
 
@@ -199,10 +211,26 @@ impl LineScanner {
 fn scan_windows(rules: &OutputRules, line: &[u8], seen: &mut Observed) -> usize {
     let mut start = 0;
     while line.len() - start > MAX_LINE {
-        scan_short(rules, &line[start..start + MAX_LINE], seen);
+        let before = usize::from(start > 0);
+        scan_window(
+            rules,
+            &line[start - before..],
+            before,
+            before + MAX_LINE,
+            seen,
+        );
         start += STEP;
     }
     start
+}
+
+/// Matches the window `hay[from..end]` of a long line that goes on after
+/// it. The byte before it (at `from - 1`, if `from` is 1) and the one after
+/// it are context, so that `^`, `$` and `\b` see that the line goes on,
+/// unless the byte after it is the newline that ends the line.
+fn scan_window(rules: &OutputRules, hay: &[u8], from: usize, end: usize, seen: &mut Observed) {
+    let end = if hay[end] == b'\n' { end } else { end + 1 };
+    scan_line(rules, &hay[..end], from, seen);
 }
 
 /// Matches the lines of `block`, which ends at a line's end. A line longer
@@ -218,55 +246,68 @@ fn scan_block(rules: &OutputRules, block: &[u8], seen: &mut Observed) {
             continue;
         }
         // The line starting at `at` is a long one.
-        scan_short(rules, &block[short..at], seen);
+        scan_short(rules, &block[short..at], 0, seen);
         let end = memchr::memchr(b'\n', &block[at + MAX_LINE..])
             .map_or(block.len(), |i| at + MAX_LINE + i + 1);
         let line = &block[at..end];
         let last = scan_windows(rules, line, seen);
-        scan_short(rules, &line[last..], seen);
+        let before = usize::from(last > 0);
+        scan_short(rules, &line[last - before..], before, seen);
         short = end;
         at = end;
     }
-    scan_short(rules, &block[short..], seen);
+    scan_short(rules, &block[short..], 0, seen);
 }
 
-/// Matches the lines of `block`, none of them longer than `MAX_LINE`. A
-/// block where no pattern matches at all is skipped in one search.
-fn scan_short(rules: &OutputRules, block: &[u8], seen: &mut Observed) {
-    if rules.any.as_ref().is_some_and(|any| !any.is_match(block)) {
+/// Matches the lines of `hay[from..]`, none of them longer than `MAX_LINE`;
+/// the byte before `from`, if any, is the context of the first (the end of
+/// a long line's previous window). A block where no pattern matches at all
+/// is skipped in one search.
+fn scan_short(rules: &OutputRules, hay: &[u8], from: usize, seen: &mut Observed) {
+    if rules
+        .any
+        .as_ref()
+        .is_some_and(|any| !any.is_match_at(hay, from))
+    {
         return;
     }
     // Lines end at each newline; what follows the last one, if anything, is
     // a line too (a window of a long line, or the last line of the output).
-    let mut start = 0;
-    for end in memchr::memchr_iter(b'\n', block).chain(std::iter::once(block.len())) {
-        if start >= block.len() && end == block.len() {
+    let mut start = from;
+    let mut context = from;
+    for end in memchr::memchr_iter(b'\n', &hay[from..])
+        .map(|i| from + i)
+        .chain(std::iter::once(hay.len()))
+    {
+        if start >= hay.len() && end == hay.len() {
             break;
         }
-        let line = &block[start..end];
+        let line = &hay[start - context..end];
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        scan_line(rules, line, seen);
+        scan_line(rules, line, context, seen);
         start = end + 1;
+        context = 0;
     }
 }
 
-fn scan_line(rules: &OutputRules, line: &[u8], seen: &mut Observed) {
-    if rules.stop.iter().any(|r| r.is_match(line)) {
+/// Matches one line, `line[from..]`; the bytes before `from` are context.
+fn scan_line(rules: &OutputRules, line: &[u8], from: usize, seen: &mut Observed) {
+    if rules.stop.iter().any(|r| r.is_match_at(line, from)) {
         seen.stop_match = true;
     }
-    if rules.retry.iter().any(|r| r.is_match(line)) {
+    if rules.retry.iter().any(|r| r.is_match_at(line, from)) {
         seen.retry_match = true;
     }
     if let Some(r) = &rules.retry_after
-        && let Some(value) = r.captures(line).and_then(|c| c.get(1))
+        && let Some(value) = r.captures_at(line, from).and_then(|c| c.get(1))
     {
         seen.retry_after = Some(String::from_utf8_lossy(value.as_bytes()).trim().to_owned());
     }
     if rules.http_status {
         let status = rules
             .fail_line
-            .captures(line)
-            .or_else(|| rules.status_line.captures(line));
+            .captures_at(line, from)
+            .or_else(|| rules.status_line.captures_at(line, from));
         if let Some(code) = status.and_then(|c| c.get(1)) {
             seen.http_status = std::str::from_utf8(code.as_bytes())
                 .ok()
@@ -393,6 +434,43 @@ mod tests {
                 assert_eq!(scan(&pieces), whole, "chunks of {size}");
             }
         }
+    }
+
+    #[test]
+    fn a_window_of_a_long_line_is_no_line_start_and_its_end_no_line_end() {
+        // "fatal" begins the second window, and "again" ends the first, of
+        // a line that goes on: neither `^fatal` nor `again$` may match.
+        let r = OutputRules::new(
+            vec![Regex::new("again$").unwrap()],
+            vec![Regex::new("^fatal").unwrap()],
+            None,
+            false,
+        )
+        .unwrap()
+        .unwrap();
+        let mut line = vec![b'x'; MAX_LINE - 5];
+        line.extend_from_slice(b"again");
+        line.resize(STEP, b'y');
+        line.extend_from_slice(b"fatal");
+        line.resize(3 * MAX_LINE, b'z');
+        line.push(b'\n');
+        for size in [7_919, OVERLAP, MAX_LINE + 1, line.len()] {
+            let mut s = LineScanner::default();
+            let mut seen = Observed::default();
+            for piece in line.chunks(size) {
+                s.feed(&r, piece, &mut seen);
+            }
+            s.finish(&r, &mut seen);
+            assert!(!seen.stop_match && !seen.retry_match, "chunks of {size}");
+        }
+        // At the line's true start and end they do.
+        let mut whole = b"fatal".to_vec();
+        whole.resize(2 * MAX_LINE, b'x');
+        whole.extend_from_slice(b"again\n");
+        let mut s = LineScanner::default();
+        let mut seen = Observed::default();
+        s.feed(&r, &whole, &mut seen);
+        assert!(seen.stop_match && seen.retry_match);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! whole stdout of one attempt at a time.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::fd::AsFd;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Instant;
@@ -96,7 +96,7 @@ pub fn write_out(
             describe(e)
         ))
     };
-    let Ok((mut out, nonblocking)) = fd::destination(io::stdout().as_fd()) else {
+    let Ok(out) = fd::Out::new(io::stdout().as_fd()) else {
         return Released::All;
     };
     let size = match held.seek(SeekFrom::End(0)).and_then(|end| {
@@ -116,7 +116,7 @@ pub fn write_out(
         };
         let mut data = &buffer[..n];
         while !data.is_empty() {
-            match out.write(data) {
+            match out.write_now(data) {
                 Ok(0) => return lost(&io::ErrorKind::WriteZero.into()),
                 Ok(took) => {
                     data = &data[took..];
@@ -124,7 +124,7 @@ pub fn write_out(
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Released::All,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && nonblocking => {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         return Released::Late(size.saturating_sub(written));
                     }

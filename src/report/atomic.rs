@@ -44,15 +44,12 @@ impl Stream {
         }
     }
 
-    /// Writes `content` to the stream, as it is.
+    /// Writes `content` to the stream, as it is; a reader that does not
+    /// take it within a moment does not hold backoff up (`report::Std`).
     fn write(self, content: &[u8]) -> io::Result<()> {
         match self {
-            Stream::Stdout => {
-                let mut out = io::stdout().lock();
-                out.write_all(content)?;
-                out.flush()
-            }
-            Stream::Stderr => io::stderr().lock().write_all(content),
+            Stream::Stdout => super::Std::Out.write_all(content),
+            Stream::Stderr => super::Std::Err.write_all(content),
         }
     }
 }

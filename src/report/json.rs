@@ -148,6 +148,11 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
         }),
         Event::Undelivered { bytes } => json!({"event": "undelivered", "bytes": bytes}),
         Event::OutputLost { why } => json!({"event": "output_lost", "error": why}),
+        Event::InterruptedWriting { signal } => json!({
+            "event": "interrupted",
+            "signal": signal::short_name(signal),
+            "during": "output",
+        }),
         Event::Interrupted { signal, attempt } => json!({
             "event": "interrupted",
             "signal": signal::short_name(signal),

@@ -9,9 +9,8 @@ pub mod metrics;
 pub mod run_report;
 pub mod text;
 
-use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -47,44 +46,62 @@ pub enum LogFormat {
 /// escaped.
 pub fn say(message: &str) {
     let line = format!("backoff: {}\n", escape_controls(message));
-    let _ = Stderr.write_all(line.as_bytes());
+    let _ = Std::Err.write_all(line.as_bytes());
 }
 
-/// How long one of backoff's own lines waits for room in a stderr pipe
-/// whose reader does not keep up; after a line was dropped, the next ones
-/// wait no more until one is taken again.
+/// How long one of backoff's own lines (or a report written to
+/// `/dev/stdout` or `/dev/stderr`) waits for room in a pipe whose reader
+/// does not keep up; after one was dropped, the next ones on the same
+/// stream wait no more until one is taken again.
 const STALL: Duration = Duration::from_secs(2);
 
-/// backoff's stderr, for its own lines. When stderr is a pipe, a reader that
-/// does not read never holds backoff up (its time limits, its signals, its
-/// exit): a line stderr does not take within `STALL` is dropped, with an
-/// error.
-pub struct Stderr;
-
-/// backoff's own description of its stderr, and whether its writes are
-/// non-blocking.
-fn own_stderr() -> Option<&'static (File, bool)> {
-    static OWN: OnceLock<Option<(File, bool)>> = OnceLock::new();
-    OWN.get_or_init(|| fd::destination(std::io::stderr().as_fd()).ok())
-        .as_ref()
+/// backoff's own standard streams, for what it writes there itself: its
+/// lines on stderr, and `--report /dev/stdout`. A reader that does not read
+/// never holds backoff up (its time limits, its signals, its exit): what
+/// the stream does not take within `STALL` is dropped, with an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Std {
+    /// backoff's stdout.
+    Out,
+    /// backoff's stderr.
+    Err,
 }
 
-impl Write for Stderr {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.write_all(buf)?;
-        Ok(buf.len())
+/// One of backoff's standard streams as a destination that does not wait
+/// (`fd::Out`), made once; `None` while it cannot be made (no descriptor
+/// left), and then the stream is written through as it is.
+struct Stream {
+    out: OnceLock<fd::Out>,
+    stalled: AtomicBool,
+}
+
+impl Stream {
+    const fn new() -> Stream {
+        Stream {
+            out: OnceLock::new(),
+            stalled: AtomicBool::new(false),
+        }
     }
 
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        static STALLED: AtomicBool = AtomicBool::new(false);
-        let Some((file, nonblocking)) = own_stderr() else {
-            return Ok(());
-        };
-        let mut out = file;
-        if !nonblocking {
-            return out.write_all(buf);
+    fn out(&self, of: BorrowedFd<'_>) -> Option<&fd::Out> {
+        if let Some(out) = self.out.get() {
+            return Some(out);
         }
-        let patience = if STALLED.load(Ordering::Relaxed) {
+        let out = fd::Out::new(of).ok()?;
+        Some(self.out.get_or_init(|| out))
+    }
+
+    /// Writes all of `buf`, waiting at most `STALL` for a reader that does
+    /// not keep up (none after a line was dropped).
+    fn write_all(&self, std: &mut dyn Write, of: BorrowedFd<'_>, buf: &[u8]) -> io::Result<()> {
+        let Some(out) = self.out(of) else {
+            // No descriptor to spare: the stream itself, as it is.
+            return std.write_all(buf);
+        };
+        if !out.nonblocking() {
+            return out.write_all_blocking(buf);
+        }
+        let patience = if self.stalled.load(Ordering::Relaxed) {
             Duration::ZERO
         } else {
             STALL
@@ -92,21 +109,38 @@ impl Write for Stderr {
         let deadline = Instant::now() + patience;
         let mut rest = buf;
         while !rest.is_empty() {
-            match out.write(rest) {
+            match out.write_now(rest) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => rest = &rest[n..],
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if Instant::now() >= deadline || !fd::wait_writable(file.as_fd(), deadline) {
-                        STALLED.store(true, Ordering::Relaxed);
+                    if Instant::now() >= deadline || !fd::wait_writable(out.as_fd(), deadline) {
+                        self.stalled.store(true, Ordering::Relaxed);
                         return Err(io::ErrorKind::TimedOut.into());
                     }
                 }
                 Err(e) => return Err(e),
             }
         }
-        STALLED.store(false, Ordering::Relaxed);
+        self.stalled.store(false, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+static STDERR: Stream = Stream::new();
+static STDOUT: Stream = Stream::new();
+
+impl Write for Std {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Std::Out => STDOUT.write_all(&mut io::stdout(), io::stdout().as_fd(), buf),
+            Std::Err => STDERR.write_all(&mut io::stderr(), io::stderr().as_fd(), buf),
+        }
     }
 
     fn flush(&mut self) -> io::Result<()> {

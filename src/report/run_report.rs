@@ -176,6 +176,7 @@ impl Report for Recorder {
             }
             Event::Undelivered { bytes } => self.undelivered = bytes,
             Event::OutputLost { .. } => {}
+            Event::InterruptedWriting { .. } => self.reason = Ending::Interrupted.name(),
             Event::Interrupted { attempt, .. } => {
                 if let Some((number, outcome, elapsed)) = attempt {
                     self.end_attempt(number, outcome, Some(elapsed));

@@ -100,6 +100,23 @@ impl<W: Write> Report for TextReport<W> {
     }
 }
 
+/// The line for what became of the held stdout (lost output is said even
+/// with -q).
+fn held_text(event: &Event<'_>) -> Option<String> {
+    Some(match *event {
+        Event::OutputLost { why } => why.to_owned(),
+        Event::Undelivered { bytes } => format!(
+            "stdout took no more before --max-time; the last {} of the command's output were dropped",
+            plural(bytes, "byte")
+        ),
+        Event::InterruptedWriting { signal } => format!(
+            "interrupted by SIG{} while writing the held stdout; the rest of it was dropped",
+            signal::short_name(signal)
+        ),
+        _ => return None,
+    })
+}
+
 /// Whether the event tells of a command that died by SIGPIPE, not retried,
 /// because its reader went away: that ends quietly, as the shell's own
 /// tools do (`backoff -- yes | head -1`).
@@ -200,12 +217,8 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
             plural(attempts, "attempt"),
             human(total)
         ),
-        // Lost output is said even with -q.
-        Event::OutputLost { why } => why.to_owned(),
-        Event::Undelivered { bytes } => format!(
-            "stdout took no more before --max-time; the last {} of the command's output were dropped",
-            plural(bytes, "byte")
-        ),
+        Event::OutputLost { .. } | Event::Undelivered { .. } => return held_text(event),
+        Event::InterruptedWriting { .. } if normal => return held_text(event),
         Event::Interrupted { signal, attempt } if normal => format!(
             "interrupted by SIG{} {}; not retrying",
             signal::short_name(signal),

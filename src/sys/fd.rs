@@ -65,30 +65,148 @@ pub fn pipe_bytes(fd: impl AsFd) -> usize {
     rustix::io::ioctl_fionread(fd).map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
-/// A description of backoff's stdout or stderr to write to. A pipe or FIFO is
-/// opened anew (a description of backoff's own) so that its writes can be
-/// made non-blocking without touching the caller's; anything else is
-/// written as it is. Returns whether the writes are non-blocking.
-///
-/// # Errors
-///
-/// When the descriptor cannot be duplicated.
-pub fn destination(fd: BorrowedFd<'_>) -> io::Result<(File, bool)> {
-    let file = File::from(fd.try_clone_to_owned()?);
-    #[cfg(target_os = "linux")]
-    if std::os::unix::fs::FileTypeExt::is_fifo(&file.metadata()?.file_type()) {
-        use std::os::fd::AsRawFd;
-        use std::os::unix::fs::OpenOptionsExt;
-        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
-        if let Ok(own) = std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(path)
-        {
-            return Ok((own, true));
+/// A destination backoff writes to (its stdout or stderr, or a file) in a
+/// way that a reader who does not read cannot make it wait, where the
+/// system allows: a pipe, a FIFO or a terminal is opened anew (Linux,
+/// through `/proc/self/fd`: a description of backoff's own, whose writes
+/// are made non-blocking without touching the caller's); where it cannot
+/// be, backoff waits until `poll` says there is room and writes no more
+/// than `PIPE_BUF` bytes at once, which a pipe then takes without waiting;
+/// a socket is written with `MSG_DONTWAIT`. Anything else (a file, a
+/// device) takes ordinary blocking writes.
+pub struct Out {
+    file: File,
+    how: Writes,
+}
+
+/// How an `Out` is written without waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Writes {
+    /// Ordinary blocking writes.
+    Blocking,
+    /// A pipe or FIFO of backoff's own, non-blocking.
+    OwnPipe,
+    /// A terminal of backoff's own, non-blocking.
+    OwnOther,
+    /// The caller's pipe or terminal: `poll`, then at most `PIPE_BUF`.
+    Polled,
+    /// A socket: `send` with `MSG_DONTWAIT`.
+    Socket,
+}
+
+impl Out {
+    /// `fd` (backoff's stdout or stderr) as a destination.
+    ///
+    /// # Errors
+    ///
+    /// When the descriptor cannot be duplicated.
+    pub fn new(fd: BorrowedFd<'_>) -> io::Result<Out> {
+        use std::os::unix::fs::FileTypeExt;
+        let file = File::from(fd.try_clone_to_owned()?);
+        let kind = file.metadata()?.file_type();
+        let terminal = kind.is_char_device() && std::io::IsTerminal::is_terminal(&file);
+        let how = if kind.is_socket() {
+            Writes::Socket
+        } else if kind.is_fifo() || terminal {
+            match reopen_nonblocking(&file) {
+                Some(own) => {
+                    let how = if kind.is_fifo() {
+                        Writes::OwnPipe
+                    } else {
+                        Writes::OwnOther
+                    };
+                    return Ok(Out { file: own, how });
+                }
+                None => Writes::Polled,
+            }
+        } else {
+            Writes::Blocking
+        };
+        Ok(Out { file, how })
+    }
+
+    /// A file written with ordinary blocking writes.
+    pub fn blocking(file: File) -> Out {
+        Out {
+            file,
+            how: Writes::Blocking,
         }
     }
-    Ok((file, false))
+
+    /// Whether `write_now` never waits.
+    pub fn nonblocking(&self) -> bool {
+        self.how != Writes::Blocking
+    }
+
+    /// Whether it is a pipe of backoff's own, which tee(2) can fill.
+    pub fn is_own_pipe(&self) -> bool {
+        self.how == Writes::OwnPipe
+    }
+
+    /// Writes as much of `buf` as the destination takes now, or all of it
+    /// with blocking writes; `WouldBlock` when it takes nothing now.
+    ///
+    /// # Errors
+    ///
+    /// As write(2); `WouldBlock` as said.
+    pub fn write_now(&self, buf: &[u8]) -> io::Result<usize> {
+        use std::io::Write;
+        match self.how {
+            Writes::Blocking | Writes::OwnPipe | Writes::OwnOther => (&self.file).write(buf),
+            Writes::Polled => {
+                let mut fds = [PollFd::new(&self.file, PollFlags::OUT)];
+                let zero = Timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                if poll(&mut fds, Some(&zero))? == 0 {
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                (&self.file).write(&buf[..buf.len().min(libc::PIPE_BUF)])
+            }
+            Writes::Socket => Ok(rustix::net::send(
+                &self.file,
+                buf,
+                rustix::net::SendFlags::DONTWAIT | rustix::net::SendFlags::NOSIGNAL,
+            )?),
+        }
+    }
+
+    /// Writes all of `buf` with blocking writes (the held stdout file).
+    ///
+    /// # Errors
+    ///
+    /// As write(2).
+    pub fn write_all_blocking(&self, buf: &[u8]) -> io::Result<()> {
+        use std::io::Write;
+        (&self.file).write_all(buf)
+    }
+}
+
+impl AsFd for Out {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}
+
+/// `file` (a pipe, FIFO or terminal) opened anew with non-blocking writes,
+/// as a description of backoff's own (Linux); `None` where it cannot be.
+fn reopen_nonblocking(file: &File) -> Option<File> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+            .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        None
+    }
 }
 
 /// Opens the file behind `fd` anew, read-only (Linux, through

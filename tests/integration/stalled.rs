@@ -177,3 +177,105 @@ fn backoffs_own_lines_never_wait_long_for_a_stderr_nobody_reads() {
     assert_eq!(status.code(), Some(124));
     drop(unread);
 }
+
+/// Starts `cmd` with stdout one end of a socket pair that nobody reads,
+/// and stderr captured.
+fn start_with_stalled_socket(
+    mut cmd: std::process::Command,
+) -> (Running, std::os::unix::net::UnixStream) {
+    let (unread, stdout) = std::os::unix::net::UnixStream::pair().expect("socketpair");
+    cmd.stdout(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+        stdout,
+    )));
+    (Running::start_with_stderr(cmd), unread)
+}
+
+#[test]
+fn time_limits_hold_when_stdout_is_a_socket_nobody_reads() {
+    for args in [
+        &[
+            "--timeout",
+            "1s",
+            "--retry-if-output",
+            "zzz",
+            "--max-retries",
+            "1",
+            "--",
+            "yes",
+        ][..],
+        &[
+            "--max-time",
+            "2s",
+            "--hold-stdout",
+            "--",
+            "head",
+            "-c",
+            "10000000",
+            "/dev/zero",
+        ],
+    ] {
+        let (mut run, unread) = start_with_stalled_socket(command(args));
+        let (status, _) = run.wait_exit(PATIENCE);
+        assert_eq!(status.code(), Some(124), "{args:?}: {:?}", run.seen);
+        drop(unread);
+    }
+}
+
+#[test]
+fn a_report_to_a_stdout_nobody_reads_does_not_hold_backoff_up() {
+    let mut cmd = command([
+        "--report",
+        "/dev/stdout",
+        "--",
+        "head",
+        "-c",
+        "65536",
+        "/dev/zero",
+    ]);
+    cmd.arg("-q");
+    let (mut run, unread) = Running::start_with_stalled_stdout(cmd);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(0), "{:?}", run.seen);
+    assert!(
+        run.stderr()
+            .iter()
+            .any(|l| l.contains("cannot write --report '/dev/stdout'")),
+        "{:?}",
+        run.seen
+    );
+    drop(unread);
+}
+
+#[test]
+fn one_signal_ends_an_interrupted_run_and_its_held_stdout_is_not_written() {
+    // The attempt's held stdout would not fit in the pipe nobody reads.
+    let mut cmd = command(["--hold-stdout", "--"]);
+    cmd.args([
+        "sh",
+        "-c",
+        "head -c 1000000 /dev/zero; echo ready >&2; exec sleep 300",
+    ]);
+    let (mut run, unread) = Running::start_with_stalled_stdout(cmd);
+    run.wait_for("ready");
+    run.signal(libc::SIGTERM);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{:?}", run.seen);
+    drop(unread);
+    // A reader that reads gets none of a partial body either.
+    let mut cmd = command(["--hold-stdout", "--"]);
+    cmd.args([
+        "sh",
+        "-c",
+        "echo partial-body; echo ready >&2; exec sleep 300",
+    ]);
+    let mut run = Running::start(cmd);
+    run.wait_for("ready");
+    run.signal(libc::SIGTERM);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
+    assert!(
+        !run.seen.iter().any(|(_, l)| l.contains("partial-body")),
+        "{:?}",
+        run.seen
+    );
+}

@@ -122,20 +122,23 @@ impl Running {
     /// reads: it stays open, full, until the returned end is dropped.
     pub fn start_with_stalled_stdout(mut cmd: Command) -> (Running, std::io::PipeReader) {
         let (unread, stdout) = std::io::pipe().expect("pipe");
-        cmd.stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(Stdio::piped());
+        cmd.stdout(stdout);
+        (Running::start_with_stderr(cmd), unread)
+    }
+
+    /// Starts `cmd`, whose stdout is set, with stderr captured.
+    pub fn start_with_stderr(mut cmd: Command) -> Running {
+        cmd.stdin(Stdio::null()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn backoff");
-        // The test's copy of the write end goes with `cmd`.
+        // The test's copy of the stdout given goes with `cmd`.
         drop(cmd);
         let (tx, rx) = mpsc::channel();
         pump(child.stderr.take().unwrap(), Stream::Err, tx);
-        let run = Running {
+        Running {
             child,
             lines: rx,
             seen: Vec::new(),
-        };
-        (run, unread)
+        }
     }
 
     pub fn pid(&self) -> i32 {
