@@ -22,6 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 use libc::c_int;
 
 use crate::classify::{Observed, Outcome, Status, os_error};
+use crate::report::say;
 use crate::run::{self, AttemptSpec, Ended, Executor, Released, Wait};
 use crate::sys::guard::Guard;
 use crate::sys::signals::{self, SignalWatch};
@@ -85,7 +86,14 @@ impl RealExecutor {
         let guard = if options.foreground {
             None
         } else {
-            Guard::start().ok()
+            Guard::start()
+                .map_err(|e| {
+                    say(&format!(
+                        "cannot start the guard process ({}): if backoff is killed, processes the command started may outlive it",
+                        describe(&e)
+                    ));
+                })
+                .ok()
         };
         Ok(RealExecutor {
             command,
@@ -175,21 +183,22 @@ impl Executor for RealExecutor {
             .retry_after
             .as_deref()
             .and_then(|v| retry_after_delay(v, SystemTime::now()));
-        // The child is reaped; its pid is still the id of its process group
-        // while a process of the group lives.
+        // The command has ended but is not reaped yet, so its pid still
+        // names its process group alone.
         let pgid = child.id();
-        self.lingering = None;
-        if !self.options.foreground && signals::group_exists(pgid) {
-            if waited.interrupted.is_some() || waited.timed_out {
-                // The attempt was ended by backoff: leave nothing of it.
-                let _ = signals::signal_group(pgid, libc::SIGKILL);
-            } else {
-                self.lingering = Some(pgid);
-            }
+        let ended_by_backoff = waited.interrupted.is_some() || waited.timed_out;
+        if !self.options.foreground && ended_by_backoff {
+            // The attempt was ended by backoff: leave nothing of it.
+            let _ = signals::signal_group(pgid, libc::SIGKILL);
         }
         // Once the command is reaped, its id may name another group as soon
         // as its own is empty: the guard must not kill by it any more.
         self.watch_group(0);
+        let _ = child.wait();
+        self.lingering = None;
+        if !self.options.foreground && !ended_by_backoff && signals::group_exists(pgid) {
+            self.lingering = Some(pgid);
+        }
         let st = status(waited.status);
         let o = if waited.timed_out {
             Outcome::TimedOut(st)

@@ -80,7 +80,9 @@ impl RealExecutor {
         let mut told_stop = false;
         loop {
             if exited.is_none() && std::mem::take(&mut check) {
-                let status = match child.try_wait() {
+                // Not reaped yet: until the attempt is cleaned up, the
+                // group's id stays the command's.
+                let status = match process::ended(pid) {
                     Ok(status) => status,
                     // ECHILD cannot happen (SIGCHLD is handled, not
                     // ignored); if it did, waiting longer would never end.

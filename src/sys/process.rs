@@ -139,6 +139,34 @@ pub fn spawn(mut command: Command, exec: Exec) -> io::Result<Child> {
     command.spawn()
 }
 
+/// How the child `pid` ended, if it has, without reaping it: until it is
+/// reaped (`Child::wait`), its id, which is also that of its process
+/// group, names no other process or group, so the group can be signalled
+/// without a race.
+///
+/// # Errors
+///
+/// As waitid(2).
+pub fn ended(pid: u32) -> io::Result<Option<std::process::ExitStatus>> {
+    use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+    use std::os::unix::process::ExitStatusExt;
+    let pid = i32::try_from(pid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .ok_or(io::ErrorKind::InvalidInput)?;
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    Ok(waitid(WaitId::Pid(pid), options)?.map(|status| {
+        // The wait status that waitpid(2) would have given.
+        let raw = match (status.exit_status(), status.terminating_signal()) {
+            (Some(code), _) => (code & 0xff) << 8,
+            (None, Some(sig)) if status.dumped() => sig | 0x80,
+            (None, Some(sig)) => sig,
+            (None, None) => 0,
+        };
+        std::process::ExitStatus::from_raw(raw)
+    }))
+}
+
 /// The signal that stopped the child `pid`, if it has stopped since this
 /// was last asked (the report is taken; an exit is left to be waited for).
 pub fn stopped_by(pid: u32) -> Option<libc::c_int> {

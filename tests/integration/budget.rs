@@ -360,8 +360,7 @@ fn an_untrusted_directory_never_stops_the_command_but_a_bad_key_is_refused() {
 
 #[test]
 fn a_state_file_or_directory_of_another_user_is_not_trusted_and_never_stops_the_command() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !crate::support::is_root() {
         eprintln!("skipped: only root can give a file to another user");
         return;
     }
@@ -602,8 +601,7 @@ fn with_no_home_or_an_untrusted_default_directory_the_command_still_runs() {
         .code(125)
         .stderr(predicates::str::contains("give --budget-dir"));
 
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !crate::support::is_root() {
         eprintln!("skipped: only root can give a directory to another user");
         return;
     }

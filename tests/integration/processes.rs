@@ -269,3 +269,35 @@ fn a_command_killed_by_sigpipe_when_its_reader_quits_ends_quietly_unless_verbose
         }
     }
 }
+
+#[test]
+fn a_failed_fork_is_backoffs_own_failure_retried_and_said_and_so_is_the_guards() {
+    // Root is not held to a process limit: the run drops to "nobody", whose
+    // limit of one process is backoff itself.
+    let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    let python = std::path::Path::new("/usr/bin/python3");
+    if !crate::support::is_root() || !setpriv.exists() || !python.exists() {
+        eprintln!("skipped: needs root, /usr/bin/setpriv and /usr/bin/python3");
+        return;
+    }
+    let script = "import os, resource, sys\n\
+                  resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))\n\
+                  os.execv(sys.argv[1], sys.argv[1:])";
+    let out = std::process::Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(python)
+        .args(["-c", script])
+        .arg(crate::support::bin())
+        .args(["--max-retries", "1", "--base", "1ms", "--", "true"])
+        .env_remove("BACKOFF_MAX_RETRIES")
+        .output()
+        .expect("setpriv runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(err.contains("cannot start the guard process"), "{err}");
+    assert_eq!(
+        err.matches("failed (backoff could not start it: ").count(),
+        2,
+        "{err}"
+    );
+}

@@ -301,6 +301,12 @@ fn clean_environment(cmd: &mut Command) {
     cmd.env_remove("GITHUB_ACTIONS");
 }
 
+/// Whether the tests run as root (some need to act as another user).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Sends `sig` to `pid`.
 pub fn send(pid: i32, sig: i32) {
     // SAFETY: kill only sends a signal to a process the test started.
