@@ -164,10 +164,12 @@ impl Out {
                 }
                 (&self.file).write(&buf[..buf.len().min(libc::PIPE_BUF)])
             }
+            // SIGPIPE is ignored (std's start-up does that): a reader gone
+            // is EPIPE.
             Writes::Socket => Ok(rustix::net::send(
                 &self.file,
                 buf,
-                rustix::net::SendFlags::DONTWAIT | rustix::net::SendFlags::NOSIGNAL,
+                rustix::net::SendFlags::DONTWAIT,
             )?),
         }
     }
