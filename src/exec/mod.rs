@@ -177,7 +177,7 @@ impl Executor for RealExecutor {
             }
         };
         self.watch_group(child.id());
-        let mut waited = self.wait(&mut child, pipes, spec.limit);
+        let mut waited = self.wait(&child, pipes, spec.limit);
         waited.seen.hint = waited
             .seen
             .retry_after

@@ -49,11 +49,12 @@ impl RealExecutor {
         };
     }
 
-    /// Waits for the child to end, passing signals on, copying and matching
-    /// its output, and enforcing its time limit meanwhile.
+    /// Waits for the child to end (it is left for the caller to reap),
+    /// passing signals on, copying and matching its output, and enforcing
+    /// its time limit meanwhile.
     pub(super) fn wait(
         &mut self,
-        child: &mut Child,
+        child: &Child,
         mut pipes: Vec<Pipe>,
         limit: Option<Duration>,
     ) -> Waited {
