@@ -172,19 +172,26 @@ fn run_command(cli: Cli, given: Given) -> anyhow::Result<Exit> {
         &mut executor,
         &mut Reports(vec![log.as_mut(), &mut recorder]),
     );
-    write_summaries(&cfg, &recorder, exit, &mut |d| executor.pause(d).is_none());
-    Ok(exit)
+    // A signal that ended the wait for the metrics file's lock ends backoff
+    // as any signal does: it dies by it.
+    match write_summaries(&cfg, &recorder, exit, &mut |d| executor.pause(d)) {
+        Some(sig) => Ok(Exit::Signal(sig)),
+        None => Ok(exit),
+    }
 }
 
 /// Writes `--report` and `--metrics-file`. A file that cannot be written is
 /// reported, but the run's exit status stays the command's. `wait` pauses
-/// while another process updates the metrics file (false: a signal came).
+/// while another process updates the metrics file, and returns the
+/// terminating signal that cut the pause short; that signal gives the
+/// update up (said like any other failure) and is returned.
 fn write_summaries(
     cfg: &RunConfig,
     recorder: &Recorder,
     exit: Exit,
-    wait: &mut dyn FnMut(Duration) -> bool,
-) {
+    wait: &mut dyn FnMut(Duration) -> Option<i32>,
+) -> Option<i32> {
+    let mut cut = None;
     if let Some(path) = &cfg.report {
         let mut doc = format!("{:#}", recorder.report(exit));
         doc.push('\n');
@@ -197,7 +204,10 @@ fn write_summaries(
         // Counters carry over only in a file.
         let written = match atomic::Stream::named(path) {
             Some(_) => atomic::write(path, make(None).as_bytes()),
-            None => atomic::update(path, |previous| make(Some(previous)), wait),
+            None => atomic::update(path, |previous| make(Some(previous)), &mut |d| {
+                cut = wait(d);
+                cut.is_none()
+            }),
         };
         if let Err(e) = written {
             say(&format!(
@@ -206,6 +216,7 @@ fn write_summaries(
             ));
         }
     }
+    cut
 }
 
 /// `backoff schedule`.
