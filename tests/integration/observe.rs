@@ -592,14 +592,14 @@ fn given_up(run: &mut Running, file: &Path, why: &str, status: Ended) -> std::ti
 }
 
 /// How a run ended.
+#[derive(Debug, Clone, Copy)]
 enum Ended {
     Code(i32),
     Signal(i32),
 }
 
 #[test]
-fn a_signal_ends_the_wait_for_a_metrics_files_lock_the_update_is_given_up_and_backoff_dies_by_it()
-{
+fn a_signal_ends_the_wait_for_a_metrics_files_lock_the_update_is_given_up_and_backoff_dies_by_it() {
     let dir = TempDir::new("metrics-lock-signal");
     let file = dir.join("m.prom");
     let _held = hold_metrics_lock(&file);
