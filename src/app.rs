@@ -60,7 +60,8 @@ fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
                 _ => std::error::Error::source(e)
                     .map_or_else(|| "not a valid value".to_owned(), ToString::to_string),
             };
-            let source = cli::flag_source(&flag, args);
+            let from_environment = cli::value_from_environment(e, args);
+            let source = cli::flag_source(&flag, |_| from_environment);
             format!("invalid value '{value}' for {source}: {why}")
         }
         (ErrorKind::MissingRequiredArgument, _, _) => {
@@ -86,10 +87,10 @@ pub fn main_with_args(args: &[OsString]) -> Exit {
         Err(e) => return clap_error(&e, args),
     };
     let result = match cli.subcommand {
-        Some(Sub::Schedule(ref args)) => schedule_command(args, given),
-        Some(Sub::Budget(ref command)) => budget_command(command),
-        Some(Sub::Simulate(ref args)) => simulate_command(args),
-        None => run_command(cli, given),
+        Some(Sub::Schedule(ref args)) => schedule_command(args, &given),
+        Some(Sub::Budget(ref command)) => budget_command(command, &given),
+        Some(Sub::Simulate(ref args)) => simulate_command(args, &given),
+        None => run_command(cli, &given),
     };
     result.unwrap_or_else(|e| {
         say(&format!("{e:#}"));
@@ -98,19 +99,20 @@ pub fn main_with_args(args: &[OsString]) -> Exit {
 }
 
 /// Parses the command line, noting which flags the command line itself
-/// gave (not the environment), for the checks that need to know.
+/// gave, for the checks that need to know, and which ones the environment
+/// gave, for the errors that name them.
 fn parse(args: Vec<OsString>) -> Result<(Cli, Given), clap::Error> {
     let mut matches = Cli::command().try_get_matches_from(args)?;
     let given = match matches.subcommand() {
         None => Given::run(&matches),
         Some(("schedule", sub)) => Given::policy(sub),
-        Some(_) => Given::default(),
+        Some(_) => Given::other(&matches),
     };
     Ok((Cli::from_arg_matches_mut(&mut matches)?, given))
 }
 
 /// Runs the command with retries.
-fn run_command(cli: Cli, given: Given) -> anyhow::Result<Exit> {
+fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
     let cfg = config::run(cli, given)?;
     // Before the signal handlers: until then Ctrl-C ends a long read at once.
     let stdin = if cfg.replay_stdin {
@@ -176,19 +178,26 @@ fn run_command(cli: Cli, given: Given) -> anyhow::Result<Exit> {
         &mut executor,
         &mut Reports(vec![log.as_mut(), &mut recorder]),
     );
-    write_summaries(&cfg, &recorder, exit, &mut |d| executor.pause(d).is_none());
-    Ok(exit)
+    // A signal that ended the wait for the metrics file's lock ends backoff
+    // as any signal does: it dies by it.
+    match write_summaries(&cfg, &recorder, exit, &mut |d| executor.pause(d)) {
+        Some(sig) => Ok(Exit::Signal(sig)),
+        None => Ok(exit),
+    }
 }
 
 /// Writes `--report` and `--metrics-file`. A file that cannot be written is
 /// reported, but the run's exit status stays the command's. `wait` pauses
-/// while another process updates the metrics file (false: a signal came).
+/// while another process updates the metrics file, and returns the
+/// terminating signal that cut the pause short; that signal gives the
+/// update up (said like any other failure) and is returned.
 fn write_summaries(
     cfg: &RunConfig,
     recorder: &Recorder,
     exit: Exit,
-    wait: &mut dyn FnMut(Duration) -> bool,
-) {
+    wait: &mut dyn FnMut(Duration) -> Option<i32>,
+) -> Option<i32> {
+    let mut cut = None;
     if let Some(path) = &cfg.report {
         let mut doc = format!("{:#}", recorder.report(exit));
         doc.push('\n');
@@ -201,7 +210,10 @@ fn write_summaries(
         // Counters carry over only in a file.
         let written = match atomic::Stream::named(path) {
             Some(_) => atomic::write(path, make(None).as_bytes()),
-            None => atomic::update(path, |previous| make(Some(previous)), wait),
+            None => atomic::update(path, |previous| make(Some(previous)), &mut |d| {
+                cut = wait(d);
+                cut.is_none()
+            }),
         };
         if let Err(e) = written {
             say(&format!(
@@ -210,10 +222,11 @@ fn write_summaries(
             ));
         }
     }
+    cut
 }
 
 /// `backoff schedule`.
-fn schedule_command(args: &cli::ScheduleArgs, given: Given) -> anyhow::Result<Exit> {
+fn schedule_command(args: &cli::ScheduleArgs, given: &Given) -> anyhow::Result<Exit> {
     let cfg = config::policy(&args.policy, given)?;
     let text = match args.format {
         Format::Table => schedule::table(&cfg),
@@ -225,8 +238,8 @@ fn schedule_command(args: &cli::ScheduleArgs, given: Given) -> anyhow::Result<Ex
 }
 
 /// `backoff simulate`.
-fn simulate_command(args: &cli::SimulateArgs) -> anyhow::Result<Exit> {
-    let setup = config::simulation(args, random_seed)?;
+fn simulate_command(args: &cli::SimulateArgs, given: &Given) -> anyhow::Result<Exit> {
+    let setup = config::simulation(args, given, random_seed)?;
     let cells = simulate::simulate(&setup);
     let text = match args.format {
         Format::Table => {
@@ -246,14 +259,14 @@ fn simulate_command(args: &cli::SimulateArgs) -> anyhow::Result<Exit> {
 }
 
 /// `backoff budget show|reset KEY`.
-fn budget_command(command: &cli::BudgetCommand) -> anyhow::Result<Exit> {
+fn budget_command(command: &cli::BudgetCommand, given: &Given) -> anyhow::Result<Exit> {
     let fail = |key: &str, b: &Store, e: crate::budget::StoreError| match b.server() {
         Some(server) => UsageError(format!("retry budget '{key}' ({server}): {e}")),
         None => UsageError(format!("retry budget '{key}': {e}")),
     };
     match command {
         cli::BudgetCommand::Show { key, store, format } => {
-            let b = config::open_budget(key, store, 0)?;
+            let b = config::open_budget(key, store, 0, given)?;
             let level = b.level().map_err(|e| fail(key, &b, e))?;
             let line = match format {
                 cli::BudgetFormat::Text => format!(
@@ -276,7 +289,7 @@ fn budget_command(command: &cli::BudgetCommand) -> anyhow::Result<Exit> {
             let _ = std::io::stdout().write_all(line.as_bytes());
         }
         cli::BudgetCommand::Reset { key, store } => {
-            let b = config::open_budget(key, store, 0)?;
+            let b = config::open_budget(key, store, 0, given)?;
             b.reset().map_err(|e| fail(key, &b, e))?;
         }
     }

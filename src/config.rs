@@ -33,9 +33,15 @@ impl fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
-fn invalid(value: impl fmt::Display, flag: &str, why: impl fmt::Display) -> UsageError {
-    let args: Vec<OsString> = std::env::args_os().collect();
-    let source = crate::cli::flag_source(flag, &args);
+/// A bad value of `flag`, named by where `given` says it came from: the
+/// flag, or the environment variable that gave it.
+fn invalid(
+    given: &Given,
+    value: impl fmt::Display,
+    flag: &str,
+    why: impl fmt::Display,
+) -> UsageError {
+    let source = crate::cli::flag_source(flag, |id| given.from_environment(id));
     UsageError(format!("invalid value '{value}' for {source}: {why}"))
 }
 
@@ -55,10 +61,10 @@ pub struct Limits {
 }
 
 /// Builds the time limits, refusing zero limits.
-pub fn limits(args: &TimeArgs) -> Result<Limits, UsageError> {
+pub fn limits(args: &TimeArgs, given: &Given) -> Result<Limits, UsageError> {
     for (flag, value) in [("--timeout", args.timeout), ("--max-time", args.max_time)] {
         if value.is_some_and(|d| d.is_zero()) {
-            return Err(invalid("0", flag, "must be above zero"));
+            return Err(invalid(given, "0", flag, "must be above zero"));
         }
     }
     Ok(Limits {
@@ -107,14 +113,30 @@ fn from_command_line(m: &ArgMatches, id: &str) -> bool {
     m.value_source(id) == Some(ValueSource::CommandLine)
 }
 
-/// Which flags came from the command line itself, not from the environment
-/// or a default: the checks that need to know. Read from the matches before
-/// they are taken apart into the typed arguments.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The ids of the arguments whose value the environment gave, in the
+/// matches of the innermost subcommand (`budget show`).
+fn from_environment(mut m: &ArgMatches) -> Vec<String> {
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    m.ids()
+        .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::EnvVariable))
+        .map(|id| id.as_str().to_owned())
+        .collect()
+}
+
+/// Where flags' values came from: which ones the command line itself gave
+/// (not the environment or a default), for the checks that need to know,
+/// and which ones the environment gave, for the errors that name them.
+/// Read from the matches before they are taken apart into the typed
+/// arguments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Given {
     max_retries: bool,
     attempts: bool,
     budget_store: bool,
+    /// The ids of the arguments whose value is an environment variable's.
+    environment: Vec<String>,
 }
 
 impl Given {
@@ -132,7 +154,22 @@ impl Given {
             max_retries: from_command_line(m, "max_retries"),
             attempts: from_command_line(m, "attempts"),
             budget_store: false,
+            environment: from_environment(m),
         }
+    }
+
+    /// For any other command (`budget`, `simulate`): `m` is the top-level
+    /// matches.
+    pub fn other(m: &ArgMatches) -> Given {
+        Given {
+            environment: from_environment(m),
+            ..Given::default()
+        }
+    }
+
+    /// Whether the environment gave the value of the argument `id`.
+    pub fn from_environment(&self, id: &str) -> bool {
+        self.environment.iter().any(|e| e == id)
     }
 }
 
@@ -142,9 +179,10 @@ fn show(d: Duration) -> String {
 
 /// Builds a checked policy from its flags; `given` tells which of them the
 /// command line gave.
-pub fn policy(args: &PolicyArgs, given: Given) -> Result<PolicyConfig, UsageError> {
+pub fn policy(args: &PolicyArgs, given: &Given) -> Result<PolicyConfig, UsageError> {
     if args.base > args.cap {
         return Err(invalid(
+            given,
             show(args.base),
             "--base",
             format!("greater than --cap ({})", show(args.cap)),
@@ -152,6 +190,7 @@ pub fn policy(args: &PolicyArgs, given: Given) -> Result<PolicyConfig, UsageErro
     }
     if args.base.is_zero() && !(args.jitter == Jitter::None && args.cap.is_zero()) {
         return Err(invalid(
+            given,
             "0",
             "--base",
             "must be above zero (for no delay at all, give --jitter none --cap 0)",
@@ -204,12 +243,17 @@ fn flatten(lists: &[RuleList]) -> Vec<Rule> {
 
 /// Builds the classification rules, refusing an outcome that is both
 /// retried and stopped.
-pub fn rules(args: &RuleArgs) -> Result<Rules, UsageError> {
+pub fn rules(args: &RuleArgs, given: &Given) -> Result<Rules, UsageError> {
     let stop_on = flatten(&args.stop_on);
     let retry_on = flatten(&args.retry_on);
     for s in &stop_on {
         if let Some(r) = retry_on.iter().find(|r| r.overlaps(*s)) {
-            return Err(invalid(s, "--stop-on", format!("overlaps --retry-on {r}")));
+            return Err(invalid(
+                given,
+                s,
+                "--stop-on",
+                format!("overlaps --retry-on {r}"),
+            ));
         }
     }
     Ok(Rules {
@@ -223,12 +267,17 @@ pub fn rules(args: &RuleArgs) -> Result<Rules, UsageError> {
 
 /// Builds the setup of `backoff simulate`; `seed` supplies a random seed
 /// when none is given.
-pub fn simulation(args: &SimulateArgs, seed: fn() -> u64) -> Result<simulate::Setup, UsageError> {
+pub fn simulation(
+    args: &SimulateArgs,
+    given: &Given,
+    seed: fn() -> u64,
+) -> Result<simulate::Setup, UsageError> {
     if args.base.is_zero() {
-        return Err(invalid("0", "--base", "must be above zero"));
+        return Err(invalid(given, "0", "--base", "must be above zero"));
     }
     if args.base > args.cap {
         return Err(invalid(
+            given,
             show(args.base),
             "--base",
             format!("greater than --cap ({})", show(args.cap)),
@@ -258,24 +307,34 @@ pub fn simulation(args: &SimulateArgs, seed: fn() -> u64) -> Result<simulate::Se
 
 /// Opens the budget `key`: in Redis with `--budget-store`, else in a file
 /// of `--budget-dir`.
-pub fn open_budget(key: &str, store: &BudgetStore, ratio: u64) -> Result<Store, UsageError> {
+pub fn open_budget(
+    key: &str,
+    store: &BudgetStore,
+    ratio: u64,
+    given: &Given,
+) -> Result<Store, UsageError> {
     let bucket = Bucket {
         burst: store.budget_burst,
         ratio,
     };
     if store.budget_store_timeout.is_zero() {
-        return Err(invalid("0", "--budget-store-timeout", "must be above zero"));
+        return Err(invalid(
+            given,
+            "0",
+            "--budget-store-timeout",
+            "must be above zero",
+        ));
     }
     let fail = store.budget_store_fail;
     if let Some(url) = &store.budget_store {
-        return redis_budget(url, key, bucket, store).map(|p| Store::new(p, fail));
+        return redis_budget(url, key, bucket, store, given).map(|p| Store::new(p, fail));
     }
     // No default directory (no HOME) is not bad input: it is reported when
     // the budget is used, and the fail mode decides.
     let dir = store.budget_dir.clone().or_else(file::default_dir);
     FileBudget::open(dir, key, bucket, store.budget_store_timeout, fail)
         .map(|f| Store::new(Place::File(f), fail))
-        .map_err(|why| invalid(key, "--budget", why))
+        .map_err(|why| invalid(given, key, "--budget", why))
 }
 
 #[cfg(feature = "redis")]
@@ -284,6 +343,7 @@ fn redis_budget(
     key: &str,
     bucket: Bucket,
     s: &BudgetStore,
+    given: &Given,
 ) -> Result<Place, UsageError> {
     crate::budget::redis::RedisBudget::new(
         url,
@@ -293,12 +353,19 @@ fn redis_budget(
         s.budget_store_fail,
     )
     .map(|r| Place::Redis(Box::new(r)))
-    .map_err(|why| invalid(redact(url), "--budget-store", why))
+    .map_err(|why| invalid(given, redact(url), "--budget-store", why))
 }
 
 #[cfg(not(feature = "redis"))]
-fn redis_budget(url: &str, _: &str, _: Bucket, _: &BudgetStore) -> Result<Place, UsageError> {
+fn redis_budget(
+    url: &str,
+    _: &str,
+    _: Bucket,
+    _: &BudgetStore,
+    given: &Given,
+) -> Result<Place, UsageError> {
     Err(invalid(
+        given,
         redact(url),
         "--budget-store",
         "this build of backoff has no Redis support (cargo feature \"redis\")",
@@ -308,7 +375,7 @@ fn redis_budget(url: &str, _: &str, _: Bucket, _: &BudgetStore) -> Result<Place,
 /// Opens `--budget`. A `--budget-store` without it is an error when given on
 /// the command line; from `BACKOFF_BUDGET_STORE` it is not, since a fleet
 /// sets that once for every command, budgeted or not.
-fn budget(args: &BudgetArgs, given: Given) -> Result<Option<Store>, UsageError> {
+fn budget(args: &BudgetArgs, given: &Given) -> Result<Option<Store>, UsageError> {
     let Some(key) = &args.budget else {
         if given.budget_store {
             return Err(UsageError("'--budget-store' needs '--budget KEY'".into()));
@@ -317,19 +384,20 @@ fn budget(args: &BudgetArgs, given: Given) -> Result<Option<Store>, UsageError> 
     };
     if args.budget_ratio > args.store.budget_burst {
         return Err(invalid(
+            given,
             bucket::show_tokens(args.budget_ratio),
             "--budget-ratio",
             "greater than --budget-burst",
         ));
     }
-    open_budget(key, &args.store, args.budget_ratio).map(Some)
+    open_budget(key, &args.store, args.budget_ratio, given).map(Some)
 }
 
 /// Builds the configuration of a run from the top-level command line.
-pub fn run(cli: Cli, given: Given) -> Result<RunConfig, UsageError> {
+pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     let policy = policy(&cli.policy, given)?;
-    let rules = rules(&cli.rules)?;
-    let limits = limits(&cli.time)?;
+    let rules = rules(&cli.rules, given)?;
+    let limits = limits(&cli.time, given)?;
     let streams = &cli.streams;
     let rules = Rules {
         retry_output: !streams.retry_if_output.is_empty(),

@@ -467,10 +467,11 @@ pub struct OutputArgs {
     pub metrics_file: Option<PathBuf>,
 }
 
-/// Where a value came from, for an error message: `'--flag'`, or the
-/// environment variable that gave it when `args` (backoff's command line)
-/// did not: `BACKOFF_MAX_RETRIES (from the environment, for '--max-retries')`.
-pub fn flag_source(flag: &str, args: &[OsString]) -> String {
+/// Where a value came from, for an error message: `'--flag'`, or, when
+/// `from_environment` says so of the flag's argument (told its id), the
+/// environment variable that gave it:
+/// `BACKOFF_MAX_RETRIES (from the environment, for '--max-retries')`.
+pub fn flag_source(flag: &str, from_environment: impl Fn(&str) -> bool) -> String {
     let Some(long) = flag.strip_prefix("--") else {
         return format!("'{flag}'");
     };
@@ -479,21 +480,40 @@ pub fn flag_source(flag: &str, args: &[OsString]) -> String {
         .chain(command.get_subcommands())
         .flat_map(clap::Command::get_arguments)
         .find(|a| a.get_long() == Some(long))
+        .filter(|a| from_environment(a.get_id().as_str()))
         .and_then(|a| a.get_env().map(ToOwned::to_owned));
-    // The options end at `--`; what follows belongs to the command.
-    let on_command_line = args
-        .iter()
-        .skip(1)
-        .take_while(|a| *a != "--")
-        .filter_map(|a| a.to_str())
-        .any(|a| a == flag || a.starts_with(&format!("{flag}=")));
-    // clap takes a variable's value only when the command line gives none.
     match env {
-        Some(name) if !on_command_line && std::env::var_os(&name).is_some() => format!(
+        Some(name) => format!(
             "{} (from the environment, for '{flag}')",
             name.to_string_lossy()
         ),
-        _ => format!("'{flag}'"),
+        None => format!("'{flag}'"),
+    }
+}
+
+/// Whether clap's error `e`, a bad value, was about a value that the
+/// environment gave rather than `args` (backoff's command line). clap reads
+/// an environment variable only for a flag the command line did not give,
+/// and only once the whole command line is parsed: parsed again with no
+/// variable at all, a command line that holds the bad value fails the same
+/// way, and one that does not, does not. So clap alone says where its
+/// options end (the first word of the command, or `--`).
+pub fn value_from_environment(e: &clap::Error, args: &[OsString]) -> bool {
+    use clap::error::ContextKind;
+    fn without_env(command: clap::Command) -> clap::Command {
+        command
+            .mut_args(|a| a.env(None))
+            .mut_subcommands(without_env)
+    }
+    let same = |other: &clap::Error| {
+        other.kind() == e.kind()
+            && [ContextKind::InvalidArg, ContextKind::InvalidValue]
+                .into_iter()
+                .all(|k| other.get(k) == e.get(k))
+    };
+    match without_env(<Cli as clap::CommandFactory>::command()).try_get_matches_from(args) {
+        Ok(_) => true,
+        Err(other) => !same(&other),
     }
 }
 

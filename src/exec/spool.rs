@@ -1,50 +1,114 @@
-//! Data held in unlinked temporary files, so that its size never costs
-//! memory: stdin read once for `--replay-stdin`, and the stdout of each
-//! attempt for `--hold-stdout`, written out when the run ends. Both need
-//! room in the temporary directory: all of stdin for the whole run, the
-//! whole stdout of one attempt at a time.
+//! Data held outside backoff's memory, so that its size never costs
+//! backoff's resident memory: stdin read once for `--replay-stdin`, and
+//! the stdout of each attempt for `--hold-stdout`, written out when the
+//! run ends. Replayed stdin up to `IN_MEMORY` is a sealed file in memory
+//! where the system has them (Linux); more, or elsewhere, is an unlinked
+//! temporary file, as held stdout always is. Both need room in the
+//! temporary directory then: all of stdin for the whole run, the whole
+//! stdout of one attempt at a time.
 
-use std::fs::File;
+use std::fs::{File, FileTimes};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::fd::AsFd;
-use std::os::unix::fs::PermissionsExt;
-use std::time::Instant;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::time::{Instant, SystemTime};
 
 use crate::exec::{RealExecutor, describe};
 use crate::run::Released;
 use crate::sys::fd;
+use crate::sys::memfd;
 use crate::sys::signals::SignalWatch;
 
-/// Stdin, read once for `--replay-stdin`, in an unlinked temporary file
-/// that attempts can only read.
+/// The most replayed stdin kept in a sealed file in memory: memory that is
+/// not backoff's own (it is never mapped), but memory all the same, so
+/// more spills to a temporary file.
+const IN_MEMORY: u64 = 4 << 20;
+
+/// Why an attempt is not run when an earlier one changed the replayed
+/// input.
+const CHANGED: &str = "the input replayed by --replay-stdin was changed by an earlier attempt";
+
+/// Stdin, read once for `--replay-stdin`, in a file that attempts can only
+/// read.
 pub struct Replayed {
-    /// A read-only description of the file, whose mode is 0400.
+    /// A sealed file in memory, or a read-only description of an unlinked
+    /// temporary file whose mode is 0400.
     file: File,
+    /// For a temporary file, which its owner can make writable again and
+    /// root can write anyway: its size and times once it was written, which
+    /// any change of it changes. None for a sealed file, which nothing can
+    /// change.
+    written: Option<Stamp>,
 }
 
-/// Reads all of stdin into an unlinked temporary file, for `--replay-stdin`.
+/// What tells that a file was changed: a write changes its modification
+/// time (set by backoff to a fixed past time, so that a write within the
+/// clock's tick is told too), a change of its mode its change time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+impl Stamp {
+    fn of(file: &File) -> io::Result<Stamp> {
+        let m = file.metadata()?;
+        Ok(Stamp {
+            size: m.size(),
+            modified: (m.mtime(), m.mtime_nsec()),
+            changed: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+}
+
+/// Copies `from` to its end into `to`; a closed stdin (EBADF) is an empty
+/// one.
+fn read_into(from: &mut impl Read, to: &mut File) -> io::Result<()> {
+    match io::copy(from, to) {
+        Err(e) if e.raw_os_error() != Some(libc::EBADF) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Reads all of stdin, for `--replay-stdin`: into a sealed file in memory
+/// when it fits in `IN_MEMORY` and the system has them, else into an
+/// unlinked temporary file.
 ///
 /// # Errors
 ///
 /// When the file cannot be created or written, or stdin cannot be read.
 pub fn spool_stdin() -> io::Result<Replayed> {
+    let mut stdin = io::stdin().lock();
+    let mut head = None;
+    if let Ok(mut memory) = memfd::create("backoff-stdin") {
+        read_into(&mut (&mut stdin).take(IN_MEMORY + 1), &mut memory)?;
+        if memory.metadata()?.len() <= IN_MEMORY && memfd::seal(&memory).is_ok() {
+            return Ok(Replayed {
+                file: memory,
+                written: None,
+            });
+        }
+        memory.seek(SeekFrom::Start(0))?;
+        head = Some(memory);
+    }
     // The file is named only until a read-only description of it is open:
     // that description, not the one that writes, is what attempts get.
     let (mut writer, path) = tempfile::NamedTempFile::new()?.into_parts();
     let file = File::open(&path)?;
     drop(path);
-    let mut stdin = io::stdin().lock();
-    match io::copy(&mut stdin, &mut writer) {
-        Ok(_) => {}
-        // A closed stdin is an empty one.
-        Err(e) if e.raw_os_error() == Some(libc::EBADF) => {}
-        Err(e) => return Err(e),
+    if let Some(mut head) = head {
+        io::copy(&mut head, &mut writer)?;
     }
-    // Read-only for its owner too, so that an attempt cannot open it anew
-    // for writing either (through /proc/self/fd/0); a file system without
-    // modes leaves that to the read-only descriptors alone.
+    read_into(&mut stdin, &mut writer)?;
+    // A time no write can give it; and read-only for its owner too, so that
+    // an attempt cannot open it anew for writing either (through
+    // /proc/self/fd/0) without changing its mode first. A file system
+    // without times or modes leaves that to the read-only descriptors.
+    let _ = writer.set_times(FileTimes::new().set_modified(SystemTime::UNIX_EPOCH));
     let _ = file.set_permissions(std::fs::Permissions::from_mode(0o400));
-    Ok(Replayed { file })
+    let written = Some(Stamp::of(&file)?);
+    Ok(Replayed { file, written })
 }
 
 impl Replayed {
@@ -56,8 +120,15 @@ impl Replayed {
     ///
     /// # Errors
     ///
-    /// When the file cannot be opened or set back to its start.
+    /// When the input is not what was read any more (`CHANGED`: an
+    /// earlier attempt changed the temporary file), or the file cannot be
+    /// opened or set back to its start.
     pub fn for_attempt(&mut self) -> io::Result<File> {
+        if let Some(written) = self.written
+            && Stamp::of(&self.file)? != written
+        {
+            return Err(io::Error::other(CHANGED));
+        }
         if let Ok(own) = fd::reopen_read_only(self.file.as_fd()) {
             return Ok(own);
         }

@@ -1,12 +1,14 @@
 //! The thin layer over the operating system: signals (`signals`), starting
 //! the command (`process`), the guard that outlives a killed backoff
-//! (`guard`) and descriptors (`fd`). Every `unsafe` block of
-//! backoff is in this module, each with a `// SAFETY:` comment, and every
-//! system call that std has no word for; rustix makes most of them without
-//! `unsafe`. Nothing here decides anything.
+//! (`guard`), descriptors (`fd`) and sealed files in memory (`memfd`).
+//! Every `unsafe` block of backoff is in this module, each with a
+//! `// SAFETY:` comment, and every system call that std has no word for;
+//! rustix makes most of them without `unsafe`. Nothing here decides
+//! anything.
 
 pub mod fd;
 pub mod guard;
+pub mod memfd;
 pub mod process;
 pub mod signals;
 

@@ -42,6 +42,29 @@ fn policy_variables_shape_the_delays() {
         .stderr(predicates::str::contains("retrying in 3ms (bound 3ms)"));
 }
 
+/// Runs backoff with `args` and the variable `name` set to `value`, and
+/// checks that it refuses in one line, naming the variable, saying `why`.
+fn refused_naming_the_variable(name: &str, value: &str, args: &[&str], why: &str) {
+    let flag = name
+        .trim_start_matches("BACKOFF_")
+        .to_lowercase()
+        .replace('_', "-");
+    let out = backoff(args)
+        .env(name, value)
+        .assert()
+        .code(125)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    assert!(
+        err.contains(&format!(
+            "for {name} (from the environment, for '--{flag}')"
+        )) && err.contains(why),
+        "{args:?}: {err}"
+    );
+}
+
 #[test]
 fn a_bad_environment_value_is_refused_naming_the_variable_that_gave_it() {
     for (name, value, args, why) in [
@@ -50,24 +73,9 @@ fn a_bad_environment_value_is_refused_naming_the_variable_that_gave_it() {
         ("BACKOFF_TIMEOUT", "0s", &[], "must be above zero"),
         ("BACKOFF_BASE", "2s", &["--cap", "1s"], "greater than --cap"),
     ] {
-        let flag = name
-            .trim_start_matches("BACKOFF_")
-            .to_lowercase()
-            .replace('_', "-");
-        let out = backoff(args)
-            .args(["--", "true"])
-            .env(name, value)
-            .assert()
-            .code(125)
-            .get_output()
-            .clone();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(
-            err.contains(&format!("{name} (from the environment, for '--{flag}')"))
-                && err.contains(why),
-            "{err}"
-        );
+        let mut with_command = args.to_vec();
+        with_command.extend(["--", "true"]);
+        refused_naming_the_variable(name, value, &with_command, why);
     }
     // The flag that was given is named, not the variable it overrides.
     backoff(["--max-retries", "abc", "--", "true"])
@@ -75,4 +83,60 @@ fn a_bad_environment_value_is_refused_naming_the_variable_that_gave_it() {
         .assert()
         .code(125)
         .stderr(predicates::str::contains("for '--max-retries'"));
+}
+
+#[test]
+fn a_bad_environment_value_is_blamed_on_its_variable_when_the_commands_arguments_hold_the_flag() {
+    // The first word that is not an option starts the command: a word after
+    // it that looks like backoff's flag is the command's, with or without
+    // `--` before the command, for clap's own checks and for backoff's.
+    for (name, value, args, why) in [
+        (
+            "BACKOFF_MAX_RETRIES",
+            "abc",
+            &["echo", "--max-retries"][..],
+            "must be a whole number",
+        ),
+        (
+            "BACKOFF_MAX_RETRIES",
+            "abc",
+            &["--", "echo", "--max-retries=3"],
+            "must be a whole number",
+        ),
+        (
+            "BACKOFF_BASE",
+            "2s",
+            &["--cap", "1s", "echo", "--base", "1ms"],
+            "greater than --cap",
+        ),
+        (
+            "BACKOFF_BASE",
+            "2s",
+            &["--cap", "1s", "--", "echo", "--base=1ms"],
+            "greater than --cap",
+        ),
+        (
+            "BACKOFF_TIMEOUT",
+            "0s",
+            &["sh", "-c", "exit 0", "--timeout", "1s"],
+            "must be above zero",
+        ),
+        (
+            "BACKOFF_BASE",
+            "2s",
+            &["schedule", "--cap", "1s"],
+            "greater than --cap",
+        ),
+    ] {
+        refused_naming_the_variable(name, value, args, why);
+    }
+    // A flag of backoff's own before the command is still named, with the
+    // command's arguments holding it too.
+    backoff(["--base", "3s", "--cap", "1s", "echo", "--base"])
+        .env("BACKOFF_BASE", "2s")
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains(
+            "invalid value '3s' for '--base': greater than --cap",
+        ));
 }

@@ -572,17 +572,34 @@ fn hold_metrics_lock(path: &Path) -> std::fs::File {
 /// Waits for a run whose metrics update was given up because of `why`:
 /// it exits 0, says so, and leaves the file (held empty) as it was.
 /// Returns how long it took.
-fn given_up(run: &mut Running, file: &Path, why: &str) -> std::time::Duration {
-    let (status, took) = run.wait_exit(PATIENCE);
-    assert_eq!(status.code(), Some(0), "{:?}", run.stderr());
+/// Waits for the run to end, as `status` says (a signal's number, or an
+/// exit code), having given up the metrics file's update for `why`.
+fn given_up(run: &mut Running, file: &Path, why: &str, status: Ended) -> std::time::Duration {
+    let (ended, took) = run.wait_exit(PATIENCE);
+    match status {
+        Ended::Code(code) => assert_eq!(ended.code(), Some(code), "{:?}", run.stderr()),
+        Ended::Signal(sig) => assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&ended),
+            Some(sig),
+            "{ended:?} {:?}",
+            run.stderr()
+        ),
+    }
     let said = run.stderr().join("\n");
     assert!(said.contains(&format!("{why} (not updated)")), "{said}");
     assert_eq!(std::fs::read_to_string(file).unwrap(), "");
     took
 }
 
+/// How a run ended.
+#[derive(Debug, Clone, Copy)]
+enum Ended {
+    Code(i32),
+    Signal(i32),
+}
+
 #[test]
-fn a_signal_ends_the_wait_for_a_metrics_files_lock_and_the_update_is_given_up() {
+fn a_signal_ends_the_wait_for_a_metrics_files_lock_the_update_is_given_up_and_backoff_dies_by_it() {
     let dir = TempDir::new("metrics-lock-signal");
     let file = dir.join("m.prom");
     let _held = hold_metrics_lock(&file);
@@ -592,7 +609,12 @@ fn a_signal_ends_the_wait_for_a_metrics_files_lock_and_the_update_is_given_up() 
     // The success line comes just before the metrics are written.
     run.wait_for("succeeded");
     run.signal(libc::SIGTERM);
-    given_up(&mut run, &file, "interrupted while waiting for its lock");
+    given_up(
+        &mut run,
+        &file,
+        "interrupted while waiting for its lock",
+        Ended::Signal(libc::SIGTERM),
+    );
 }
 
 #[test]
@@ -606,6 +628,11 @@ fn the_wait_for_a_metrics_files_lock_is_bounded() {
         "--",
         "true",
     ]));
-    let took = given_up(&mut run, &file, "another process has held its lock for 5s");
+    let took = given_up(
+        &mut run,
+        &file,
+        "another process has held its lock for 5s",
+        Ended::Code(0),
+    );
     assert!(took >= std::time::Duration::from_secs(5), "{took:?}");
 }

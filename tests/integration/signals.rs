@@ -389,13 +389,19 @@ fn sigkill_of_backoff_kills_every_process_of_the_running_attempts_group() {
 #[test]
 fn sigkill_of_backoff_does_not_reach_a_process_that_left_the_group_with_setsid() {
     // The documented limit: a process in a session of its own is found by
-    // no process group.
+    // no process group. The command itself (the first pid) is in the group:
+    // once it is gone, the guard has killed the group, and only then does
+    // the survival of the other process (the second pid) tell anything.
     let pids = kill_backoff_during(
-        "setsid sh -c 'echo pid=$$; exec sleep 303' & echo ready; sleep 300",
-        1,
+        "echo pid=$$; setsid sh -c 'echo pid=$$; exec sleep 303' & echo ready; sleep 300",
+        2,
     );
-    assert_eq!(pids.len(), 1);
-    let survived = !gone(pids[0]);
-    send(pids[0], libc::SIGKILL);
+    assert_eq!(pids.len(), 2);
+    let (in_group, left) = (pids[0], pids[1]);
+    eventually(&format!("the command {in_group} to be killed"), || {
+        gone(in_group)
+    });
+    let survived = !gone(left);
+    send(left, libc::SIGKILL);
     assert!(survived, "a process in its own session is out of reach");
 }

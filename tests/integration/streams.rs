@@ -132,11 +132,9 @@ fn hold_stdout_fails_when_backoffs_own_stdout_cannot_take_the_held_output() {
     assert!(said.contains("No space left on device"), "{said}");
 }
 
-/// Runs `sh -c SCRIPT` with `--replay-stdin` and `input` as stdin, for
-/// three attempts (the script's variable `d` names `dir`, and the third
-/// attempt must succeed); checks that the run succeeded and that each
-/// attempt saved exactly the input as `got1`, `got2`, `got3` in `dir`.
-fn replay_to_three_attempts(dir: &TempDir, input: &Path, script: &str) {
+/// backoff running `sh -c SCRIPT` with `--replay-stdin`, for three
+/// attempts at most, and `input` as stdin.
+fn replaying(input: &Path, script: &str) -> std::process::Command {
     let mut cmd = command([
         "--replay-stdin",
         "--base",
@@ -146,10 +144,18 @@ fn replay_to_three_attempts(dir: &TempDir, input: &Path, script: &str) {
         "--",
         "sh",
         "-c",
+        script,
     ]);
-    cmd.arg(format!("d='{}'; {script}", dir.path().display()));
-    let status = cmd
-        .stdin(File::open(input).unwrap())
+    cmd.stdin(File::open(input).unwrap());
+    cmd
+}
+
+/// Runs `sh -c SCRIPT` with `--replay-stdin` and `input` as stdin, for
+/// three attempts (the script's variable `d` names `dir`, and the third
+/// attempt must succeed); checks that the run succeeded and that each
+/// attempt saved exactly the input as `got1`, `got2`, `got3` in `dir`.
+fn replay_to_three_attempts(dir: &TempDir, input: &Path, script: &str) {
+    let status = replaying(input, &format!("d='{}'; {script}", dir.path().display()))
         .stderr(Stdio::null())
         .status()
         .unwrap();
@@ -195,10 +201,12 @@ fn replay_stdin_with_an_empty_or_closed_stdin_gives_empty_input() {
 fn replay_stdin_that_the_temporary_directory_cannot_take_runs_nothing() {
     let dir = TempDir::new("replay-no-room");
     let input = dir.join("in");
-    random_file(&input, 4 << 20, 4);
+    // More than backoff keeps in memory, and more than the file size limit
+    // lets the temporary file take.
+    random_file(&input, 8 << 20, 4);
     let ran = dir.join("ran");
     let out = command_after(
-        "ulimit -f 2048; trap '' XFSZ",
+        "ulimit -f 6144; trap '' XFSZ",
         ["--replay-stdin", "--", "touch", ran.to_str().unwrap()],
     )
     .stdin(File::open(&input).unwrap())
@@ -214,22 +222,63 @@ fn replay_stdin_that_the_temporary_directory_cannot_take_runs_nothing() {
     assert!(!ran.exists(), "the command ran");
 }
 
+/// A shell line by which an attempt tries every way to change its stdin
+/// through `/proc/self/fd/0` (Linux): made writable again (as its owner
+/// may), then truncated and written, or written in place (the same size).
+/// Root needs no mode to do either.
+const CLOBBER_STDIN: &str = "chmod u+w /proc/self/fd/0 2>/dev/null; \
+     { echo CLOBBER > /proc/self/fd/0; } 2>/dev/null; \
+     { printf CLOBBER 1<> /proc/self/fd/0; } 2>/dev/null";
+
 #[test]
-fn replay_stdin_is_read_only_so_an_attempt_that_writes_to_it_changes_nothing() {
+fn replayed_stdin_is_read_only_and_sealed_so_no_attempt_even_roots_can_change_it() {
     let dir = TempDir::new("replay-read-only");
     let input = dir.join("in");
     std::fs::write(&input, "the original bytes, every attempt\n".repeat(100)).unwrap();
-    // The first attempt writes to its stdin before reading it.
+    // The first attempt writes to its stdin before reading it, then tries
+    // to change it through /proc.
     replay_to_three_attempts(
         &dir,
         &input,
-        "if [ $BACKOFF_ATTEMPT = 1 ] && { printf junk >&0; } 2>/dev/null; then touch \"$d/wrote\"; fi; \
-         cat > \"$d/got$BACKOFF_ATTEMPT\"; [ $BACKOFF_ATTEMPT = 3 ]",
+        &format!(
+            "if [ $BACKOFF_ATTEMPT = 1 ] && {{ printf junk >&0; }} 2>/dev/null; then touch \"$d/wrote\"; fi; \
+             cat > \"$d/got$BACKOFF_ATTEMPT\"; \
+             if [ $BACKOFF_ATTEMPT = 1 ]; then {CLOBBER_STDIN}; fi; [ $BACKOFF_ATTEMPT = 3 ]"
+        ),
     );
     assert!(
         !dir.join("wrote").exists(),
         "a write to the replayed stdin succeeded"
     );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn replayed_stdin_in_a_temporary_file_that_an_attempt_changed_is_not_given_to_the_next() {
+    let dir = TempDir::new("replay-changed");
+    let input = dir.join("in");
+    // Past what backoff keeps in memory: an unlinked temporary file, which
+    // its owner can make writable again, and root can write anyway.
+    random_file(&input, 5 << 20, 5);
+    let out = replaying(
+        &input,
+        &format!("echo attempt $BACKOFF_ATTEMPT; cat > /dev/null; {CLOBBER_STDIN}; exit 1"),
+    )
+    .output()
+    .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(126), "{said}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "attempt 1\n",
+        "{said}"
+    );
+    let refusal: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("changed by an earlier attempt"))
+        .collect();
+    assert_eq!(refusal.len(), 1, "{said}");
+    assert!(refusal[0].starts_with("backoff: "), "{said}");
 }
 
 #[test]
