@@ -50,6 +50,9 @@ pub(super) struct Pipe {
     /// (`Copier::lost`), and the rest of the attempt's output is read and
     /// dropped, so that the command runs on as if it had been written.
     holds: bool,
+    /// With `holds` and no rules: output is moved into the held file with
+    /// splice(2), without being copied through backoff.
+    splice: bool,
 }
 
 impl Pipe {
@@ -78,13 +81,17 @@ impl Pipe {
             left: None,
             scanner: LineScanner::default(),
             holds: false,
+            splice: false,
         }
     }
 
-    /// This pipe, whose destination is the held stdout file.
-    pub(super) fn holding(self) -> Pipe {
+    /// This pipe, whose destination is the held stdout file; `scanned`
+    /// when output rules read it too.
+    pub(super) fn holding(self, scanned: bool) -> Pipe {
         Pipe {
             holds: true,
+            // Nothing to match: the kernel moves the output into the file.
+            splice: !scanned && cfg!(target_os = "linux"),
             ..self
         }
     }
@@ -162,6 +169,33 @@ impl Copier {
         let limit = pipe.left.map_or(CHUNK, |left| left.min(CHUNK));
         if limit == 0 {
             return Copied::Done;
+        }
+        if pipe.splice && self.lost.is_none() {
+            match fd::splice_to_file(pipe.from.as_fd(), pipe.to.as_fd(), limit) {
+                Ok(0) => return Copied::Done,
+                Ok(n) => {
+                    if let Some(left) = &mut pipe.left {
+                        *left -= n.min(*left);
+                    }
+                    return Copied::Data;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if pipe.left.is_some() {
+                        pipe.left = Some(0);
+                    }
+                    return Copied::Nothing;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Copied::Nothing,
+                // Not possible here after all: read and write instead.
+                Err(e)
+                    if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS))
+                        || e.kind() == io::ErrorKind::Unsupported =>
+                {
+                    pipe.splice = false;
+                }
+                // The held file takes no more: the rest is read and dropped.
+                Err(e) => self.lost = Some(e),
+            }
         }
         match pipe.from.read(&mut self.buffer[..limit]) {
             Ok(0) => Copied::Done,

@@ -84,7 +84,7 @@ impl RealExecutor {
             fd::enlarge_pipe(&from, PIPE_SIZE);
             let pipe = Pipe::new(from, to);
             pipes.push(if self.held.is_some() {
-                pipe.holding()
+                pipe.holding(rules)
             } else {
                 pipe
             });

@@ -60,6 +60,33 @@ pub fn tee(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
     }
 }
 
+/// Moves up to `len` bytes from the pipe `from` to the file `to` (at its
+/// offset) without copying them through backoff, with splice(2), without
+/// waiting for the pipe; returns how many (0 at the pipe's end).
+///
+/// # Errors
+///
+/// `WouldBlock` when the pipe is empty; the file's write errors (`ENOSPC`,
+/// `EFBIG`); `Unsupported` where splice(2) does not exist.
+pub fn splice_to_file(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        Ok(rustix::pipe::splice(
+            from,
+            None,
+            to,
+            None,
+            len,
+            rustix::pipe::SpliceFlags::NONBLOCK,
+        )?)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (from, to, len);
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
 /// How many bytes the pipe `fd` holds (0 when that cannot be told).
 pub fn pipe_bytes(fd: impl AsFd) -> usize {
     rustix::io::ioctl_fionread(fd).map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
