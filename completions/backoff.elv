@@ -35,6 +35,8 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --retry-if-output 'Retry an attempt that printed a line (stdout or stderr) matching REGEX; repeatable. The output still reaches you live, unchanged'
             cand --stop-if-output 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable'
             cand --retry-after-pattern 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)'
+            cand --retry-after-max 'The longest a server''s hint is obeyed: a hint above it ends the run at once, with the command''s status'
+            cand --retry-after-jitter 'Jitter on a server''s hint: the wait is hint × U[1, 1+J), never shorter than the hint nor longer than --retry-after-max (0: the hint exactly)'
             cand --preset 'Rules for a well-known command (see the man page for every rule)'
             cand --budget 'Share a retry budget with every backoff process using the same KEY: each retry takes a token, each success deposits --budget-ratio of one; with no token left, backoff does not retry. First attempts are never blocked'
             cand --budget-ratio 'Tokens a success deposits'

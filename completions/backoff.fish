@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_backoff_global_optspecs
-    string join \n base= cap= factor= jitter= max-retries= attempts= forever seed= retry-on= stop-on= success-on= timeout= signal= kill-after= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= preset= hold-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= q/quiet v/verbose name= log-format= report= metrics-file= foreground h/help V/version
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever seed= retry-on= stop-on= success-on= timeout= signal= kill-after= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= preset= hold-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= q/quiet v/verbose name= log-format= report= metrics-file= foreground h/help V/version
 end
 
 function __fish_backoff_needs_command
@@ -44,6 +44,8 @@ complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Deadline o
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-if-output -d 'Retry an attempt that printed a line (stdout or stderr) matching REGEX; repeatable. The output still reaches you live, unchanged' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l stop-if-output -d 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-pattern -d 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-max -d 'The longest a server\'s hint is obeyed: a hint above it ends the run at once, with the command\'s status' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-jitter -d 'Jitter on a server\'s hint: the wait is hint × U[1, 1+J), never shorter than the hint nor longer than --retry-after-max (0: the hint exactly)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'Rules for a well-known command (see the man page for every rule)' -r -f -a "curl\t'HTTP retry semantics for curl: transient transport failures and HTTP 408, 425, 429 and 5xx are retried, other 4xx are not'"
 complete -c backoff -n "__fish_backoff_needs_command" -l budget -d 'Share a retry budget with every backoff process using the same KEY: each retry takes a token, each success deposits --budget-ratio of one; with no token left, backoff does not retry. First attempts are never blocked' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-ratio -d 'Tokens a success deposits' -r

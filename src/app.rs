@@ -136,6 +136,7 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
         max_time: cfg.limits.max_time,
         preserve_status: cfg.limits.preserve_status,
         budget: cfg.budget.as_ref().map(|b| b as &dyn run::RetryBudget),
+        hints: cfg.hints,
     };
     let label = cfg
         .name

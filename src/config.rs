@@ -19,6 +19,7 @@ use crate::exec::scan::{self, OutputRules};
 use crate::jitter::Jitter;
 use crate::policy::{Policy, PolicyConfig};
 use crate::report::{LogFormat, Verbosity};
+use crate::run::Hints;
 use crate::simulate;
 
 /// backoff's own failure: bad usage or a bad value. Exit 125.
@@ -87,6 +88,8 @@ pub struct RunConfig {
     pub limits: Limits,
     /// What to look for in the output, if anything.
     pub output_rules: Option<OutputRules>,
+    /// How a server's hint is obeyed.
+    pub hints: Hints,
     /// `--hold-stdout`.
     pub hold_stdout: bool,
     /// `--replay-stdin`.
@@ -426,6 +429,10 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         rules,
         limits,
         output_rules,
+        hints: Hints {
+            max: streams.retry_after_max,
+            jitter: streams.retry_after_jitter,
+        },
         hold_stdout: streams.hold_stdout,
         replay_stdin: streams.replay_stdin,
         foreground: cli.foreground,

@@ -116,6 +116,13 @@ pub enum Next {
     Stop(StopReason),
     /// Nothing: the retry budget has no token left.
     Budget,
+    /// Nothing: the server asks for a wait above `--retry-after-max`.
+    HintTooLong {
+        /// The wait the server asked for.
+        hint: Duration,
+        /// `--retry-after-max`.
+        max: Duration,
+    },
     /// Nothing: the retry would start after `--max-time`.
     Deadline {
         /// The delay the retry would have needed.

@@ -10,6 +10,8 @@ use crate::classify::{Observed, Outcome, Rules, Status, StopReason, Verdict};
 use crate::event::{Ending, Event, Next, Report};
 use crate::exit::Exit;
 use crate::policy::{Delay, Delays, Policy};
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
 
 /// What an attempt is told about itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,6 +117,8 @@ pub struct Plan<'a> {
     pub preserve_status: bool,
     /// `--budget`: the retry budget shared with other processes.
     pub budget: Option<&'a dyn RetryBudget>,
+    /// How a server's hint is obeyed.
+    pub hints: Hints,
 }
 
 /// What a retry budget answered.
@@ -127,6 +131,26 @@ pub enum Decision {
     Refused,
     /// This terminating signal ended the decision.
     Interrupted(i32),
+}
+
+/// How a server's hint (`Retry-After` and the like) is obeyed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hints {
+    /// `--retry-after-max`: a hint above it is not obeyed, and the run ends.
+    pub max: Duration,
+    /// `--retry-after-jitter`: the wait is hint × U[1, 1 + jitter), at most
+    /// `max`, so that clients told the same time do not all come back at
+    /// once.
+    pub jitter: f64,
+}
+
+impl Default for Hints {
+    fn default() -> Self {
+        Hints {
+            max: Duration::from_mins(5),
+            jitter: 0.2,
+        }
+    }
 }
 
 /// A retry budget: every retry must take a token from it. Each call waits
@@ -163,7 +187,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
     // A deadline too far to represent is no deadline at all.
     let deadline = plan.max_time.and_then(|t| start.checked_add(t));
     let max_attempts = plan.max_retries.map(|r| r.saturating_add(1));
-    let mut delays = plan.policy.delays(plan.seed);
+    let mut waits = Waits::new(plan);
     let mut last = None;
     report.event(&Event::Start {
         command: plan.command,
@@ -226,7 +250,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             Verdict::Retry if max_attempts.is_some_and(|m| number >= m) => (Next::Exhausted, None),
             Verdict::Retry => {
                 exec.before_retry();
-                let next = retry_next(plan, &mut delays, number, &seen, exec.now(), deadline);
+                let next = retry_next(plan, &mut waits, number, &seen, exec.now(), deadline);
                 budgeted(plan, next, exec, deadline)
             }
         };
@@ -264,7 +288,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
 /// Why a run that does not retry ends.
 fn ending(next: Next) -> Ending {
     match next {
-        Next::Stop(_) => Ending::Stopped,
+        Next::Stop(_) | Next::HintTooLong { .. } => Ending::Stopped,
         Next::Deadline { .. } => Ending::Deadline,
         Next::Budget => Ending::Budget,
         _ => Ending::Exhausted,
@@ -330,19 +354,62 @@ fn end(
 /// (or the server's, if longer), unless the deadline forbids.
 fn retry_next(
     plan: &Plan<'_>,
-    delays: &mut Delays,
+    waits: &mut Waits,
     number: u64,
     seen: &Observed,
     now: Instant,
     deadline: Option<Instant>,
 ) -> Next {
-    let mut delay = delays.next(number - 1);
-    // The server's Retry-After is a floor, above the cap if need be.
-    let server = seen.hint.is_some_and(|h| h > delay.delay);
-    if let Some(h) = seen.hint.filter(|_| server) {
-        delay.delay = h;
+    let mut delay = waits.delays.next(number - 1);
+    if let Some(hint) = seen.hint {
+        if hint > plan.hints.max {
+            return Next::HintTooLong {
+                hint,
+                max: plan.hints.max,
+            };
+        }
+        // The server's hint is a floor, above the cap if need be, jittered
+        // upwards within the ceiling.
+        let wait = jittered_hint(hint, plan.hints, &mut waits.hint_rng);
+        if wait > delay.delay {
+            delay.delay = wait;
+            return retry_before(delay, true, now, deadline, plan.max_time);
+        }
     }
-    retry_before(delay, server, now, deadline, plan.max_time)
+    retry_before(delay, false, now, deadline, plan.max_time)
+}
+
+/// Where a run's waits come from: the policy's delays, and the jitter on
+/// servers' hints, drawn from a generator of its own so that a hint leaves
+/// the policy's delays as they were.
+struct Waits {
+    delays: Delays,
+    hint_rng: Xoshiro256PlusPlus,
+}
+
+impl Waits {
+    fn new(plan: &Plan<'_>) -> Waits {
+        Waits {
+            delays: plan.policy.delays(plan.seed),
+            hint_rng: Xoshiro256PlusPlus::seed_from_u64(plan.seed ^ HINT_SEED),
+        }
+    }
+}
+
+/// Mixed into the seed of the generator of hints' jitter.
+const HINT_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The wait a hint asks for: hint × U[1, 1 + jitter), at most the ceiling.
+fn jittered_hint(hint: Duration, hints: Hints, rng: &mut Xoshiro256PlusPlus) -> Duration {
+    if hints.jitter <= 0.0 || hint.is_zero() {
+        return hint;
+    }
+    let factor = 1.0 + rng.random_range(0.0..hints.jitter);
+    // A product past the ceiling (or past what a Duration holds) is the
+    // ceiling.
+    Duration::try_from_secs_f64(hint.as_secs_f64() * factor)
+        .map_or(hints.max, |d| d.min(hints.max))
+        .max(hint)
 }
 
 /// A retry `next` asks the budget for a token, if there is a budget. Its
@@ -502,9 +569,32 @@ mod tests {
             max_time: None,
             preserve_status: false,
             budget: None,
+            hints: Hints::default(),
         };
         let exit = run(&plan, &mut fake, &mut Events::default());
         (exit, fake)
+    }
+
+    #[test]
+    fn a_hint_is_jittered_upwards_within_its_window_and_the_ceiling() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        let hints = Hints::default();
+        let hint = Duration::from_mins(1);
+        for _ in 0..1000 {
+            let w = jittered_hint(hint, hints, &mut rng);
+            assert!(w >= hint && w < Duration::from_secs(72), "{w:?}");
+        }
+        // Never above the ceiling, never below the hint.
+        let near = Duration::from_secs(290);
+        for _ in 0..1000 {
+            let w = jittered_hint(near, hints, &mut rng);
+            assert!(w >= near && w <= hints.max, "{w:?}");
+        }
+        let exact = Hints {
+            jitter: 0.0,
+            ..hints
+        };
+        assert_eq!(jittered_hint(hint, exact, &mut rng), hint);
     }
 
     #[test]
@@ -586,6 +676,7 @@ mod tests {
             max_time: None,
             preserve_status: false,
             budget: None,
+            hints: Hints::default(),
         }
     }
 

@@ -418,6 +418,18 @@ pub struct StreamArgs {
           allow_hyphen_values = true)]
     pub retry_after_pattern: Option<Regex>,
 
+    /// The longest a server's hint is obeyed: a hint above it ends the run
+    /// at once, with the command's status.
+    #[arg(long, value_name = "DURATION", value_parser = values::duration,
+          default_value = "5m", env = "BACKOFF_RETRY_AFTER_MAX")]
+    pub retry_after_max: Duration,
+
+    /// Jitter on a server's hint: the wait is hint × U[1, 1+J), never
+    /// shorter than the hint nor longer than --retry-after-max (0: the hint
+    /// exactly).
+    #[arg(long, value_name = "J", value_parser = values::hint_jitter, default_value = "0.2")]
+    pub retry_after_jitter: f64,
+
     /// Rules for a well-known command (see the man page for every rule).
     #[arg(long, value_enum, value_name = "NAME")]
     pub preset: Option<Preset>,

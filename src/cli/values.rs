@@ -72,6 +72,17 @@ pub fn factor(s: &str) -> Result<f64, String> {
     Ok(f)
 }
 
+/// Parses `--retry-after-jitter`: a finite fraction from 0 to 10.
+pub fn hint_jitter(s: &str) -> Result<f64, String> {
+    let j: f64 = s.trim().parse().map_err(|_| "not a number".to_owned())?;
+    if !j.is_finite() || !(0.0..=10.0).contains(&j) {
+        return Err(
+            "must be a number from 0 to 10 (0.2 waits up to 20% more than the hint)".into(),
+        );
+    }
+    Ok(j)
+}
+
 /// Parses a whole number, refusing signs, fractions and other noise.
 fn whole(s: &str) -> Result<u64, String> {
     let t = s.trim();

@@ -58,6 +58,30 @@ impl<W: Write> JsonReport<W> {
     }
 }
 
+/// The fields of an `attempt_end` event that say what follows it.
+fn next_json(v: &mut Value, next: Next) {
+    match next {
+        Next::Retry { delay, server } => {
+            v["next"] = json!("retry");
+            v["delay_seconds"] = json!(delay.delay.as_secs_f64());
+            v["bound_seconds"] = json!(delay.bound.as_secs_f64());
+            v["delay_from_server"] = json!(server);
+        }
+        Next::Exhausted => v["next"] = json!("exhausted"),
+        Next::Budget => v["next"] = json!("budget"),
+        Next::HintTooLong { hint, max } => {
+            v["next"] = json!("hint_too_long");
+            v["hint_seconds"] = json!(hint.as_secs_f64());
+            v["retry_after_max_seconds"] = json!(max.as_secs_f64());
+        }
+        Next::Stop(_) => v["next"] = json!("stopped"),
+        Next::Deadline { delay, .. } => {
+            v["next"] = json!("deadline");
+            v["delay_seconds"] = json!(delay.as_secs_f64());
+        }
+    }
+}
+
 /// The JSON object for an event (without the common fields).
 fn event_json(event: &Event<'_>, verbose: bool) -> Value {
     match *event {
@@ -92,21 +116,7 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
                 "outcome": outcome_json(outcome),
                 "duration_seconds": elapsed.as_secs_f64(),
             });
-            match next {
-                Next::Retry { delay, server } => {
-                    v["next"] = json!("retry");
-                    v["delay_seconds"] = json!(delay.delay.as_secs_f64());
-                    v["bound_seconds"] = json!(delay.bound.as_secs_f64());
-                    v["delay_from_server"] = json!(server);
-                }
-                Next::Exhausted => v["next"] = json!("exhausted"),
-                Next::Budget => v["next"] = json!("budget"),
-                Next::Stop(_) => v["next"] = json!("stopped"),
-                Next::Deadline { delay, .. } => {
-                    v["next"] = json!("deadline");
-                    v["delay_seconds"] = json!(delay.as_secs_f64());
-                }
-            }
+            next_json(&mut v, next);
             v
         }
         Event::CannotStart {

@@ -172,6 +172,11 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
                     format!("{head}; retrying in {}", human(delay.delay))
                 }
                 Next::Budget => format!("{head}; not retrying: retry budget exhausted"),
+                Next::HintTooLong { hint, max } => format!(
+                    "{head}; not retrying: the server asks to wait {}, more than --retry-after-max {}",
+                    human(hint),
+                    human(max)
+                ),
                 Next::Exhausted => head,
                 Next::Stop(why) => {
                     format!("{head}; not retrying: {}", stop_reason(why, outcome))

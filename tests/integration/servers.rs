@@ -36,10 +36,17 @@ fn retry_after_503_twice_then_200_makes_three_requests_and_prints_the_body_once(
             "a retry came early"
         );
     }
-    assert!(
-        stderr.contains("retrying in 1.00s (Retry-After from the server)"),
-        "{stderr}"
-    );
+    // The hint is jittered upwards, by at most 20% (0.2 s of 1 s).
+    let waits: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.ends_with("(Retry-After from the server)"))
+        .filter_map(|l| l.split("retrying in ").nth(1))
+        .collect();
+    assert_eq!(waits.len(), 2, "{stderr}");
+    for w in waits {
+        let secs: f64 = w.split('s').next().unwrap().parse().unwrap();
+        assert!((1.0..=1.2).contains(&secs), "{stderr}");
+    }
 }
 
 #[test]
@@ -148,6 +155,8 @@ fn a_retry_after_pattern_finds_the_hint_elsewhere() {
     backoff([
         "--retry-after-pattern",
         "come back in ([0-9]+) s",
+        "--retry-after-jitter",
+        "0",
         "--base",
         "1ms",
         "--max-retries",
@@ -402,4 +411,87 @@ fn a_stop_rule_matches_across_the_old_64_kib_piece_boundary_of_a_long_line() {
             "its output matches --stop-if-output",
         ));
     }
+}
+
+#[test]
+fn a_hint_above_retry_after_max_ends_the_run_at_once_with_the_commands_status() {
+    let server = Server::start(vec![Reply::new(503, "").header("Retry-After", "99999999")]);
+    let mut cmd = command(["--preset", "curl", "--"]);
+    cmd.args(curl(&server.url));
+    let mut run = Running::start(cmd);
+    let (status, took) = run.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(22), "{:?}", run.seen);
+    assert!(took < Duration::from_secs(10), "waited: {took:?}");
+    assert_eq!(server.requests().len(), 1);
+    assert!(
+        run.stderr()
+            .iter()
+            .any(|l| l.contains("the server asks to wait 3years")
+                && l.contains("more than --retry-after-max 5m")),
+        "{:?}",
+        run.seen
+    );
+    // The ceiling comes from the environment too, and a hint below it is
+    // obeyed.
+    let server = Server::start(vec![
+        Reply::new(503, "").header("Retry-After", "2"),
+        Reply::new(200, "ok\n"),
+    ]);
+    backoff(["--preset", "curl", "--"])
+        .args(curl(&server.url))
+        .env("BACKOFF_RETRY_AFTER_MAX", "1s")
+        .assert()
+        .code(22)
+        .stderr(predicate::str::contains(
+            "more than --retry-after-max 1.00s",
+        ));
+    backoff(["--preset", "curl", "--retry-after-max", "3s", "--"])
+        .args(curl(&server.url))
+        .assert()
+        .success();
+}
+
+#[test]
+fn a_hundred_clients_told_the_same_retry_after_spread_over_its_jitter_window() {
+    // Each run gives up before sleeping (the wait would pass --max-time)
+    // and says the wait it drew; 100 seeds stand for 100 clients.
+    let waits: Vec<f64> = (0..100)
+        .map(|seed| {
+            let out = backoff(["--retry-after", "--max-time", "200ms", "--seed"])
+                .arg(seed.to_string())
+                .args(["--", "sh", "-c", "echo 'Retry-After: 10'; exit 1"])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            let at = err.find("the next retry in ").expect("the wait is said") + 18;
+            let secs = err[at..].split('s').next().unwrap();
+            secs.parse().unwrap_or_else(|_| panic!("{err}"))
+        })
+        .collect();
+    let (lo, hi) = waits
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(lo, hi), &w| (lo.min(w), hi.max(w)));
+    // Shown to 0.1 s: a wait just under 12 s reads 12.0.
+    assert!(
+        lo >= 10.0 && hi <= 12.0,
+        "every wait in [10s, 12s): {waits:?}"
+    );
+    // Spread over the window, not one second: shown to 0.1 s, the 100
+    // clients come back at many different moments.
+    let mut moments: Vec<String> = waits.iter().map(|w| format!("{w:.1}")).collect();
+    moments.sort();
+    moments.dedup();
+    assert!(hi - lo > 1.5 && moments.len() >= 15, "{waits:?}");
+    // Without jitter, all at once.
+    let out = backoff([
+        "--retry-after",
+        "--retry-after-jitter",
+        "0",
+        "--max-time",
+        "200ms",
+    ])
+    .args(["--", "sh", "-c", "echo 'Retry-After: 10'; exit 1"])
+    .output()
+    .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the next retry in 10.0s"));
 }
