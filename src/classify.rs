@@ -96,8 +96,25 @@ pub struct Observed {
     pub retry_after: Option<String>,
     /// The last HTTP status seen (curl's `--fail` line or a status line).
     pub http_status: Option<u16>,
-    /// The delay `retry_after` asks for, as of the attempt's end.
+    /// Whether `retry_after` came from `--retry-after-pattern`, whose value
+    /// may also be a Unix time.
+    pub retry_after_pattern: bool,
+    /// The last rate-limit reset seen (`X-RateLimit-Reset`,
+    /// `RateLimit-Reset`, or the `t=` of an IETF `RateLimit` field), as
+    /// printed: seconds, or a Unix time.
+    pub rate_reset: Option<String>,
+    /// The last count of requests left seen (`X-RateLimit-Remaining`,
+    /// `RateLimit-Remaining`, or the `r=` of a `RateLimit` field).
+    pub rate_remaining: Option<u64>,
+    /// The delay the server's hints ask for, as of the attempt's end.
     pub hint: Option<Duration>,
+}
+
+impl Observed {
+    /// Whether the server said that no request is left until the reset.
+    pub fn rate_limited(&self) -> bool {
+        self.rate_remaining == Some(0)
+    }
 }
 
 /// One item of a rule list.
@@ -206,6 +223,9 @@ impl Preset {
             // --fail turned an HTTP error into exit 22: the status decides.
             // Without a visible status (curl -f without -S), retry.
             (Preset::Curl, Outcome::Exited(22)) => Some(match seen.http_status {
+                // GitHub's rule: a 403 with no request left is a rate
+                // limit, retried at the reset; any other 403 stops.
+                Some(403) if seen.rate_limited() => Verdict::Retry,
                 Some(s) if (400..500).contains(&s) && !http_retryable(s) => {
                     Verdict::Stop(StopReason::HttpStatus(s))
                 }

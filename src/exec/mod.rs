@@ -27,7 +27,7 @@ use crate::run::{self, AttemptSpec, Ended, Executor, Released, Wait};
 use crate::sys::guard::Guard;
 use crate::sys::signals::{self, SignalWatch};
 use copy::Copier;
-use scan::{OutputRules, retry_after_delay};
+use scan::OutputRules;
 pub use spool::{Replayed, spool_stdin};
 
 /// How attempts are run.
@@ -178,11 +178,7 @@ impl Executor for RealExecutor {
         };
         self.watch_group(child.id());
         let mut waited = self.wait(&child, pipes, spec.limit);
-        waited.seen.hint = waited
-            .seen
-            .retry_after
-            .as_deref()
-            .and_then(|v| retry_after_delay(v, SystemTime::now()));
+        waited.seen.hint = scan::hint(&waited.seen, SystemTime::now());
         // The command has ended but is not reaped yet, so its pid still
         // names its process group alone.
         let pgid = child.id();

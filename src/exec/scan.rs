@@ -24,6 +24,12 @@ const STEP: usize = MAX_LINE - OVERLAP;
 
 /// The `Retry-After:` header line, as curl prints it with `-i` or `-D`.
 const RETRY_AFTER_HEADER: &str = r"(?i)^\s*(?:<\s*)?retry-after:\s*([^\r\n]*?)\s*$";
+/// `X-RateLimit-Reset:` or `RateLimit-Reset:`, seconds or a Unix time.
+const RATE_RESET_HEADER: &str = r"(?i)^\s*(?:<\s*)?(?:x-)?ratelimit-reset:\s*([0-9]+)\s*$";
+/// `X-RateLimit-Remaining:` or `RateLimit-Remaining:`.
+const RATE_REMAINING_HEADER: &str = r"(?i)^\s*(?:<\s*)?(?:x-)?ratelimit-remaining:\s*([0-9]+)\s*$";
+/// The IETF `RateLimit:` field (`"default";r=0;t=30`).
+const RATE_FIELD: &str = r"(?i)^\s*(?:<\s*)?ratelimit:\s*(.*?)\s*$";
 /// curl's `--fail` message: `curl: (22) The requested URL returned error: 503`.
 const CURL_FAIL_LINE: &str = r"returned error: ([0-9]{3})";
 /// An HTTP status line: `HTTP/1.1 503 Service Unavailable`, `HTTP/2 429`.
@@ -35,6 +41,11 @@ pub struct OutputRules {
     retry: Vec<Regex>,
     stop: Vec<Regex>,
     retry_after: Option<Regex>,
+    /// Whether `retry_after` is a pattern of the user's.
+    retry_after_pattern: bool,
+    /// With `retry_after`: rate-limit fields, whose reset is a hint when no
+    /// request is left.
+    rate_limits: Option<[Regex; 3]>,
     http_status: bool,
     /// Every pattern at once, over many lines, to skip blocks with no match
     /// (`None` when a pattern's anchors make that unsafe).
@@ -80,7 +91,15 @@ impl OutputRules {
         let mut patterns: Vec<&str> = retry.iter().chain(&stop).map(Regex::as_str).collect();
         if let Some(r) = &retry_after {
             patterns.push(r.as_str());
+            patterns.extend([RATE_RESET_HEADER, RATE_REMAINING_HEADER, RATE_FIELD]);
         }
+        let retry_after_pattern = retry_after
+            .as_ref()
+            .is_some_and(|r| r.as_str() != RETRY_AFTER_HEADER);
+        let rate_limits = retry_after.as_ref().map(|_| {
+            [RATE_RESET_HEADER, RATE_REMAINING_HEADER, RATE_FIELD]
+                .map(|p| Regex::new(p).expect("a valid built-in regex"))
+        });
         if http_status {
             patterns.push(CURL_FAIL_LINE);
             patterns.push(HTTP_STATUS_LINE);
@@ -109,6 +128,8 @@ impl OutputRules {
             retry,
             stop,
             retry_after,
+            retry_after_pattern,
+            rate_limits,
             http_status,
             any,
             fail_line,
@@ -302,6 +323,10 @@ fn scan_line(rules: &OutputRules, line: &[u8], from: usize, seen: &mut Observed)
         && let Some(value) = r.captures_at(line, from).and_then(|c| c.get(1))
     {
         seen.retry_after = Some(String::from_utf8_lossy(value.as_bytes()).trim().to_owned());
+        seen.retry_after_pattern = rules.retry_after_pattern;
+    }
+    if let Some([reset, remaining, field]) = &rules.rate_limits {
+        scan_rate_limits(line, from, [reset, remaining, field], seen);
     }
     if rules.http_status {
         let status = rules
@@ -316,14 +341,83 @@ fn scan_line(rules: &OutputRules, line: &[u8], from: usize, seen: &mut Observed)
     }
 }
 
-/// The delay a `Retry-After` value asks for, seen at `now`: delay-seconds or
-/// an HTTP-date (RFC 9110 §10.2.3); a date in the past asks for no delay.
-/// `None` when the value is neither.
-pub fn retry_after_delay(value: &str, now: SystemTime) -> Option<Duration> {
+/// Reads the rate-limit fields of one line: a reset, a count of requests
+/// left, or the IETF `RateLimit` field's `r=` and `t=` parameters.
+fn scan_rate_limits(
+    line: &[u8],
+    from: usize,
+    [reset, remaining, field]: [&Regex; 3],
+    seen: &mut Observed,
+) {
+    let text = |c: regex::bytes::Captures<'_>| {
+        c.get(1)
+            .map(|m| String::from_utf8_lossy(m.as_bytes()).trim().to_owned())
+    };
+    if let Some(v) = reset.captures_at(line, from).and_then(text) {
+        seen.rate_reset = Some(v);
+    } else if let Some(v) = remaining.captures_at(line, from).and_then(text) {
+        seen.rate_remaining = v.parse().ok();
+    } else if let Some(v) = field.captures_at(line, from).and_then(text) {
+        for param in v.split(';').map(str::trim) {
+            if let Some(r) = param.strip_prefix("r=") {
+                seen.rate_remaining = r.trim().parse().ok();
+            } else if let Some(t) = param.strip_prefix("t=") {
+                seen.rate_reset = Some(t.trim().to_owned());
+            }
+        }
+    }
+}
+
+/// Values this large are Unix times in seconds rather than delays: above
+/// 10⁹ seconds (31 years), a delay means nothing, and the time is past 2001.
+const EPOCH_SECONDS: u64 = 1_000_000_000;
+
+/// Values this large are Unix times in milliseconds (past 2001 too).
+const EPOCH_MILLIS: u64 = 1_000_000_000_000;
+
+/// The delay the server's hints in `seen` ask for, at `now`: its
+/// `Retry-After` (or what `--retry-after-pattern` found), else, when no
+/// request is left, the rate limit's reset. A time in the past asks for no
+/// delay.
+pub fn hint(seen: &Observed, now: SystemTime) -> Option<Duration> {
+    if let Some(d) = seen
+        .retry_after
+        .as_deref()
+        .and_then(|v| retry_after_delay(v, now, seen.retry_after_pattern))
+    {
+        return Some(d);
+    }
+    if seen.rate_limited() {
+        return seen
+            .rate_reset
+            .as_deref()
+            .and_then(|v| retry_after_delay(v, now, true));
+    }
+    None
+}
+
+/// The delay a hint's value asks for, seen at `now`: delay-seconds or an
+/// HTTP-date (RFC 9110 §10.2.3); with `epochs` (a rate limit's reset, or a
+/// value `--retry-after-pattern` found) also a Unix time in seconds or
+/// milliseconds, told apart by its size. A time in the past asks for no
+/// delay. `None` when the value is none of these.
+pub fn retry_after_delay(value: &str, now: SystemTime, epochs: bool) -> Option<Duration> {
     let value = value.trim();
     if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-        let secs = value.parse::<u64>().unwrap_or(u64::MAX);
-        return Some(Duration::from_secs(secs).min(MAX_DURATION));
+        let n = value.parse::<u64>().unwrap_or(u64::MAX);
+        let when = match n {
+            _ if !epochs || n < EPOCH_SECONDS => {
+                return Some(Duration::from_secs(n).min(MAX_DURATION));
+            }
+            _ if n < EPOCH_MILLIS => Duration::from_secs(n),
+            _ => Duration::from_millis(n),
+        };
+        let when = SystemTime::UNIX_EPOCH.checked_add(when);
+        return Some(when.map_or(MAX_DURATION, |w| {
+            w.duration_since(now)
+                .unwrap_or(Duration::ZERO)
+                .min(MAX_DURATION)
+        }));
     }
     let when = httpdate::parse_http_date(value).ok()?;
     Some(
@@ -493,20 +587,73 @@ mod tests {
     #[test]
     fn retry_after_values_are_seconds_or_http_dates() {
         let now = httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
-        assert_eq!(retry_after_delay("120", now), Some(Duration::from_mins(2)));
         assert_eq!(
-            retry_after_delay("Wed, 21 Oct 2015 07:28:30 GMT", now),
+            retry_after_delay("120", now, false),
+            Some(Duration::from_mins(2))
+        );
+        assert_eq!(
+            retry_after_delay("Wed, 21 Oct 2015 07:28:30 GMT", now, false),
             Some(Duration::from_secs(30))
         );
         assert_eq!(
-            retry_after_delay("Wed, 21 Oct 2015 07:27:00 GMT", now),
+            retry_after_delay("Wed, 21 Oct 2015 07:27:00 GMT", now, false),
             Some(Duration::ZERO)
         );
-        assert_eq!(retry_after_delay("soon", now), None);
-        assert_eq!(retry_after_delay("-5", now), None);
+        assert_eq!(retry_after_delay("soon", now, false), None);
+        assert_eq!(retry_after_delay("-5", now, false), None);
         assert_eq!(
-            retry_after_delay("99999999999999999999999", now),
+            retry_after_delay("99999999999999999999999", now, false),
             Some(MAX_DURATION)
+        );
+    }
+
+    #[test]
+    fn rate_limit_resets_are_seconds_or_unix_times_in_seconds_or_milliseconds() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_hours(490_000);
+        let secs = |d: Option<Duration>| d.map(|d| d.as_secs());
+        assert_eq!(secs(retry_after_delay("30", now, true)), Some(30));
+        assert_eq!(secs(retry_after_delay("1764000060", now, true)), Some(60));
+        assert_eq!(
+            secs(retry_after_delay("1764000060000", now, true)),
+            Some(60)
+        );
+        // A time past is now; Retry-After itself stays delay-seconds.
+        assert_eq!(secs(retry_after_delay("1763999000", now, true)), Some(0));
+        assert_eq!(
+            secs(retry_after_delay("1764000060", now, false)),
+            Some(1_764_000_060)
+        );
+    }
+
+    #[test]
+    fn a_reset_is_a_hint_only_when_no_request_is_left() {
+        let r = rules();
+        let now = SystemTime::UNIX_EPOCH + Duration::from_hours(490_000);
+        let scan_at = |text: &str| {
+            let mut s = LineScanner::default();
+            let mut seen = Observed::default();
+            s.feed(&r, text.as_bytes(), &mut seen);
+            s.finish(&r, &mut seen);
+            hint(&seen, now).map(|d| d.as_secs())
+        };
+        assert_eq!(
+            scan_at("x-ratelimit-remaining: 0\r\nx-ratelimit-reset: 1764000042\r\n"),
+            Some(42)
+        );
+        assert_eq!(
+            scan_at("X-RateLimit-Remaining: 12\nX-RateLimit-Reset: 1764000042\n"),
+            None
+        );
+        assert_eq!(
+            scan_at("RateLimit-Remaining: 0\nRateLimit-Reset: 7\n"),
+            Some(7)
+        );
+        assert_eq!(scan_at("RateLimit: \"default\";r=0;t=30\n"), Some(30));
+        assert_eq!(scan_at("RateLimit: \"default\";r=5;t=30\n"), None);
+        // Retry-After comes first.
+        assert_eq!(
+            scan_at("Retry-After: 3\nRateLimit: \"default\";r=0;t=30\n"),
+            Some(3)
         );
     }
 

@@ -495,3 +495,89 @@ fn a_hundred_clients_told_the_same_retry_after_spread_over_its_jitter_window() {
     .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("the next retry in 10.0s"));
 }
+
+/// The Unix time `secs` seconds from now, in whole seconds.
+fn epoch_in(secs: u64) -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + secs
+}
+
+#[test]
+fn a_403_with_no_request_left_is_retried_at_the_reset_and_any_other_403_stops() {
+    // GitHub's rule, with the reset as a Unix time.
+    let server = Server::start(vec![
+        Reply::new(403, "rate limited\n")
+            .header("x-ratelimit-remaining", "0")
+            .header("x-ratelimit-reset", &epoch_in(2).to_string()),
+        Reply::new(200, "ok\n"),
+    ]);
+    let out = backoff(["--preset", "curl", "--"])
+        .args(curl(&server.url))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("(Retry-After from the server)"), "{err}");
+    let times = server.requests();
+    assert_eq!(times.len(), 2);
+    // The reset is a whole second: 2 s ahead is at least 1 s away.
+    assert!(times[1] - times[0] >= Duration::from_secs(1), "came early");
+    // Requests left: a 403 is refused access, not a rate limit.
+    let server = Server::start(vec![
+        Reply::new(403, "no\n")
+            .header("x-ratelimit-remaining", "12")
+            .header("x-ratelimit-reset", &epoch_in(2).to_string()),
+    ]);
+    backoff(["--preset", "curl", "--"])
+        .args(curl(&server.url))
+        .assert()
+        .code(22)
+        .stderr(predicate::str::contains("HTTP 403 is not worth retrying"));
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn the_ietf_ratelimit_field_gives_the_wait_of_a_429() {
+    let server = Server::start(vec![
+        Reply::new(429, "slow down\n").header("RateLimit", "\"default\";r=0;t=1"),
+        Reply::new(200, "ok\n"),
+    ]);
+    backoff(["--preset", "curl", "--"])
+        .args(curl(&server.url))
+        .assert()
+        .success()
+        .stdout("ok\n");
+    let times = server.requests();
+    assert_eq!(times.len(), 2);
+    assert!(times[1] - times[0] >= Duration::from_secs(1), "came early");
+}
+
+#[test]
+fn a_unix_time_found_by_a_pattern_is_a_time_not_a_56_year_wait() {
+    for value in [epoch_in(1), epoch_in(1) * 1000] {
+        backoff([
+            "--retry-after-pattern",
+            "reset=([0-9]+)",
+            "--max-time",
+            "1m",
+            "--max-retries",
+            "1",
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(format!("echo reset={value}; exit 1"))
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("(Retry-After from the server)").or(
+                // A reset already passed asks for no wait beyond the policy's.
+                predicate::str::contains("attempt 2/2 failed"),
+            ),
+        )
+        .stderr(predicate::str::contains("--retry-after-max").not());
+    }
+}
