@@ -52,6 +52,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --forever 'No retry limit: retry until success or a stop rule'
             cand --preserve-status 'When the last attempt timed out, exit with the command''s own status instead of 124'
             cand --retry-after 'Honour a server''s Retry-After header line in the output (seconds or an HTTP-date): the next delay is at least that long, even above --cap'
+            cand --idempotent 'With --preset curl: the request may be repeated even when it is a POST or PATCH without an Idempotency-Key header, after a failure that leaves it unknown whether the server acted on it'
             cand --hold-stdout 'Hold back each attempt''s stdout; write only the stdout of the attempt that ends the run'
             cand --replay-stdin 'Read stdin once, to its end, before the first attempt, and give every attempt the same bytes'
             cand -q 'Say nothing but backoff''s own errors'

@@ -2,6 +2,7 @@
 //! of `--stop-on`, `--success-on` and `--retry-on`, what its output showed,
 //! and the preset. Pure: no processes here.
 
+use std::ffi::OsString;
 use std::fmt;
 use std::time::Duration;
 
@@ -187,6 +188,10 @@ pub enum StopReason {
     Preset(Preset),
     /// The preset knows this HTTP status is not worth retrying.
     HttpStatus(u16),
+    /// The request is not idempotent (a POST or PATCH without an
+    /// `Idempotency-Key`), and the failure leaves it unknown whether the
+    /// server acted on it: it is not sent again.
+    NotIdempotent,
 }
 
 /// Rules for a well-known command.
@@ -203,6 +208,72 @@ pub enum Preset {
 /// (92), HTTP/3 (95).
 pub const CURL_TRANSIENT: [u8; 12] = [5, 6, 7, 16, 18, 28, 35, 52, 55, 56, 92, 95];
 
+/// curl exit codes of failures before the request was sent: proxy (5) and
+/// host not resolved (6), no connection (7), TLS handshake failed (35).
+pub const CURL_UNSENT: [u8; 4] = [5, 6, 7, 35];
+
+/// Whether curl's arguments make a request that must not be repeated
+/// blindly: a POST or PATCH (`-X`/`--request`, or implied by `-d`,
+/// `--data*`, `--json`, `-F`, `--form*`), without an `Idempotency-Key`
+/// header (`-H`/`--header`).
+pub fn curl_request_not_idempotent(args: &[OsString]) -> bool {
+    let mut method: Option<String> = None;
+    let mut sends = false;
+    let mut keyed = false;
+    let mut words = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(word) = words.next() {
+        let (opt, attached) = match word.split_once('=') {
+            Some((o, v)) if o.starts_with("--") => (o.to_owned(), Some(v.to_owned())),
+            _ if word.starts_with("--") => (word.to_string(), None),
+            // A short option, alone, last in a cluster of flags (`-sSd`),
+            // or with its value attached (`-XPOST`).
+            _ if word.starts_with('-') && word.len() > 1 => {
+                let letters = &word[1..];
+                match letters.find(['X', 'd', 'F', 'H']) {
+                    Some(i) => {
+                        let rest = &letters[i + 1..];
+                        let value = (!rest.is_empty()).then(|| rest.to_owned());
+                        (format!("-{}", &letters[i..=i]), value)
+                    }
+                    None => continue,
+                }
+            }
+            _ => continue,
+        };
+        let takes_value = matches!(
+            opt.as_str(),
+            "-X" | "--request"
+                | "-d"
+                | "-F"
+                | "--json"
+                | "--form"
+                | "--form-string"
+                | "-H"
+                | "--header"
+        ) || opt.starts_with("--data");
+        let value = if takes_value {
+            attached.or_else(|| words.next().map(std::borrow::Cow::into_owned))
+        } else {
+            attached
+        };
+        match opt.as_str() {
+            "-X" | "--request" => method = value.map(|m| m.to_ascii_uppercase()),
+            "-d" | "-F" | "--json" | "--form" | "--form-string" => sends = true,
+            o if o.starts_with("--data") => sends = true,
+            "-H" | "--header" => {
+                keyed |= value.is_some_and(|h| {
+                    h.split(':')
+                        .next()
+                        .is_some_and(|n| n.trim().eq_ignore_ascii_case("idempotency-key"))
+                });
+            }
+            _ => {}
+        }
+    }
+    let method = method.unwrap_or_else(|| if sends { "POST" } else { "GET" }.to_owned());
+    matches!(method.as_str(), "POST" | "PATCH") && !keyed
+}
+
 /// HTTP statuses worth retrying: request timeout, too early, too many
 /// requests, and every server error.
 pub fn http_retryable(status: u16) -> bool {
@@ -217,8 +288,27 @@ impl Preset {
         }
     }
 
-    /// The preset's verdict on an outcome, if it has one.
-    fn verdict(self, outcome: Outcome, seen: &Observed) -> Option<Verdict> {
+    /// The preset's verdict on an outcome, if it has one. With `guard` (a
+    /// request not to be repeated), only failures where the request surely
+    /// was not processed are retried.
+    fn verdict(self, outcome: Outcome, seen: &Observed, guard: bool) -> Option<Verdict> {
+        if guard {
+            let safe = match outcome {
+                Outcome::Exited(22) => {
+                    matches!(seen.http_status, Some(425 | 429 | 503))
+                        || seen
+                            .http_status
+                            .is_some_and(|s| !http_retryable(s) && s != 403)
+                        || (seen.http_status == Some(403) && seen.rate_limited())
+                }
+                Outcome::Exited(c) => CURL_UNSENT.contains(&c) || !CURL_TRANSIENT.contains(&c),
+                Outcome::TimedOut(_) => false,
+                _ => true,
+            };
+            if !safe {
+                return Some(Verdict::Stop(StopReason::NotIdempotent));
+            }
+        }
         match (self, outcome) {
             // --fail turned an HTTP error into exit 22: the status decides.
             // Without a visible status (curl -f without -S), retry.
@@ -255,6 +345,9 @@ pub struct Rules {
     pub retry_output: bool,
     /// `--preset`.
     pub preset: Option<Preset>,
+    /// The preset's request must not be repeated blindly (a POST without an
+    /// `Idempotency-Key`, and no `--idempotent`).
+    pub not_idempotent: bool,
 }
 
 impl Default for Rules {
@@ -265,6 +358,7 @@ impl Default for Rules {
             retry_on: Vec::new(),
             retry_output: false,
             preset: None,
+            not_idempotent: false,
         }
     }
 }
@@ -295,7 +389,10 @@ impl Rules {
         if any(&self.retry_on) || seen.retry_match {
             return Verdict::Retry;
         }
-        if let Some(v) = self.preset.and_then(|p| p.verdict(outcome, seen)) {
+        if let Some(v) = self
+            .preset
+            .and_then(|p| p.verdict(outcome, seen, self.not_idempotent))
+        {
             return v;
         }
         if !self.retry_on.is_empty() || self.retry_output {
@@ -315,6 +412,80 @@ mod tests {
     use super::*;
     use Outcome::{CannotRun, Exited, NotFound, Signaled};
     const TIMED_OUT: Outcome = Outcome::TimedOut(Status::Signal(libc::SIGTERM));
+
+    #[test]
+    fn curls_arguments_tell_a_request_not_to_repeat() {
+        let unsafe_request = |words: &[&str]| {
+            let args: Vec<OsString> = std::iter::once("curl")
+                .chain(words.iter().copied())
+                .map(OsString::from)
+                .collect();
+            curl_request_not_idempotent(&args)
+        };
+        for post in [
+            &["-fsS", "-d", "x=1", "http://h/"][..],
+            &["-sSd", "x=1", "http://h/"],
+            &["--data-binary", "@f", "http://h/"],
+            &["--json", "{}", "http://h/"],
+            &["-F", "f=@x", "http://h/"],
+            &["-XPOST", "http://h/"],
+            &["--request=patch", "http://h/"],
+            &["-X", "POST", "-H", "Accept: x", "http://h/"],
+        ] {
+            assert!(unsafe_request(post), "{post:?}");
+        }
+        for safe in [
+            &["-fsS", "http://h/"][..],
+            &["-d", "x", "-X", "PUT", "http://h/"],
+            &["-d", "x", "-H", "Idempotency-Key: 42", "http://h/"],
+            &["--header=idempotency-key: 7", "--json", "{}", "http://h/"],
+            &["-o", "out", "http://h/"],
+        ] {
+            assert!(!unsafe_request(safe), "{safe:?}");
+        }
+    }
+
+    #[test]
+    fn a_request_not_to_repeat_is_retried_only_where_it_surely_was_not_processed() {
+        let rules = Rules {
+            preset: Some(Preset::Curl),
+            not_idempotent: true,
+            ..Rules::default()
+        };
+        let status = |s| Observed {
+            http_status: Some(s),
+            ..Observed::default()
+        };
+        let none = Observed::default();
+        for (outcome, seen) in [
+            (Exited(7), &none),
+            (Exited(6), &none),
+            (Exited(35), &none),
+            (Exited(22), &status(503)),
+            (Exited(22), &status(429)),
+        ] {
+            assert_eq!(rules.classify(outcome, seen), Verdict::Retry, "{outcome:?}");
+        }
+        for (outcome, seen) in [
+            (Exited(28), &none),
+            (Exited(52), &none),
+            (Exited(56), &none),
+            (Exited(22), &status(500)),
+            (Exited(22), &status(502)),
+            (Exited(22), &none),
+            (TIMED_OUT, &none),
+        ] {
+            assert_eq!(
+                rules.classify(outcome, seen),
+                Verdict::Stop(StopReason::NotIdempotent),
+                "{outcome:?}"
+            );
+        }
+        assert_eq!(
+            rules.classify(Exited(22), &status(404)),
+            Verdict::Stop(StopReason::HttpStatus(404))
+        );
+    }
 
     #[test]
     fn backoffs_own_failure_to_start_is_retried_whatever_the_rules() {

@@ -265,6 +265,7 @@ pub fn rules(args: &RuleArgs, given: &Given) -> Result<Rules, UsageError> {
         retry_on,
         retry_output: false,
         preset: None,
+        not_idempotent: false,
     })
 }
 
@@ -405,6 +406,9 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     let rules = Rules {
         retry_output: !streams.retry_if_output.is_empty(),
         preset: streams.preset,
+        not_idempotent: streams.preset == Some(Preset::Curl)
+            && !streams.idempotent
+            && crate::classify::curl_request_not_idempotent(&cli.command),
         ..rules
     };
     let retry_after = streams.retry_after_pattern.clone().or_else(|| {

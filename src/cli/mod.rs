@@ -396,6 +396,8 @@ pub struct TimeArgs {
 /// Output rules, servers' hints, held output and replayed input.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Output and servers")]
+// Each flag is an option of its own, not a state in disguise.
+#[allow(clippy::struct_excessive_bools)]
 pub struct StreamArgs {
     /// Retry an attempt that printed a line (stdout or stderr) matching
     /// REGEX; repeatable. The output still reaches you live, unchanged.
@@ -429,6 +431,12 @@ pub struct StreamArgs {
     /// exactly).
     #[arg(long, value_name = "J", value_parser = values::hint_jitter, default_value = "0.2")]
     pub retry_after_jitter: f64,
+
+    /// With --preset curl: the request may be repeated even when it is a
+    /// POST or PATCH without an Idempotency-Key header, after a failure
+    /// that leaves it unknown whether the server acted on it.
+    #[arg(long)]
+    pub idempotent: bool,
 
     /// Rules for a well-known command (see the man page for every rule).
     #[arg(long, value_enum, value_name = "NAME")]

@@ -247,6 +247,9 @@ fn stop_reason(why: StopReason, outcome: Outcome) -> String {
         StopReason::StopOutput => "its output matches --stop-if-output".to_owned(),
         StopReason::Preset(p) => format!("{outcome} is not transient for --preset {}", p.name()),
         StopReason::HttpStatus(s) => format!("HTTP {s} is not worth retrying"),
+        StopReason::NotIdempotent => format!(
+            "after {outcome} the server may have acted on the request, and a POST or PATCH without an Idempotency-Key is not sent again (--idempotent allows it)"
+        ),
     }
 }
 

@@ -69,9 +69,11 @@ exit 22 (an HTTP error with \fB\-\-fail\fR): the status from curl's "The request
 .IP \(bu 2
 any other exit code: stop (a malformed URL, a certificate problem, a write error do not heal);
 .IP \(bu 2
-\fB\-\-retry\-after\fR is on.
+\fB\-\-retry\-after\fR is on;
+.IP \(bu 2
+a request that must not be repeated blindly, a POST or PATCH (\fB\-X\fR/\fB\-\-request\fR, or implied by \fB\-d\fR, \fB\-\-data*\fR, \fB\-\-json\fR, \fB\-F\fR, \fB\-\-form*\fR) without an \fBIdempotency\-Key\fR header, is retried only after a failure where it surely was not processed: curl exits 5, 6, 7 or 35 (no proxy, no host, no connection, no TLS handshake), or HTTP 425, 429 or 503 (and a rate limit's 403). After an ambiguous one (a timeout, an empty reply, a reset, a send or receive failure, HTTP 500, 502, 504, exit 22 with no visible status, or backoff's own \fB\-\-timeout\fR) the run stops, saying why; \fB\-\-idempotent\fR lifts the guard. The arguments are read as curl reads them in their usual forms (\fB\-XPOST\fR, \fB\-sSd\fR \fIDATA\fR, \fB\-\-request=PATCH\fR), not from a config file (\fB\-K\fR).
 .PP
-Death by a signal and timeouts follow the default rules.
+Death by a signal and timeouts follow the default rules, but for the guard of a request not to repeat.
 "#;
 
 const REPORTING: &str = r#".SH "REPORTS AND METRICS"

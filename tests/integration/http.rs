@@ -52,15 +52,25 @@ impl Server {
                 let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let mut line = String::new();
-                // Read the request head; the body of a GET is empty.
+                // Read the request head, then its body, if it has one (a
+                // POST), so that closing the connection resets nothing.
+                let mut body = 0usize;
                 loop {
                     line.clear();
                     match reader.read_line(&mut line) {
                         Ok(0) | Err(_) => break,
                         Ok(_) if line == "\r\n" => break,
-                        Ok(_) => {}
+                        Ok(_) => {
+                            if let Some((name, value)) = line.split_once(':')
+                                && name.eq_ignore_ascii_case("content-length")
+                            {
+                                body = value.trim().parse().unwrap_or(0);
+                            }
+                        }
                     }
                 }
+                let mut sent = vec![0u8; body];
+                let _ = std::io::Read::read_exact(&mut reader, &mut sent);
                 seen.lock().unwrap().push(Instant::now());
                 let reply = script.get(n).or(script.last()).unwrap().clone();
                 let mut head = format!(

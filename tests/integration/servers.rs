@@ -581,3 +581,63 @@ fn a_unix_time_found_by_a_pattern_is_a_time_not_a_56_year_wait() {
         .stderr(predicate::str::contains("--retry-after-max").not());
     }
 }
+
+#[test]
+fn a_post_is_not_sent_again_after_an_ambiguous_failure_unless_it_may_be() {
+    let post = |url: &str| -> Vec<String> {
+        ["curl", "-fsS", "-D", "/dev/stderr", "-d", "order=1", url]
+            .map(str::to_owned)
+            .to_vec()
+    };
+    // A 500 may have come after the order was made: stop, and say why.
+    let server = Server::start(vec![Reply::new(500, "oops\n"), Reply::new(200, "ok\n")]);
+    backoff(["--preset", "curl", "--base", "1ms", "--"])
+        .args(post(&server.url))
+        .assert()
+        .code(22)
+        .stderr(predicate::str::contains(
+            "is not sent again (--idempotent allows it)",
+        ));
+    assert_eq!(server.requests().len(), 1);
+    // A 503 says the server did not act on it: retried.
+    let server = Server::start(vec![Reply::new(503, "busy\n"), Reply::new(200, "ok\n")]);
+    backoff(["--preset", "curl", "--base", "1ms", "--"])
+        .args(post(&server.url))
+        .assert()
+        .success()
+        .stdout("ok\n");
+    assert_eq!(server.requests().len(), 2);
+    // So does a refused connection.
+    backoff([
+        "--preset",
+        "curl",
+        "--base",
+        "1ms",
+        "--max-retries",
+        "1",
+        "--",
+    ])
+    .args(post(&refused_url()))
+    .assert()
+    .code(7)
+    .stderr(predicate::str::contains("attempt 2/2 failed"));
+    // --idempotent, or an Idempotency-Key, allows the retry after a 500.
+    for (flags, header) in [
+        (&["--idempotent"][..], None),
+        (&[][..], Some("Idempotency-Key: 42")),
+    ] {
+        let server = Server::start(vec![Reply::new(500, "oops\n"), Reply::new(200, "ok\n")]);
+        let mut args = post(&server.url);
+        if let Some(h) = header {
+            args.splice(1..1, ["-H".to_owned(), h.to_owned()]);
+        }
+        backoff(["--preset", "curl", "--base", "1ms"])
+            .args(flags)
+            .arg("--")
+            .args(args)
+            .assert()
+            .success()
+            .stdout("ok\n");
+        assert_eq!(server.requests().len(), 2);
+    }
+}
