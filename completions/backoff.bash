@@ -38,7 +38,7 @@ _backoff() {
 
     case "${cmd}" in
         backoff)
-            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --seed --retry-on --stop-on --success-on --timeout --signal --kill-after --max-time --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --retry-after-max --retry-after-jitter --idempotent --preset --hold-stdout --replay-stdin --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --quiet --verbose --name --log-format --report --metrics-file --foreground --help --version schedule simulate budget"
+            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --seed --retry-on --stop-on --success-on --timeout --signal --kill-after --max-time --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --retry-after-max --retry-after-jitter --idempotent --preset --hold-stdout --stream-stdout --replay-stdin --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --quiet --verbose --name --log-format --report --metrics-file --foreground --help --version schedule simulate budget"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_backoff_global_optspecs
-    string join \n base= cap= factor= jitter= max-retries= attempts= forever seed= retry-on= stop-on= success-on= timeout= signal= kill-after= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= q/quiet v/verbose name= log-format= report= metrics-file= foreground h/help V/version
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever seed= retry-on= stop-on= success-on= timeout= signal= kill-after= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= q/quiet v/verbose name= log-format= report= metrics-file= foreground h/help V/version
 end
 
 function __fish_backoff_needs_command
@@ -65,7 +65,8 @@ complete -c backoff -n "__fish_backoff_needs_command" -l forever -d 'No retry li
 complete -c backoff -n "__fish_backoff_needs_command" -l preserve-status -d 'When the last attempt timed out, exit with the command\'s own status instead of 124'
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after -d 'Honour a server\'s Retry-After header line in the output (seconds or an HTTP-date): the next delay is at least that long, even above --cap'
 complete -c backoff -n "__fish_backoff_needs_command" -l idempotent -d 'With --preset curl: the request may be repeated even when it is a POST or PATCH without an Idempotency-Key header, after a failure that leaves it unknown whether the server acted on it'
-complete -c backoff -n "__fish_backoff_needs_command" -l hold-stdout -d 'Hold back each attempt\'s stdout; write only the stdout of the attempt that ends the run'
+complete -c backoff -n "__fish_backoff_needs_command" -l hold-stdout -d 'Hold back each attempt\'s stdout; write only the stdout of the attempt that ends the run. --preset curl does this by default when curl writes the body to stdout'
+complete -c backoff -n "__fish_backoff_needs_command" -l stream-stdout -d 'Pass each attempt\'s stdout on as it comes, even with --preset curl'
 complete -c backoff -n "__fish_backoff_needs_command" -l replay-stdin -d 'Read stdin once, to its end, before the first attempt, and give every attempt the same bytes'
 complete -c backoff -n "__fish_backoff_needs_command" -s q -l quiet -d 'Say nothing but backoff\'s own errors'
 complete -c backoff -n "__fish_backoff_needs_command" -s v -l verbose -d 'Also print the command line, each delay\'s bound and the success line'

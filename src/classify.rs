@@ -274,6 +274,48 @@ pub fn curl_request_not_idempotent(args: &[OsString]) -> bool {
     matches!(method.as_str(), "POST" | "PATCH") && !keyed
 }
 
+/// Whether curl writes the body to its stdout: no `-o`/`--output`, no
+/// `-O`/`--remote-name`/`--remote-name-all`, nor `--output-dir` with one of
+/// them, or an output of `-`.
+pub fn curl_writes_body_to_stdout(args: &[OsString]) -> bool {
+    let mut words = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(word) = words.next() {
+        let (opt, value) = match word.split_once('=') {
+            Some((o, v)) if o.starts_with("--") => (o.to_owned(), Some(v.to_owned())),
+            _ => (word.to_string(), None),
+        };
+        match opt.as_str() {
+            "-O" | "--remote-name" | "--remote-name-all" => return false,
+            "-o" | "--output" => {
+                let file = value.or_else(|| words.next().map(std::borrow::Cow::into_owned));
+                if file.as_deref() != Some("-") {
+                    return false;
+                }
+            }
+            // `-ofile`, `-sSo file`, `-sSO`.
+            short if short.starts_with('-') && !short.starts_with("--") => {
+                if let Some(i) = short[1..].find(['o', 'O']) {
+                    let letters = &short[1..];
+                    if letters.as_bytes()[i] == b'O' {
+                        return false;
+                    }
+                    let rest = &letters[i + 1..];
+                    let file = if rest.is_empty() {
+                        words.next().map(std::borrow::Cow::into_owned)
+                    } else {
+                        Some(rest.to_owned())
+                    };
+                    if file.as_deref() != Some("-") {
+                        return false;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
 /// HTTP statuses worth retrying: request timeout, too early, too many
 /// requests, and every server error.
 pub fn http_retryable(status: u16) -> bool {
@@ -442,6 +484,31 @@ mod tests {
             &["-o", "out", "http://h/"],
         ] {
             assert!(!unsafe_request(safe), "{safe:?}");
+        }
+    }
+
+    #[test]
+    fn curls_body_goes_to_stdout_unless_an_output_file_is_given() {
+        let to_stdout = |words: &[&str]| {
+            let args: Vec<OsString> = std::iter::once("curl")
+                .chain(words.iter().copied())
+                .map(OsString::from)
+                .collect();
+            curl_writes_body_to_stdout(&args)
+        };
+        assert!(to_stdout(&["-fsS", "http://h/"]));
+        assert!(to_stdout(&["-o", "-", "http://h/"]));
+        assert!(to_stdout(&["-D", "/dev/stderr", "http://h/"]));
+        for file in [
+            &["-o", "out", "http://h/"][..],
+            &["-sSo", "out", "http://h/"],
+            &["-oout", "http://h/"],
+            &["-O", "http://h/x"],
+            &["-sSO", "http://h/x"],
+            &["--output=out", "http://h/"],
+            &["--remote-name-all", "http://h/x"],
+        ] {
+            assert!(!to_stdout(file), "{file:?}");
         }
     }
 

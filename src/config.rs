@@ -437,7 +437,13 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
             max: streams.retry_after_max,
             jitter: streams.retry_after_jitter,
         },
-        hold_stdout: streams.hold_stdout,
+        // curl's body goes to stdout unless it is written to a file: the
+        // preset holds it, so that a body cut mid-transfer is never
+        // followed by a second one.
+        hold_stdout: streams.hold_stdout
+            || (streams.preset == Some(Preset::Curl)
+                && !streams.stream_stdout
+                && crate::classify::curl_writes_body_to_stdout(&cli.command)),
         replay_stdin: streams.replay_stdin,
         foreground: cli.foreground,
         verbosity,

@@ -73,7 +73,8 @@ pub enum Event<'a> {
         reason: Ending,
     },
     /// The held stdout of the attempt that ended the run was not all
-    /// passed on: stdout took no more before `--max-time`.
+    /// passed on: stdout took no more before `--max-time` (or at once, when
+    /// that attempt timed out).
     Undelivered {
         /// The bytes dropped.
         bytes: u64,

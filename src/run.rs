@@ -276,7 +276,13 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
                 reason: ending(next),
             };
             let exit = exit_for(outcome, plan.preserve_status);
-            return end(exec, report, deadline, &event, exit);
+            // A timed-out attempt's output waits for no reader: its time is up.
+            let until = if matches!(outcome, Outcome::TimedOut(_)) {
+                Some(exec.now())
+            } else {
+                deadline
+            };
+            return end(exec, report, until, &event, exit);
         };
         if let Some(signal) = exec.pause(delay) {
             return interrupted(report, signal, None);

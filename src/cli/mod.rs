@@ -443,9 +443,14 @@ pub struct StreamArgs {
     pub preset: Option<Preset>,
 
     /// Hold back each attempt's stdout; write only the stdout of the attempt
-    /// that ends the run.
-    #[arg(long)]
+    /// that ends the run. --preset curl does this by default when curl
+    /// writes the body to stdout.
+    #[arg(long, conflicts_with = "stream_stdout")]
     pub hold_stdout: bool,
+
+    /// Pass each attempt's stdout on as it comes, even with --preset curl.
+    #[arg(long)]
+    pub stream_stdout: bool,
 
     /// Read stdin once, to its end, before the first attempt, and give every
     /// attempt the same bytes.

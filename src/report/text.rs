@@ -106,7 +106,7 @@ fn held_text(event: &Event<'_>) -> Option<String> {
     Some(match *event {
         Event::OutputLost { why } => why.to_owned(),
         Event::Undelivered { bytes } => format!(
-            "stdout took no more before --max-time; the last {} of the command's output were dropped",
+            "stdout took no more before the time limit; the last {} of the command's output were dropped",
             plural(bytes, "byte")
         ),
         Event::InterruptedWriting { signal } => format!(

@@ -15,6 +15,8 @@ pub struct Reply {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// Send only this many bytes of the body (a transfer cut short).
+    pub cut: Option<usize>,
 }
 
 impl Reply {
@@ -23,7 +25,14 @@ impl Reply {
             status,
             headers: Vec::new(),
             body: body.to_owned(),
+            cut: None,
         }
+    }
+
+    /// The same reply, whose body is cut after `bytes`.
+    pub fn cut(mut self, bytes: usize) -> Reply {
+        self.cut = Some(bytes);
+        self
     }
 
     pub fn header(mut self, name: &str, value: &str) -> Reply {
@@ -83,7 +92,8 @@ impl Server {
                 }
                 head.push_str("\r\n");
                 let _ = stream.write_all(head.as_bytes());
-                let _ = stream.write_all(reply.body.as_bytes());
+                let body = reply.body.as_bytes();
+                let _ = stream.write_all(&body[..reply.cut.unwrap_or(body.len()).min(body.len())]);
             }
         });
         Server { url, requests }

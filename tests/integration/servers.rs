@@ -641,3 +641,27 @@ fn a_post_is_not_sent_again_after_an_ambiguous_failure_unless_it_may_be() {
         assert_eq!(server.requests().len(), 2);
     }
 }
+
+#[test]
+fn the_curl_preset_puts_exactly_one_complete_body_on_stdout() {
+    let script = || {
+        vec![
+            Reply::new(200, "a body cut short\n").cut(6),
+            Reply::new(200, "the whole body\n"),
+        ]
+    };
+    let server = Server::start(script());
+    backoff(["--preset", "curl", "--base", "1ms", "--"])
+        .args(curl(&server.url))
+        .assert()
+        .success()
+        .stdout("the whole body\n");
+    assert_eq!(server.requests().len(), 2);
+    // --stream-stdout passes each attempt's body on as it comes.
+    let server = Server::start(script());
+    backoff(["--preset", "curl", "--stream-stdout", "--base", "1ms", "--"])
+        .args(curl(&server.url))
+        .assert()
+        .success()
+        .stdout("a bodythe whole body\n");
+}

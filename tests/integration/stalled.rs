@@ -50,7 +50,7 @@ fn held_stdout_nobody_reads_is_dropped_at_max_time_and_said() {
     assert_eq!(status.code(), Some(124), "{:?}", run.seen);
     let said = run.stderr().join("\n");
     assert!(
-        said.contains("stdout took no more before --max-time") && said.contains("bytes"),
+        said.contains("stdout took no more before the time limit") && said.contains("bytes"),
         "{said}"
     );
     drop(unread);
