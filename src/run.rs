@@ -276,13 +276,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
                 reason: ending(next),
             };
             let exit = exit_for(outcome, plan.preserve_status);
-            // A timed-out attempt's output waits for no reader: its time is up.
-            let until = if matches!(outcome, Outcome::TimedOut(_)) {
-                Some(exec.now())
-            } else {
-                deadline
-            };
-            return end(exec, report, until, &event, exit);
+            return end(exec, report, deadline, &event, exit);
         };
         if let Some(signal) = exec.pause(delay) {
             return interrupted(report, signal, None);
@@ -329,7 +323,23 @@ fn end(
     event: &Event<'_>,
     exit: Exit,
 ) -> Exit {
-    match exec.finish(deadline) {
+    // A timed-out attempt's output waits for no reader: its time is up.
+    let timed_out = matches!(
+        event,
+        Event::GaveUp {
+            outcome: Outcome::TimedOut(_),
+            ..
+        } | Event::Succeeded {
+            outcome: Outcome::TimedOut(_),
+            ..
+        }
+    );
+    let until = if timed_out {
+        Some(exec.now())
+    } else {
+        deadline
+    };
+    match exec.finish(until) {
         Released::All => {
             report.event(event);
             exit
