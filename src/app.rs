@@ -114,6 +114,11 @@ fn parse(args: Vec<OsString>) -> Result<(Cli, Given), clap::Error> {
 /// Runs the command with retries.
 fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
     let cfg = config::run(cli, given)?;
+    if cfg.curl_without_fail && cfg.verbosity != crate::report::Verbosity::Quiet {
+        say(
+            "--preset curl: curl runs without -f (--fail), so an HTTP error exits 0 and is not retried; add -f",
+        );
+    }
     // Before the signal handlers: until then Ctrl-C ends a long read at once.
     let stdin = if cfg.replay_stdin {
         Some(exec::spool_stdin().with_context(|| {

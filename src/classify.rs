@@ -274,6 +274,40 @@ pub fn curl_request_not_idempotent(args: &[OsString]) -> bool {
     matches!(method.as_str(), "POST" | "PATCH") && !keyed
 }
 
+/// Whether curl fails on an HTTP error (`-f`, `--fail`, `--fail-with-body`),
+/// so that an error can be retried: without it, curl exits 0.
+pub fn curl_fails_on_http_errors(args: &[OsString]) -> bool {
+    args.iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy())
+        .any(|w| w == "--fail" || w == "--fail-with-body" || in_flag_cluster(&w, 'f'))
+}
+
+/// Whether the short option `flag` is in `word`, alone (`-f`) or in a
+/// cluster of flags (`-fsS`, `-sSf`) before any option that takes a value
+/// (whose value the rest of the cluster is, as in `-ofile`).
+fn in_flag_cluster(word: &str, flag: char) -> bool {
+    let Some(letters) = word.strip_prefix('-').filter(|l| !l.starts_with('-')) else {
+        return false;
+    };
+    for c in letters.chars() {
+        if c == flag {
+            return true;
+        }
+        if !"sSLvkiIgGNq0#".contains(c) {
+            return false;
+        }
+    }
+    false
+}
+
+/// Whether `program` is curl itself, whose arguments the preset reads.
+pub fn is_curl(program: &OsString) -> bool {
+    std::path::Path::new(program)
+        .file_name()
+        .is_some_and(|n| n == "curl")
+}
+
 /// Whether curl writes the body to its stdout: no `-o`/`--output`, no
 /// `-O`/`--remote-name`/`--remote-name-all`, nor `--output-dir` with one of
 /// them, or an output of `-`.
@@ -484,6 +518,36 @@ mod tests {
             &["-o", "out", "http://h/"],
         ] {
             assert!(!unsafe_request(safe), "{safe:?}");
+        }
+    }
+
+    #[test]
+    fn curl_fails_on_http_errors_with_f_in_any_usual_form() {
+        let fails = |words: &[&str]| {
+            let args: Vec<OsString> = std::iter::once("curl")
+                .chain(words.iter().copied())
+                .map(OsString::from)
+                .collect();
+            curl_fails_on_http_errors(&args)
+        };
+        for yes in [
+            &["-f"][..],
+            &["-fsS"],
+            &["-sSf"],
+            &["-sSfL"],
+            &["--fail"],
+            &["--fail-with-body"],
+        ] {
+            assert!(fails(yes), "{yes:?}");
+        }
+        for no in [
+            &["-sS"][..],
+            &["-o", "file"],
+            &["-ofile"],
+            &["--fail-early"],
+            &[],
+        ] {
+            assert!(!fails(no), "{no:?}");
         }
     }
 

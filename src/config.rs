@@ -79,6 +79,8 @@ pub fn limits(args: &TimeArgs, given: &Given) -> Result<Limits, UsageError> {
 
 /// Everything a run needs, checked.
 #[derive(Debug)]
+// Each flag is a setting of its own, not a state in disguise.
+#[allow(clippy::struct_excessive_bools)]
 pub struct RunConfig {
     /// Delays, limit and seed.
     pub policy: PolicyConfig,
@@ -92,6 +94,8 @@ pub struct RunConfig {
     pub hints: Hints,
     /// `--hold-stdout`.
     pub hold_stdout: bool,
+    /// `--preset curl` with a curl that does not fail on HTTP errors.
+    pub curl_without_fail: bool,
     /// `--replay-stdin`.
     pub replay_stdin: bool,
     /// Keep the child in backoff's process group.
@@ -403,10 +407,13 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     let rules = rules(&cli.rules, given)?;
     let limits = limits(&cli.time, given)?;
     let streams = &cli.streams;
+    // The curl preset reads curl's own arguments when the command is curl.
+    let curl_preset = streams.preset == Some(Preset::Curl)
+        && cli.command.first().is_some_and(crate::classify::is_curl);
     let rules = Rules {
         retry_output: !streams.retry_if_output.is_empty(),
         preset: streams.preset,
-        not_idempotent: streams.preset == Some(Preset::Curl)
+        not_idempotent: curl_preset
             && !streams.idempotent
             && crate::classify::curl_request_not_idempotent(&cli.command),
         ..rules
@@ -441,9 +448,10 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         // preset holds it, so that a body cut mid-transfer is never
         // followed by a second one.
         hold_stdout: streams.hold_stdout
-            || (streams.preset == Some(Preset::Curl)
+            || (curl_preset
                 && !streams.stream_stdout
                 && crate::classify::curl_writes_body_to_stdout(&cli.command)),
+        curl_without_fail: curl_preset && !crate::classify::curl_fails_on_http_errors(&cli.command),
         replay_stdin: streams.replay_stdin,
         foreground: cli.foreground,
         verbosity,

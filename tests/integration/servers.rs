@@ -665,3 +665,31 @@ fn the_curl_preset_puts_exactly_one_complete_body_on_stdout() {
         .success()
         .stdout("a bodythe whole body\n");
 }
+
+#[test]
+fn the_curl_preset_warns_once_when_curl_runs_without_fail() {
+    let server = Server::start(vec![Reply::new(503, "busy\n")]);
+    let warning =
+        "curl runs without -f (--fail), so an HTTP error exits 0 and is not retried; add -f";
+    // Without -f, the 503 "succeeds": the warning says why nothing is retried.
+    backoff(["--preset", "curl", "--", "curl", "-sS"])
+        .arg(&server.url)
+        .assert()
+        .success()
+        .stderr(predicate::function(|e: &str| {
+            e.matches(warning).count() == 1
+        }));
+    backoff([
+        "--preset",
+        "curl",
+        "--max-retries",
+        "0",
+        "--",
+        "curl",
+        "-sSf",
+    ])
+    .arg(&server.url)
+    .assert()
+    .code(22)
+    .stderr(predicate::str::contains(warning).not());
+}
