@@ -166,8 +166,30 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
         )),
     };
     let mut recorder = Recorder::new(label, SystemTime::now);
+    // The curl preset's own file for the response headers, when curl shows
+    // none: it is added to curl's arguments, and read after each attempt.
+    let headers = if cfg.dump_headers {
+        Some(
+            tempfile::Builder::new()
+                .prefix("backoff-headers-")
+                .tempfile()
+                .context("cannot make a file for curl's headers")?,
+        )
+    } else {
+        None
+    };
+    let mut command = cfg.command.clone();
+    if let Some(file) = &headers {
+        command.splice(
+            1..1,
+            [
+                OsString::from("--dump-header"),
+                file.path().as_os_str().to_owned(),
+            ],
+        );
+    }
     let mut executor = RealExecutor::new(
-        cfg.command.clone(),
+        command,
         exec::Options {
             foreground: cfg.foreground,
             timeout_signal: cfg.limits.signal,
@@ -178,7 +200,8 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
         stdin,
         watch,
     )
-    .context("cannot hold stdout")?;
+    .context("cannot hold stdout")?
+    .with_headers(headers);
     let exit = run::run(
         &plan,
         &mut executor,

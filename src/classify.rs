@@ -294,11 +294,29 @@ fn in_flag_cluster(word: &str, flag: char) -> bool {
         if c == flag {
             return true;
         }
-        if !"sSLvkiIgGNq0#".contains(c) {
+        if !"fsSLvkiIgGNq0#".contains(c) {
             return false;
         }
     }
     false
+}
+
+/// Whether curl shows the response's headers where backoff reads them:
+/// `-D`/`--dump-header`, `-i`/`--include`/`--show-headers`, or
+/// `-v`/`--verbose` (which prints them on stderr).
+pub fn curl_shows_headers(args: &[OsString]) -> bool {
+    args.iter().skip(1).map(|a| a.to_string_lossy()).any(|w| {
+        matches!(
+            w.split('=').next().unwrap_or_default(),
+            "--dump-header" | "--include" | "--show-headers" | "--verbose"
+        ) || ["D", "i", "v"].iter().any(|f| {
+            w.strip_prefix('-')
+                .filter(|l| !l.starts_with('-'))
+                .is_some_and(|l| {
+                    l.starts_with(f) || in_flag_cluster(&w, f.chars().next().unwrap_or('D'))
+                })
+        })
+    })
 }
 
 /// Whether `program` is curl itself, whose arguments the preset reads.
@@ -548,6 +566,32 @@ mod tests {
             &[],
         ] {
             assert!(!fails(no), "{no:?}");
+        }
+    }
+
+    #[test]
+    fn curl_shows_headers_with_d_i_or_v_in_any_usual_form() {
+        let shows = |words: &[&str]| {
+            let args: Vec<OsString> = std::iter::once("curl")
+                .chain(words.iter().copied())
+                .map(OsString::from)
+                .collect();
+            curl_shows_headers(&args)
+        };
+        for yes in [
+            &["-D", "/dev/stderr"][..],
+            &["-Dh.txt"],
+            &["--dump-header=h"],
+            &["-i"],
+            &["-fsSi"],
+            &["--include"],
+            &["-v"],
+            &["-sv"],
+        ] {
+            assert!(shows(yes), "{yes:?}");
+        }
+        for no in [&["-fsS"][..], &["-o", "file"], &[]] {
+            assert!(!shows(no), "{no:?}");
         }
     }
 

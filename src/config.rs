@@ -96,6 +96,9 @@ pub struct RunConfig {
     pub hold_stdout: bool,
     /// `--preset curl` with a curl that does not fail on HTTP errors.
     pub curl_without_fail: bool,
+    /// `--preset curl` with a curl that shows no headers: the preset has it
+    /// dump them to a file of backoff's own.
+    pub dump_headers: bool,
     /// `--replay-stdin`.
     pub replay_stdin: bool,
     /// Keep the child in backoff's process group.
@@ -452,6 +455,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
                 && !streams.stream_stdout
                 && crate::classify::curl_writes_body_to_stdout(&cli.command)),
         curl_without_fail: curl_preset && !crate::classify::curl_fails_on_http_errors(&cli.command),
+        dump_headers: curl_preset && !crate::classify::curl_shows_headers(&cli.command),
         replay_stdin: streams.replay_stdin,
         foreground: cli.foreground,
         verbosity,

@@ -58,6 +58,9 @@ pub struct RealExecutor {
     stdin: Option<Replayed>,
     /// `--hold-stdout`: the current attempt's stdout.
     held: Option<File>,
+    /// The file the curl preset has curl dump the response headers to,
+    /// read after each attempt as if curl had printed them.
+    headers: Option<tempfile::NamedTempFile>,
     /// Kills the running attempt's group if backoff is killed; none with
     /// `--foreground` (the command is in backoff's group) or if it could
     /// not be started.
@@ -103,8 +106,34 @@ impl RealExecutor {
             copier: Copier::new(rules),
             stdin,
             held,
+            headers: None,
             guard,
         })
+    }
+
+    /// Reads the response headers of each attempt from `headers` (the
+    /// file curl dumps them to), if given.
+    #[must_use]
+    pub fn with_headers(self, headers: Option<tempfile::NamedTempFile>) -> Self {
+        RealExecutor { headers, ..self }
+    }
+
+    /// Matches the headers curl dumped for the last attempt, at most
+    /// `MAX_HEADERS` bytes of them, as if it had printed them.
+    fn scan_headers(&mut self, seen: &mut Observed) {
+        const MAX_HEADERS: u64 = 256 * 1024;
+        let (Some(file), Some(rules)) = (&self.headers, &self.copier.rules) else {
+            return;
+        };
+        let mut text = Vec::new();
+        if let Ok(f) = file.reopen() {
+            let _ = std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_HEADERS), &mut text);
+        }
+        let mut scanner = scan::LineScanner::default();
+        scanner.feed(rules, &text, seen);
+        scanner.finish(rules, seen);
+        // The next attempt's headers start afresh.
+        let _ = file.as_file().set_len(0);
     }
 }
 
@@ -178,6 +207,7 @@ impl Executor for RealExecutor {
         };
         self.watch_group(child.id());
         let mut waited = self.wait(&child, pipes, spec.limit);
+        self.scan_headers(&mut waited.seen);
         waited.seen.hint = scan::hint(&waited.seen, SystemTime::now());
         // The command has ended but is not reaped yet, so its pid still
         // names its process group alone.

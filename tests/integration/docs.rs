@@ -59,7 +59,7 @@ After the command exits, backoff reads what is left in its pipes until they clos
 "#;
 
 const PRESETS: &str = r#".SH PRESETS
-\fB\-\-preset curl\fR gives curl HTTP retry semantics. Use curl with \fB\-f\fR (\fB\-\-fail\fR) and \fB\-S\fR, and with \fB\-D /dev/stderr\fR or \fB\-i\fR to let backoff see \fBRetry\-After\fR; without \fB\-f\fR an HTTP error exits 0 and cannot be retried, and backoff says so once (not with \fB\-q\fR). When the command is curl itself, the preset reads curl's arguments (for the two rules below about the body and about requests not to repeat); run through a shell, they are not read. Its rules, after your own \fB\-\-stop\-on\fR, \fB\-\-success\-on\fR and \fB\-\-retry\-on\fR:
+\fB\-\-preset curl\fR gives curl HTTP retry semantics. Use curl with \fB\-f\fR (\fB\-\-fail\fR) and \fB\-S\fR. When curl shows no headers (no \fB\-D\fR, \fB\-i\fR or \fB\-v\fR), the preset adds \fB\-\-dump\-header\fR \fIFILE\fR to its arguments, \fIFILE\fR being a file of backoff's own in the temporary directory (removed when backoff ends, but for SIGKILL), and reads it after each attempt, so that \fBRetry\-After\fR, rate limits and statuses are honoured while your stdout and stderr stay as they were; without \fB\-f\fR an HTTP error exits 0 and cannot be retried, and backoff says so once (not with \fB\-q\fR). When the command is curl itself, the preset reads curl's arguments (for the two rules below about the body and about requests not to repeat); run through a shell, they are not read. Its rules, after your own \fB\-\-stop\-on\fR, \fB\-\-success\-on\fR and \fB\-\-retry\-on\fR:
 .IP \(bu 2
 exit 0: success;
 .IP \(bu 2

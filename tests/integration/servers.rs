@@ -693,3 +693,24 @@ fn the_curl_preset_warns_once_when_curl_runs_without_fail() {
     .code(22)
     .stderr(predicate::str::contains(warning).not());
 }
+
+#[test]
+fn the_curl_preset_sees_headers_curl_was_not_asked_to_show() {
+    let server = Server::start(vec![
+        Reply::new(503, "busy\n").header("Retry-After", "1"),
+        Reply::new(200, "the body\n"),
+    ]);
+    let out = backoff(["--preset", "curl", "--", "curl", "-fsS"])
+        .arg(&server.url)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "the body\n");
+    assert!(err.contains("(Retry-After from the server)"), "{err}");
+    // The headers went to backoff's own file, not to the user's streams.
+    assert!(!err.contains("Retry-After: 1"), "{err}");
+    let times = server.requests();
+    assert_eq!(times.len(), 2);
+    assert!(times[1] - times[0] >= Duration::from_secs(1), "came early");
+}
