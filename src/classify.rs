@@ -108,7 +108,38 @@ pub struct Observed {
     /// `RateLimit-Remaining`, or the `r=` of a `RateLimit` field).
     pub rate_remaining: Option<u64>,
     /// The delay the server's hints ask for, as of the attempt's end.
-    pub hint: Option<Duration>,
+    pub hint: Option<Hint>,
+}
+
+/// A server's hint: the wait it asks for, and where it was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hint {
+    /// The wait asked for (before jitter).
+    pub wait: Duration,
+    /// Where it was found.
+    pub source: HintSource,
+}
+
+/// Where a server's hint was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HintSource {
+    /// A `Retry-After:` header.
+    RetryAfter,
+    /// What `--retry-after-pattern` found.
+    Pattern,
+    /// A rate limit's reset, with no request left.
+    RateLimit,
+}
+
+impl HintSource {
+    /// The name used in JSON events and the run report.
+    pub fn name(self) -> &'static str {
+        match self {
+            HintSource::RetryAfter => "retry-after",
+            HintSource::Pattern => "pattern",
+            HintSource::RateLimit => "rate-limit",
+        }
+    }
 }
 
 impl Observed {
@@ -192,6 +223,22 @@ pub enum StopReason {
     /// `Idempotency-Key`), and the failure leaves it unknown whether the
     /// server acted on it: it is not sent again.
     NotIdempotent,
+}
+
+impl StopReason {
+    /// The name used in JSON events.
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::CannotStart => "cannot_start",
+            StopReason::StopRule => "stop_on",
+            StopReason::NeverRetried => "never_retried",
+            StopReason::NotInRetryOn => "not_in_retry_on",
+            StopReason::StopOutput => "stop_if_output",
+            StopReason::Preset(_) => "preset",
+            StopReason::HttpStatus(_) => "http_status",
+            StopReason::NotIdempotent => "not_idempotent",
+        }
+    }
 }
 
 /// Rules for a well-known command.

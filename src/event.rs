@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
-use crate::classify::{Outcome, StopReason};
+use crate::classify::{Hint, Outcome, StopReason};
 use crate::policy::Delay;
 
 /// Something that happened during a run, worth telling the user.
@@ -36,6 +36,9 @@ pub enum Event<'a> {
         elapsed: Duration,
         /// What comes next.
         next: Next,
+        /// The server's hint the attempt's output gave, if any (used or
+        /// not).
+        hint: Option<Hint>,
     },
     /// The command could not be started.
     CannotStart {

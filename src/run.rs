@@ -260,6 +260,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             outcome,
             elapsed,
             next,
+            hint: seen.hint,
         });
         if let Some(signal) = cut {
             return interrupted(report, signal, None);
@@ -377,7 +378,7 @@ fn retry_next(
     deadline: Option<Instant>,
 ) -> Next {
     let mut delay = waits.delays.next(number - 1);
-    if let Some(hint) = seen.hint {
+    if let Some(hint) = seen.hint.map(|h| h.wait) {
         if hint > plan.hints.max {
             return Next::HintTooLong {
                 hint,

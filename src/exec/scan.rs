@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
 
-use crate::classify::Observed;
+use crate::classify::{Hint, HintSource, Observed};
 use crate::duration::MAX_DURATION;
 
 /// Lines up to this long (with their newline) are matched whole. A longer
@@ -379,19 +379,28 @@ const EPOCH_MILLIS: u64 = 1_000_000_000_000;
 /// `Retry-After` (or what `--retry-after-pattern` found), else, when no
 /// request is left, the rate limit's reset. A time in the past asks for no
 /// delay.
-pub fn hint(seen: &Observed, now: SystemTime) -> Option<Duration> {
-    if let Some(d) = seen
+pub fn hint(seen: &Observed, now: SystemTime) -> Option<Hint> {
+    if let Some(wait) = seen
         .retry_after
         .as_deref()
         .and_then(|v| retry_after_delay(v, now, seen.retry_after_pattern))
     {
-        return Some(d);
+        let source = if seen.retry_after_pattern {
+            HintSource::Pattern
+        } else {
+            HintSource::RetryAfter
+        };
+        return Some(Hint { wait, source });
     }
     if seen.rate_limited() {
         return seen
             .rate_reset
             .as_deref()
-            .and_then(|v| retry_after_delay(v, now, true));
+            .and_then(|v| retry_after_delay(v, now, true))
+            .map(|wait| Hint {
+                wait,
+                source: HintSource::RateLimit,
+            });
     }
     None
 }
@@ -634,7 +643,7 @@ mod tests {
             let mut seen = Observed::default();
             s.feed(&r, text.as_bytes(), &mut seen);
             s.finish(&r, &mut seen);
-            hint(&seen, now).map(|d| d.as_secs())
+            hint(&seen, now).map(|h| h.wait.as_secs())
         };
         assert_eq!(
             scan_at("x-ratelimit-remaining: 0\r\nx-ratelimit-reset: 1764000042\r\n"),

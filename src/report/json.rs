@@ -74,7 +74,10 @@ fn next_json(v: &mut Value, next: Next) {
             v["hint_seconds"] = json!(hint.as_secs_f64());
             v["retry_after_max_seconds"] = json!(max.as_secs_f64());
         }
-        Next::Stop(_) => v["next"] = json!("stopped"),
+        Next::Stop(why) => {
+            v["next"] = json!("stopped");
+            v["stop_reason"] = json!(why.name());
+        }
         Next::Deadline { delay, .. } => {
             v["next"] = json!("deadline");
             v["delay_seconds"] = json!(delay.as_secs_f64());
@@ -108,6 +111,7 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
             outcome,
             elapsed,
             next,
+            hint,
             ..
         } => {
             let mut v = json!({
@@ -117,6 +121,10 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
                 "duration_seconds": elapsed.as_secs_f64(),
             });
             next_json(&mut v, next);
+            if let Some(h) = hint {
+                v["hint_seconds"] = json!(h.wait.as_secs_f64());
+                v["hint_source"] = json!(h.source.name());
+            }
             v
         }
         Event::CannotStart {

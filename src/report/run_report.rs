@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
-use crate::classify::Outcome;
+use crate::classify::{Hint, Outcome};
 use crate::event::{Ending, Event, Next, Report};
 use crate::exit::Exit;
 use crate::report::json::{SCHEMA_VERSION, outcome_json, rfc3339};
@@ -20,6 +20,8 @@ struct AttemptRecord {
     duration: Option<Duration>,
     outcome: Option<Outcome>,
     delay_after: Option<Duration>,
+    /// The server's hint its output gave.
+    hint: Option<Hint>,
 }
 
 /// Collects what a run did, for `--report` and `--metrics-file`.
@@ -79,6 +81,8 @@ impl Recorder {
                     "duration_seconds": a.duration.map(|d| d.as_secs_f64()),
                     "outcome": a.outcome.map(outcome_json),
                     "delay_after_seconds": a.delay_after.map(|d| d.as_secs_f64()),
+                    "hint_seconds": a.hint.map(|h| h.wait.as_secs_f64()),
+                    "hint_source": a.hint.map(|h| h.source.name()),
                 })
             })
             .collect();
@@ -133,15 +137,20 @@ impl Report for Recorder {
                 duration: None,
                 outcome: None,
                 delay_after: None,
+                hint: None,
             }),
             Event::Failed {
                 attempt,
                 outcome,
                 elapsed,
                 next,
+                hint,
                 ..
             } => {
                 self.end_attempt(attempt, outcome, Some(elapsed));
+                if let Some(a) = self.attempts.last_mut() {
+                    a.hint = hint;
+                }
                 if let Next::Retry { delay, .. } = next
                     && let Some(a) = self.attempts.last_mut()
                 {
@@ -223,6 +232,7 @@ mod tests {
                 },
                 server: false,
             },
+            hint: None,
         }
     }
 

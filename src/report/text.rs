@@ -149,6 +149,7 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
             outcome,
             elapsed,
             next,
+            ..
         } if normal => {
             let head = format!(
                 "attempt {} failed ({outcome}) after {}",
@@ -302,6 +303,7 @@ mod tests {
                     },
                     server: false,
                 },
+                hint: None,
             },
             Event::GaveUp {
                 attempts: 7,
@@ -328,6 +330,7 @@ mod tests {
                 outcome: Outcome::Signaled(libc::SIGPIPE),
                 elapsed: Duration::from_millis(3),
                 next: Next::Stop(StopReason::NeverRetried),
+                hint: None,
             },
             Event::GaveUp {
                 attempts: 1,

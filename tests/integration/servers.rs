@@ -714,3 +714,39 @@ fn the_curl_preset_sees_headers_curl_was_not_asked_to_show() {
     assert_eq!(times.len(), 2);
     assert!(times[1] - times[0] >= Duration::from_secs(1), "came early");
 }
+
+#[test]
+fn hints_and_the_guard_are_in_the_json_events_and_the_run_report() {
+    let dir = crate::support::TempDir::new("hint-json");
+    let report = dir.join("report.json");
+    let server = Server::start(vec![
+        Reply::new(503, "busy\n").header("Retry-After", "1"),
+        Reply::new(500, "oops\n"),
+    ]);
+    let out = backoff(["--preset", "curl", "--log-format", "json", "--report"])
+        .arg(&report)
+        .args(["--", "curl", "-fsS", "-d", "x=1"])
+        .arg(&server.url)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(22));
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let ends: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["event"] == "attempt_end")
+        .collect();
+    assert_eq!(ends.len(), 2, "{events:?}");
+    assert_eq!(ends[0]["hint_seconds"], 1.0);
+    assert_eq!(ends[0]["hint_source"], "retry-after");
+    assert_eq!(ends[0]["delay_from_server"], true);
+    assert_eq!(ends[1]["next"], "stopped");
+    assert_eq!(ends[1]["stop_reason"], "not_idempotent");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(doc["attempts"][0]["hint_seconds"], 1.0);
+    assert_eq!(doc["attempts"][0]["hint_source"], "retry-after");
+    assert!(doc["attempts"][1]["hint_seconds"].is_null());
+}
