@@ -121,7 +121,7 @@ _backoff() {
                     return 0
                     ;;
                 --preset)
-                    COMPREPLY=($(compgen -W "curl" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "curl wget" -- "${cur}"))
                     return 0
                     ;;
                 --budget)

@@ -247,6 +247,9 @@ pub enum Preset {
     /// HTTP retry semantics for curl: transient transport failures and
     /// HTTP 408, 425, 429 and 5xx are retried, other 4xx are not.
     Curl,
+    /// The same for wget: network failures (exit 4), protocol errors (7),
+    /// and server errors (8) of HTTP 408, 425, 429 and 5xx are retried.
+    Wget,
 }
 
 /// curl exit codes of transient failures: proxy (5), resolve (6), connect
@@ -426,6 +429,7 @@ impl Preset {
     pub fn name(self) -> &'static str {
         match self {
             Preset::Curl => "curl",
+            Preset::Wget => "wget",
         }
     }
 
@@ -451,23 +455,33 @@ impl Preset {
             }
         }
         match (self, outcome) {
-            // --fail turned an HTTP error into exit 22: the status decides.
-            // Without a visible status (curl -f without -S), retry.
-            (Preset::Curl, Outcome::Exited(22)) => Some(match seen.http_status {
-                // GitHub's rule: a 403 with no request left is a rate
-                // limit, retried at the reset; any other 403 stops.
-                Some(403) if seen.rate_limited() => Verdict::Retry,
-                Some(s) if (400..500).contains(&s) && !http_retryable(s) => {
-                    Verdict::Stop(StopReason::HttpStatus(s))
-                }
-                _ => Verdict::Retry,
-            }),
+            // An HTTP error: curl's exit 22 with --fail, wget's 8 (the server
+            // answered with an error). The status decides; with none
+            // visible (curl -f without -S), retry.
+            (Preset::Curl, Outcome::Exited(22)) | (Preset::Wget, Outcome::Exited(8)) => {
+                Some(http_verdict(seen))
+            }
             (Preset::Curl, Outcome::Exited(c)) if CURL_TRANSIENT.contains(&c) => {
                 Some(Verdict::Retry)
             }
-            (Preset::Curl, Outcome::Exited(_)) => Some(Verdict::Stop(StopReason::Preset(self))),
+            // wget's network failure and protocol error.
+            (Preset::Wget, Outcome::Exited(4 | 7)) => Some(Verdict::Retry),
+            (_, Outcome::Exited(_)) => Some(Verdict::Stop(StopReason::Preset(self))),
             _ => None,
         }
+    }
+}
+
+/// The verdict on an HTTP error by its status: 408, 425, 429 and 5xx are
+/// retried, and so is a 403 with no request left (GitHub's rule for a rate
+/// limit, retried at the reset); any other 4xx stops.
+fn http_verdict(seen: &Observed) -> Verdict {
+    match seen.http_status {
+        Some(403) if seen.rate_limited() => Verdict::Retry,
+        Some(s) if (400..500).contains(&s) && !http_retryable(s) => {
+            Verdict::Stop(StopReason::HttpStatus(s))
+        }
+        _ => Verdict::Retry,
     }
 }
 

@@ -428,7 +428,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         streams.retry_if_output.clone(),
         streams.stop_if_output.clone(),
         retry_after,
-        streams.preset == Some(Preset::Curl),
+        streams.preset.is_some(),
     )
     .map_err(|why| UsageError(format!("invalid output rules: {why}")))?;
     let verbosity = if cli.output.quiet {

@@ -30,10 +30,12 @@ const RATE_RESET_HEADER: &str = r"(?i)^\s*(?:<\s*)?(?:x-)?ratelimit-reset:\s*([0
 const RATE_REMAINING_HEADER: &str = r"(?i)^\s*(?:<\s*)?(?:x-)?ratelimit-remaining:\s*([0-9]+)\s*$";
 /// The IETF `RateLimit:` field (`"default";r=0;t=30`).
 const RATE_FIELD: &str = r"(?i)^\s*(?:<\s*)?ratelimit:\s*(.*?)\s*$";
-/// curl's `--fail` message: `curl: (22) The requested URL returned error: 503`.
-const CURL_FAIL_LINE: &str = r"returned error: ([0-9]{3})";
-/// An HTTP status line: `HTTP/1.1 503 Service Unavailable`, `HTTP/2 429`.
-const HTTP_STATUS_LINE: &str = r"^(?:<\s*)?HTTP/[0-9.]+ ([0-9]{3})\b";
+/// curl's `--fail` message (`… returned error: 503`), or wget's error line
+/// (`2026-12-01 15:03:26 ERROR 503: Service Unavailable.`).
+const CURL_FAIL_LINE: &str = r"returned error: ([0-9]{3})|ERROR ([0-9]{3}): ";
+/// An HTTP status line: `HTTP/1.1 503 Service Unavailable`, `HTTP/2 429`,
+/// curl's `< HTTP/2 429` with `-v`, wget's `  HTTP/1.1 503` with `-S`.
+const HTTP_STATUS_LINE: &str = r"^\s*(?:<\s*)?HTTP/[0-9.]+ ([0-9]{3})\b";
 
 /// The patterns that classify attempts by what they print.
 #[derive(Debug, Clone)]
@@ -333,7 +335,7 @@ fn scan_line(rules: &OutputRules, line: &[u8], from: usize, seen: &mut Observed)
             .fail_line
             .captures_at(line, from)
             .or_else(|| rules.status_line.captures_at(line, from));
-        if let Some(code) = status.and_then(|c| c.get(1)) {
+        if let Some(code) = status.and_then(|c| c.get(1).or_else(|| c.get(2))) {
             seen.http_status = std::str::from_utf8(code.as_bytes())
                 .ok()
                 .and_then(|s| s.parse().ok());

@@ -76,6 +76,18 @@ when curl writes the body to stdout (no \fB\-o\fR \fIFILE\fR, \fB\-O\fR, \fB\-\-
 a request that must not be repeated blindly, a POST or PATCH (\fB\-X\fR/\fB\-\-request\fR, or implied by \fB\-d\fR, \fB\-\-data*\fR, \fB\-\-json\fR, \fB\-F\fR, \fB\-\-form*\fR) without an \fBIdempotency\-Key\fR header, is retried only after a failure where it surely was not processed: curl exits 5, 6, 7 or 35 (no proxy, no host, no connection, no TLS handshake), or HTTP 425, 429 or 503 (and a rate limit's 403). After an ambiguous one (a timeout, an empty reply, a reset, a send or receive failure, HTTP 500, 502, 504, exit 22 with no visible status, or backoff's own \fB\-\-timeout\fR) the run stops, saying why; \fB\-\-idempotent\fR lifts the guard. The arguments are read as curl reads them in their usual forms (\fB\-XPOST\fR, \fB\-sSd\fR \fIDATA\fR, \fB\-\-request=PATCH\fR), not from a config file (\fB\-K\fR).
 .PP
 Death by a signal and timeouts follow the default rules, but for the guard of a request not to repeat.
+.PP
+\fB\-\-preset wget\fR does the same for wget. Use it with \fB\-\-tries=1\fR (wget's own retries would hide the failures from backoff), and with \fB\-S\fR (\fB\-\-server\-response\fR) to let backoff see \fBRetry\-After\fR and rate limits. Its rules:
+.IP \(bu 2
+exit 0: success;
+.IP \(bu 2
+exit 4 (a network failure) and 7 (a protocol error): retry;
+.IP \(bu 2
+exit 8 (the server answered with an error): the status from wget's "ERROR NNN:" line or from the status line \fB\-S\fR shows decides: 408, 425, 429 and 5xx (and a rate limit's 403) are retried, every other 4xx stops the run; with no visible status, exit 8 is retried;
+.IP \(bu 2
+any other exit code: stop (1 a generic error, 2 a bad option, 3 a file error, 5 a certificate failure, 6 an authentication failure);
+.IP \(bu 2
+\fB\-\-retry\-after\fR is on.
 "#;
 
 const REPORTING: &str = r#".SH "REPORTS AND METRICS"

@@ -750,3 +750,67 @@ fn hints_and_the_guard_are_in_the_json_events_and_the_run_report() {
     assert_eq!(doc["attempts"][0]["hint_source"], "retry-after");
     assert!(doc["attempts"][1]["hint_seconds"].is_null());
 }
+
+#[test]
+fn the_wget_preset_retries_what_is_transient_with_the_servers_hint_and_stops_on_the_rest() {
+    let wget = |url: &str| -> Vec<String> {
+        ["wget", "--tries=1", "-nv", "-S", "-O", "-", url]
+            .map(str::to_owned)
+            .to_vec()
+    };
+    let server = Server::start(vec![
+        Reply::new(503, "busy\n").header("Retry-After", "1"),
+        Reply::new(200, "ok\n"),
+    ]);
+    let out = backoff(["--preset", "wget", "--"])
+        .args(wget(&server.url))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+    assert!(err.contains("(Retry-After from the server)"), "{err}");
+    let times = server.requests();
+    assert_eq!(times.len(), 2);
+    assert!(times[1] - times[0] >= Duration::from_secs(1), "came early");
+    // A 404 stops at once, seen with or without -S.
+    for show in [true, false] {
+        let server = Server::start(vec![Reply::new(404, "no\n")]);
+        let mut args = wget(&server.url);
+        if !show {
+            args.retain(|a| a != "-S");
+        }
+        backoff(["--preset", "wget", "--base", "1ms", "--"])
+            .args(args)
+            .assert()
+            .code(8)
+            .stderr(predicate::str::contains("HTTP 404 is not worth retrying"));
+        assert_eq!(server.requests().len(), 1);
+    }
+    // A network failure (exit 4) is retried; a bad option (exit 2) is not.
+    backoff([
+        "--preset",
+        "wget",
+        "--base",
+        "1ms",
+        "--max-retries",
+        "1",
+        "--",
+    ])
+    .args(wget(&refused_url()))
+    .assert()
+    .code(4)
+    .stderr(predicate::str::contains("attempt 2/2 failed"));
+    backoff([
+        "--preset",
+        "wget",
+        "--base",
+        "1ms",
+        "--",
+        "wget",
+        "--no-such-option",
+    ])
+    .assert()
+    .code(2)
+    .stderr(predicate::str::contains("not transient for --preset wget"));
+}
