@@ -121,7 +121,7 @@ _backoff() {
                     return 0
                     ;;
                 --preset)
-                    COMPREPLY=($(compgen -W "curl wget" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "curl wget git" -- "${cur}"))
                     return 0
                     ;;
                 --budget)

@@ -88,6 +88,8 @@ pub fn os_error(errno: i32) -> String {
 
 /// What the output of one attempt showed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+// Each flag is a fact of its own about the output, not a state in disguise.
+#[allow(clippy::struct_excessive_bools)]
 pub struct Observed {
     /// A `--retry-if-output` pattern matched a line.
     pub retry_match: bool,
@@ -109,6 +111,10 @@ pub struct Observed {
     pub rate_remaining: Option<u64>,
     /// The delay the server's hints ask for, as of the attempt's end.
     pub hint: Option<Hint>,
+    /// `--preset git`: a line told of a failure that may heal.
+    pub transient: bool,
+    /// `--preset git`: a line told of a failure that does not heal.
+    pub permanent: bool,
 }
 
 /// A server's hint: the wait it asks for, and where it was found.
@@ -250,6 +256,10 @@ pub enum Preset {
     /// The same for wget: network failures (exit 4), protocol errors (7),
     /// and server errors (8) of HTTP 408, 425, 429 and 5xx are retried.
     Wget,
+    /// git's transient failures (the network, the server, a connection cut
+    /// short, HTTP 429 and 5xx) are retried; a missing repository, failed
+    /// authentication or a conflict is not.
+    Git,
 }
 
 /// curl exit codes of transient failures: proxy (5), resolve (6), connect
@@ -430,6 +440,7 @@ impl Preset {
         match self {
             Preset::Curl => "curl",
             Preset::Wget => "wget",
+            Preset::Git => "git",
         }
     }
 
@@ -466,6 +477,17 @@ impl Preset {
             }
             // wget's network failure and protocol error.
             (Preset::Wget, Outcome::Exited(4 | 7)) => Some(Verdict::Retry),
+            // git says what failed: words that do not heal stop, an HTTP
+            // error goes by its status, words that may heal are retried.
+            (Preset::Git, Outcome::Exited(c)) if c != 0 => Some(if seen.permanent {
+                Verdict::Stop(StopReason::Preset(self))
+            } else if seen.http_status.is_some() {
+                http_verdict(seen)
+            } else if seen.transient {
+                Verdict::Retry
+            } else {
+                Verdict::Stop(StopReason::Preset(self))
+            }),
             (_, Outcome::Exited(_)) => Some(Verdict::Stop(StopReason::Preset(self))),
             _ => None,
         }

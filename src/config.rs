@@ -428,7 +428,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         streams.retry_if_output.clone(),
         streams.stop_if_output.clone(),
         retry_after,
-        streams.preset.is_some(),
+        streams.preset,
     )
     .map_err(|why| UsageError(format!("invalid output rules: {why}")))?;
     let verbosity = if cli.output.quiet {

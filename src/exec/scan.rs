@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
 
-use crate::classify::{Hint, HintSource, Observed};
+use crate::classify::{Hint, HintSource, Observed, Preset};
 use crate::duration::MAX_DURATION;
 
 /// Lines up to this long (with their newline) are matched whole. A longer
@@ -37,6 +37,14 @@ const CURL_FAIL_LINE: &str = r"returned error: ([0-9]{3})|ERROR ([0-9]{3}): ";
 /// curl's `< HTTP/2 429` with `-v`, wget's `  HTTP/1.1 503` with `-S`.
 const HTTP_STATUS_LINE: &str = r"^\s*(?:<\s*)?HTTP/[0-9.]+ ([0-9]{3})\b";
 
+/// git's words for failures that may heal: the network, the server, a
+/// connection cut short.
+const GIT_TRANSIENT: &str = r"(?i)could not resolve host|connection refused|connection timed out|timed out|rpc failed|early eof|the remote end hung up unexpectedly|connection reset|unable to access .*: (?:recv|send) failure|temporary failure in name resolution|could not read from remote repository";
+
+/// git's words for failures that do not heal: no such repository, no
+/// access, a conflict.
+const GIT_PERMANENT: &str = r"(?i)repository .* not found|repository not exported|does not appear to be a git repository|authentication failed|permission denied|conflict \(|automatic merge failed|not a git repository|could not find remote branch|couldn't find remote ref";
+
 /// The patterns that classify attempts by what they print.
 #[derive(Debug, Clone)]
 pub struct OutputRules {
@@ -49,6 +57,9 @@ pub struct OutputRules {
     /// request is left.
     rate_limits: Option<[Regex; 3]>,
     http_status: bool,
+    /// `--preset git`: its words for failures that heal, and for those that
+    /// do not.
+    git_lines: Option<[Regex; 2]>,
     /// Every pattern at once, over many lines, to skip blocks with no match
     /// (`None` when a pattern's anchors make that unsafe).
     any: Option<RegexSet>,
@@ -83,8 +94,9 @@ impl OutputRules {
         retry: Vec<Regex>,
         stop: Vec<Regex>,
         retry_after: Option<Regex>,
-        http_status: bool,
+        preset: Option<Preset>,
     ) -> Result<Option<OutputRules>, String> {
+        let http_status = preset.is_some();
         if retry.is_empty() && stop.is_empty() && retry_after.is_none() && !http_status {
             return Ok(None);
         }
@@ -106,6 +118,13 @@ impl OutputRules {
             patterns.push(CURL_FAIL_LINE);
             patterns.push(HTTP_STATUS_LINE);
         }
+        let git = preset == Some(Preset::Git);
+        if git {
+            patterns.extend([GIT_TRANSIENT, GIT_PERMANENT]);
+        }
+        let git_lines = git.then(|| {
+            [GIT_TRANSIENT, GIT_PERMANENT].map(|p| Regex::new(p).expect("a valid built-in regex"))
+        });
         // The block search must find every block in which some line would
         // match on its own. Multi-line mode makes ^ and $ match at each line
         // (CRLF mode before a \r\n too, as lines are matched without their
@@ -133,6 +152,7 @@ impl OutputRules {
             retry_after_pattern,
             rate_limits,
             http_status,
+            git_lines,
             any,
             fail_line,
             status_line,
@@ -327,6 +347,10 @@ fn scan_line(rules: &OutputRules, line: &[u8], from: usize, seen: &mut Observed)
         seen.retry_after = Some(String::from_utf8_lossy(value.as_bytes()).trim().to_owned());
         seen.retry_after_pattern = rules.retry_after_pattern;
     }
+    if let Some([transient, permanent]) = &rules.git_lines {
+        seen.transient |= transient.is_match_at(line, from);
+        seen.permanent |= permanent.is_match_at(line, from);
+    }
     if let Some([reset, remaining, field]) = &rules.rate_limits {
         scan_rate_limits(line, from, [reset, remaining, field], seen);
     }
@@ -447,7 +471,7 @@ mod tests {
             vec![Regex::new("try again").unwrap()],
             vec![Regex::new("^fatal").unwrap()],
             Some(retry_after_header()),
-            true,
+            Some(Preset::Curl),
         )
         .unwrap()
         .unwrap()
@@ -549,7 +573,7 @@ mod tests {
             vec![Regex::new("again$").unwrap()],
             vec![Regex::new("^fatal").unwrap()],
             None,
-            false,
+            None,
         )
         .unwrap()
         .unwrap();
@@ -669,7 +693,7 @@ mod tests {
     }
 
     fn scan_with(retry: &str, text: &[u8]) -> bool {
-        let r = OutputRules::new(vec![Regex::new(retry).unwrap()], vec![], None, false)
+        let r = OutputRules::new(vec![Regex::new(retry).unwrap()], vec![], None, None)
             .unwrap()
             .unwrap();
         let mut s = LineScanner::default();

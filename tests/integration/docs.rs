@@ -88,6 +88,16 @@ exit 8 (the server answered with an error): the status from wget's "ERROR NNN:" 
 any other exit code: stop (1 a generic error, 2 a bad option, 3 a file error, 5 a certificate failure, 6 an authentication failure);
 .IP \(bu 2
 \fB\-\-retry\-after\fR is on.
+.PP
+\fB\-\-preset git\fR reads what git says when it fails (set \fBGIT_TERMINAL_PROMPT=0\fR so that git asks nobody for a password). Its rules, for a failing exit:
+.IP \(bu 2
+words of a failure that does not heal stop the run: "repository ... not found", "does not appear to be a git repository", "repository not exported", "Authentication failed", "Permission denied", "CONFLICT (", "Automatic merge failed", "not a git repository", "couldn't find remote ref";
+.IP \(bu 2
+an HTTP error from a smart\-HTTP server ("The requested URL returned error: NNN") goes by its status, as for curl: 408, 425, 429 and 5xx are retried, other 4xx stop;
+.IP \(bu 2
+words of a failure that may heal are retried: "Could not resolve host", "Connection refused", "Connection timed out", "timed out", "RPC failed", "early EOF", "the remote end hung up unexpectedly", "Connection reset", "Temporary failure in name resolution", "Could not read from remote repository";
+.IP \(bu 2
+any other failure: stop.
 "#;
 
 const REPORTING: &str = r#".SH "REPORTS AND METRICS"

@@ -814,3 +814,49 @@ fn the_wget_preset_retries_what_is_transient_with_the_servers_hint_and_stops_on_
     .code(2)
     .stderr(predicate::str::contains("not transient for --preset wget"));
 }
+
+#[test]
+fn the_git_preset_retries_what_may_heal_and_stops_on_what_does_not() {
+    let dir = crate::support::TempDir::new("git-preset");
+    let clone = |url: &str, into: &str, retries: &str| {
+        let mut cmd = backoff(["--preset", "git", "--base", "1ms", "--max-retries", retries]);
+        cmd.args(["--", "git", "clone", "-q", url])
+            .arg(dir.join(into))
+            .env("GIT_TERMINAL_PROMPT", "0");
+        cmd
+    };
+    // No server: the connection is refused, which may heal.
+    let port = refused_url()
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches('/')
+        .to_owned();
+    clone(&format!("git://127.0.0.1:{port}/x.git"), "a", "1")
+        .assert()
+        .code(128)
+        .stderr(predicate::str::contains("attempt 2/2 failed"));
+    // A smart-HTTP server that answers 503: retried.
+    let server = Server::start(vec![Reply::new(503, "busy\n")]);
+    clone(&server.url, "b", "1")
+        .assert()
+        .code(128)
+        .stderr(predicate::str::contains("attempt 2/2 failed"));
+    assert_eq!(server.requests().len(), 2);
+    // No such repository: stops at once.
+    let server = Server::start(vec![Reply::new(404, "no\n")]);
+    clone(&server.url, "c", "6")
+        .assert()
+        .code(128)
+        .stderr(predicate::str::contains("not transient for --preset git"));
+    assert_eq!(server.requests().len(), 1);
+    // And a clone that works is a success.
+    let origin = dir.join("origin");
+    let init = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&origin)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    clone(&format!("file://{}", origin.display()), "d", "0")
+        .assert()
+        .success();
+}
