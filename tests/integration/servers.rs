@@ -1,6 +1,7 @@
 //! Retries that understand servers: `--preset curl` against a real curl and
 //! a real HTTP server, `Retry-After`, output rules.
 
+use std::os::unix::process::CommandExt;
 use std::time::{Duration, SystemTime};
 
 use predicates::prelude::*;
@@ -859,4 +860,58 @@ fn the_git_preset_retries_what_may_heal_and_stops_on_what_does_not() {
     clone(&format!("file://{}", origin.display()), "d", "0")
         .assert()
         .success();
+}
+
+#[test]
+fn the_git_preset_against_git_daemon_clones_what_exists_and_stops_on_what_does_not() {
+    let dir = crate::support::TempDir::new("git-daemon");
+    let base = dir.join("repos");
+    std::fs::create_dir_all(&base).unwrap();
+    let init = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(base.join("there.git"))
+        .status()
+        .unwrap();
+    assert!(init.success());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut daemon = std::process::Command::new("git")
+        .args([
+            "daemon",
+            "--reuseaddr",
+            "--export-all",
+            "--listen=127.0.0.1",
+        ])
+        .arg(format!("--port={port}"))
+        .arg(format!("--base-path={}", base.display()))
+        .arg(&base)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        // `git daemon` runs git-daemon as a child: the group goes at the end.
+        .process_group(0)
+        .spawn()
+        .expect("git daemon starts");
+    crate::support::eventually("git daemon to listen", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let clone = |repo: &str, into: &str| {
+        let mut cmd = backoff(["--preset", "git", "--base", "1ms", "--"]);
+        cmd.args(["git", "clone", "-q"])
+            .arg(format!("git://127.0.0.1:{port}/{repo}"))
+            .arg(dir.join(into))
+            .env("GIT_TERMINAL_PROMPT", "0");
+        cmd
+    };
+    clone("there.git", "a").assert().success();
+    clone("missing.git", "b")
+        .assert()
+        .code(128)
+        .stderr(predicate::str::contains("not transient for --preset git"))
+        .stderr(predicate::str::contains("attempt 2/").not());
+    crate::support::send(-i32::try_from(daemon.id()).unwrap(), libc::SIGKILL);
+    let _ = daemon.wait();
 }
