@@ -369,13 +369,9 @@ pub fn curl_shows_headers(args: &[OsString]) -> bool {
         matches!(
             w.split('=').next().unwrap_or_default(),
             "--dump-header" | "--include" | "--show-headers" | "--verbose"
-        ) || ["D", "i", "v"].iter().any(|f| {
-            w.strip_prefix('-')
-                .filter(|l| !l.starts_with('-'))
-                .is_some_and(|l| {
-                    l.starts_with(f) || in_flag_cluster(&w, f.chars().next().unwrap_or('D'))
-                })
-        })
+        ) || (w.starts_with("-D") && !w.starts_with("--"))
+            || in_flag_cluster(&w, 'i')
+            || in_flag_cluster(&w, 'v')
     })
 }
 
@@ -590,15 +586,17 @@ mod tests {
     use Outcome::{CannotRun, Exited, NotFound, Signaled};
     const TIMED_OUT: Outcome = Outcome::TimedOut(Status::Signal(libc::SIGTERM));
 
+    /// The command line `curl WORDS...`.
+    fn curl(words: &[&str]) -> Vec<OsString> {
+        std::iter::once("curl")
+            .chain(words.iter().copied())
+            .map(OsString::from)
+            .collect()
+    }
+
     #[test]
     fn curls_arguments_tell_a_request_not_to_repeat() {
-        let unsafe_request = |words: &[&str]| {
-            let args: Vec<OsString> = std::iter::once("curl")
-                .chain(words.iter().copied())
-                .map(OsString::from)
-                .collect();
-            curl_request_not_idempotent(&args)
-        };
+        let unsafe_request = |words: &[&str]| curl_request_not_idempotent(&curl(words));
         for post in [
             &["-fsS", "-d", "x=1", "http://h/"][..],
             &["-sSd", "x=1", "http://h/"],
@@ -624,13 +622,7 @@ mod tests {
 
     #[test]
     fn curl_fails_on_http_errors_with_f_in_any_usual_form() {
-        let fails = |words: &[&str]| {
-            let args: Vec<OsString> = std::iter::once("curl")
-                .chain(words.iter().copied())
-                .map(OsString::from)
-                .collect();
-            curl_fails_on_http_errors(&args)
-        };
+        let fails = |words: &[&str]| curl_fails_on_http_errors(&curl(words));
         for yes in [
             &["-f"][..],
             &["-fsS"],
@@ -654,13 +646,7 @@ mod tests {
 
     #[test]
     fn curl_shows_headers_with_d_i_or_v_in_any_usual_form() {
-        let shows = |words: &[&str]| {
-            let args: Vec<OsString> = std::iter::once("curl")
-                .chain(words.iter().copied())
-                .map(OsString::from)
-                .collect();
-            curl_shows_headers(&args)
-        };
+        let shows = |words: &[&str]| curl_shows_headers(&curl(words));
         for yes in [
             &["-D", "/dev/stderr"][..],
             &["-Dh.txt"],
@@ -680,13 +666,7 @@ mod tests {
 
     #[test]
     fn curls_body_goes_to_stdout_unless_an_output_file_is_given() {
-        let to_stdout = |words: &[&str]| {
-            let args: Vec<OsString> = std::iter::once("curl")
-                .chain(words.iter().copied())
-                .map(OsString::from)
-                .collect();
-            curl_writes_body_to_stdout(&args)
-        };
+        let to_stdout = |words: &[&str]| curl_writes_body_to_stdout(&curl(words));
         assert!(to_stdout(&["-fsS", "http://h/"]));
         assert!(to_stdout(&["-o", "-", "http://h/"]));
         assert!(to_stdout(&["-D", "/dev/stderr", "http://h/"]));
