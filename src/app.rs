@@ -132,7 +132,7 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
     };
     let watch = SignalWatch::install().context("cannot watch signals")?;
     let plan = run::Plan {
-        policy: cfg.policy.policy,
+        policy: cfg.policy.policy.clone(),
         max_retries: cfg.policy.max_retries,
         seed: cfg.policy.seed.unwrap_or_else(random_seed),
         rules: &cfg.rules,
@@ -142,6 +142,8 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
         preserve_status: cfg.limits.preserve_status,
         budget: cfg.budget.as_ref().map(|b| b as &dyn run::RetryBudget),
         hints: cfg.hints,
+        goal: cfg.goal,
+        reset_after: cfg.reset_after,
     };
     let label = cfg
         .name
@@ -195,6 +197,8 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
             timeout_signal: cfg.limits.signal,
             kill_after: cfg.limits.kill_after,
             hold_stdout: cfg.hold_stdout,
+            timeout: cfg.limits.timeout,
+            idle_timeout: cfg.limits.idle_timeout,
         },
         cfg.output_rules.clone(),
         stdin,

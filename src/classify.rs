@@ -24,13 +24,16 @@ pub enum Outcome {
     Exited(u8),
     /// Killed by this signal (not by backoff's timeout).
     Signaled(i32),
-    /// Ran past its time limit and was stopped by backoff; how the process
-    /// itself ended then (for `--preserve-status`).
-    TimedOut(Status),
+    /// Ran past a time limit and was stopped by backoff: how the process
+    /// itself ended then (for `--preserve-status`), and which limit.
+    TimedOut(Status, Limit),
     /// Could not be started: the program was not found.
     NotFound,
     /// Could not be started for another reason (permissions, format, ...).
     CannotRun,
+    /// Exited with this code, which counts as success, without printing a
+    /// line that `--until-output` asks for: the condition is not met.
+    Unmet(u8),
     /// Could not be started because backoff itself lacked a resource (a
     /// process slot, a descriptor, memory): this OS error number. Not the
     /// command's failure, and worth retrying.
@@ -43,8 +46,10 @@ impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Outcome::Exited(c) => write!(f, "exit {c}"),
+            Outcome::Unmet(c) => write!(f, "exit {c}, condition not met"),
             Outcome::Signaled(s) => write!(f, "signal {}", signal::short_name(s)),
-            Outcome::TimedOut(_) => f.write_str("timeout"),
+            Outcome::TimedOut(_, Limit::Time) => f.write_str("timeout"),
+            Outcome::TimedOut(_, Limit::Idle) => f.write_str("idle timeout"),
             Outcome::NotFound => f.write_str("command not found"),
             Outcome::CannotRun => f.write_str("command cannot be run"),
             Outcome::Unstarted(e) => write!(f, "backoff could not start it: {}", os_error(e)),
@@ -58,8 +63,9 @@ impl Outcome {
     pub fn env_value(self) -> String {
         match self {
             Outcome::Exited(c) => c.to_string(),
+            Outcome::Unmet(_) => "unmet".to_owned(),
             Outcome::Signaled(s) => format!("sig:{}", signal::short_name(s)),
-            Outcome::TimedOut(_) => "timeout".to_owned(),
+            Outcome::TimedOut(..) => "timeout".to_owned(),
             Outcome::NotFound => "127".to_owned(),
             Outcome::CannotRun => "126".to_owned(),
             Outcome::Unstarted(_) => "125".to_owned(),
@@ -83,6 +89,25 @@ pub fn os_error(errno: i32) -> String {
     match s.find(" (os error") {
         Some(i) => s[..i].to_owned(),
         None => s,
+    }
+}
+
+/// Which time limit an attempt ran past.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// `--timeout`, or the time left before `--max-time`.
+    Time,
+    /// `--idle-timeout`: it wrote nothing to stdout or stderr for that long.
+    Idle,
+}
+
+impl Limit {
+    /// The name used in JSON events and the run report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::Time => "time",
+            Limit::Idle => "idle",
+        }
     }
 }
 
@@ -111,6 +136,8 @@ pub struct Observed {
     pub rate_remaining: Option<u64>,
     /// The delay the server's hints ask for, as of the attempt's end.
     pub hint: Option<Hint>,
+    /// An `--until-output` pattern matched a line.
+    pub condition_met: bool,
     /// `--preset git`: a line told of a failure that may heal.
     pub transient: bool,
     /// `--preset git`: a line told of a failure that does not heal.
@@ -164,6 +191,9 @@ pub enum Rule {
     Signal(i32),
     /// The attempt timed out.
     Timeout,
+    /// The attempt's exit counted as success, but `--until-output` found
+    /// no line it asks for.
+    Unmet,
 }
 
 impl Rule {
@@ -172,7 +202,7 @@ impl Rule {
         match (self, outcome) {
             (Rule::Codes(lo, hi), Outcome::Exited(c)) => (lo..=hi).contains(&c),
             (Rule::Signal(s), Outcome::Signaled(t)) => s == t,
-            (Rule::Timeout, Outcome::TimedOut(_)) => true,
+            (Rule::Timeout, Outcome::TimedOut(..)) | (Rule::Unmet, Outcome::Unmet(_)) => true,
             _ => false,
         }
     }
@@ -193,6 +223,7 @@ impl fmt::Display for Rule {
             Rule::Codes(lo, hi) => write!(f, "{lo}-{hi}"),
             Rule::Signal(s) => write!(f, "sig:{}", signal::short_name(s)),
             Rule::Timeout => f.write_str("timeout"),
+            Rule::Unmet => f.write_str("unmet"),
         }
     }
 }
@@ -454,7 +485,7 @@ impl Preset {
                         || (seen.http_status == Some(403) && seen.rate_limited())
                 }
                 Outcome::Exited(c) => CURL_UNSENT.contains(&c) || !CURL_TRANSIENT.contains(&c),
-                Outcome::TimedOut(_) => false,
+                Outcome::TimedOut(..) => false,
                 _ => true,
             };
             if !safe {
@@ -521,6 +552,9 @@ pub struct Rules {
     /// The preset's request must not be repeated blindly (a POST without an
     /// `Idempotency-Key`, and no `--idempotent`).
     pub not_idempotent: bool,
+    /// `--until-output` was given: an exit that counts as success must also
+    /// have printed a line it asks for.
+    pub until_output: bool,
 }
 
 impl Default for Rules {
@@ -532,11 +566,27 @@ impl Default for Rules {
             retry_output: false,
             preset: None,
             not_idempotent: false,
+            until_output: false,
         }
     }
 }
 
 impl Rules {
+    /// The outcome of an attempt as the rules see it: an exit that counts
+    /// as success without the line `--until-output` asks for is `Unmet`.
+    pub fn judged(&self, outcome: Outcome, seen: &Observed) -> Outcome {
+        match outcome {
+            Outcome::Exited(c)
+                if self.until_output
+                    && !seen.condition_met
+                    && self.success_on.iter().any(|r| r.matches(outcome)) =>
+            {
+                Outcome::Unmet(c)
+            }
+            o => o,
+        }
+    }
+
     /// Classifies an outcome with what its output showed, in the order of
     /// the specification: could not start, stop rules, success rules, retry
     /// rules, the preset, otherwise the default.
@@ -584,7 +634,7 @@ impl Rules {
 mod tests {
     use super::*;
     use Outcome::{CannotRun, Exited, NotFound, Signaled};
-    const TIMED_OUT: Outcome = Outcome::TimedOut(Status::Signal(libc::SIGTERM));
+    const TIMED_OUT: Outcome = Outcome::TimedOut(Status::Signal(libc::SIGTERM), Limit::Time);
 
     /// The command line `curl WORDS...`.
     fn curl(words: &[&str]) -> Vec<OsString> {

@@ -14,12 +14,14 @@ use crate::budget::file::{self, FileBudget};
 use crate::budget::{Place, Store, redact};
 use crate::classify::{Preset, Rule, Rules};
 use crate::cli::values::RuleList;
-use crate::cli::{BudgetArgs, BudgetStore, Cli, PolicyArgs, RuleArgs, SimulateArgs, TimeArgs};
+use crate::cli::{
+    BudgetArgs, BudgetStore, Cli, GoalArgs, PolicyArgs, RuleArgs, SimulateArgs, TimeArgs,
+};
 use crate::exec::scan::{self, OutputRules};
 use crate::jitter::Jitter;
 use crate::policy::{Policy, PolicyConfig};
 use crate::report::{LogFormat, Verbosity};
-use crate::run::Hints;
+use crate::run::{Goal, Hints};
 use crate::simulate;
 
 /// backoff's own failure: bad usage or a bad value. Exit 125.
@@ -57,13 +59,19 @@ pub struct Limits {
     pub kill_after: Duration,
     /// `--max-time`.
     pub max_time: Option<Duration>,
+    /// `--idle-timeout`.
+    pub idle_timeout: Option<Duration>,
     /// `--preserve-status`.
     pub preserve_status: bool,
 }
 
 /// Builds the time limits, refusing zero limits.
 pub fn limits(args: &TimeArgs, given: &Given) -> Result<Limits, UsageError> {
-    for (flag, value) in [("--timeout", args.timeout), ("--max-time", args.max_time)] {
+    for (flag, value) in [
+        ("--timeout", args.timeout),
+        ("--max-time", args.max_time),
+        ("--idle-timeout", args.idle_timeout),
+    ] {
         if value.is_some_and(|d| d.is_zero()) {
             return Err(invalid(given, "0", flag, "must be above zero"));
         }
@@ -73,6 +81,7 @@ pub fn limits(args: &TimeArgs, given: &Given) -> Result<Limits, UsageError> {
         signal: args.signal,
         kill_after: args.kill_after,
         max_time: args.max_time,
+        idle_timeout: args.idle_timeout,
         preserve_status: args.preserve_status,
     })
 }
@@ -86,6 +95,10 @@ pub struct RunConfig {
     pub policy: PolicyConfig,
     /// Classification rules.
     pub rules: Rules,
+    /// What ends the run.
+    pub goal: Goal,
+    /// `--reset-after`.
+    pub reset_after: Option<Duration>,
     /// Time limits.
     pub limits: Limits,
     /// What to look for in the output, if anything.
@@ -145,6 +158,10 @@ pub struct Given {
     max_retries: bool,
     attempts: bool,
     budget_store: bool,
+    /// The ids of the shape flags the command line gave, of `--base`,
+    /// `--cap`, `--factor` and `--jitter`: `--poll` and `--delays` set or
+    /// refuse them.
+    shape: Vec<&'static str>,
     /// The ids of the arguments whose value is an environment variable's.
     environment: Vec<String>,
 }
@@ -164,6 +181,10 @@ impl Given {
             max_retries: from_command_line(m, "max_retries"),
             attempts: from_command_line(m, "attempts"),
             budget_store: false,
+            shape: ["base", "cap", "factor", "jitter"]
+                .into_iter()
+                .filter(|id| from_command_line(m, id))
+                .collect(),
             environment: from_environment(m),
         }
     }
@@ -175,6 +196,18 @@ impl Given {
             environment: from_environment(m),
             ..Given::default()
         }
+    }
+
+    /// Whether the command line gave the shape flag `id` (`base`, `cap`,
+    /// `factor`, `jitter`).
+    fn shaped(&self, id: &str) -> bool {
+        self.shape.contains(&id)
+    }
+
+    /// Whether the command line gave a retry limit (`--max-retries` or
+    /// `--attempts`).
+    fn limited(&self) -> bool {
+        self.max_retries || self.attempts
     }
 
     /// Whether the environment gave the value of the argument `id`.
@@ -190,6 +223,103 @@ fn show(d: Duration) -> String {
 /// Builds a checked policy from its flags; `given` tells which of them the
 /// command line gave.
 pub fn policy(args: &PolicyArgs, given: &Given) -> Result<PolicyConfig, UsageError> {
+    let shape = shape(args, given)?;
+    if args.delays.is_none() && args.poll.is_none() {
+        check_formula(args, given)?;
+    }
+    let (cli_retries, cli_attempts, forever) = (given.max_retries, given.attempts, args.forever);
+    let named: Vec<&str> = [
+        (cli_retries, "--max-retries"),
+        (cli_attempts, "--attempts"),
+        (forever, "--forever"),
+    ]
+    .iter()
+    .filter(|(b, _)| *b)
+    .map(|(_, n)| *n)
+    .collect();
+    if let [first, second, ..] = named[..] {
+        return Err(conflict(first, second));
+    }
+    // A flag wins over the environment (BACKOFF_MAX_RETRIES); --poll polls
+    // forever unless the command line limits it.
+    let max_retries = if forever || (args.poll.is_some() && !given.limited()) {
+        None
+    } else if let Some(a) = args.attempts {
+        Some(a - 1)
+    } else {
+        Some(args.max_retries)
+    };
+    Ok(PolicyConfig {
+        policy: shape,
+        max_retries,
+        seed: args.seed,
+    })
+}
+
+/// `'A' cannot be used with 'B'`.
+fn conflict(a: &str, b: &str) -> UsageError {
+    UsageError(format!("'{a}' cannot be used with '{b}'"))
+}
+
+/// The shape of the delays: the formula, `--delays` or `--poll`, refusing
+/// the formula's flags on the command line beside the other two.
+fn shape(args: &PolicyArgs, given: &Given) -> Result<Policy, UsageError> {
+    let formula_flags = [("base", "--base"), ("cap", "--cap"), ("factor", "--factor")];
+    let refuse_formula = |flag: &str| match formula_flags.iter().find(|(id, _)| given.shaped(id)) {
+        Some((_, other)) => Err(conflict(flag, other)),
+        None => Ok(()),
+    };
+    match (&args.delays, args.poll) {
+        (Some(_), Some(_)) => Err(conflict("--delays", "--poll")),
+        (Some(bounds), None) => {
+            refuse_formula("--delays")?;
+            if args.jitter == Jitter::Decorrelated {
+                return Err(invalid(
+                    given,
+                    "decorrelated",
+                    "--jitter",
+                    "decorrelated jitter draws from the previous delay, not from a bound; with --delays use full, equal or none",
+                ));
+            }
+            if bounds.0.iter().any(Duration::is_zero) && args.jitter != Jitter::None {
+                return Err(invalid(
+                    given,
+                    "0",
+                    "--delays",
+                    "a bound of zero needs --jitter none",
+                ));
+            }
+            Ok(Policy::explicit(bounds.0.clone(), args.jitter))
+        }
+        (None, Some(every)) => {
+            refuse_formula("--poll")?;
+            let jitter = if given.shaped("jitter") {
+                args.jitter
+            } else {
+                Jitter::None
+            };
+            if every.is_zero() && jitter != Jitter::None {
+                return Err(invalid(
+                    given,
+                    "0",
+                    "--poll",
+                    "an interval of zero needs --jitter none",
+                ));
+            }
+            Ok(Policy::formula(every, every, 1.0, jitter))
+        }
+        (None, None) => Ok(Policy::formula(
+            args.base,
+            args.cap,
+            args.factor,
+            args.jitter,
+        )),
+    }
+}
+
+/// The formula's own checks: a base within the cap, and above zero unless
+/// there is no delay at all.
+fn check_formula(args: &PolicyArgs, given: &Given) -> Result<(), UsageError> {
     if args.base > args.cap {
         return Err(invalid(
             given,
@@ -206,45 +336,7 @@ pub fn policy(args: &PolicyArgs, given: &Given) -> Result<PolicyConfig, UsageErr
             "must be above zero (for no delay at all, give --jitter none --cap 0)",
         ));
     }
-    let (cli_retries, cli_attempts, forever) = (given.max_retries, given.attempts, args.forever);
-    if [cli_retries, cli_attempts, forever]
-        .iter()
-        .filter(|&&b| b)
-        .count()
-        > 1
-    {
-        let names: Vec<&str> = [
-            (cli_retries, "--max-retries"),
-            (cli_attempts, "--attempts"),
-            (forever, "--forever"),
-        ]
-        .iter()
-        .filter(|(b, _)| *b)
-        .map(|(_, n)| *n)
-        .collect();
-        return Err(UsageError(format!(
-            "'{}' cannot be used with '{}'",
-            names[0], names[1]
-        )));
-    }
-    // A flag wins over the environment (BACKOFF_MAX_RETRIES).
-    let max_retries = if forever {
-        None
-    } else if let Some(a) = args.attempts {
-        Some(a - 1)
-    } else {
-        Some(args.max_retries)
-    };
-    Ok(PolicyConfig {
-        policy: Policy {
-            base: args.base,
-            cap: args.cap,
-            factor: args.factor,
-            jitter: args.jitter,
-        },
-        max_retries,
-        seed: args.seed,
-    })
+    Ok(())
 }
 
 fn flatten(lists: &[RuleList]) -> Vec<Rule> {
@@ -273,6 +365,7 @@ pub fn rules(args: &RuleArgs, given: &Given) -> Result<Rules, UsageError> {
         retry_output: false,
         preset: None,
         not_idempotent: false,
+        until_output: false,
     })
 }
 
@@ -306,12 +399,7 @@ pub fn simulation(
         strategies,
         base: args.base,
         cap: args.cap,
-        policy: Policy {
-            base: args.base,
-            cap: args.cap,
-            factor: args.factor,
-            jitter: args.jitter,
-        },
+        policy: Policy::formula(args.base, args.cap, args.factor, args.jitter),
         seed: args.seed.unwrap_or_else(seed),
     })
 }
@@ -404,17 +492,42 @@ fn budget(args: &BudgetArgs, given: &Given) -> Result<Option<Store>, UsageError>
     open_budget(key, &args.store, args.budget_ratio, given).map(Some)
 }
 
+/// What ends a run: `--until-failure` (which takes no retry limit) or a
+/// streak of `--consecutive` successes.
+fn goal(args: &GoalArgs, policy: &PolicyArgs, given: &Given) -> Result<Goal, UsageError> {
+    let Some(runs) = args.until_failure else {
+        return Ok(Goal::Success {
+            in_a_row: args.consecutive.unwrap_or(1),
+        });
+    };
+    let other = [
+        (args.consecutive.is_some(), "--consecutive"),
+        (policy.forever, "--forever"),
+        (given.attempts, "--attempts"),
+        (given.max_retries, "--max-retries"),
+    ];
+    if let Some((_, flag)) = other.iter().find(|(on, _)| *on) {
+        return Err(conflict("--until-failure", flag));
+    }
+    Ok(Goal::Failure { runs })
+}
+
 /// Builds the configuration of a run from the top-level command line.
 pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     let policy = policy(&cli.policy, given)?;
     let rules = rules(&cli.rules, given)?;
     let limits = limits(&cli.time, given)?;
+    let goal = goal(&cli.goal, &cli.policy, given)?;
+    if cli.goal.reset_after.is_some_and(|d| d.is_zero()) {
+        return Err(invalid(given, "0", "--reset-after", "must be above zero"));
+    }
     let streams = &cli.streams;
     // The curl preset reads curl's own arguments when the command is curl.
     let curl_preset = streams.preset == Some(Preset::Curl)
         && cli.command.first().is_some_and(crate::classify::is_curl);
     let rules = Rules {
         retry_output: !streams.retry_if_output.is_empty(),
+        until_output: !cli.goal.until_output.is_empty(),
         preset: streams.preset,
         not_idempotent: curl_preset
             && !streams.idempotent
@@ -427,6 +540,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     let output_rules = OutputRules::new(
         streams.retry_if_output.clone(),
         streams.stop_if_output.clone(),
+        cli.goal.until_output.clone(),
         retry_after,
         streams.preset,
     )
@@ -441,6 +555,8 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     Ok(RunConfig {
         policy,
         rules,
+        goal,
+        reset_after: cli.goal.reset_after,
         limits,
         output_rules,
         hints: Hints {

@@ -40,6 +40,45 @@ pub enum Event<'a> {
         /// not).
         hint: Option<Hint>,
     },
+    /// An attempt succeeded, and the run goes on: a streak of
+    /// `--consecutive` successes is not complete yet, or `--until-failure`
+    /// runs the command again.
+    Passed {
+        /// 1-based attempt number.
+        attempt: u64,
+        /// Attempts allowed in all; `None` without a limit.
+        max_attempts: Option<u64>,
+        /// How it ended.
+        outcome: Outcome,
+        /// How long it ran.
+        elapsed: Duration,
+        /// Successful attempts in a row, this one included.
+        streak: u64,
+        /// `--consecutive`'s N; `None` with `--until-failure`.
+        needed: Option<u64>,
+        /// What comes next: a run after a delay, or the deadline.
+        next: Next,
+    },
+    /// An attempt that ran at least `--reset-after` before failing: the
+    /// retry count and the delays start over.
+    Reset {
+        /// 1-based attempt number.
+        attempt: u64,
+        /// How long it ran.
+        ran: Duration,
+        /// `--reset-after`.
+        after: Duration,
+    },
+    /// `--until-failure` found no failure: every run allowed succeeded, or
+    /// the next would have passed `--max-time`.
+    NoFailure {
+        /// Runs made, all successful.
+        runs: u64,
+        /// Time since the run started.
+        total: Duration,
+        /// Whether `--max-time` ended the runs before their limit.
+        deadline: bool,
+    },
     /// The command could not be started.
     CannotStart {
         /// 1-based attempt number.
@@ -63,6 +102,10 @@ pub enum Event<'a> {
         elapsed: Duration,
         /// Time since the run started.
         total: Duration,
+        /// Successful attempts in a row it took (`--consecutive`; else 1).
+        streak: u64,
+        /// Whether it met an `--until-output` condition.
+        condition: bool,
     },
     /// The run ends without success.
     GaveUp {
@@ -74,6 +117,9 @@ pub enum Event<'a> {
         outcome: Outcome,
         /// Why no retry follows.
         reason: Ending,
+        /// When the last attempt succeeded but the streak `--consecutive`
+        /// asks for was not complete: its successes in a row, and N.
+        short_of: Option<(u64, u64)>,
     },
     /// The held stdout of the attempt that ended the run was not all
     /// passed on: stdout took no more before `--max-time` (or at once, when
@@ -127,6 +173,8 @@ pub enum Next {
         /// `--retry-after-max`.
         max: Duration,
     },
+    /// Nothing: this is the failure `--until-failure` looks for.
+    Found,
     /// Nothing: the retry would start after `--max-time`.
     Deadline {
         /// The delay the retry would have needed.
@@ -151,6 +199,8 @@ pub enum Ending {
     Deadline,
     /// The retry budget had no token left.
     Budget,
+    /// `--until-failure` found its failure.
+    Found,
 }
 
 impl Ending {
@@ -162,6 +212,7 @@ impl Ending {
             Ending::Stopped => "stopped",
             Ending::Deadline => "deadline",
             Ending::Budget => "budget",
+            Ending::Found => "failure_found",
         }
     }
 }

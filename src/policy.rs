@@ -10,7 +10,7 @@ use rand::{RngExt, SeedableRng};
 use crate::jitter::{self, Jitter};
 
 /// The shape of the delays between attempts.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     /// Upper bound of the first retry's delay.
     pub base: Duration,
@@ -20,12 +20,49 @@ pub struct Policy {
     pub factor: f64,
     /// How a delay is drawn from its bound.
     pub jitter: Jitter,
+    /// `--delays`: explicit bounds instead of the formula, the last
+    /// repeating; empty for the formula. `base` is then the first of them
+    /// and `cap` the largest.
+    pub bounds: Vec<Duration>,
 }
 
 impl Policy {
-    /// `upper(n) = min(cap, base * factor^n)` for the retry with index `n`
-    /// (0 for the first retry), saturating at `cap` instead of overflowing.
+    /// The formula's policy, without explicit bounds.
+    pub fn formula(base: Duration, cap: Duration, factor: f64, jitter: Jitter) -> Policy {
+        Policy {
+            base,
+            cap,
+            factor,
+            jitter,
+            bounds: Vec::new(),
+        }
+    }
+
+    /// A policy of explicit bounds (`--delays`), at least one.
+    pub fn explicit(bounds: Vec<Duration>, jitter: Jitter) -> Policy {
+        let base = bounds.first().copied().unwrap_or_default();
+        let cap = bounds.iter().copied().max().unwrap_or_default();
+        Policy {
+            base,
+            cap,
+            factor: 1.0,
+            jitter,
+            bounds,
+        }
+    }
+
+    /// The bound of the retry with index `n` (0 for the first retry): the
+    /// `n`th explicit bound (the last one past the end), else
+    /// `min(cap, base * factor^n)`, saturating at `cap` instead of
+    /// overflowing.
     pub fn upper(&self, n: u64) -> Duration {
+        if let Some(last) = self.bounds.last() {
+            return usize::try_from(n)
+                .ok()
+                .and_then(|i| self.bounds.get(i))
+                .unwrap_or(last)
+                .to_owned();
+        }
         #[allow(clippy::cast_precision_loss)]
         let base = self.base.as_nanos() as f64;
         #[allow(clippy::cast_precision_loss)]
@@ -51,11 +88,8 @@ impl Policy {
             Jitter::Equal => (upper / 2, upper, upper.is_zero()),
             Jitter::Decorrelated => {
                 // prev < base * 3^(n), so this delay < base * 3^(n+1), clamped.
-                let grown = Policy {
-                    factor: 3.0,
-                    ..*self
-                }
-                .upper(n.saturating_add(1));
+                let grown = Policy::formula(self.base, self.cap, 3.0, self.jitter)
+                    .upper(n.saturating_add(1));
                 (self.base, grown, grown == self.cap)
             }
         }
@@ -64,7 +98,7 @@ impl Policy {
     /// A generator of this policy's delays, seeded for reproducibility.
     pub fn delays(&self, seed: u64) -> Delays {
         Delays {
-            policy: *self,
+            policy: self.clone(),
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
             prev: self.base,
         }
@@ -102,9 +136,12 @@ pub struct Delays {
 impl Delays {
     /// The delay before the retry with index `n` (0 for the first retry).
     /// Calls must come in order of `n` for decorrelated jitter, whose state
-    /// is the previous delay.
+    /// is the previous delay; `n` of 0 starts the curve over.
     pub fn next(&mut self, n: u64) -> Delay {
-        let p = self.policy;
+        let p = &self.policy;
+        if n == 0 {
+            self.prev = p.base;
+        }
         let upper = p.upper(n);
         let u: f64 = self.rng.random();
         let delay = match p.jitter {
@@ -130,11 +167,29 @@ mod tests {
     use super::*;
 
     fn policy(jitter: Jitter) -> Policy {
-        Policy {
-            base: Duration::from_millis(100),
-            cap: Duration::from_secs(30),
-            factor: 2.0,
+        Policy::formula(
+            Duration::from_millis(100),
+            Duration::from_secs(30),
+            2.0,
             jitter,
+        )
+    }
+
+    #[test]
+    fn explicit_bounds_are_taken_in_order_and_the_last_repeats() {
+        let ms = Duration::from_millis;
+        let p = Policy::explicit(vec![ms(1000), ms(5000), ms(300)], Jitter::None);
+        let got: Vec<u128> = (0..5).map(|n| p.upper(n).as_millis()).collect();
+        assert_eq!(got, [1000, 5000, 300, 300, 300]);
+        assert_eq!(p.upper(u64::MAX), ms(300));
+        assert_eq!((p.base, p.cap), (ms(1000), ms(5000)));
+        // Jitter draws below each bound.
+        let full = Policy::explicit(vec![ms(1000), ms(5000)], Jitter::Full);
+        let mut d = full.delays(3);
+        for n in 0..50 {
+            let x = d.next(n);
+            assert_eq!(x.bound, full.upper(n));
+            assert!(x.delay < x.bound);
         }
     }
 
@@ -158,6 +213,7 @@ mod tests {
             factor: 1.0,
             ..policy(Jitter::None)
         };
+        assert_eq!(p.upper(0), p.base);
         assert_eq!(p.upper(0), p.upper(1000));
     }
 
@@ -197,12 +253,12 @@ mod tests {
             ]),
             seed in proptest::num::u64::ANY,
         ) {
-            let p = Policy {
-                base: Duration::from_millis(base_ms),
-                cap: Duration::from_millis(base_ms + extra_ms),
+            let p = Policy::formula(
+                Duration::from_millis(base_ms),
+                Duration::from_millis(base_ms + extra_ms),
                 factor,
                 jitter,
-            };
+            );
             let mut delays = p.delays(seed);
             let mut prev = p.base;
             for n in 0..40 {

@@ -25,6 +25,8 @@ pub struct AttemptSpec {
     /// How long this attempt may run: `--timeout`, or the time left before
     /// `--max-time` if that is shorter.
     pub limit: Option<Duration>,
+    /// The deadline of the whole run (`--max-time`), if any.
+    pub deadline: Option<Instant>,
 }
 
 /// How an attempt ended, as the executor saw it.
@@ -96,6 +98,28 @@ pub trait Executor: Wait {
     }
 }
 
+/// What ends a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Goal {
+    /// Success, this many attempts in a row (1 without `--consecutive`).
+    Success {
+        /// Successful attempts needed in a row.
+        in_a_row: u64,
+    },
+    /// `--until-failure`: the first failure, within this many runs (`None`:
+    /// no limit).
+    Failure {
+        /// Runs at most.
+        runs: Option<u64>,
+    },
+}
+
+impl Default for Goal {
+    fn default() -> Self {
+        Goal::Success { in_a_row: 1 }
+    }
+}
+
 /// What a run needs to know.
 #[derive(Debug, Clone)]
 pub struct Plan<'a> {
@@ -119,6 +143,11 @@ pub struct Plan<'a> {
     pub budget: Option<&'a dyn RetryBudget>,
     /// How a server's hint is obeyed.
     pub hints: Hints,
+    /// What ends the run.
+    pub goal: Goal,
+    /// `--reset-after`: an attempt that ran this long before failing starts
+    /// the retry count and the delays over.
+    pub reset_after: Option<Duration>,
 }
 
 /// What a retry budget answered.
@@ -164,13 +193,15 @@ pub trait RetryBudget: std::fmt::Debug {
 }
 
 /// The exit status for a run whose last attempt ended with `outcome`;
-/// `preserve_status` makes a timed-out attempt exit as the command did.
+/// `preserve_status` makes a timed-out attempt exit as the command did. An
+/// unmet condition exits 1, as grep does when no line matches.
 pub fn exit_for(outcome: Outcome, preserve_status: bool) -> Exit {
     let status = match outcome {
         Outcome::Exited(c) => Status::Code(c),
+        Outcome::Unmet(_) => Status::Code(1),
         Outcome::Signaled(s) => Status::Signal(s),
-        Outcome::TimedOut(s) if preserve_status => s,
-        Outcome::TimedOut(_) => return Exit::TIMEOUT,
+        Outcome::TimedOut(s, _) if preserve_status => s,
+        Outcome::TimedOut(..) => return Exit::TIMEOUT,
         Outcome::NotFound => return Exit::NOT_FOUND,
         Outcome::CannotRun => return Exit::CANNOT_RUN,
         Outcome::Unstarted(_) => return Exit::USAGE,
@@ -181,108 +212,296 @@ pub fn exit_for(outcome: Outcome, preserve_status: bool) -> Exit {
     }
 }
 
+/// Where a run stands between attempts.
+#[derive(Debug, Default)]
+struct Count {
+    /// Attempts made.
+    attempts: u64,
+    /// Retries since the start or the last reset: what `--max-retries`
+    /// limits.
+    retries: u64,
+    /// Failures since the last success or reset: the index of the next
+    /// delay, so that the curve starts over after a success.
+    failures: u64,
+    /// Successful attempts in a row.
+    streak: u64,
+}
+
+/// What follows an attempt.
+enum Step {
+    /// Another attempt, after this delay.
+    Again(Duration),
+    /// The run ends: backoff exits so.
+    Done(Exit),
+}
+
+/// One run of the retry loop: its plan, its side effects, and where it
+/// stands.
+struct Loop<'r, 'p> {
+    plan: &'r Plan<'p>,
+    exec: &'r mut dyn Executor,
+    report: &'r mut dyn Report,
+    start: Instant,
+    deadline: Option<Instant>,
+    max_attempts: Option<u64>,
+    waits: Waits,
+    count: Count,
+}
+
+/// An attempt that ended, as the loop judges it.
+struct Judged {
+    number: u64,
+    outcome: Outcome,
+    elapsed: Duration,
+    seen: Observed,
+}
+
 /// Runs the retry loop to its end and returns how backoff should exit.
 pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) -> Exit {
     let start = exec.now();
-    // A deadline too far to represent is no deadline at all.
-    let deadline = plan.max_time.and_then(|t| start.checked_add(t));
-    let max_attempts = plan.max_retries.map(|r| r.saturating_add(1));
-    let mut waits = Waits::new(plan);
-    let mut last = None;
-    report.event(&Event::Start {
+    // Attempts in all, when the retry limit fixes them.
+    let max_attempts = match plan.goal {
+        Goal::Failure { runs } => runs,
+        Goal::Success { in_a_row: 1 } if plan.reset_after.is_none() => {
+            plan.max_retries.map(|r| r.saturating_add(1))
+        }
+        Goal::Success { .. } => None,
+    };
+    let mut run = Loop {
+        plan,
+        exec,
+        report,
+        start,
+        // A deadline too far to represent is no deadline at all.
+        deadline: plan.max_time.and_then(|t| start.checked_add(t)),
+        max_attempts,
+        waits: Waits::new(plan),
+        count: Count::default(),
+    };
+    run.report.event(&Event::Start {
         command: plan.command,
         max_attempts,
     });
-    let mut number = 0u64;
+    let mut last = None;
     loop {
-        number = number.saturating_add(1);
-        let left = deadline.map(|d| d.saturating_duration_since(exec.now()));
+        let (step, outcome) = run.attempt(last);
+        match step {
+            Step::Done(exit) => return exit,
+            Step::Again(delay) => {
+                if let Some(signal) = run.exec.pause(delay) {
+                    return interrupted(run.report, signal, None);
+                }
+            }
+        }
+        last = outcome;
+    }
+}
+
+impl Loop<'_, '_> {
+    /// Runs the next attempt and decides what follows; `last` is the
+    /// previous attempt's outcome.
+    fn attempt(&mut self, last: Option<Outcome>) -> (Step, Option<Outcome>) {
+        let plan = self.plan;
+        self.count.attempts = self.count.attempts.saturating_add(1);
+        let number = self.count.attempts;
+        let left = self
+            .deadline
+            .map(|d| d.saturating_duration_since(self.exec.now()));
         let spec = AttemptSpec {
             number,
-            max_attempts,
+            max_attempts: self.max_attempts,
             last,
             limit: min_some(plan.timeout, left),
+            deadline: self.deadline,
         };
-        report.event(&Event::AttemptStarted {
+        self.report.event(&Event::AttemptStarted {
             attempt: number,
-            max_attempts,
+            max_attempts: self.max_attempts,
         });
-        let began = exec.now();
-        let ended = exec.attempt(&spec);
-        let elapsed = exec.now().saturating_duration_since(began);
+        let began = self.exec.now();
+        let ended = self.exec.attempt(&spec);
+        let elapsed = self.exec.now().saturating_duration_since(began);
         let (outcome, seen, spawn_error) = match ended {
             Ended::Done {
                 outcome,
                 seen,
                 spawn_error,
-            } => (outcome, seen, spawn_error),
+            } => (plan.rules.judged(outcome, &seen), seen, spawn_error),
             Ended::Interrupted(signal, outcome) => {
                 let attempt = outcome.map(|o| (number, o, elapsed));
-                return interrupted(report, signal, attempt);
+                return (Step::Done(interrupted(self.report, signal, attempt)), None);
             }
         };
-        // `cut`: a terminating signal that ended the budget's decision.
-        let (next, cut) = match plan.rules.classify(outcome, &seen) {
-            Verdict::Success => {
-                if let Some(b) = plan.budget {
-                    b.deposit(exec);
-                }
-                let total = exec.now().saturating_duration_since(start);
-                let event = Event::Succeeded {
-                    attempt: number,
-                    max_attempts,
-                    outcome,
-                    elapsed,
-                    total,
-                };
-                return end(exec, report, deadline, &event, Exit::SUCCESS);
-            }
+        let verdict = plan.rules.classify(outcome, &seen);
+        let judged = Judged {
+            number,
+            outcome,
+            elapsed,
+            seen,
+        };
+        let step = match verdict {
+            Verdict::Success => self.passed(&judged),
             Verdict::Stop(StopReason::CannotStart) => {
-                report.event(&Event::CannotStart {
+                self.report.event(&Event::CannotStart {
                     attempt: number,
                     outcome,
                     program: &plan.command[0],
                     error: spawn_error.as_deref().unwrap_or("cannot start"),
                 });
-                return exit_for(outcome, plan.preserve_status);
+                Step::Done(exit_for(outcome, plan.preserve_status))
             }
+            _ => self.failed(&judged, verdict),
+        };
+        (step, Some(outcome))
+    }
+
+    /// After a successful attempt: the end of the run, or another run after
+    /// a delay (a streak not complete, `--until-failure`).
+    fn passed(&mut self, a: &Judged) -> Step {
+        let plan = self.plan;
+        self.count.streak = self.count.streak.saturating_add(1);
+        self.count.failures = 0;
+        if let Some(b) = plan.budget {
+            b.deposit(self.exec);
+        }
+        let total = self.exec.now().saturating_duration_since(self.start);
+        let (done, needed) = match plan.goal {
+            Goal::Success { in_a_row } => (self.count.streak >= in_a_row, Some(in_a_row)),
+            Goal::Failure { runs } => (runs.is_some_and(|r| a.number >= r), None),
+        };
+        if done {
+            let event = match plan.goal {
+                Goal::Failure { .. } => Event::NoFailure {
+                    runs: a.number,
+                    total,
+                    deadline: false,
+                },
+                Goal::Success { .. } => Event::Succeeded {
+                    attempt: a.number,
+                    max_attempts: self.max_attempts,
+                    outcome: a.outcome,
+                    elapsed: a.elapsed,
+                    total,
+                    streak: self.count.streak,
+                    condition: plan.rules.until_output,
+                },
+            };
+            return Step::Done(self.end(&event, Exit::SUCCESS));
+        }
+        // Another run: the delay curve starts over after a success.
+        self.exec.before_retry();
+        let next = retry_before(
+            self.waits.delays.next(0),
+            false,
+            self.exec.now(),
+            self.deadline,
+            plan.max_time,
+        );
+        self.report.event(&Event::Passed {
+            attempt: a.number,
+            max_attempts: self.max_attempts,
+            outcome: a.outcome,
+            elapsed: a.elapsed,
+            streak: self.count.streak,
+            needed,
+            next,
+        });
+        if let Next::Retry { delay, .. } = next {
+            return Step::Again(delay.delay);
+        }
+        let total = self.exec.now().saturating_duration_since(self.start);
+        let (event, exit) = match plan.goal {
+            // No failure found before the deadline: that is the finding.
+            Goal::Failure { .. } => (
+                Event::NoFailure {
+                    runs: a.number,
+                    total,
+                    deadline: true,
+                },
+                Exit::SUCCESS,
+            ),
+            // The streak was not complete: no success.
+            Goal::Success { in_a_row } => (
+                Event::GaveUp {
+                    attempts: a.number,
+                    total,
+                    outcome: a.outcome,
+                    reason: Ending::Deadline,
+                    short_of: Some((self.count.streak, in_a_row)),
+                },
+                Exit::Code(1),
+            ),
+        };
+        Step::Done(self.end(&event, exit))
+    }
+
+    /// After a failed attempt: a retry after a delay, or the end of the
+    /// run.
+    fn failed(&mut self, a: &Judged, verdict: Verdict) -> Step {
+        let plan = self.plan;
+        self.count.streak = 0;
+        if let Some(after) = plan.reset_after
+            && a.elapsed >= after
+            && (self.count.retries > 0 || self.count.failures > 0)
+        {
+            self.report.event(&Event::Reset {
+                attempt: a.number,
+                ran: a.elapsed,
+                after,
+            });
+            self.count.retries = 0;
+            self.count.failures = 0;
+        }
+        // `cut`: a terminating signal that ended the budget's decision.
+        let (next, cut) = match verdict {
+            _ if matches!(plan.goal, Goal::Failure { .. }) => (Next::Found, None),
             Verdict::Stop(why) => (Next::Stop(why), None),
-            Verdict::Retry if max_attempts.is_some_and(|m| number >= m) => (Next::Exhausted, None),
-            Verdict::Retry => {
-                exec.before_retry();
-                let next = retry_next(plan, &mut waits, number, &seen, exec.now(), deadline);
-                budgeted(plan, next, exec, deadline)
+            Verdict::Retry if plan.max_retries.is_some_and(|m| self.count.retries >= m) => {
+                (Next::Exhausted, None)
+            }
+            Verdict::Retry | Verdict::Success => {
+                self.exec.before_retry();
+                let next = retry_next(
+                    plan,
+                    &mut self.waits,
+                    self.count.failures,
+                    &a.seen,
+                    self.exec.now(),
+                    self.deadline,
+                );
+                budgeted(plan, next, self.exec, self.deadline)
             }
         };
-        report.event(&Event::Failed {
-            attempt: number,
-            max_attempts,
-            outcome,
-            elapsed,
+        self.report.event(&Event::Failed {
+            attempt: a.number,
+            max_attempts: self.max_attempts,
+            outcome: a.outcome,
+            elapsed: a.elapsed,
             next,
-            hint: seen.hint,
+            hint: a.seen.hint,
         });
         if let Some(signal) = cut {
-            return interrupted(report, signal, None);
+            return Step::Done(interrupted(self.report, signal, None));
         }
-        let Next::Retry {
-            delay: Delay { delay, .. },
-            ..
-        } = next
-        else {
+        let Next::Retry { delay, .. } = next else {
             let event = Event::GaveUp {
-                attempts: number,
-                total: exec.now().saturating_duration_since(start),
-                outcome,
+                attempts: a.number,
+                total: self.exec.now().saturating_duration_since(self.start),
+                outcome: a.outcome,
                 reason: ending(next),
+                short_of: None,
             };
-            let exit = exit_for(outcome, plan.preserve_status);
-            return end(exec, report, deadline, &event, exit);
+            let exit = exit_for(a.outcome, plan.preserve_status);
+            return Step::Done(self.end(&event, exit));
         };
-        if let Some(signal) = exec.pause(delay) {
-            return interrupted(report, signal, None);
-        }
-        last = Some(outcome);
+        self.count.retries = self.count.retries.saturating_add(1);
+        self.count.failures = self.count.failures.saturating_add(1);
+        Step::Again(delay.delay)
+    }
+
+    /// Ends the run with `event` and `exit` (see `end`).
+    fn end(&mut self, event: &Event<'_>, exit: Exit) -> Exit {
+        end(self.exec, self.report, self.deadline, event, exit)
     }
 }
 
@@ -292,6 +511,7 @@ fn ending(next: Next) -> Ending {
         Next::Stop(_) | Next::HintTooLong { .. } => Ending::Stopped,
         Next::Deadline { .. } => Ending::Deadline,
         Next::Budget => Ending::Budget,
+        Next::Found => Ending::Found,
         _ => Ending::Exhausted,
     }
 }
@@ -328,10 +548,10 @@ fn end(
     let timed_out = matches!(
         event,
         Event::GaveUp {
-            outcome: Outcome::TimedOut(_),
+            outcome: Outcome::TimedOut(..),
             ..
         } | Event::Succeeded {
-            outcome: Outcome::TimedOut(_),
+            outcome: Outcome::TimedOut(..),
             ..
         }
     );
@@ -368,16 +588,17 @@ fn end(
 }
 
 /// What follows a failure worth retrying: a retry after the policy's delay
-/// (or the server's, if longer), unless the deadline forbids.
+/// with this `index` (or the server's, if longer), unless the deadline
+/// forbids.
 fn retry_next(
     plan: &Plan<'_>,
     waits: &mut Waits,
-    number: u64,
+    index: u64,
     seen: &Observed,
     now: Instant,
     deadline: Option<Instant>,
 ) -> Next {
-    let mut delay = waits.delays.next(number - 1);
+    let mut delay = waits.delays.next(index);
     if let Some(hint) = seen.hint.map(|h| h.wait) {
         if hint > plan.hints.max {
             return Next::HintTooLong {
@@ -572,12 +793,12 @@ mod tests {
         let mut fake = Fake::new(outcomes);
         let command = [OsString::from("cmd")];
         let plan = Plan {
-            policy: Policy {
-                base: Duration::from_millis(100),
-                cap: Duration::from_secs(1),
-                factor: 2.0,
-                jitter: Jitter::None,
-            },
+            policy: Policy::formula(
+                Duration::from_millis(100),
+                Duration::from_secs(1),
+                2.0,
+                Jitter::None,
+            ),
             max_retries,
             seed: 1,
             rules,
@@ -587,6 +808,8 @@ mod tests {
             preserve_status: false,
             budget: None,
             hints: Hints::default(),
+            goal: Goal::default(),
+            reset_after: None,
         };
         let exit = run(&plan, &mut fake, &mut Events::default());
         (exit, fake)
@@ -679,12 +902,7 @@ mod tests {
     /// A plan that retries forever after a constant `delay`.
     fn constant<'a>(delay: Duration, rules: &'a Rules, command: &'a [OsString]) -> Plan<'a> {
         Plan {
-            policy: Policy {
-                base: delay,
-                cap: delay,
-                factor: 2.0,
-                jitter: Jitter::None,
-            },
+            policy: Policy::formula(delay, delay, 2.0, Jitter::None),
             max_retries: None,
             seed: 0,
             rules,
@@ -694,6 +912,8 @@ mod tests {
             preserve_status: false,
             budget: None,
             hints: Hints::default(),
+            goal: Goal::default(),
+            reset_after: None,
         }
     }
 

@@ -50,10 +50,10 @@ pub enum More {
 
 /// The rows of a schedule, and how many further retries were left out.
 pub fn rows(cfg: &PolicyConfig) -> (Vec<Row>, More) {
-    let p = cfg.policy;
+    let p = &cfg.policy;
     let limit = cfg.max_retries;
     let cut_short = limit.is_none_or(|l| l > FULL_ROWS);
-    let means = means(&p, limit.unwrap_or(u64::MAX).min(FULL_ROWS));
+    let means = means(p, limit.unwrap_or(u64::MAX).min(FULL_ROWS));
     let mut drawn = cfg.seed.map(|s| p.delays(s));
     let mut out = Vec::new();
     let (mut total_max, mut total_mean) = (Duration::ZERO, Duration::ZERO);
@@ -218,7 +218,7 @@ fn csv_of(rows: &[Row]) -> String {
 }
 
 fn json_of(cfg: &PolicyConfig, rows: &[Row], more: More) -> String {
-    let p = cfg.policy;
+    let p = &cfg.policy;
     let retries: Vec<_> = rows
         .iter()
         .map(|r| {

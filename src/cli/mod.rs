@@ -20,7 +20,7 @@ use crate::simulate::Strategy;
 
 pub mod values;
 
-use values::{ClientCounts, RuleList};
+use values::{ClientCounts, DelayList, RuleList};
 
 const AFTER_HELP: &str = "\
 Exit status: 0 if an attempt succeeded; the last attempt's exit code when
@@ -59,6 +59,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub rules: RuleArgs,
+
+    #[command(flatten)]
+    pub goal: GoalArgs,
 
     #[command(flatten)]
     pub time: TimeArgs,
@@ -335,9 +338,50 @@ pub struct PolicyArgs {
     #[arg(long)]
     pub forever: bool,
 
+    /// Explicit bounds instead of the formula, comma-separated (1s,5s,30s):
+    /// the first retry's bound, the second's, ..., the last repeating;
+    /// jitter applies to each. Not with --base, --factor or --cap.
+    #[arg(long, value_name = "LIST", value_parser = values::delay_list)]
+    pub delays: Option<DelayList>,
+
+    /// Poll at a fixed interval, forever: --base D --cap D --factor 1
+    /// --forever, with --jitter none unless --jitter is given; --max-retries
+    /// or --attempts still limit it.
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    pub poll: Option<Duration>,
+
     /// Seed of the jitter's random generator: same seed, same delays.
     #[arg(long, value_name = "U64", value_parser = values::seed, allow_hyphen_values = true)]
     pub seed: Option<u64>,
+}
+
+/// What ends a run: success, a condition on the output, a streak, or the
+/// first failure.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Success conditions")]
+pub struct GoalArgs {
+    /// An attempt succeeds only if its exit counts as success and it printed
+    /// a line (stdout or stderr) matching REGEX; otherwise its outcome is
+    /// "unmet", retried unless a rule says otherwise. Repeatable: any of them.
+    #[arg(long, value_name = "REGEX", value_parser = values::regex, allow_hyphen_values = true)]
+    pub until_output: Vec<Regex>,
+
+    /// Success needs N successful attempts in a row; a failure resets the
+    /// count and is retried as usual.
+    #[arg(long, value_name = "N", value_parser = values::run_count)]
+    pub consecutive: Option<u64>,
+
+    /// Run the command again while it succeeds, at most N runs (default: no
+    /// limit); stop at the first failure and exit with its status, or 0 when
+    /// every run succeeded.
+    #[arg(long, value_name = "N", num_args = 0..=1, value_parser = values::run_count,
+          conflicts_with_all = ["consecutive", "forever", "attempts", "max_retries"])]
+    pub until_failure: Option<Option<u64>>,
+
+    /// An attempt that ran at least this long before failing starts the
+    /// retry count and the delays over, as if it were the first.
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    pub reset_after: Option<Duration>,
 }
 
 /// Which outcomes succeed, are retried, or stop the run.
@@ -345,8 +389,8 @@ pub struct PolicyArgs {
 #[command(next_help_heading = "Classification")]
 pub struct RuleArgs {
     /// Retry only these outcomes: codes (3), ranges (1-5), signals
-    /// (sig:TERM), timeout; comma-separated, repeatable. Default: every
-    /// failure except death by SIGINT or SIGPIPE.
+    /// (sig:TERM), timeout, unmet; comma-separated, repeatable. Default:
+    /// every failure except death by SIGINT or SIGPIPE.
     #[arg(long, value_name = "RULES", value_parser = values::rules, allow_hyphen_values = true)]
     pub retry_on: Vec<RuleList>,
 
@@ -379,6 +423,13 @@ pub struct TimeArgs {
           allow_hyphen_values = true,
         default_value = "5s")]
     pub kill_after: Duration,
+
+    /// An attempt that writes nothing to stdout or stderr for this long
+    /// times out (outcome "timeout", limit idle), with --signal and
+    /// --kill-after as for --timeout.
+    #[arg(long, value_name = "DURATION", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub idle_timeout: Option<Duration>,
 
     /// Deadline of the whole run, from its start: no attempt starts after
     /// it, a delay that would pass it is not slept, and the running attempt
@@ -624,6 +675,18 @@ mod tests {
             cli.subcommand,
             Some(Sub::Budget(BudgetCommand::Show { ref key, .. })) if key == "k"
         ));
+        let cli = Cli::try_parse_from(["backoff", "--delays", "1s,2s", "--", "x"]).unwrap();
+        assert_eq!(
+            cli.policy.delays,
+            Some(DelayList(vec![
+                Duration::from_secs(1),
+                Duration::from_secs(2)
+            ]))
+        );
+        let cli = Cli::try_parse_from(["backoff", "--until-failure", "--", "x"]).unwrap();
+        assert_eq!(cli.goal.until_failure, Some(None));
+        let cli = Cli::try_parse_from(["backoff", "--until-failure", "3", "x"]).unwrap();
+        assert_eq!(cli.goal.until_failure, Some(Some(3)));
         let cli = Cli::try_parse_from(["backoff", "--", "schedule"]).unwrap();
         assert!(cli.subcommand.is_none());
         assert_eq!(cli.command, ["schedule"]);

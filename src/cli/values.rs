@@ -287,8 +287,8 @@ pub fn label(s: &str) -> Result<String, String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleList(pub Vec<Rule>);
 
-/// Parses a rule list: `3`, `1-5`, `sig:TERM`, `sig:15`, `timeout`, joined by
-/// commas.
+/// Parses a rule list: `3`, `1-5`, `sig:TERM`, `sig:15`, `timeout`, `unmet`,
+/// joined by commas.
 pub fn rules(s: &str) -> Result<RuleList, String> {
     s.split(',')
         .map(|item| rule(item.trim()))
@@ -303,10 +303,13 @@ fn rule(item: &str) -> Result<Rule, String> {
     if item.eq_ignore_ascii_case("timeout") {
         return Ok(Rule::Timeout);
     }
+    if item.eq_ignore_ascii_case("unmet") {
+        return Ok(Rule::Unmet);
+    }
     if let Some((prefix, name)) = item.split_once(':') {
         if !prefix.eq_ignore_ascii_case("sig") {
             return Err(format!(
-                "unknown rule '{item}' (expected a code, a range, sig:NAME or timeout)"
+                "unknown rule '{item}' (expected a code, a range, sig:NAME, timeout or unmet)"
             ));
         }
         return signal::parse(name.trim())
@@ -323,10 +326,46 @@ fn rule(item: &str) -> Result<Rule, String> {
     code(item, item).map(|c| Rule::Codes(c, c))
 }
 
+/// The bounds of `--delays`, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DelayList(pub Vec<Duration>);
+
+/// Parses `--delays`: durations joined by commas (`1s,5s,30s`), at least
+/// one, in any order.
+pub fn delay_list(s: &str) -> Result<DelayList, String> {
+    s.split(',')
+        .map(|item| {
+            let item = item.trim();
+            if item.is_empty() {
+                return Err("empty item in the list".to_owned());
+            }
+            duration(item).map_err(|why| format!("'{item}': {why}"))
+        })
+        .collect::<Result<_, _>>()
+        .map(DelayList)
+}
+
+/// Parses the N of `--until-failure N` and `--consecutive N`: a whole
+/// number of runs, at least 1. A word that is not a number is most likely
+/// the command, taken for the optional value of `--until-failure`.
+pub fn run_count(s: &str) -> Result<u64, String> {
+    if !s.is_empty() && !s.chars().all(|c| c.is_ascii_digit()) {
+        return Err("expected a number of runs (to give none, put '--' before the command)".into());
+    }
+    let n = whole(s)?;
+    if n == 0 {
+        return Err("must be at least 1".into());
+    }
+    if n > MAX_RETRIES {
+        return Err(format!("at most {MAX_RETRIES}"));
+    }
+    Ok(n)
+}
+
 fn code(s: &str, item: &str) -> Result<u8, String> {
     if s.is_empty() || !s.chars().all(|c| c.is_ascii_digit()) {
         return Err(format!(
-            "malformed rule '{item}' (expected a code, a range, sig:NAME or timeout)"
+            "malformed rule '{item}' (expected a code, a range, sig:NAME, timeout or unmet)"
         ));
     }
     s.parse::<u8>()
@@ -400,7 +439,7 @@ mod tests {
     #[test]
     fn rule_lists_parse_every_item() {
         assert_eq!(
-            rules("1, 3-5,sig:TERM,sig:9,SIG:sigint,timeout"),
+            rules("1, 3-5,sig:TERM,sig:9,SIG:sigint,timeout,Unmet"),
             Ok(RuleList(vec![
                 Rule::Codes(1, 1),
                 Rule::Codes(3, 5),
@@ -408,6 +447,7 @@ mod tests {
                 Rule::Signal(libc::SIGKILL),
                 Rule::Signal(libc::SIGINT),
                 Rule::Timeout,
+                Rule::Unmet,
             ]))
         );
         for bad in [
@@ -437,6 +477,8 @@ mod tests {
             let _ = runs(&s);
             let _ = burst(&s);
             let _ = ratio(&s);
+            let _ = delay_list(&s);
+            let _ = run_count(&s);
         }
 
         #[test]

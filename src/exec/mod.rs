@@ -41,6 +41,11 @@ pub struct Options {
     pub kill_after: Duration,
     /// `--hold-stdout`.
     pub hold_stdout: bool,
+    /// `--timeout`, told to the command as `BACKOFF_TIMEOUT`.
+    pub timeout: Option<Duration>,
+    /// `--idle-timeout`: an attempt that writes nothing to stdout or stderr
+    /// for this long times out.
+    pub idle_timeout: Option<Duration>,
 }
 
 /// Runs attempts of one command for real.
@@ -227,7 +232,7 @@ impl Executor for RealExecutor {
         }
         let st = status(waited.status);
         let o = if waited.timed_out {
-            Outcome::TimedOut(st)
+            Outcome::TimedOut(st, crate::classify::Limit::Time)
         } else {
             match st {
                 Status::Code(c) => Outcome::Exited(c),

@@ -50,6 +50,8 @@ const GIT_PERMANENT: &str = r"(?i)repository .* not found|repository not exporte
 pub struct OutputRules {
     retry: Vec<Regex>,
     stop: Vec<Regex>,
+    /// `--until-output`: a line matching one of them meets the condition.
+    until: Vec<Regex>,
     retry_after: Option<Regex>,
     /// Whether `retry_after` is a pattern of the user's.
     retry_after_pattern: bool,
@@ -78,7 +80,7 @@ pub fn retry_after_header() -> Regex {
 }
 
 impl OutputRules {
-    /// Rules from `--retry-if-output`, `--stop-if-output`, the `Retry-After`
+    /// Rules from `--retry-if-output`, `--stop-if-output`, `--until-output`, the `Retry-After`
     /// pattern (`None` without `--retry-after`), and whether to read HTTP
     /// status codes (the curl preset). `Ok(None)` when nothing needs to see
     /// the output.
@@ -93,16 +95,27 @@ impl OutputRules {
     pub fn new(
         retry: Vec<Regex>,
         stop: Vec<Regex>,
+        until: Vec<Regex>,
         retry_after: Option<Regex>,
         preset: Option<Preset>,
     ) -> Result<Option<OutputRules>, String> {
         let http_status = preset.is_some();
-        if retry.is_empty() && stop.is_empty() && retry_after.is_none() && !http_status {
+        if retry.is_empty()
+            && stop.is_empty()
+            && until.is_empty()
+            && retry_after.is_none()
+            && !http_status
+        {
             return Ok(None);
         }
         let fail_line = Regex::new(CURL_FAIL_LINE).expect("a valid built-in regex");
         let status_line = Regex::new(HTTP_STATUS_LINE).expect("a valid built-in regex");
-        let mut patterns: Vec<&str> = retry.iter().chain(&stop).map(Regex::as_str).collect();
+        let mut patterns: Vec<&str> = retry
+            .iter()
+            .chain(&stop)
+            .chain(&until)
+            .map(Regex::as_str)
+            .collect();
         if let Some(r) = &retry_after {
             patterns.push(r.as_str());
             patterns.extend([RATE_RESET_HEADER, RATE_REMAINING_HEADER, RATE_FIELD]);
@@ -148,6 +161,7 @@ impl OutputRules {
         Ok(Some(OutputRules {
             retry,
             stop,
+            until,
             retry_after,
             retry_after_pattern,
             rate_limits,
@@ -341,6 +355,9 @@ fn scan_line(rules: &OutputRules, line: &[u8], from: usize, seen: &mut Observed)
     if rules.retry.iter().any(|r| r.is_match_at(line, from)) {
         seen.retry_match = true;
     }
+    if !seen.condition_met && rules.until.iter().any(|r| r.is_match_at(line, from)) {
+        seen.condition_met = true;
+    }
     if let Some(r) = &rules.retry_after
         && let Some(value) = r.captures_at(line, from).and_then(|c| c.get(1))
     {
@@ -470,6 +487,7 @@ mod tests {
         OutputRules::new(
             vec![Regex::new("try again").unwrap()],
             vec![Regex::new("^fatal").unwrap()],
+            vec![],
             Some(retry_after_header()),
             Some(Preset::Curl),
         )
@@ -572,6 +590,7 @@ mod tests {
         let r = OutputRules::new(
             vec![Regex::new("again$").unwrap()],
             vec![Regex::new("^fatal").unwrap()],
+            vec![Regex::new("UP").unwrap()],
             None,
             None,
         )
@@ -693,7 +712,7 @@ mod tests {
     }
 
     fn scan_with(retry: &str, text: &[u8]) -> bool {
-        let r = OutputRules::new(vec![Regex::new(retry).unwrap()], vec![], None, None)
+        let r = OutputRules::new(vec![Regex::new(retry).unwrap()], vec![], vec![], None, None)
             .unwrap()
             .unwrap();
         let mut s = LineScanner::default();

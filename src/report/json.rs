@@ -16,17 +16,20 @@ use crate::signal;
 /// is not a new field.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// An outcome as JSON: `{"kind": "exit", "code": 22}`, `{"kind": "signal",
-/// "signal": "TERM", "number": 15}`, `{"kind": "timeout"}`, `{"kind":
+/// An outcome as JSON: `{"kind": "exit", "code": 22}`, `{"kind": "unmet",
+/// "code": 0}` (`--until-output` found no line), `{"kind": "signal",
+/// "signal": "TERM", "number": 15}`, `{"kind": "timeout", "limit": "time"}`
+/// (or `"idle"`), `{"kind":
 /// "not_found"}`, `{"kind": "cannot_run"}`, or `{"kind": "backoff_error",
 /// "error": "Too many open files"}` when backoff itself could not start it.
 pub fn outcome_json(o: Outcome) -> Value {
     match o {
         Outcome::Exited(c) => json!({"kind": "exit", "code": c}),
+        Outcome::Unmet(c) => json!({"kind": "unmet", "code": c}),
         Outcome::Signaled(s) => {
             json!({"kind": "signal", "signal": signal::short_name(s), "number": s})
         }
-        Outcome::TimedOut(_) => json!({"kind": "timeout"}),
+        Outcome::TimedOut(_, limit) => json!({"kind": "timeout", "limit": limit.name()}),
         Outcome::NotFound => json!({"kind": "not_found"}),
         Outcome::CannotRun => json!({"kind": "cannot_run"}),
         Outcome::Unstarted(e) => json!({"kind": "backoff_error", "error": os_error(e)}),
@@ -68,6 +71,7 @@ fn next_json(v: &mut Value, next: Next) {
             v["delay_from_server"] = json!(server);
         }
         Next::Exhausted => v["next"] = json!("exhausted"),
+        Next::Found => v["next"] = json!("failure_found"),
         Next::Budget => v["next"] = json!("budget"),
         Next::HintTooLong { hint, max } => {
             v["next"] = json!("hint_too_long");
@@ -82,6 +86,92 @@ fn next_json(v: &mut Value, next: Next) {
             v["next"] = json!("deadline");
             v["delay_seconds"] = json!(delay.as_secs_f64());
         }
+    }
+}
+
+/// An `attempt_end` event.
+fn attempt_end(attempt: u64, outcome: Outcome, elapsed: std::time::Duration, next: Next) -> Value {
+    let mut v = json!({
+        "event": "attempt_end",
+        "attempt": attempt,
+        "outcome": outcome_json(outcome),
+        "duration_seconds": elapsed.as_secs_f64(),
+    });
+    next_json(&mut v, next);
+    v
+}
+
+/// The JSON object for an event of `--consecutive`, `--until-failure` or
+/// `--reset-after`.
+fn goal_json(event: &Event<'_>) -> Value {
+    match *event {
+        Event::Passed {
+            attempt,
+            outcome,
+            elapsed,
+            streak,
+            needed,
+            next,
+            ..
+        } => {
+            let mut v = attempt_end(attempt, outcome, elapsed, next);
+            v["passed"] = json!(true);
+            v["streak"] = json!(streak);
+            v["needed"] = json!(needed);
+            // Not a retry: the command runs again after a success.
+            if let Next::Retry { .. } = next {
+                v["next"] = json!("again");
+            }
+            v
+        }
+        Event::Reset {
+            attempt,
+            ran,
+            after,
+        } => json!({
+            "event": "reset",
+            "attempt": attempt,
+            "ran_seconds": ran.as_secs_f64(),
+            "reset_after_seconds": after.as_secs_f64(),
+        }),
+        Event::NoFailure {
+            runs,
+            total,
+            deadline,
+        } => json!({
+            "event": "no_failure",
+            "runs": runs,
+            "total_seconds": total.as_secs_f64(),
+            "reason": if deadline { "deadline" } else { "runs" },
+        }),
+        _ => Value::Null,
+    }
+}
+
+/// The JSON object of a run that gives up.
+fn give_up_json(event: &Event<'_>) -> Value {
+    match *event {
+        Event::GaveUp {
+            attempts,
+            total,
+            outcome,
+            reason,
+            short_of,
+        } => {
+            let mut v = json!({
+                "event": "give_up",
+                "attempts": attempts,
+                "outcome": outcome_json(outcome),
+                "reason": reason.name(),
+                "total_seconds": total.as_secs_f64(),
+            });
+            if let Some((streak, needed)) = short_of {
+                v["streak"] = json!(streak);
+                v["needed"] = json!(needed);
+            }
+            v
+        }
+        _ => Value::Null,
     }
 }
 
@@ -114,19 +204,14 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
             hint,
             ..
         } => {
-            let mut v = json!({
-                "event": "attempt_end",
-                "attempt": attempt,
-                "outcome": outcome_json(outcome),
-                "duration_seconds": elapsed.as_secs_f64(),
-            });
-            next_json(&mut v, next);
+            let mut v = attempt_end(attempt, outcome, elapsed, next);
             if let Some(h) = hint {
                 v["hint_seconds"] = json!(h.wait.as_secs_f64());
                 v["hint_source"] = json!(h.source.name());
             }
             v
         }
+        Event::Passed { .. } | Event::Reset { .. } | Event::NoFailure { .. } => goal_json(event),
         Event::CannotStart {
             attempt,
             outcome,
@@ -144,6 +229,8 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
             outcome,
             elapsed,
             total,
+            streak,
+            condition,
             ..
         } => json!({
             "event": "success",
@@ -151,19 +238,10 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
             "outcome": outcome_json(outcome),
             "duration_seconds": elapsed.as_secs_f64(),
             "total_seconds": total.as_secs_f64(),
+            "streak": streak,
+            "condition_met": condition,
         }),
-        Event::GaveUp {
-            attempts,
-            total,
-            outcome,
-            reason,
-        } => json!({
-            "event": "give_up",
-            "attempts": attempts,
-            "outcome": outcome_json(outcome),
-            "reason": reason.name(),
-            "total_seconds": total.as_secs_f64(),
-        }),
+        Event::GaveUp { .. } => give_up_json(event),
         Event::Undelivered { bytes } => json!({"event": "undelivered", "bytes": bytes}),
         Event::OutputLost { why } => json!({"event": "output_lost", "error": why}),
         Event::InterruptedWriting { signal } => json!({

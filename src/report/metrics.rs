@@ -22,7 +22,7 @@ pub fn metrics(run: &Recorder, exit: Exit, previous: Option<&str>) -> String {
         run.retry_count() as f64,
         run.backoff_seconds(),
     );
-    let gauges: [(&str, &str, f64); 6] = [
+    let gauges: [(&str, &str, f64); 8] = [
         (
             "backoff_last_attempts",
             "Attempts made by the last run.",
@@ -32,6 +32,16 @@ pub fn metrics(run: &Recorder, exit: Exit, previous: Option<&str>) -> String {
             "backoff_last_retries",
             "Retries made by the last run.",
             retries,
+        ),
+        (
+            "backoff_last_successes",
+            "Attempts of the last run that succeeded (runs with --until-failure, a streak with --consecutive).",
+            run.successes() as f64,
+        ),
+        (
+            "backoff_last_resets",
+            "Times the last run's retry count and delays started over (--reset-after).",
+            run.resets() as f64,
         ),
         (
             "backoff_last_backoff_seconds",
@@ -78,7 +88,42 @@ pub fn metrics(run: &Recorder, exit: Exit, previous: Option<&str>) -> String {
             "# HELP {metric} {help}\n# TYPE {metric} counter\n{metric}{label} {total}\n"
         );
     }
+    outcomes(&mut out, run, previous);
     out
+}
+
+/// The counter of attempts by how they ended, one sample per outcome: this
+/// run's, and every one the previous file had.
+#[allow(clippy::cast_precision_loss)] // counts far below 2^52
+fn outcomes(out: &mut String, run: &Recorder, previous: Option<&str>) {
+    const METRIC: &str = "backoff_attempt_outcomes_total";
+    const KINDS: [&str; 9] = [
+        "backoff_error",
+        "cannot_start",
+        "exit",
+        "idle_timeout",
+        "interrupted",
+        "signal",
+        "success",
+        "timeout",
+        "unmet",
+    ];
+    let name = escape_label(run.name());
+    let now = run.outcomes();
+    let _ = write!(
+        out,
+        "# HELP {METRIC} Attempts by how they ended.\n# TYPE {METRIC} counter\n"
+    );
+    for kind in KINDS {
+        let label = format!("{{name=\"{name}\",outcome=\"{kind}\"}}");
+        let before = previous.and_then(|p| read_sample(p, METRIC, &label));
+        let this = now.iter().find(|(k, _)| *k == kind).map(|(_, n)| *n);
+        if before.is_none() && this.is_none() {
+            continue;
+        }
+        let total = before.unwrap_or(0.0) + this.unwrap_or(0) as f64;
+        let _ = writeln!(out, "{METRIC}{label} {total}");
+    }
 }
 
 fn unix_seconds(t: SystemTime) -> f64 {

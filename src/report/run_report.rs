@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
-use crate::classify::{Hint, Outcome};
+use crate::classify::{Hint, Limit, Outcome};
 use crate::event::{Ending, Event, Next, Report};
 use crate::exit::Exit;
 use crate::report::json::{SCHEMA_VERSION, outcome_json, rfc3339};
@@ -22,6 +22,26 @@ struct AttemptRecord {
     delay_after: Option<Duration>,
     /// The server's hint its output gave.
     hint: Option<Hint>,
+    /// Whether it succeeded.
+    passed: bool,
+}
+
+impl AttemptRecord {
+    /// The `outcome` label of the metrics: `success`, `exit`, `signal`,
+    /// `timeout`, `idle_timeout`, `unmet`, `cannot_start`, `backoff_error`.
+    pub fn kind(&self) -> &'static str {
+        match self.outcome {
+            _ if self.passed => "success",
+            Some(Outcome::Exited(_)) => "exit",
+            Some(Outcome::Unmet(_)) => "unmet",
+            Some(Outcome::Signaled(_)) => "signal",
+            Some(Outcome::TimedOut(_, Limit::Time)) => "timeout",
+            Some(Outcome::TimedOut(_, Limit::Idle)) => "idle_timeout",
+            Some(Outcome::NotFound | Outcome::CannotRun) => "cannot_start",
+            Some(Outcome::Unstarted(_)) => "backoff_error",
+            None => "interrupted",
+        }
+    }
 }
 
 /// Collects what a run did, for `--report` and `--metrics-file`.
@@ -33,6 +53,12 @@ pub struct Recorder {
     reason: &'static str,
     /// Bytes of held stdout dropped at the deadline.
     undelivered: u64,
+    /// Retries made: attempts that followed a failure.
+    retries: u64,
+    /// Whether the last attempt ended failed.
+    last_failed: bool,
+    /// `--reset-after` resets.
+    resets: u64,
 }
 
 impl Recorder {
@@ -46,6 +72,9 @@ impl Recorder {
             attempts: Vec::new(),
             reason: "interrupted",
             undelivered: 0,
+            retries: 0,
+            last_failed: false,
+            resets: 0,
         }
     }
 
@@ -56,9 +85,59 @@ impl Recorder {
         }
     }
 
-    /// Retries made: attempts after the first.
+    /// The last attempt succeeded, and with it the run (unless its held
+    /// output came too late).
+    fn mark_success(&mut self) {
+        if let Some(a) = self.attempts.last_mut() {
+            a.passed = true;
+        }
+        self.reason = if self.undelivered > 0 {
+            Ending::Deadline.name()
+        } else {
+            "success"
+        };
+    }
+
+    /// A successful attempt after which the command runs again.
+    fn passed(&mut self, attempt: u64, outcome: Outcome, elapsed: Duration, next: Next) {
+        self.end_attempt(attempt, outcome, Some(elapsed));
+        self.last_failed = false;
+        if let Some(a) = self.attempts.last_mut() {
+            a.passed = true;
+            if let Next::Retry { delay, .. } = next {
+                a.delay_after = Some(delay.delay);
+            }
+        }
+    }
+
+    /// Retries made: attempts that followed a failed one (not those that
+    /// followed a success, with `--consecutive` or `--until-failure`).
     pub fn retry_count(&self) -> u64 {
-        self.attempts.len().saturating_sub(1) as u64
+        self.retries
+    }
+
+    /// Attempts that succeeded.
+    pub fn successes(&self) -> u64 {
+        self.attempts.iter().filter(|a| a.passed).count() as u64
+    }
+
+    /// `--reset-after` resets.
+    pub fn resets(&self) -> u64 {
+        self.resets
+    }
+
+    /// How many attempts ended each way, by the `outcome` label of the
+    /// metrics, in a fixed order.
+    pub fn outcomes(&self) -> Vec<(&'static str, u64)> {
+        let mut counts: Vec<(&'static str, u64)> = Vec::new();
+        for a in self.attempts.iter().filter(|a| a.outcome.is_some()) {
+            match counts.iter_mut().find(|(k, _)| *k == a.kind()) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((a.kind(), 1)),
+            }
+        }
+        counts.sort_unstable();
+        counts
     }
 
     /// Seconds slept between attempts (a delay cut short by a signal
@@ -95,6 +174,8 @@ impl Recorder {
             "duration_seconds": now.duration_since(started).unwrap_or_default().as_secs_f64(),
             "attempts": attempts,
             "retry_count": self.retry_count(),
+            "success_count": self.successes(),
+            "reset_count": self.resets,
             "backoff_seconds": self.backoff_seconds(),
             "final_status": exit.shell_code(),
             "final_signal": match exit {
@@ -131,14 +212,29 @@ impl Report for Recorder {
     fn event(&mut self, event: &Event<'_>) {
         match *event {
             Event::Start { .. } => self.started = Some((self.clock)()),
-            Event::AttemptStarted { attempt, .. } => self.attempts.push(AttemptRecord {
-                number: attempt,
-                start: (self.clock)(),
-                duration: None,
-                outcome: None,
-                delay_after: None,
-                hint: None,
-            }),
+            Event::AttemptStarted { attempt, .. } => {
+                if self.last_failed {
+                    self.retries += 1;
+                }
+                self.attempts.push(AttemptRecord {
+                    number: attempt,
+                    start: (self.clock)(),
+                    duration: None,
+                    outcome: None,
+                    delay_after: None,
+                    hint: None,
+                    passed: false,
+                });
+            }
+            Event::Passed {
+                attempt,
+                outcome,
+                elapsed,
+                next,
+                ..
+            } => self.passed(attempt, outcome, elapsed, next),
+            Event::Reset { .. } => self.resets += 1,
+            Event::NoFailure { .. } => self.mark_success(),
             Event::Failed {
                 attempt,
                 outcome,
@@ -148,6 +244,7 @@ impl Report for Recorder {
                 ..
             } => {
                 self.end_attempt(attempt, outcome, Some(elapsed));
+                self.last_failed = true;
                 if let Some(a) = self.attempts.last_mut() {
                     a.hint = hint;
                 }
@@ -170,11 +267,7 @@ impl Report for Recorder {
                 ..
             } => {
                 self.end_attempt(attempt, outcome, Some(elapsed));
-                self.reason = if self.undelivered > 0 {
-                    Ending::Deadline.name()
-                } else {
-                    "success"
-                };
+                self.mark_success();
             }
             Event::GaveUp { reason, .. } => {
                 self.reason = if self.undelivered > 0 {
@@ -258,6 +351,7 @@ mod tests {
                 total: Duration::from_millis(320),
                 outcome: Outcome::Exited(9),
                 reason: Ending::Exhausted,
+                short_of: None,
             },
         ]);
         let doc = r.report(Exit::Code(9));

@@ -73,6 +73,15 @@ fn of(attempt: u64, max: Option<u64>) -> String {
     }
 }
 
+/// `1 success`, `36 successes`.
+fn successes(n: u64) -> String {
+    if n == 1 {
+        "1 success".to_owned()
+    } else {
+        format!("{n} successes")
+    }
+}
+
 fn plural(n: u64, word: &str) -> String {
     if n == 1 {
         format!("{n} {word}")
@@ -144,64 +153,99 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
             format!("running {}", quote_command(command))
         }
         Event::Failed {
+            next: Next::Found, ..
+        } => return None,
+        Event::Failed {
             attempt,
             max_attempts,
             outcome,
             elapsed,
             next,
             ..
-        } if normal => {
-            let head = format!(
-                "attempt {} failed ({outcome}) after {}",
-                of(attempt, max_attempts),
-                human(elapsed)
-            );
-            match next {
-                Next::Retry {
-                    delay,
-                    server: true,
-                } => format!(
-                    "{head}; retrying in {} (Retry-After from the server)",
-                    human(delay.delay)
-                ),
-                Next::Retry { delay, .. } if verbose => format!(
-                    "{head}; retrying in {} (bound {})",
-                    human(delay.delay),
-                    human(delay.bound)
-                ),
-                Next::Retry { delay, .. } => {
-                    format!("{head}; retrying in {}", human(delay.delay))
-                }
-                Next::Budget => format!("{head}; not retrying: retry budget exhausted"),
-                Next::HintTooLong { hint, max } => format!(
-                    "{head}; not retrying: the server asks to wait {}, more than --retry-after-max {}",
-                    human(hint),
-                    human(max)
-                ),
-                Next::Exhausted => head,
-                Next::Stop(why) => {
-                    format!("{head}; not retrying: {}", stop_reason(why, outcome))
-                }
-                Next::Deadline {
-                    max_time,
-                    passed: true,
-                    ..
-                } => format!(
-                    "{head}; not retrying: --max-time {} has passed",
-                    human(max_time)
-                ),
-                Next::Deadline {
-                    delay, max_time, ..
-                } => format!(
-                    "{head}; not retrying: the next retry in {} would pass --max-time {}",
-                    human(delay),
-                    human(max_time)
-                ),
-            }
+        } if normal => failed_text(&of(attempt, max_attempts), outcome, elapsed, next, verbose),
+        Event::Passed {
+            attempt,
+            max_attempts,
+            elapsed,
+            streak,
+            needed,
+            next,
+            ..
+        } if needed.is_some() && normal || verbose => {
+            passed_text(&of(attempt, max_attempts), elapsed, streak, needed, next)
         }
+        Event::Reset {
+            attempt,
+            ran,
+            after,
+        } if normal => format!(
+            "attempt {attempt} ran {} before failing, at least --reset-after {}: the retry count and delays start over",
+            human(ran),
+            human(after)
+        ),
         Event::CannotStart { program, error, .. } => {
             format!("cannot run '{}': {error}", program.to_string_lossy())
         }
+        Event::Succeeded { .. } | Event::GaveUp { .. } | Event::NoFailure { .. } if normal => {
+            return end_text(event, verbose);
+        }
+        Event::OutputLost { .. } | Event::Undelivered { .. } => return held_text(event),
+        Event::InterruptedWriting { .. } if normal => return held_text(event),
+        Event::Interrupted { signal, attempt } if normal => format!(
+            "interrupted by SIG{} {}; not retrying",
+            signal::short_name(signal),
+            if attempt.is_some() {
+                "during the attempt"
+            } else {
+                "during the delay"
+            }
+        ),
+        _ => return None,
+    };
+    Some(text)
+}
+
+/// The line that ends a run that succeeded or gave up, if it has one at
+/// normal verbosity (`verbose` or not).
+fn end_text(event: &Event<'_>, verbose: bool) -> Option<String> {
+    let text = match *event {
+        Event::NoFailure {
+            runs,
+            total,
+            deadline,
+        } => {
+            if deadline {
+                format!(
+                    "no failure in {} in {}; the next would pass --max-time",
+                    plural(runs, "run"),
+                    human(total)
+                )
+            } else {
+                format!(
+                    "no failure: {} succeeded in {}",
+                    plural(runs, "run"),
+                    human(total)
+                )
+            }
+        }
+        Event::Succeeded {
+            attempt,
+            total,
+            condition: true,
+            ..
+        } => format!("condition met on attempt {attempt} after {}", human(total)),
+        Event::Succeeded {
+            attempt,
+            max_attempts,
+            total,
+            streak,
+            ..
+        } if streak > 1 => format!(
+            "{streak} successes in a row on attempt {}; {} in {}",
+            of(attempt, max_attempts),
+            plural(attempt, "attempt"),
+            human(total)
+        ),
         Event::Succeeded {
             attempt,
             max_attempts,
@@ -217,26 +261,120 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
             attempts,
             total,
             outcome,
+            reason: Ending::Found,
             ..
-        } if normal => format!(
+        } => format!(
+            "run {attempts} failed ({outcome}) after {} in {}",
+            successes(attempts - 1),
+            human(total)
+        ),
+        Event::GaveUp {
+            attempts,
+            total,
+            short_of: Some((streak, needed)),
+            ..
+        } => format!(
+            "giving up after {} in {}: {streak} of {needed} successes in a row",
+            plural(attempts, "attempt"),
+            human(total)
+        ),
+        Event::GaveUp {
+            attempts,
+            total,
+            outcome,
+            ..
+        } => format!(
             "giving up after {} in {}: {outcome}",
             plural(attempts, "attempt"),
             human(total)
         ),
-        Event::OutputLost { .. } | Event::Undelivered { .. } => return held_text(event),
-        Event::InterruptedWriting { .. } if normal => return held_text(event),
-        Event::Interrupted { signal, attempt } if normal => format!(
-            "interrupted by SIG{} {}; not retrying",
-            signal::short_name(signal),
-            if attempt.is_some() {
-                "during the attempt"
-            } else {
-                "during the delay"
-            }
-        ),
         _ => return None,
     };
     Some(text)
+}
+
+/// The line of a failed attempt (`attempt` is `2/7` or `2`).
+fn failed_text(
+    attempt: &str,
+    outcome: Outcome,
+    elapsed: std::time::Duration,
+    next: Next,
+    verbose: bool,
+) -> String {
+    let head = match outcome {
+        Outcome::Unmet(_) => format!("attempt {attempt} {outcome}"),
+        _ => format!(
+            "attempt {attempt} failed ({outcome}) after {}",
+            human(elapsed)
+        ),
+    };
+    match next {
+        Next::Retry {
+            delay,
+            server: true,
+        } => format!(
+            "{head}; retrying in {} (Retry-After from the server)",
+            human(delay.delay)
+        ),
+        Next::Retry { delay, .. } if verbose => format!(
+            "{head}; retrying in {} (bound {})",
+            human(delay.delay),
+            human(delay.bound)
+        ),
+        Next::Retry { delay, .. } => {
+            format!("{head}; retrying in {}", human(delay.delay))
+        }
+        Next::Budget => format!("{head}; not retrying: retry budget exhausted"),
+        Next::HintTooLong { hint, max } => format!(
+            "{head}; not retrying: the server asks to wait {}, more than --retry-after-max {}",
+            human(hint),
+            human(max)
+        ),
+        Next::Exhausted | Next::Found => head,
+        Next::Stop(why) => {
+            format!("{head}; not retrying: {}", stop_reason(why, outcome))
+        }
+        Next::Deadline {
+            max_time,
+            passed: true,
+            ..
+        } => format!(
+            "{head}; not retrying: --max-time {} has passed",
+            human(max_time)
+        ),
+        Next::Deadline {
+            delay, max_time, ..
+        } => format!(
+            "{head}; not retrying: the next retry in {} would pass --max-time {}",
+            human(delay),
+            human(max_time)
+        ),
+    }
+}
+
+/// The line of a successful attempt after which the command runs again.
+fn passed_text(
+    attempt: &str,
+    elapsed: std::time::Duration,
+    streak: u64,
+    needed: Option<u64>,
+    next: Next,
+) -> String {
+    let head = match needed {
+        Some(n) => format!("attempt {attempt} succeeded ({streak} of {n} in a row)"),
+        None => format!("run {attempt} succeeded after {}", human(elapsed)),
+    };
+    match next {
+        Next::Retry { delay, .. } => format!("{head}; next in {}", human(delay.delay)),
+        Next::Deadline {
+            delay, max_time, ..
+        } => format!(
+            "{head}; not going on: the next run in {} would pass --max-time {}",
+            human(delay),
+            human(max_time)
+        ),
+        _ => head,
+    }
 }
 
 fn stop_reason(why: StopReason, outcome: Outcome) -> String {
@@ -310,6 +448,7 @@ mod tests {
                 total: Duration::from_millis(41_200),
                 outcome: Outcome::Exited(22),
                 reason: Ending::Exhausted,
+                short_of: None,
             },
         ];
         assert_eq!(
@@ -337,6 +476,7 @@ mod tests {
                 total: Duration::from_millis(3),
                 outcome: Outcome::Signaled(libc::SIGPIPE),
                 reason: Ending::Stopped,
+                short_of: None,
             },
         ];
         assert_eq!(lines(Verbosity::Normal, &events), "");

@@ -202,12 +202,12 @@ pub(crate) mod tests {
             strategies: Strategy::BROOKER.to_vec(),
             base: Duration::from_millis(5),
             cap: Duration::from_secs(2),
-            policy: Policy {
-                base: Duration::from_millis(5),
-                cap: Duration::from_secs(2),
-                factor: 2.0,
-                jitter: Jitter::Full,
-            },
+            policy: Policy::formula(
+                Duration::from_millis(5),
+                Duration::from_secs(2),
+                2.0,
+                Jitter::Full,
+            ),
             seed: 1,
         }
     }
