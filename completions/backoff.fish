@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_backoff_global_optspecs
-    string join \n base= cap= factor= jitter= max-retries= attempts= forever seed= retry-on= stop-on= success-on= timeout= signal= kill-after= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= q/quiet v/verbose name= log-format= report= metrics-file= foreground h/help V/version
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= timeout= signal= kill-after= idle-timeout= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= q/quiet v/verbose name= log-format= report= metrics-file= foreground h/help V/version
 end
 
 function __fish_backoff_needs_command
@@ -33,13 +33,20 @@ equal\t'upper/2 plus uniform in [0, upper/2)'
 decorrelated\t'min(cap, uniform in [base, 3 × previous delay)); ignores --factor'"
 complete -c backoff -n "__fish_backoff_needs_command" -l max-retries -d 'Retries after the first attempt (0 = run once)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l attempts -d 'The same limit counted as attempts (3 = 2 retries)' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l delays -d 'Explicit bounds instead of the formula, comma-separated (1s,5s,30s): the first retry\'s bound, the second\'s, ..., the last repeating; jitter applies to each. Not with --base, --factor or --cap' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l poll -d 'Poll at a fixed interval, forever: --base D --cap D --factor 1 --forever, with --jitter none unless --jitter is given; --max-retries or --attempts still limit it' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l seed -d 'Seed of the jitter\'s random generator: same seed, same delays' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l retry-on -d 'Retry only these outcomes: codes (3), ranges (1-5), signals (sig:TERM), timeout; comma-separated, repeatable. Default: every failure except death by SIGINT or SIGPIPE' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l retry-on -d 'Retry only these outcomes: codes (3), ranges (1-5), signals (sig:TERM), timeout, unmet; comma-separated, repeatable. Default: every failure except death by SIGINT or SIGPIPE' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l stop-on -d 'Never retry these outcomes; checked first' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l success-on -d 'Count these outcomes as success' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l until-output -d 'An attempt succeeds only if its exit counts as success and it printed a line (stdout or stderr) matching REGEX; otherwise its outcome is "unmet", retried unless a rule says otherwise. Repeatable: any of them' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l consecutive -d 'Success needs N successful attempts in a row; a failure resets the count and is retried as usual' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l until-failure -d 'Run the command again while it succeeds, at most N runs (default: no limit); stop at the first failure and exit with its status, or 0 when every run succeeded' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l reset-after -d 'An attempt that ran at least this long before failing starts the retry count and the delays over, as if it were the first' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l timeout -d 'Limit of each attempt: on expiry the command\'s process group gets --signal, then KILL after --kill-after; the outcome is "timeout"' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l signal -d 'Signal sent when an attempt times out (name or number)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l kill-after -d 'How long a timed-out attempt may take to end before it is killed' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l idle-timeout -d 'An attempt that writes nothing to stdout or stderr for this long times out (outcome "timeout", limit idle), with --signal and --kill-after as for --timeout' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Deadline of the whole run, from its start: no attempt starts after it, a delay that would pass it is not slept, and the running attempt is bounded by the time left' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-if-output -d 'Retry an attempt that printed a line (stdout or stderr) matching REGEX; repeatable. The output still reaches you live, unchanged' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l stop-if-output -d 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable' -r
@@ -87,6 +94,8 @@ equal\t'upper/2 plus uniform in [0, upper/2)'
 decorrelated\t'min(cap, uniform in [base, 3 × previous delay)); ignores --factor'"
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l max-retries -d 'Retries after the first attempt (0 = run once)' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l attempts -d 'The same limit counted as attempts (3 = 2 retries)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l delays -d 'Explicit bounds instead of the formula, comma-separated (1s,5s,30s): the first retry\'s bound, the second\'s, ..., the last repeating; jitter applies to each. Not with --base, --factor or --cap' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l poll -d 'Poll at a fixed interval, forever: --base D --cap D --factor 1 --forever, with --jitter none unless --jitter is given; --max-retries or --attempts still limit it' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l seed -d 'Seed of the jitter\'s random generator: same seed, same delays' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l format -d 'Output format' -r -f -a "table\t'Aligned columns for people'
 json\t'One JSON document'

@@ -636,6 +636,45 @@ mod tests {
     use Outcome::{CannotRun, Exited, NotFound, Signaled};
     const TIMED_OUT: Outcome = Outcome::TimedOut(Status::Signal(libc::SIGTERM), Limit::Time);
 
+    #[test]
+    fn a_success_without_the_wanted_line_is_unmet_and_classified_on() {
+        let rules = Rules {
+            until_output: true,
+            ..Rules::default()
+        };
+        let none = Observed::default();
+        let met = Observed {
+            condition_met: true,
+            ..Observed::default()
+        };
+        assert_eq!(rules.judged(Exited(0), &none), Outcome::Unmet(0));
+        assert_eq!(rules.judged(Exited(0), &met), Exited(0));
+        assert_eq!(
+            rules.judged(Exited(2), &none),
+            Exited(2),
+            "a failure stays one"
+        );
+        assert_eq!(Rules::default().judged(Exited(0), &none), Exited(0));
+        assert_eq!(rules.classify(Outcome::Unmet(0), &none), Verdict::Retry);
+        let stop = Rules {
+            stop_on: vec![Rule::Unmet],
+            ..rules.clone()
+        };
+        assert_eq!(
+            stop.classify(Outcome::Unmet(0), &none),
+            Verdict::Stop(StopReason::StopRule)
+        );
+        let only = Rules {
+            retry_on: vec![Rule::Codes(7, 7)],
+            ..rules
+        };
+        assert_eq!(
+            only.classify(Outcome::Unmet(0), &none),
+            Verdict::Stop(StopReason::NotInRetryOn)
+        );
+        assert_eq!(Outcome::Unmet(0).env_value(), "unmet");
+    }
+
     /// The command line `curl WORDS...`.
     fn curl(words: &[&str]) -> Vec<OsString> {
         std::iter::once("curl")

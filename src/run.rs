@@ -718,6 +718,8 @@ mod tests {
         interrupt_pause: Option<i32>,
         /// How long a budget's wait takes, and how it ends.
         store: (Duration, Waited),
+        /// How long each attempt runs, in order (none: no time).
+        runs: Vec<Duration>,
     }
 
     impl Fake {
@@ -729,6 +731,7 @@ mod tests {
                 now: Cell::new(Instant::now()),
                 interrupt_pause: None,
                 store: (Duration::ZERO, Waited::Ready),
+                runs: Vec::new(),
             }
         }
     }
@@ -744,6 +747,10 @@ mod tests {
         fn attempt(&mut self, spec: &AttemptSpec) -> Ended {
             self.seen.push(*spec);
             let outcome = self.outcomes.pop().expect("more attempts than scripted");
+            let ran = self.seen.len() - 1;
+            if let Some(d) = self.runs.get(ran) {
+                self.now.set(self.now.get() + *d);
+            }
             Ended::Done {
                 outcome,
                 seen: Observed::default(),
@@ -813,6 +820,98 @@ mod tests {
         };
         let exit = run(&plan, &mut fake, &mut Events::default());
         (exit, fake)
+    }
+
+    /// Runs `plan` (with `goal` and `reset_after`) against scripted
+    /// outcomes, each attempt taking the time `runs` says.
+    fn shaped(
+        outcomes: &[Outcome],
+        runs: &[Duration],
+        goal: Goal,
+        reset_after: Option<Duration>,
+        max_retries: Option<u64>,
+    ) -> (Exit, Fake, Vec<String>) {
+        let mut fake = Fake::new(outcomes);
+        fake.runs = runs.to_vec();
+        let rules = Rules::default();
+        let command = [OsString::from("cmd")];
+        let plan = Plan {
+            policy: Policy::formula(
+                Duration::from_millis(100),
+                Duration::from_secs(10),
+                2.0,
+                Jitter::None,
+            ),
+            max_retries,
+            goal,
+            reset_after,
+            ..constant(Duration::ZERO, &rules, &command)
+        };
+        let mut events = Events::default();
+        let exit = run(&plan, &mut fake, &mut events);
+        (exit, fake, events.0)
+    }
+
+    const OK: Outcome = Outcome::Exited(0);
+    const BAD: Outcome = Outcome::Exited(1);
+
+    #[test]
+    fn a_streak_restarts_after_a_failure_and_successes_use_no_retries() {
+        let (exit, fake, _) = shaped(
+            &[OK, BAD, OK, BAD, OK, OK],
+            &[],
+            Goal::Success { in_a_row: 2 },
+            None,
+            Some(2),
+        );
+        assert_eq!(exit, Exit::SUCCESS);
+        assert_eq!(fake.seen.len(), 6);
+        // After each success the curve starts over: 100ms every time.
+        let ms: Vec<u128> = fake.slept.iter().map(Duration::as_millis).collect();
+        assert_eq!(ms, [100, 100, 100, 100, 100]);
+        assert_eq!(fake.seen[0].max_attempts, None);
+    }
+
+    #[test]
+    fn the_hunt_ends_at_the_first_failure_with_its_status() {
+        let (exit, fake, events) = shaped(
+            &[OK, OK, Outcome::Exited(3)],
+            &[],
+            Goal::Failure { runs: Some(10) },
+            None,
+            None,
+        );
+        assert_eq!(exit, Exit::Code(3));
+        assert_eq!(fake.seen.len(), 3);
+        assert_eq!(fake.seen[0].max_attempts, Some(10));
+        assert!(events.last().unwrap().contains("Found"), "{events:?}");
+        let (exit, fake, _) = shaped(&[OK; 3], &[], Goal::Failure { runs: Some(3) }, None, None);
+        assert_eq!((exit, fake.seen.len()), (Exit::SUCCESS, 3));
+    }
+
+    #[test]
+    fn a_long_failed_attempt_resets_retries_and_delays() {
+        let s = Duration::from_secs;
+        let (exit, fake, events) = shaped(
+            &[BAD; 5],
+            &[s(0), s(0), s(60), s(0), s(0)],
+            Goal::default(),
+            Some(s(30)),
+            Some(2),
+        );
+        assert_eq!(exit, Exit::Code(1));
+        assert_eq!(fake.seen.len(), 5, "two retries, a reset, two more");
+        let ms: Vec<u128> = fake.slept.iter().map(Duration::as_millis).collect();
+        assert_eq!(ms, [100, 200, 100, 200]);
+        assert_eq!(events.iter().filter(|e| e.starts_with("Reset")).count(), 1);
+        // A long first failure resets nothing.
+        let (_, _, events) = shaped(&[BAD], &[s(60)], Goal::default(), Some(s(30)), Some(0));
+        assert!(!events.iter().any(|e| e.starts_with("Reset")));
+    }
+
+    #[test]
+    fn an_unmet_condition_exits_1() {
+        assert_eq!(exit_for(Outcome::Unmet(0), false), Exit::Code(1));
     }
 
     #[test]

@@ -240,6 +240,8 @@ fn json_of(cfg: &PolicyConfig, rows: &[Row], more: More) -> String {
             "base_ms": ms(p.base),
             "cap_ms": ms(p.cap),
             "factor": p.factor,
+            "bounds_ms": (!p.bounds.is_empty())
+                .then(|| p.bounds.iter().map(|&b| ms(b)).collect::<Vec<_>>()),
             "jitter": p.jitter.name(),
             "max_retries": cfg.max_retries,
             "seed": cfg.seed,

@@ -374,8 +374,7 @@ pub struct GoalArgs {
     /// Run the command again while it succeeds, at most N runs (default: no
     /// limit); stop at the first failure and exit with its status, or 0 when
     /// every run succeeded.
-    #[arg(long, value_name = "N", num_args = 0..=1, value_parser = values::run_count,
-          conflicts_with_all = ["consecutive", "forever", "attempts", "max_retries"])]
+    #[arg(long, value_name = "N", num_args = 0..=1, value_parser = values::run_count)]
     pub until_failure: Option<Option<u64>>,
 
     /// An attempt that ran at least this long before failing starts the

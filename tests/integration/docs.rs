@@ -29,15 +29,35 @@ The command could not be started: stop (127 if not found, 126 otherwise). Never 
 .IP 2. 4
 A \fB\-\-stop\-on\fR rule matches: stop.
 .IP 3. 4
-A \fB\-\-success\-on\fR rule matches (default: exit code 0): success.
+A \fB\-\-success\-on\fR rule matches (default: exit code 0): success. With \fB\-\-until\-output\fR, only if the attempt also printed a line that one of its patterns matches; otherwise the outcome is \fBunmet\fR (printed \fBexit 0, condition not met\fR), and classification goes on with it: \fB\-\-stop\-on unmet\fR stops, and it is retried by default.
 .IP 4. 4
-A \fB\-\-retry\-on\fR rule matches: retry. Without \fB\-\-retry\-on\fR, every other outcome is retried except death by SIGINT or SIGPIPE (an interrupt and a closed downstream pipe are never transient).
+A \fB\-\-retry\-on\fR rule matches: retry. Without \fB\-\-retry\-on\fR, every other outcome is retried except death by SIGINT or SIGPIPE (an interrupt and a closed downstream pipe are never transient). With \fB\-\-retry\-on\fR, only what it names is retried: name \fBunmet\fR (and \fBtimeout\fR) there if they should be.
 .IP 5. 4
 Otherwise: stop.
 .PP
-A rule list is comma\-separated: an exit code (\fB3\fR), a range (\fB1\-5\fR), a signal (\fBsig:TERM\fR, \fBsig:15\fR, \fBsig:SIGTERM\fR, case\-insensitive) or \fBtimeout\fR. A code both retried and stopped is an error. sysexits' 75 (EX_TEMPFAIL, "try again later") is not special by default; add \fB\-\-retry\-on 75\fR with \fB\-\-stop\-on\fR for the rest if that is the contract of your command.
+A rule list is comma\-separated: an exit code (\fB3\fR), a range (\fB1\-5\fR), a signal (\fBsig:TERM\fR, \fBsig:15\fR, \fBsig:SIGTERM\fR, case\-insensitive), \fBtimeout\fR (either time limit) or \fBunmet\fR. A code both retried and stopped is an error. sysexits' 75 (EX_TEMPFAIL, "try again later") is not special by default; add \fB\-\-retry\-on 75\fR with \fB\-\-stop\-on\fR for the rest if that is the contract of your command.
 .PP
 The delay before retry \fIn\fR (0 for the first retry) is drawn from \fIupper(n)\fR = min(cap, base \(mu factor^n): \fBnone\fR sleeps upper(n); \fBfull\fR draws uniformly in [0, upper(n)); \fBequal\fR draws upper(n)/2 plus uniformly in [0, upper(n)/2); \fBdecorrelated\fR draws min(cap, uniform in [base, 3 \(mu previous delay)), starting from base, and ignores \fB\-\-factor\fR. No delay ever exceeds the cap, and none is slept after the last attempt. Decorrelated jitter piles late retries onto the cap exactly (its clamp); full jitter, the default, spreads them.
+.PP
+\fB\-\-delays\fR \fILIST\fR replaces the formula with explicit bounds: \fIupper(n)\fR is the \fIn\fRth of the list, and the last one for every retry after it (\fB\-\-delays 1s,5s,30s\fR: 1s, 5s, then 30s for ever). Jitter draws from each bound as from a computed one (full: [0, bound), equal: [bound/2, bound)); decorrelated jitter, which draws from the previous delay rather than from a bound, is refused with it, and a bound of zero needs \fB\-\-jitter none\fR. \fB\-\-base\fR, \fB\-\-cap\fR or \fB\-\-factor\fR on the command line beside \fB\-\-delays\fR or \fB\-\-poll\fR is refused (exit 125); the same in the environment is ignored. \fB\-\-poll\fR \fID\fR is \fB\-\-base\fR \fID\fR \fB\-\-cap\fR \fID\fR \fB\-\-factor 1 \-\-forever\fR with \fB\-\-jitter none\fR, unless \fB\-\-jitter\fR, \fB\-\-max\-retries\fR or \fB\-\-attempts\fR are given on the command line (a retry limit or a jitter of the environment's does not apply to it). \fBbackoff schedule\fR shows both.
+"#;
+
+const GOALS: &str = r#".SH "WHAT ENDS A RUN"
+By default a run ends at the first success. These options change what ends it.
+.TP
+\fB\-\-until\-output\fR \fIREGEX\fR
+An attempt whose exit counts as success succeeds only if it printed a line, on stdout or stderr, that one of the patterns (the option is repeatable) matches; lines are matched as for \fB\-\-retry\-if\-output\fR, and the output still reaches you live. Otherwise its outcome is \fBunmet\fR: \fBattempt 4 exit 0, condition not met; retrying in 2s\fR, then \fBcondition met on attempt 5 after 8.1s\fR (said without \fB\-v\fR). A run that ends unmet (retries exhausted, \fB\-\-max\-time\fR, \fB\-\-stop\-on unmet\fR) exits 1, as \fBgrep\fR(1) does when no line matches; the command's \fBBACKOFF_LAST_STATUS\fR is then \fBunmet\fR.
+.TP
+\fB\-\-consecutive\fR \fIN\fR
+Success needs \fIN\fR successful attempts in a row: \fBattempt 2 succeeded (2 of 3 in a row); next in 80ms\fR. A failure resets the streak and is retried as usual; the retry limit counts retries after failures only, so successes do not use it up. A run whose time runs out (\fB\-\-max\-time\fR) before the streak is complete exits 1.
+.TP
+\fB\-\-until\-failure\fR [\fIN\fR]
+The other way round, to hunt a flaky command: it runs again while it succeeds, at most \fIN\fR runs (no limit without \fIN\fR), and the first failure ends the run with that failure's status: \fBrun 37 failed (exit 1) after 36 successes in 2m 11s\fR. When every run succeeded, or the next run would start after \fB\-\-max\-time\fR, backoff says \fBno failure\fR and exits 0; a run that \fB\-\-max\-time\fR cuts short is a timeout, and exits 124. Every failure counts, whatever \fB\-\-retry\-on\fR and \fB\-\-stop\-on\fR say; \fB\-\-max\-retries\fR, \fB\-\-attempts\fR, \fB\-\-forever\fR and \fB\-\-consecutive\fR given with it are refused. Since \fIN\fR is optional, put \fB\-\-\fR before a command when you give none (\fBbackoff \-\-until\-failure \-\- make test\fR).
+.TP
+\fB\-\-reset\-after\fR \fIDURATION\fR
+A failed attempt that ran at least \fIDURATION\fR resets the retry count and the delays to the start, as if it were the first failure, as kubelet does for a container that ran long enough; the reset is said on a line of its own (JSON: \fBreset\fR). With it, \fBbackoff \-\-forever \-\-reset\-after 10m \-\- ./worker\fR is a small supervisor whose crash after a week of health waits the first delay, not the cap.
+.PP
+Between attempts after a success (\fB\-\-consecutive\fR, \fB\-\-until\-failure\fR), the delay is the policy's first one, drawn anew: a success starts the curve over. The limit of \fB\-\-max\-retries\fR counts retries after failures since the start or the last reset, so with \fB\-\-consecutive\fR or \fB\-\-reset\-after\fR the lines do not show a fixed number of attempts (\fBattempt 9\fR, not \fBattempt 9/7\fR), and \fBBACKOFF_MAX_ATTEMPTS\fR is empty; with \fB\-\-until\-failure\fR \fIN\fR it is \fIN\fR.
 "#;
 
 const OUTPUT: &str = r#".SH "OUTPUT, INPUT AND SERVERS"
@@ -104,16 +124,16 @@ const REPORTING: &str = r#".SH "REPORTS AND METRICS"
 Everything backoff says goes to stderr, one line per write. By default: one line per failed attempt and one when it gives up. \fB\-q\fR keeps only backoff's own errors; \fB\-v\fR adds the command line, each delay's bound and the success line. Reports name the program, never its arguments (they may hold secrets), unless \fB\-v\fR; \fB\-\-name\fR labels every line.
 .TP
 \fB\-\-log\-format json\fR
-One JSON object per line and event, schema version 1. Every object has \fBschema\fR (1), \fBtime\fR (RFC 3339, UTC), \fBname\fR (the label) and \fBevent\fR, one of: \fBstart\fR (\fBprogram\fR, \fBmax_attempts\fR, and \fBargv\fR with \fB\-v\fR); \fBattempt_start\fR (\fBattempt\fR, \fBmax_attempts\fR); \fBattempt_end\fR (\fBattempt\fR, \fBoutcome\fR, \fBduration_seconds\fR, \fBnext\fR: retry, exhausted, stopped, deadline or hint_too_long; with retry also \fBdelay_seconds\fR, \fBbound_seconds\fR and \fBdelay_from_server\fR; with stopped also \fBstop_reason\fR (stop_on, never_retried, not_in_retry_on, stop_if_output, preset, http_status, not_idempotent, cannot_start); \fBhint_seconds\fR and \fBhint_source\fR (retry\-after, pattern or rate\-limit) when the output gave a server's hint, used or not; \fBerror\fR when the command could not start); \fBsuccess\fR (\fBattempt\fR, \fBoutcome\fR, \fBduration_seconds\fR, \fBtotal_seconds\fR); \fBgive_up\fR (\fBattempts\fR, \fBoutcome\fR, \fBreason\fR, \fBtotal_seconds\fR); \fBinterrupted\fR (\fBsignal\fR, \fBduring\fR: attempt, delay, or output while held stdout was written out); \fBundelivered\fR (\fBbytes\fR of held stdout dropped at the time limit); \fBoutput_lost\fR (\fBerror\fR: held stdout that could not be held or written). An \fBoutcome\fR is {"kind":"exit","code":N}, {"kind":"signal","signal":"TERM","number":15}, {"kind":"timeout"}, {"kind":"not_found"}, {"kind":"cannot_run"} or {"kind":"backoff_error","error":"..."} (backoff itself could not start the command). New fields may appear in version 1; a changed meaning bumps the version.
+One JSON object per line and event, schema version 1. Every object has \fBschema\fR (1), \fBtime\fR (RFC 3339, UTC), \fBname\fR (the label) and \fBevent\fR, one of: \fBstart\fR (\fBprogram\fR, \fBmax_attempts\fR, and \fBargv\fR with \fB\-v\fR); \fBattempt_start\fR (\fBattempt\fR, \fBmax_attempts\fR); \fBattempt_end\fR (\fBattempt\fR, \fBoutcome\fR, \fBduration_seconds\fR, \fBnext\fR: retry, exhausted, stopped, deadline, hint_too_long, failure_found (\fB\-\-until\-failure\fR) or again (after a success that does not end the run, with \fBpassed\fR true, \fBstreak\fR and \fBneeded\fR); with retry also \fBdelay_seconds\fR, \fBbound_seconds\fR and \fBdelay_from_server\fR; with stopped also \fBstop_reason\fR (stop_on, never_retried, not_in_retry_on, stop_if_output, preset, http_status, not_idempotent, cannot_start); \fBhint_seconds\fR and \fBhint_source\fR (retry\-after, pattern or rate\-limit) when the output gave a server's hint, used or not; \fBerror\fR when the command could not start); \fBsuccess\fR (\fBattempt\fR, \fBoutcome\fR, \fBduration_seconds\fR, \fBtotal_seconds\fR, \fBstreak\fR, \fBcondition_met\fR); \fBgive_up\fR (\fBattempts\fR, \fBoutcome\fR, \fBreason\fR, \fBtotal_seconds\fR, and \fBstreak\fR and \fBneeded\fR when a \fB\-\-consecutive\fR streak was not complete); \fBreset\fR (\fBattempt\fR, \fBran_seconds\fR, \fBreset_after_seconds\fR); \fBno_failure\fR (\fBruns\fR, \fBtotal_seconds\fR, \fBreason\fR: runs or deadline); \fBinterrupted\fR (\fBsignal\fR, \fBduring\fR: attempt, delay, or output while held stdout was written out); \fBundelivered\fR (\fBbytes\fR of held stdout dropped at the time limit); \fBoutput_lost\fR (\fBerror\fR: held stdout that could not be held or written). An \fBoutcome\fR is {"kind":"exit","code":N}, {"kind":"unmet","code":0}, {"kind":"signal","signal":"TERM","number":15}, {"kind":"timeout","limit":"time"} (or "idle", for \fB\-\-idle\-timeout\fR), {"kind":"not_found"}, {"kind":"cannot_run"} or {"kind":"backoff_error","error":"..."} (backoff itself could not start the command). New fields may appear in version 1; a changed meaning bumps the version.
 .TP
 \fB\-\-log\-format github\fR
 Text, with \fB::warning title=backoff::\fR on each retry and \fB::error title=backoff::\fR when giving up, which GitHub Actions shows on the run's page. Chosen by default when \fBGITHUB_ACTIONS\fR is \fBtrue\fR.
 .TP
 \fB\-\-report\fR \fIFILE\fR
-At exit, on every path (success, exhausted, stopped, deadline, interrupted by a signal), a JSON document: \fBschema\fR (1), \fBname\fR, \fBstart\fR, \fBend\fR, \fBduration_seconds\fR, \fBattempts\fR (each with \fBattempt\fR, \fBstart\fR, \fBduration_seconds\fR, \fBoutcome\fR, \fBdelay_after_seconds\fR, and \fBhint_seconds\fR and \fBhint_source\fR, null without a server's hint), \fBretry_count\fR, \fBbackoff_seconds\fR (time slept between attempts; a delay cut short counts for what was slept), \fBfinal_status\fR (backoff's exit status, 128+N for signal N), \fBfinal_signal\fR, \fBreason\fR: success, exhausted, stopped, deadline or interrupted, and \fBundelivered_bytes\fR (held stdout dropped at \fB\-\-max\-time\fR, which makes the reason deadline).
+At exit, on every path (success, exhausted, stopped, deadline, interrupted by a signal), a JSON document: \fBschema\fR (1), \fBname\fR, \fBstart\fR, \fBend\fR, \fBduration_seconds\fR, \fBattempts\fR (each with \fBattempt\fR, \fBstart\fR, \fBduration_seconds\fR, \fBoutcome\fR, \fBdelay_after_seconds\fR, and \fBhint_seconds\fR and \fBhint_source\fR, null without a server's hint), \fBretry_count\fR (attempts that followed a failure), \fBsuccess_count\fR (attempts that succeeded), \fBreset_count\fR (\fB\-\-reset\-after\fR resets), \fBbackoff_seconds\fR (time slept between attempts; a delay cut short counts for what was slept), \fBfinal_status\fR (backoff's exit status, 128+N for signal N), \fBfinal_signal\fR, \fBreason\fR: success, exhausted, stopped, deadline, budget, failure_found or interrupted, and \fBundelivered_bytes\fR (held stdout dropped at \fB\-\-max\-time\fR, which makes the reason deadline).
 .TP
 \fB\-\-metrics\-file\fR \fIFILE\fR
-At exit, Prometheus text exposition for the node exporter's textfile collector, every sample labelled \fBname\fR: gauges of the last run (\fBbackoff_last_attempts\fR, \fBbackoff_last_retries\fR, \fBbackoff_last_backoff_seconds\fR, \fBbackoff_last_exit_status\fR, \fBbackoff_last_success\fR, \fBbackoff_last_run_timestamp_seconds\fR) and counters carried over from the file's previous content (\fBbackoff_runs_total\fR, \fBbackoff_attempts_total\fR, \fBbackoff_retries_total\fR, \fBbackoff_backoff_seconds_total\fR). The file is updated under an exclusive lock on it (\fBflock\fR(2)): read, written anew, renamed over, then unlocked, so runs that end at once add up exactly. A wait for the lock ends when one process has held it for 5 s, or at a terminating signal; the update is then given up and reported, and after a signal backoff dies by it (\fB\-\-report\fR has been written before).
+At exit, Prometheus text exposition for the node exporter's textfile collector, every sample labelled \fBname\fR: gauges of the last run (\fBbackoff_last_attempts\fR, \fBbackoff_last_retries\fR, \fBbackoff_last_successes\fR, \fBbackoff_last_resets\fR, \fBbackoff_last_backoff_seconds\fR, \fBbackoff_last_exit_status\fR, \fBbackoff_last_success\fR, \fBbackoff_last_run_timestamp_seconds\fR) and counters carried over from the file's previous content (\fBbackoff_runs_total\fR, \fBbackoff_attempts_total\fR, \fBbackoff_retries_total\fR, \fBbackoff_backoff_seconds_total\fR, and \fBbackoff_attempt_outcomes_total\fR with a second label \fBoutcome\fR: success, exit, signal, timeout, idle_timeout, unmet, cannot_start, backoff_error or interrupted). The file is updated under an exclusive lock on it (\fBflock\fR(2)): read, written anew, renamed over, then unlocked, so runs that end at once add up exactly. A wait for the lock ends when one process has held it for 5 s, or at a terminating signal; the update is then given up and reported, and after a signal backoff dies by it (\fB\-\-report\fR has been written before).
 .PP
 Both files are written atomically (a temporary file in the same directory, renamed over the old one), with mode 0644; their directory must exist when backoff starts. Only a regular file is ever replaced: a FIFO, a device, a socket, a directory or a symbolic link at \fIFILE\fR is refused with exit 125 before anything runs, and one that has appeared there by the end of the run is left as it is and reported. \fIFILE\fR is opened without following a symbolic link and without waiting (a FIFO never holds backoff up), and at most 1 MiB of a previous metrics file is read: a larger one is not backoff's and is left alone. \fB/dev/stdout\fR and \fB/dev/stderr\fR name backoff's own streams, which are written to as they are (the counters of \fB\-\-metrics\-file\fR then count this run alone); a reader of that stream who does not take it within 2 s does not hold backoff up: it is dropped and reported. A file that cannot be written is reported on stderr and does not change the exit status.
 "#;
@@ -138,7 +158,10 @@ const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
 An attempt succeeded (also when a \fB\-\-success\-on\fR rule other than 0 matched).
 .TP
 \fIcode\fR
-The last attempt's exit code, when retries ran out or a stop rule matched.
+The last attempt's exit code, when retries ran out or a stop rule matched; with \fB\-\-until\-failure\fR, the status of the failure found.
+.TP
+\fB1\fR
+The run ended with an \fB\-\-until\-output\fR condition unmet, or before a \fB\-\-consecutive\fR streak was complete.
 .TP
 \fB128+\fIN\fR
 backoff dies by signal \fIN\fR when the last attempt was killed by it (not by backoff), or when backoff itself was interrupted by it; a shell reports 128+\fIN\fR.
@@ -187,7 +210,7 @@ When an attempt fails and is retried, processes it left running in its process g
 Each attempt searches PATH afresh, as \fBexecvp\fR(3) does: a directory where the program is missing lets the next one try, and a program found only where it cannot be executed fails with 126.
 "#;
 
-const EXAMPLES: &str = r".SH EXAMPLES
+const EXAMPLES: &str = r#".SH EXAMPLES
 .TP
 \fBbackoff \-\- curl \-fsS https://api.example.test/\fR
 Retry a request up to 6 times with full jitter, waiting at most 100ms, 200ms, 400ms and so on, never more than 30s.
@@ -201,8 +224,17 @@ Retry transient failures, 408, 425, 429 and 5xx, honour Retry\-After, and hand j
 \fBbackoff \-\-timeout 30s \-\-max\-time 5m \-\- ./integration\-tests\fR
 Give each attempt 30 seconds and the whole run 5 minutes; a delay that would end after the deadline is not slept.
 .TP
-\fBbackoff \-\-forever \-\-jitter none \-\-base 2s \-\-cap 2s \-\- pg_isready \-h db\fR
-Wait for a database, checking every 2 seconds.
+\fBbackoff \-\-poll 1s \-\-max\-time 60s \-\- pg_isready \-h 127.0.0.1\fR
+Wait for a database, checking every second, for at most a minute.
+.TP
+\fBbackoff \-\-poll 2s \-\-max\-time 5m \-\-until\-output '"status":"UP"' \-\- curl \-fsS http://localhost:8080/health\fR
+Wait until a health endpoint says UP.
+.TP
+\fBbackoff \-\-until\-failure 200 \-\-delays 0 \-\-jitter none \-\- cargo test \-q flaky_test\fR
+Hunt a flaky test: run it up to 200 times, stop at the first failure.
+.TP
+\fBbackoff \-\-forever \-\-reset\-after 10m \-\-cap 5m \-\- ./worker\fR
+Supervise a worker: restart it when it crashes, and after ten healthy minutes start the delays over.
 .TP
 \fBbackoff \-\-retry\-on 75 \-\-stop\-on 1\-74,76\-255 \-\- ./sync\fR
 Retry only on EX_TEMPFAIL.
@@ -215,7 +247,7 @@ Show the delays a policy produces, and run nothing.
 .TP
 \fB*/5 * * * * backoff \-q \-\-name sync \-\-metrics\-file /var/lib/node_exporter/sync.prom \-\- /usr/local/bin/sync\fR
 In a crontab: quiet unless backoff itself fails, with metrics for Prometheus.
-";
+"#;
 
 /// Every generated file with its expected content.
 fn generated() -> Vec<(PathBuf, Vec<u8>)> {
@@ -233,6 +265,7 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
     man.render_subcommands_section(&mut page).unwrap();
     for section in [
         CLASSIFICATION,
+        GOALS,
         OUTPUT,
         PRESETS,
         REPORTING,
@@ -303,6 +336,7 @@ fn the_man_page_has_its_hand_written_sections() {
         ".SH PRESETS",
         ".SH SIMULATION",
         ".SH ENVIRONMENT",
+        ".SH \"WHAT ENDS A RUN\"",
     ] {
         assert!(page.contains(section), "missing {section}");
     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::support::{PATIENCE, TempDir, backoff, command, past_first_attempt, send};
 
 /// A redis-server of the test's own, stopped when dropped.
-struct Redis {
+pub struct Redis {
     child: Child,
     port: u16,
     dir: TempDir,
@@ -22,8 +22,12 @@ impl Redis {
     /// With `tls`, the server listens with TLS only, with a certificate for
     /// 127.0.0.1 made for the test (`cert.pem` in its directory).
     fn start_with(password: Option<&str>, tls: bool) -> Redis {
+        Redis::start_on(free_port(), password, tls)
+    }
+
+    /// A server on `port`, ready when this returns.
+    pub fn start_on(port: u16, password: Option<&str>, tls: bool) -> Redis {
         let dir = TempDir::new("redis");
-        let port = free_port();
         let mut cmd = Command::new("redis-server");
         cmd.args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--dir")
@@ -79,6 +83,10 @@ impl Redis {
         Redis { child, port, dir }
     }
 
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
@@ -97,7 +105,7 @@ impl Drop for Redis {
     }
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -17,3 +17,4 @@ mod stalled;
 mod streams;
 mod support;
 mod usage;
+mod waiting;
