@@ -102,13 +102,30 @@ pub fn main_with_args(args: &[OsString]) -> Exit {
 /// gave, for the checks that need to know, and which ones the environment
 /// gave, for the errors that name them.
 fn parse(args: Vec<OsString>) -> Result<(Cli, Given), clap::Error> {
-    let mut matches = Cli::command().try_get_matches_from(args)?;
+    let mut matches = timeout_from_outer(Cli::command()).try_get_matches_from(args)?;
     let given = match matches.subcommand() {
         None => Given::run(&matches),
         Some(("schedule", sub)) => Given::policy(sub),
         Some(_) => Given::other(&matches),
     };
     Ok((Cli::from_arg_matches_mut(&mut matches)?, given))
+}
+
+/// backoff tells the command its `--timeout` as `BACKOFF_TIMEOUT` in
+/// seconds (`30`, `2.5`), which a backoff that the command runs reads as its
+/// own `--timeout`: there, a bare number above zero is seconds. Elsewhere a
+/// duration needs its unit.
+fn timeout_from_outer(command: clap::Command) -> clap::Command {
+    let Some(seconds) = std::env::var("BACKOFF_TIMEOUT")
+        .ok()
+        .filter(|v| v.parse::<f64>().is_ok_and(|s| s > 0.0))
+        .filter(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+    else {
+        return command;
+    };
+    command.mut_arg("timeout", |a| {
+        a.env(None).default_value(format!("{seconds}s"))
+    })
 }
 
 /// Runs the command with retries.

@@ -140,3 +140,32 @@ fn a_bad_environment_value_is_blamed_on_its_variable_when_the_commands_arguments
             "invalid value '3s' for '--base': greater than --cap",
         ));
 }
+
+#[test]
+fn a_bare_number_in_backoff_timeout_is_seconds_as_backoff_tells_its_command() {
+    // An outer backoff sets BACKOFF_TIMEOUT=1 for its command: a backoff
+    // run by that command takes it as its own --timeout of 1s.
+    let out = backoff(["--attempts", "1", "--", "sleep", "30"])
+        .env("BACKOFF_TIMEOUT", "1")
+        .timeout(crate::support::PATIENCE)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(124), "{out:?}");
+    // A flag still wins; zero is still refused, naming the variable.
+    let out = backoff(["--timeout", "100ms", "--attempts", "1", "--", "sleep", "30"])
+        .env("BACKOFF_TIMEOUT", "2.5")
+        .timeout(crate::support::PATIENCE)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(124));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("after 10"),
+        "{out:?}"
+    );
+    refused_naming_the_variable(
+        "BACKOFF_TIMEOUT",
+        "0",
+        &["--", "true"],
+        "a duration needs a unit",
+    );
+}
