@@ -1,7 +1,7 @@
 //! Starting one attempt: its environment (backoff's own, with the attempt's
 //! variables), its standard descriptors (backoff's own, the replayed stdin,
-//! or pipes to backoff when output rules need to see the output or stdout is
-//! held), and the process itself (`sys::process`).
+//! or pipes to backoff when output rules or `--idle-timeout` need to see the
+//! output or stdout is held), and the process itself (`sys::process`).
 
 use std::ffi::{CString, OsStr};
 use std::fs::File;
@@ -55,7 +55,7 @@ fn captured() -> io::Result<(File, io::PipeWriter)> {
 
 impl RealExecutor {
     /// Starts an attempt; returns the child and the pipes of its output, if
-    /// output rules need to see it or stdout is held.
+    /// output rules or `--idle-timeout` need to see it or stdout is held.
     pub(super) fn spawn(&mut self, spec: &AttemptSpec) -> io::Result<(Child, Vec<Pipe>)> {
         let exec = Exec::new(&self.command, environment(spec)?)?;
         let mut command = Command::new(&self.command[0]);
@@ -75,7 +75,9 @@ impl RealExecutor {
         // finds no room in the held file fails for backoff, which must know
         // of it, and not for the command, which may ignore it.
         let rules = self.copier.rules.is_some();
-        if rules || self.held.is_some() {
+        // `--idle-timeout` sees both streams, to know when output last came.
+        let idle = self.options.idle_timeout.is_some();
+        if rules || idle || self.held.is_some() {
             let to = match &self.held {
                 Some(held) => Out::blocking(held.try_clone()?),
                 None => Out::new(io::stdout().as_fd())?,
@@ -84,13 +86,13 @@ impl RealExecutor {
             fd::enlarge_pipe(&from, PIPE_SIZE);
             let pipe = Pipe::new(from, to);
             pipes.push(if self.held.is_some() {
-                pipe.holding(rules)
+                pipe.holding()
             } else {
                 pipe
             });
             command.stdout(end);
         }
-        if rules {
+        if rules || idle {
             let to = Out::new(io::stderr().as_fd())?;
             let (from, end) = captured()?;
             pipes.push(Pipe::new(from, to));
