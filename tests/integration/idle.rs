@@ -1,7 +1,8 @@
-//! `--idle-timeout`: an attempt silent for that long times out.
+//! `--idle-timeout`, and the limits told to the command: `BACKOFF_DEADLINE`
+//! and `BACKOFF_TIMEOUT`.
 
 use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
@@ -290,4 +291,104 @@ fn only_the_idle_timeout_pipes_the_output_through_backoff() {
     for link in links {
         assert!(link.starts_with("pipe:"), "{link}");
     }
+}
+
+/// The Unix time `text` (seconds with a fraction).
+fn unix_time(text: &str) -> f64 {
+    text.parse()
+        .unwrap_or_else(|e| panic!("not a Unix time: {text:?}: {e}"))
+}
+
+fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+#[test]
+fn the_command_is_told_the_deadline_and_the_timeout() {
+    let before = now();
+    let out = backoff(then_sh(
+        &[
+            "--max-time",
+            "30s",
+            "--timeout",
+            "2500ms",
+            "--attempts",
+            "2",
+            "--base",
+            "1ms",
+        ],
+        "echo \"$BACKOFF_DEADLINE $BACKOFF_TIMEOUT\"; [ \"$BACKOFF_ATTEMPT\" -ge 2 ]",
+    ))
+    // An inherited deadline is not passed on when backoff sets its own.
+    .env("BACKOFF_DEADLINE", "1.000")
+    .timeout(PATIENCE)
+    .output()
+    .unwrap();
+    let after = now();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<(&str, &str)> = stdout
+        .lines()
+        .map(|l| l.split_once(' ').unwrap_or((l, "")))
+        .collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    let deadlines: Vec<f64> = lines.iter().map(|(d, _)| unix_time(d)).collect();
+    // The run started between `before` and `after`; a second is allowed
+    // for clocks and rounding.
+    for d in &deadlines {
+        assert!(
+            (before + 29.0..after + 31.0).contains(d),
+            "deadline {d} not 30s after the start ({before}..{after})"
+        );
+    }
+    // Every attempt is told the run's one deadline.
+    assert!((deadlines[0] - deadlines[1]).abs() < 0.05, "{deadlines:?}");
+    for (_, timeout) in &lines {
+        assert_eq!(*timeout, "2.5s");
+    }
+}
+
+#[test]
+fn without_the_limits_the_command_is_told_none_and_inherits_none() {
+    backoff([
+        "--attempts",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "echo \"${BACKOFF_DEADLINE-none} ${BACKOFF_TIMEOUT-none}\"",
+    ])
+    .env("BACKOFF_DEADLINE", "1764600000.250")
+    .timeout(PATIENCE)
+    .assert()
+    .success()
+    .stdout("none none\n");
+}
+
+#[test]
+fn an_inherited_timeout_is_backoffs_own_and_a_nested_backoff_reads_it_back() {
+    // BACKOFF_TIMEOUT in the environment is --timeout: the command is told
+    // it as backoff took it, which a backoff it runs reads as its own.
+    let inner = crate::support::bin();
+    let inner = inner.to_str().unwrap();
+    backoff([
+        "--attempts",
+        "1",
+        "--",
+        inner,
+        "--attempts",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "echo \"$BACKOFF_TIMEOUT ${BACKOFF_DEADLINE-none}\"",
+    ])
+    .env("BACKOFF_TIMEOUT", "1m")
+    .timeout(PATIENCE)
+    .assert()
+    .success()
+    .stdout("60s none\n");
 }
