@@ -1,6 +1,7 @@
-//! Copying the command's output through backoff, for output rules and held
-//! stdout: each captured stream is read as it comes, matched line by line
-//! (`scan`), and passed on unchanged, in order. A destination that does not
+//! Copying the command's output through backoff, for output rules, held
+//! stdout and `--idle-timeout`: each captured stream is read as it comes,
+//! matched line by line (`scan`), and passed on unchanged, in order; without
+//! rules the kernel moves it where it can, and backoff never reads it. A destination that does not
 //! take more (a full pipe nobody reads) holds up the reading of that stream,
 //! never backoff's clock.
 
@@ -36,7 +37,8 @@ pub(super) struct Pipe {
     pending: Vec<u8>,
     /// Whether output is passed on with tee(2) (Linux, `to` a pipe): the
     /// kernel puts it into `to` without copying it, and only then is it
-    /// read, to be matched.
+    /// read, to be matched; with nothing to match, it is moved with
+    /// splice(2) instead, and never read.
     tee: bool,
     /// With `tee`: output waits in `from` for room in `to`.
     blocked: bool,
@@ -50,7 +52,8 @@ pub(super) struct Pipe {
     /// (`Copier::lost`), and the rest of the attempt's output is read and
     /// dropped, so that the command runs on as if it had been written.
     holds: bool,
-    /// With `holds` and no rules: output is moved into the held file with
+    /// With no rules and `to` taking blocking writes (a file, such as the
+    /// held stdout file, or a device): output is moved there with
     /// splice(2), without being copied through backoff.
     splice: bool,
 }
@@ -75,23 +78,20 @@ impl Pipe {
             from,
             // Only a pipe opened anew can take tee's non-blocking writes.
             tee: to.is_own_pipe() && cfg!(target_os = "linux"),
-            to,
             pending: Vec::new(),
             blocked: false,
             left: None,
             scanner: LineScanner::default(),
             holds: false,
-            splice: false,
+            splice: !to.nonblocking() && cfg!(target_os = "linux"),
+            to,
         }
     }
 
-    /// This pipe, whose destination is the held stdout file; `scanned`
-    /// when output rules read it too.
-    pub(super) fn holding(self, scanned: bool) -> Pipe {
+    /// This pipe, whose destination is the held stdout file.
+    pub(super) fn holding(self) -> Pipe {
         Pipe {
             holds: true,
-            // Nothing to match: the kernel moves the output into the file.
-            splice: !scanned && cfg!(target_os = "linux"),
             ..self
         }
     }
@@ -143,8 +143,15 @@ impl Copier {
         if self.buffer.len() < CHUNK {
             self.buffer.resize(CHUNK, 0);
         }
+        // Nothing to match: the kernel moves the output, unread.
+        let unread = self.rules.is_none();
         if pipe.tee {
-            match fd::tee(pipe.from.as_fd(), pipe.to.as_fd(), CHUNK) {
+            let passed = if unread {
+                fd::splice(pipe.from.as_fd(), pipe.to.as_fd(), CHUNK)
+            } else {
+                fd::tee(pipe.from.as_fd(), pipe.to.as_fd(), CHUNK)
+            };
+            match passed {
                 // The end, or (when other writers share the destination) a
                 // destination found full too late to say so.
                 Ok(0) => {
@@ -154,6 +161,7 @@ impl Copier {
                     pipe.blocked = true;
                     return Copied::Nothing;
                 }
+                Ok(_) if unread => return Copied::Data,
                 Ok(n) => return self.take_teed(pipe, n, seen),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // Either nothing came, or the destination is full.
@@ -170,8 +178,8 @@ impl Copier {
         if limit == 0 {
             return Copied::Done;
         }
-        if pipe.splice && self.lost.is_none() {
-            match fd::splice_to_file(pipe.from.as_fd(), pipe.to.as_fd(), limit) {
+        if pipe.splice && unread && self.lost.is_none() {
+            match fd::splice(pipe.from.as_fd(), pipe.to.as_fd(), limit) {
                 Ok(0) => return Copied::Done,
                 Ok(n) => {
                     if let Some(left) = &mut pipe.left {
@@ -194,7 +202,10 @@ impl Copier {
                     pipe.splice = false;
                 }
                 // The held file takes no more: the rest is read and dropped.
-                Err(e) => self.lost = Some(e),
+                Err(e) if pipe.holds => self.lost = Some(e),
+                // The destination takes no more: closing the pipe tells the
+                // command, as a failed write would.
+                Err(_) => return Copied::Done,
             }
         }
         match pipe.from.read(&mut self.buffer[..limit]) {

@@ -1,7 +1,7 @@
 //! Starting one attempt: its environment (backoff's own, with the attempt's
 //! variables), its standard descriptors (backoff's own, the replayed stdin,
-//! or pipes to backoff when output rules need to see the output or stdout is
-//! held), and the process itself (`sys::process`).
+//! or pipes to backoff when output rules or `--idle-timeout` need to see the
+//! output or stdout is held), and the process itself (`sys::process`).
 
 use std::ffi::{CString, OsStr};
 use std::fs::File;
@@ -9,6 +9,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::classify::Outcome;
 use crate::exec::copy::{PIPE_SIZE, Pipe};
@@ -18,16 +19,50 @@ use crate::sys::fd::{self, Out};
 use crate::sys::process::{self, Exec, env_entry};
 
 /// The variables backoff sets for the command; inherited ones of the same
-/// names are not passed on.
-const ATTEMPT_VARIABLES: [&str; 3] = [
+/// names are never passed on, not even when backoff leaves one unset.
+///
+/// `BACKOFF_DEADLINE` and `BACKOFF_TIMEOUT` tell the command the limits of
+/// this run (`--max-time`, `--timeout`) and nothing else: an inherited
+/// `BACKOFF_DEADLINE` may be stale (exported by a run long over, to a shell
+/// that started this one) and a command could not tell whose deadline it
+/// is, so a backoff without `--max-time` sets none, even when an outer
+/// backoff runs it. `BACKOFF_TIMEOUT` is also how backoff itself is given
+/// `--timeout`: an inherited one is this run's `--timeout` (unless the flag
+/// is given too), so the command is told the run's own, in a form backoff
+/// reads back (`2.5s`; a bare `2.5` it refuses), so that a backoff the
+/// command starts in turn takes the same limit for each of its attempts.
+const ATTEMPT_VARIABLES: [&str; 5] = [
     "BACKOFF_ATTEMPT",
     "BACKOFF_MAX_ATTEMPTS",
     "BACKOFF_LAST_STATUS",
+    "BACKOFF_DEADLINE",
+    "BACKOFF_TIMEOUT",
 ];
+
+/// `d` in seconds, with as many decimals as it needs, and the unit that
+/// makes it a duration backoff reads back: `30s`, `2.5s`.
+fn seconds(d: Duration) -> String {
+    let fraction = format!("{:09}", d.subsec_nanos());
+    let fraction = fraction.trim_end_matches('0');
+    if fraction.is_empty() {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}.{fraction}s", d.as_secs())
+    }
+}
+
+/// When `deadline` is on the system clock, as a Unix time in seconds with
+/// milliseconds (`1764600000.250`), `now` being `wall` on that clock.
+fn unix_time(deadline: Instant, now: Instant, wall: SystemTime) -> Option<String> {
+    let at = wall.checked_add(deadline.saturating_duration_since(now))?;
+    let since = at.duration_since(SystemTime::UNIX_EPOCH).ok()?;
+    Some(format!("{}.{:03}", since.as_secs(), since.subsec_millis()))
+}
 
 /// The environment of an attempt: backoff's own, as the standard library
 /// reads it, without inherited attempt variables, then the attempt's.
-fn environment(spec: &AttemptSpec) -> io::Result<Vec<CString>> {
+/// `timeout` is `--timeout`.
+fn environment(spec: &AttemptSpec, timeout: Option<Duration>) -> io::Result<Vec<CString>> {
     let mut env: Vec<CString> = std::env::vars_os()
         .filter(|(name, _)| !ATTEMPT_VARIABLES.iter().any(|v| name == *v))
         .map(|(name, value)| env_entry(&name, &value))
@@ -36,6 +71,9 @@ fn environment(spec: &AttemptSpec) -> io::Result<Vec<CString>> {
         Some(spec.number.to_string()),
         Some(spec.max_attempts.map(|m| m.to_string()).unwrap_or_default()),
         spec.last.map(Outcome::env_value),
+        spec.deadline
+            .and_then(|d| unix_time(d, Instant::now(), SystemTime::now())),
+        timeout.map(seconds),
     ];
     for (name, value) in ATTEMPT_VARIABLES.iter().zip(values) {
         if let Some(value) = value {
@@ -55,9 +93,9 @@ fn captured() -> io::Result<(File, io::PipeWriter)> {
 
 impl RealExecutor {
     /// Starts an attempt; returns the child and the pipes of its output, if
-    /// output rules need to see it or stdout is held.
+    /// output rules or `--idle-timeout` need to see it or stdout is held.
     pub(super) fn spawn(&mut self, spec: &AttemptSpec) -> io::Result<(Child, Vec<Pipe>)> {
-        let exec = Exec::new(&self.command, environment(spec)?)?;
+        let exec = Exec::new(&self.command, environment(spec, self.options.timeout)?)?;
         let mut command = Command::new(&self.command[0]);
         command.args(&self.command[1..]);
         if !self.options.foreground {
@@ -75,7 +113,9 @@ impl RealExecutor {
         // finds no room in the held file fails for backoff, which must know
         // of it, and not for the command, which may ignore it.
         let rules = self.copier.rules.is_some();
-        if rules || self.held.is_some() {
+        // `--idle-timeout` sees both streams, to know when output last came.
+        let idle = self.options.idle_timeout.is_some();
+        if rules || idle || self.held.is_some() {
             let to = match &self.held {
                 Some(held) => Out::blocking(held.try_clone()?),
                 None => Out::new(io::stdout().as_fd())?,
@@ -84,13 +124,13 @@ impl RealExecutor {
             fd::enlarge_pipe(&from, PIPE_SIZE);
             let pipe = Pipe::new(from, to);
             pipes.push(if self.held.is_some() {
-                pipe.holding(rules)
+                pipe.holding()
             } else {
                 pipe
             });
             command.stdout(end);
         }
-        if rules {
+        if rules || idle {
             let to = Out::new(io::stderr().as_fd())?;
             let (from, end) = captured()?;
             pipes.push(Pipe::new(from, to));
@@ -101,5 +141,46 @@ impl RealExecutor {
         // what it started) is done.
         let child = process::spawn(command, exec)?;
         Ok((child, pipes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::values::duration;
+
+    #[test]
+    fn seconds_have_the_decimals_they_need_and_read_back() {
+        for (d, text) in [
+            (Duration::from_secs(30), "30s"),
+            (Duration::from_millis(2500), "2.5s"),
+            (Duration::from_millis(250), "0.25s"),
+            (Duration::from_nanos(1), "0.000000001s"),
+            (Duration::from_nanos(90_000_000_120), "90.00000012s"),
+            (Duration::from_hours(8_766_000), "31557600000s"),
+        ] {
+            assert_eq!(seconds(d), text);
+            assert_eq!(duration(text), Ok(d), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_deadline_is_a_unix_time_with_milliseconds() {
+        let now = Instant::now();
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_millis(1_764_599_990_125);
+        let in_10s = now + Duration::from_millis(10_125);
+        assert_eq!(
+            unix_time(in_10s, now, wall).as_deref(),
+            Some("1764600000.250")
+        );
+        assert_eq!(unix_time(now, now, wall).as_deref(), Some("1764599990.125"));
+        // A deadline already passed is now.
+        let later = now + Duration::from_secs(1);
+        assert_eq!(
+            unix_time(now, later, wall).as_deref(),
+            Some("1764599990.125")
+        );
+        let whole = SystemTime::UNIX_EPOCH + Duration::from_secs(5);
+        assert_eq!(unix_time(now, now, whole).as_deref(), Some("5.000"));
     }
 }

@@ -1,9 +1,9 @@
 //! The real executor of attempts: starts the command (no shell, its own
 //! process group: `launch`), waits for it, for signals and for its time
-//! limit in one event-driven wait (`wait`), copies and scans its output when
-//! output rules or held stdout need it (`copy`, `scan`), holds or replays
-//! data in temporary files (`spool`), and decodes how it ended. Policy
-//! decisions are not made here.
+//! limits in one event-driven wait (`wait`), copies and scans its output
+//! when output rules, held stdout or `--idle-timeout` need it (`copy`,
+//! `scan`), holds or replays data in temporary files (`spool`), and decodes
+//! how it ended. Policy decisions are not made here.
 
 mod copy;
 mod launch;
@@ -57,7 +57,8 @@ pub struct RealExecutor {
     /// the command itself.
     lingering: Option<u32>,
     /// Copies and matches the output; the output is piped through backoff
-    /// only when there are rules or stdout is held.
+    /// only when there are rules, stdout is held or `--idle-timeout` watches
+    /// it.
     copier: Copier,
     /// `--replay-stdin`: every attempt reads this file from its start.
     stdin: Option<Replayed>,
@@ -217,7 +218,7 @@ impl Executor for RealExecutor {
         // The command has ended but is not reaped yet, so its pid still
         // names its process group alone.
         let pgid = child.id();
-        let ended_by_backoff = waited.interrupted.is_some() || waited.timed_out;
+        let ended_by_backoff = waited.interrupted.is_some() || waited.timed_out.is_some();
         if !self.options.foreground && ended_by_backoff {
             // The attempt was ended by backoff: leave nothing of it.
             let _ = signals::signal_group(pgid, libc::SIGKILL);
@@ -231,13 +232,10 @@ impl Executor for RealExecutor {
             self.lingering = Some(pgid);
         }
         let st = status(waited.status);
-        let o = if waited.timed_out {
-            Outcome::TimedOut(st, crate::classify::Limit::Time)
-        } else {
-            match st {
-                Status::Code(c) => Outcome::Exited(c),
-                Status::Signal(s) => Outcome::Signaled(s),
-            }
+        let o = match (waited.timed_out, st) {
+            (Some(limit), st) => Outcome::TimedOut(st, limit),
+            (None, Status::Code(c)) => Outcome::Exited(c),
+            (None, Status::Signal(s)) => Outcome::Signaled(s),
         };
         match waited.interrupted {
             Some(sig) => Ended::Interrupted(sig, Some(o)),

@@ -1,7 +1,8 @@
 //! The one event-driven wait of an attempt: for the command to end, for
-//! signals, for its time limit, and for its output, all in one `poll` with
+//! signals, for its time limits, and for its output, all in one `poll` with
 //! the nearest deadline. Signals are passed on to the command's process
-//! group as they come; the time limit sends `--signal`, then KILL.
+//! group as they come; a time limit (`--timeout`, or `--idle-timeout` when
+//! no output came for that long) sends `--signal`, then KILL.
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::process::ExitStatusExt;
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use libc::c_int;
 
-use crate::classify::Observed;
+use crate::classify::{Limit, Observed};
 use crate::exec::RealExecutor;
 use crate::exec::copy::Pipe;
 use crate::report::say;
@@ -31,10 +32,65 @@ pub(super) struct Waited {
     pub(super) status: ExitStatus,
     /// The first terminating signal backoff received meanwhile.
     pub(super) interrupted: Option<c_int>,
-    /// Whether the attempt ran past its limit.
-    pub(super) timed_out: bool,
+    /// The time limit the attempt ran past, if it did.
+    pub(super) timed_out: Option<Limit>,
     /// What its output showed.
     pub(super) seen: Observed,
+}
+
+/// The time limits of a running attempt, and where it stands with them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Clock {
+    /// When `--timeout` (or the time left before `--max-time`) runs out.
+    time_at: Option<Instant>,
+    /// `--idle-timeout`.
+    idle: Option<Duration>,
+    /// When output last came from the command, or the attempt started.
+    last_output: Instant,
+    /// When the timed-out attempt is killed, if `--signal` did not end it.
+    kill_at: Option<Instant>,
+    /// The limit it ran past.
+    timed_out: Option<Limit>,
+}
+
+impl Clock {
+    /// The clock of an attempt that starts at `start`.
+    fn new(start: Instant, limit: Option<Duration>, idle: Option<Duration>) -> Clock {
+        Clock {
+            time_at: limit.and_then(|l| start.checked_add(l)),
+            idle,
+            last_output: start,
+            kill_at: None,
+            timed_out: None,
+        }
+    }
+
+    /// When the attempt runs past `--idle-timeout` unless output comes.
+    fn idle_at(&self) -> Option<Instant> {
+        self.idle.and_then(|i| self.last_output.checked_add(i))
+    }
+
+    /// The limits still to watch for, with when they run out.
+    fn limits(&self) -> impl Iterator<Item = (Instant, Limit)> {
+        let watched = self.timed_out.is_none();
+        [(self.time_at, Limit::Time), (self.idle_at(), Limit::Idle)]
+            .into_iter()
+            .filter_map(move |(at, limit)| at.filter(|_| watched).map(|at| (at, limit)))
+    }
+
+    /// The limit that has run out by `now`, if any: the one that ran out
+    /// first, when both have.
+    fn due(&self, now: Instant) -> Option<Limit> {
+        self.limits()
+            .filter(|(at, _)| now >= *at)
+            .min_by_key(|(at, _)| *at)
+            .map(|(_, limit)| limit)
+    }
+
+    /// When a running command's wait must end next, for its limits.
+    fn wake(&self) -> Option<Instant> {
+        self.limits().map(|(at, _)| at).chain(self.kill_at).min()
+    }
 }
 
 impl RealExecutor {
@@ -51,7 +107,7 @@ impl RealExecutor {
 
     /// Waits for the child to end (it is left for the caller to reap),
     /// passing signals on, copying and matching its output, and enforcing
-    /// its time limit meanwhile.
+    /// its time limits meanwhile.
     pub(super) fn wait(
         &mut self,
         child: &Child,
@@ -60,12 +116,10 @@ impl RealExecutor {
     ) -> Waited {
         let pid = child.id();
         let mut interrupted: Option<c_int> = None;
+        let mut clock = Clock::new(Instant::now(), limit, self.options.idle_timeout);
         // The attempt's time limit: for the command, then for passing on
         // what it printed.
-        let limit_at = limit.and_then(|l| Instant::now().checked_add(l));
-        let mut timeout_at = limit_at;
-        let mut kill_at: Option<Instant> = None;
-        let mut timed_out = false;
+        let limit_at = clock.time_at;
         let mut seen = Observed::default();
         let mut exited: Option<ExitStatus> = None;
         // After the exit: when reading stops (no data for DRAIN), and when
@@ -99,7 +153,7 @@ impl RealExecutor {
             if let Some(status) = exited {
                 // An attempt that a signal or its time limit ended waits for
                 // no more output.
-                let cut = interrupted.is_some() || timed_out;
+                let cut = interrupted.is_some() || clock.timed_out.is_some();
                 if reading
                     && (pipes.is_empty() || cut || drain_until.is_some_and(|d| Instant::now() >= d))
                 {
@@ -115,7 +169,7 @@ impl RealExecutor {
                     return Waited {
                         status,
                         interrupted,
-                        timed_out,
+                        timed_out: clock.timed_out,
                         seen,
                     };
                 }
@@ -123,7 +177,7 @@ impl RealExecutor {
             let running = exited.is_none();
             // Time limits apply to a running command only.
             let wake = if running {
-                [timeout_at, kill_at].into_iter().flatten().min()
+                clock.wake()
             } else if reading {
                 drain_until
             } else {
@@ -157,24 +211,36 @@ impl RealExecutor {
                 // Output still flows: keep reading, up to DRAIN_MAX.
                 drain_until = Instant::now().checked_add(DRAIN).min(drain_end);
             }
-            let now = Instant::now();
-            if running && timeout_at.is_some_and(|t| now >= t) {
-                timeout_at = None;
-                timed_out = true;
-                let sig = self.options.timeout_signal;
-                self.forward(pid, sig);
-                if sig != libc::SIGKILL {
-                    // A stopped command could not act on the signal.
-                    if sig != libc::SIGCONT {
-                        self.forward(pid, libc::SIGCONT);
-                    }
-                    kill_at = Some(now.checked_add(self.options.kill_after).unwrap_or(now));
+            if running {
+                // Output that waits for its reader was written: the
+                // command is not silent, only held up.
+                if flowing || pipes.iter().any(Pipe::waiting) {
+                    clock.last_output = Instant::now();
                 }
+                self.enforce(pid, &mut clock);
             }
-            if running && kill_at.is_some_and(|k| now >= k) {
-                kill_at = None;
-                self.forward(pid, libc::SIGKILL);
+        }
+    }
+
+    /// Ends a running attempt that ran past a time limit: `--signal`
+    /// first, and KILL `--kill-after` later if it is still running.
+    fn enforce(&self, pid: u32, clock: &mut Clock) {
+        let now = Instant::now();
+        if let Some(limit) = clock.due(now) {
+            clock.timed_out = Some(limit);
+            let sig = self.options.timeout_signal;
+            self.forward(pid, sig);
+            if sig != libc::SIGKILL {
+                // A stopped command could not act on the signal.
+                if sig != libc::SIGCONT {
+                    self.forward(pid, libc::SIGCONT);
+                }
+                clock.kill_at = Some(now.checked_add(self.options.kill_after).unwrap_or(now));
             }
+        }
+        if clock.kill_at.is_some_and(|k| now >= k) {
+            clock.kill_at = None;
+            self.forward(pid, libc::SIGKILL);
         }
     }
 
@@ -252,5 +318,54 @@ impl RealExecutor {
             }
         }
         found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn without_limits_nothing_is_due_and_nothing_wakes() {
+        let start = Instant::now();
+        let clock = Clock::new(start, None, None);
+        assert_eq!(clock.due(start + 1000 * MS), None);
+        assert_eq!(clock.wake(), None);
+    }
+
+    #[test]
+    fn the_idle_limit_runs_from_the_last_output() {
+        let start = Instant::now();
+        let mut clock = Clock::new(start, None, Some(300 * MS));
+        assert_eq!(clock.wake(), Some(start + 300 * MS));
+        assert_eq!(clock.due(start + 299 * MS), None);
+        clock.last_output = start + 200 * MS;
+        assert_eq!(clock.wake(), Some(start + 500 * MS));
+        assert_eq!(clock.due(start + 400 * MS), None);
+        assert_eq!(clock.due(start + 500 * MS), Some(Limit::Idle));
+    }
+
+    #[test]
+    fn the_limit_that_ran_out_first_wins() {
+        let start = Instant::now();
+        let clock = Clock::new(start, Some(100 * MS), Some(300 * MS));
+        assert_eq!(clock.wake(), Some(start + 100 * MS));
+        assert_eq!(clock.due(start + 400 * MS), Some(Limit::Time));
+        let clock = Clock::new(start, Some(300 * MS), Some(100 * MS));
+        assert_eq!(clock.wake(), Some(start + 100 * MS));
+        assert_eq!(clock.due(start + 400 * MS), Some(Limit::Idle));
+    }
+
+    #[test]
+    fn after_a_timeout_only_the_kill_is_waited_for() {
+        let start = Instant::now();
+        let mut clock = Clock::new(start, Some(100 * MS), Some(100 * MS));
+        clock.timed_out = Some(Limit::Time);
+        assert_eq!(clock.due(start + 1000 * MS), None);
+        assert_eq!(clock.wake(), None);
+        clock.kill_at = Some(start + 600 * MS);
+        assert_eq!(clock.wake(), Some(start + 600 * MS));
     }
 }

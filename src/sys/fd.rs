@@ -60,15 +60,18 @@ pub fn tee(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
     }
 }
 
-/// Moves up to `len` bytes from the pipe `from` to the file `to` (at its
-/// offset) without copying them through backoff, with splice(2), without
-/// waiting for the pipe; returns how many (0 at the pipe's end).
+/// Moves up to `len` bytes from the pipe `from` to `to`, a file (at its
+/// offset), a device or another pipe, without copying them through
+/// backoff, with splice(2), without waiting for the pipes; returns how many
+/// (0 at the end of `from`).
 ///
 /// # Errors
 ///
-/// `WouldBlock` when the pipe is empty; the file's write errors (`ENOSPC`,
-/// `EFBIG`); `Unsupported` where splice(2) does not exist.
-pub fn splice_to_file(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
+/// `WouldBlock` when `from` is empty or the pipe `to` full; `BrokenPipe`
+/// when the pipe `to` has no reader; the file's write errors (`ENOSPC`,
+/// `EFBIG`); `EINVAL` where `to` cannot take it; `Unsupported` where
+/// splice(2) does not exist.
+pub fn splice(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
     #[cfg(target_os = "linux")]
     {
         Ok(rustix::pipe::splice(

@@ -5,6 +5,7 @@ mod docs;
 mod environment;
 mod fleet;
 mod http;
+mod idle;
 mod limits;
 mod observe;
 mod processes;

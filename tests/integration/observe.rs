@@ -7,14 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::{PATIENCE, Running, TempDir, backoff, command, command_after};
-
-fn events(stderr: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(stderr)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}")))
-        .collect()
-}
+use crate::support::{PATIENCE, Running, TempDir, backoff, command, command_after, events};
 
 #[test]
 fn every_event_of_a_three_attempt_run_is_a_json_line_that_agrees_with_the_run() {

@@ -35,6 +35,14 @@ where
     assert_cmd::Command::from_std(command(args))
 }
 
+/// The JSON events of `--log-format json`, one a line of `stderr`.
+pub fn events(stderr: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}")))
+        .collect()
+}
+
 /// A fresh temporary directory, removed when dropped.
 pub struct TempDir(PathBuf);
 
