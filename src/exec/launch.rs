@@ -28,9 +28,9 @@ use crate::sys::process::{self, Exec, env_entry};
 /// is, so a backoff without `--max-time` sets none, even when an outer
 /// backoff runs it. `BACKOFF_TIMEOUT` is also how backoff itself is given
 /// `--timeout`: an inherited one is this run's `--timeout` (unless the flag
-/// is given too), so the command is told the run's own, in a form backoff
-/// reads back (`2.5s`; a bare `2.5` it refuses), so that a backoff the
-/// command starts in turn takes the same limit for each of its attempts.
+/// is given too), so the command is told the run's own, in seconds (`2.5`),
+/// which a backoff the command starts in turn reads back as its own
+/// `--timeout` (see `app`).
 const ATTEMPT_VARIABLES: [&str; 5] = [
     "BACKOFF_ATTEMPT",
     "BACKOFF_MAX_ATTEMPTS",
@@ -39,15 +39,14 @@ const ATTEMPT_VARIABLES: [&str; 5] = [
     "BACKOFF_TIMEOUT",
 ];
 
-/// `d` in seconds, with as many decimals as it needs, and the unit that
-/// makes it a duration backoff reads back: `30s`, `2.5s`.
+/// `d` in seconds, with as many decimals as it needs: `30`, `2.5`.
 fn seconds(d: Duration) -> String {
     let fraction = format!("{:09}", d.subsec_nanos());
     let fraction = fraction.trim_end_matches('0');
     if fraction.is_empty() {
-        format!("{}s", d.as_secs())
+        d.as_secs().to_string()
     } else {
-        format!("{}.{fraction}s", d.as_secs())
+        format!("{}.{fraction}", d.as_secs())
     }
 }
 
@@ -152,15 +151,16 @@ mod tests {
     #[test]
     fn seconds_have_the_decimals_they_need_and_read_back() {
         for (d, text) in [
-            (Duration::from_secs(30), "30s"),
-            (Duration::from_millis(2500), "2.5s"),
-            (Duration::from_millis(250), "0.25s"),
-            (Duration::from_nanos(1), "0.000000001s"),
-            (Duration::from_nanos(90_000_000_120), "90.00000012s"),
-            (Duration::from_hours(8_766_000), "31557600000s"),
+            (Duration::from_secs(30), "30"),
+            (Duration::from_millis(2500), "2.5"),
+            (Duration::from_millis(250), "0.25"),
+            (Duration::from_nanos(1), "0.000000001"),
+            (Duration::from_nanos(90_000_000_120), "90.00000012"),
+            (Duration::from_hours(8_766_000), "31557600000"),
         ] {
             assert_eq!(seconds(d), text);
-            assert_eq!(duration(text), Ok(d), "{text}");
+            // As a backoff inside reads BACKOFF_TIMEOUT.
+            assert_eq!(duration(&format!("{text}s")), Ok(d), "{text}");
         }
     }
 

@@ -84,12 +84,12 @@ fn a_command_silent_after_its_first_lines_is_ended_by_the_idle_timeout() {
 fn a_command_that_keeps_printing_on_either_stream_is_not_idle() {
     for stream in ["", ">&2"] {
         let script = format!(
-            "i=0; while [ $i -lt 15 ]; do echo tick $i {stream}; i=$((i+1)); sleep 0.1; done"
+            "i=0; while [ $i -lt 30 ]; do echo tick $i {stream}; i=$((i+1)); sleep 0.1; done"
         );
         let start = Instant::now();
         let out = backoff([
             "--idle-timeout",
-            "1s",
+            "2s",
             "--attempts",
             "1",
             "--",
@@ -112,14 +112,15 @@ fn a_command_that_keeps_printing_on_either_stream_is_not_idle() {
             "{stream}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let expected = (0..15)
+        let expected = (0..30)
             .map(|i| format!("tick {i}\n"))
             .collect::<Vec<_>>()
             .concat();
         assert_eq!(String::from_utf8_lossy(ticks), expected, "{stream}");
         assert!(other.is_empty(), "{stream}: {other:?}");
-        // It ran past the idle timeout, printing all along.
-        assert!(took >= Duration::from_millis(1500), "{stream}: {took:?}");
+        // It ran past the idle timeout, printing all along (20 times as
+        // often as the timeout asks, for a loaded machine).
+        assert!(took >= Duration::from_secs(3), "{stream}: {took:?}");
     }
 }
 
@@ -347,7 +348,7 @@ fn the_command_is_told_the_deadline_and_the_timeout() {
     // Every attempt is told the run's one deadline.
     assert!((deadlines[0] - deadlines[1]).abs() < 0.05, "{deadlines:?}");
     for (_, timeout) in &lines {
-        assert_eq!(*timeout, "2.5s");
+        assert_eq!(*timeout, "2.5");
     }
 }
 
@@ -390,5 +391,5 @@ fn an_inherited_timeout_is_backoffs_own_and_a_nested_backoff_reads_it_back() {
     .timeout(PATIENCE)
     .assert()
     .success()
-    .stdout("60s none\n");
+    .stdout("60 none\n");
 }
