@@ -102,8 +102,16 @@ pub fn main_with_args(args: &[OsString]) -> Exit {
 /// gave, for the checks that need to know, and which ones the environment
 /// gave, for the errors that name them.
 fn parse(args: Vec<OsString>) -> Result<(Cli, Given), clap::Error> {
-    let mut matches = timeout_from_outer(Cli::command()).try_get_matches_from(args)?;
+    let (command, outer_timeout) = timeout_from_outer(Cli::command());
+    let mut matches = command.try_get_matches_from(args)?;
     let given = match matches.subcommand() {
+        // A --timeout read from BACKOFF_TIMEOUT's seconds came from the
+        // environment, as errors about it say.
+        None if outer_timeout
+            && matches.value_source("timeout") == Some(clap::parser::ValueSource::DefaultValue) =>
+        {
+            Given::run(&matches).with_environment("timeout")
+        }
         None => Given::run(&matches),
         Some(("schedule", sub)) => Given::policy(sub),
         Some(_) => Given::other(&matches),
@@ -113,19 +121,31 @@ fn parse(args: Vec<OsString>) -> Result<(Cli, Given), clap::Error> {
 
 /// backoff tells the command its `--timeout` as `BACKOFF_TIMEOUT` in
 /// seconds (`30`, `2.5`), which a backoff that the command runs reads as its
-/// own `--timeout`: there, a bare number above zero is seconds. Elsewhere a
-/// duration needs its unit.
-fn timeout_from_outer(command: clap::Command) -> clap::Command {
+/// own `--timeout`: there, a bare number is seconds. Elsewhere a duration
+/// needs its unit. Returns the command, and whether it reads the variable
+/// so.
+fn timeout_from_outer(command: clap::Command) -> (clap::Command, bool) {
     let Some(seconds) = std::env::var("BACKOFF_TIMEOUT")
         .ok()
-        .filter(|v| v.parse::<f64>().is_ok_and(|s| s > 0.0))
-        .filter(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        .filter(|v| bare_seconds(v))
     else {
-        return command;
+        return (command, false);
     };
-    command.mut_arg("timeout", |a| {
+    let command = command.mut_arg("timeout", |a| {
         a.env(None).default_value(format!("{seconds}s"))
-    })
+    });
+    (command, true)
+}
+
+/// Whether `v` is a plain number of seconds (`30`, `2.5`) that makes a
+/// valid duration.
+fn bare_seconds(v: &str) -> bool {
+    let (whole, fraction) = v.split_once('.').unwrap_or((v, "0"));
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    digits(whole)
+        && digits(fraction)
+        && fraction.len() <= 9
+        && cli::values::duration(&format!("{v}s")).is_ok()
 }
 
 /// Runs the command with retries.

@@ -31,9 +31,10 @@ pub enum Outcome {
     NotFound,
     /// Could not be started for another reason (permissions, format, ...).
     CannotRun,
-    /// Exited with this code, which counts as success, without printing a
-    /// line that `--until-output` asks for: the condition is not met.
-    Unmet(u8),
+    /// Ended in a way that counts as success (mostly an exit code), without
+    /// printing a line that `--until-output` asks for: the condition is not
+    /// met. How the process ended.
+    Unmet(Status),
     /// Could not be started because backoff itself lacked a resource (a
     /// process slot, a descriptor, memory): this OS error number. Not the
     /// command's failure, and worth retrying.
@@ -46,7 +47,10 @@ impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Outcome::Exited(c) => write!(f, "exit {c}"),
-            Outcome::Unmet(c) => write!(f, "exit {c}, condition not met"),
+            Outcome::Unmet(Status::Code(c)) => write!(f, "exit {c}, condition not met"),
+            Outcome::Unmet(Status::Signal(s)) => {
+                write!(f, "signal {}, condition not met", signal::short_name(s))
+            }
             Outcome::Signaled(s) => write!(f, "signal {}", signal::short_name(s)),
             Outcome::TimedOut(_, Limit::Time) => f.write_str("timeout"),
             Outcome::TimedOut(_, Limit::Idle) => f.write_str("idle timeout"),
@@ -250,6 +254,9 @@ pub enum StopReason {
     NeverRetried,
     /// `--retry-on` was given and did not match.
     NotInRetryOn,
+    /// `--retry-if-output` was given (and no `--retry-on`), and no line
+    /// matched it.
+    NoRetryOutput,
     /// A `--stop-if-output` pattern matched.
     StopOutput,
     /// The preset knows this failure is not transient.
@@ -270,6 +277,7 @@ impl StopReason {
             StopReason::StopRule => "stop_on",
             StopReason::NeverRetried => "never_retried",
             StopReason::NotInRetryOn => "not_in_retry_on",
+            StopReason::NoRetryOutput => "no_retry_output_match",
             StopReason::StopOutput => "stop_if_output",
             StopReason::Preset(_) => "preset",
             StopReason::HttpStatus(_) => "http_status",
@@ -572,17 +580,19 @@ impl Default for Rules {
 }
 
 impl Rules {
-    /// The outcome of an attempt as the rules see it: an exit that counts
-    /// as success without the line `--until-output` asks for is `Unmet`.
+    /// The outcome of an attempt as the rules see it: one that counts as
+    /// success without the line `--until-output` asks for is `Unmet`.
     pub fn judged(&self, outcome: Outcome, seen: &Observed) -> Outcome {
+        if !self.until_output
+            || seen.condition_met
+            || !self.success_on.iter().any(|r| r.matches(outcome))
+        {
+            return outcome;
+        }
         match outcome {
-            Outcome::Exited(c)
-                if self.until_output
-                    && !seen.condition_met
-                    && self.success_on.iter().any(|r| r.matches(outcome)) =>
-            {
-                Outcome::Unmet(c)
-            }
+            Outcome::Exited(c) => Outcome::Unmet(Status::Code(c)),
+            Outcome::Signaled(s) => Outcome::Unmet(Status::Signal(s)),
+            Outcome::TimedOut(st, _) => Outcome::Unmet(st),
             o => o,
         }
     }
@@ -618,8 +628,13 @@ impl Rules {
         {
             return v;
         }
-        if !self.retry_on.is_empty() || self.retry_output {
+        if !self.retry_on.is_empty() {
             return Verdict::Stop(StopReason::NotInRetryOn);
+        }
+        // `--retry-if-output` is about failures; an unmet condition is
+        // retried as without it.
+        if self.retry_output && !matches!(outcome, Outcome::Unmet(_)) {
+            return Verdict::Stop(StopReason::NoRetryOutput);
         }
         match outcome {
             Outcome::Signaled(libc::SIGINT | libc::SIGPIPE) => {
@@ -647,7 +662,10 @@ mod tests {
             condition_met: true,
             ..Observed::default()
         };
-        assert_eq!(rules.judged(Exited(0), &none), Outcome::Unmet(0));
+        assert_eq!(
+            rules.judged(Exited(0), &none),
+            Outcome::Unmet(Status::Code(0))
+        );
         assert_eq!(rules.judged(Exited(0), &met), Exited(0));
         assert_eq!(
             rules.judged(Exited(2), &none),
@@ -655,24 +673,39 @@ mod tests {
             "a failure stays one"
         );
         assert_eq!(Rules::default().judged(Exited(0), &none), Exited(0));
-        assert_eq!(rules.classify(Outcome::Unmet(0), &none), Verdict::Retry);
+        assert_eq!(
+            rules.classify(Outcome::Unmet(Status::Code(0)), &none),
+            Verdict::Retry
+        );
         let stop = Rules {
             stop_on: vec![Rule::Unmet],
             ..rules.clone()
         };
         assert_eq!(
-            stop.classify(Outcome::Unmet(0), &none),
+            stop.classify(Outcome::Unmet(Status::Code(0)), &none),
             Verdict::Stop(StopReason::StopRule)
+        );
+        let output = Rules {
+            retry_output: true,
+            ..rules.clone()
+        };
+        assert_eq!(
+            output.classify(Outcome::Unmet(Status::Code(0)), &none),
+            Verdict::Retry
+        );
+        assert_eq!(
+            output.classify(Exited(1), &none),
+            Verdict::Stop(StopReason::NoRetryOutput)
         );
         let only = Rules {
             retry_on: vec![Rule::Codes(7, 7)],
             ..rules
         };
         assert_eq!(
-            only.classify(Outcome::Unmet(0), &none),
+            only.classify(Outcome::Unmet(Status::Code(0)), &none),
             Verdict::Stop(StopReason::NotInRetryOn)
         );
-        assert_eq!(Outcome::Unmet(0).env_value(), "unmet");
+        assert_eq!(Outcome::Unmet(Status::Code(0)).env_value(), "unmet");
     }
 
     /// The command line `curl WORDS...`.
@@ -964,7 +997,7 @@ mod tests {
         assert_eq!(r.classify(Exited(1), &retry), Verdict::Retry);
         assert_eq!(
             r.classify(Exited(1), &Observed::default()),
-            Verdict::Stop(StopReason::NotInRetryOn)
+            Verdict::Stop(StopReason::NoRetryOutput)
         );
     }
 

@@ -210,6 +210,14 @@ impl Given {
         self.max_retries || self.attempts
     }
 
+    /// The same, knowing that the environment gave the value of the
+    /// argument `id` (in a form clap did not read itself).
+    #[must_use]
+    pub fn with_environment(mut self, id: &str) -> Given {
+        self.environment.push(id.to_owned());
+        self
+    }
+
     /// Whether the environment gave the value of the argument `id`.
     pub fn from_environment(&self, id: &str) -> bool {
         self.environment.iter().any(|e| e == id)
@@ -273,7 +281,15 @@ fn shape(args: &PolicyArgs, given: &Given) -> Result<Policy, UsageError> {
         (Some(_), Some(_)) => Err(conflict("--delays", "--poll")),
         (Some(bounds), None) => {
             refuse_formula("--delays")?;
-            if args.jitter == Jitter::Decorrelated {
+            // A fleet's decorrelated jitter (BACKOFF_JITTER) gives way to the
+            // default, as its base and cap do; on the command line it is an
+            // error.
+            let jitter = if args.jitter == Jitter::Decorrelated && !given.shaped("jitter") {
+                Jitter::Full
+            } else {
+                args.jitter
+            };
+            if jitter == Jitter::Decorrelated {
                 return Err(invalid(
                     given,
                     "decorrelated",
@@ -281,7 +297,7 @@ fn shape(args: &PolicyArgs, given: &Given) -> Result<Policy, UsageError> {
                     "decorrelated jitter draws from the previous delay, not from a bound; with --delays use full, equal or none",
                 ));
             }
-            if bounds.0.iter().any(Duration::is_zero) && args.jitter != Jitter::None {
+            if bounds.0.iter().any(Duration::is_zero) && jitter != Jitter::None {
                 return Err(invalid(
                     given,
                     "0",
@@ -289,7 +305,7 @@ fn shape(args: &PolicyArgs, given: &Given) -> Result<Policy, UsageError> {
                     "a bound of zero needs --jitter none",
                 ));
             }
-            Ok(Policy::explicit(bounds.0.clone(), args.jitter))
+            Ok(Policy::explicit(bounds.0.clone(), jitter))
         }
         (None, Some(every)) => {
             refuse_formula("--poll")?;

@@ -70,14 +70,17 @@ pub enum Event<'a> {
         after: Duration,
     },
     /// `--until-failure` found no failure: every run allowed succeeded, or
-    /// the next would have passed `--max-time`.
+    /// `--max-time` ended the runs.
     NoFailure {
-        /// Runs made, all successful.
+        /// Runs that succeeded.
         runs: u64,
         /// Time since the run started.
         total: Duration,
-        /// Whether `--max-time` ended the runs before their limit.
-        deadline: bool,
+        /// Why the runs ended.
+        reason: HuntEnd,
+        /// The last run, when no event told of its end before: its number,
+        /// outcome and duration.
+        last: Option<(u64, Outcome, Duration)>,
     },
     /// The command could not be started.
     CannotStart {
@@ -148,6 +151,28 @@ pub enum Event<'a> {
         /// when it came during a delay (or before an attempt could start).
         attempt: Option<(u64, Outcome, Duration)>,
     },
+}
+
+/// Why `--until-failure` ended without a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HuntEnd {
+    /// Every run allowed succeeded.
+    Runs,
+    /// The next run would have started after `--max-time`.
+    Deadline,
+    /// `--max-time` cut the last run short: it is no finding.
+    Cut,
+}
+
+impl HuntEnd {
+    /// The name used in JSON events.
+    pub fn name(self) -> &'static str {
+        match self {
+            HuntEnd::Runs => "runs",
+            HuntEnd::Deadline => "deadline",
+            HuntEnd::Cut => "cut",
+        }
+    }
 }
 
 /// What follows a failed attempt.

@@ -6,8 +6,8 @@ use std::ffi::OsString;
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
-use crate::classify::{Observed, Outcome, Rules, Status, StopReason, Verdict};
-use crate::event::{Ending, Event, Next, Report};
+use crate::classify::{Limit, Observed, Outcome, Rules, Status, StopReason, Verdict};
+use crate::event::{Ending, Event, HuntEnd, Next, Report};
 use crate::exit::Exit;
 use crate::policy::{Delay, Delays, Policy};
 use rand::rngs::Xoshiro256PlusPlus;
@@ -254,6 +254,8 @@ struct Judged {
     outcome: Outcome,
     elapsed: Duration,
     seen: Observed,
+    /// Whether `--max-time` (not `--timeout`) cut it short.
+    cut: bool,
 }
 
 /// Runs the retry loop to its end and returns how backoff should exit.
@@ -333,11 +335,14 @@ impl Loop<'_, '_> {
             }
         };
         let verdict = plan.rules.classify(outcome, &seen);
+        let cut = matches!(outcome, Outcome::TimedOut(_, Limit::Time))
+            && left.is_some_and(|l| plan.timeout.is_none_or(|t| l < t));
         let judged = Judged {
             number,
             outcome,
             elapsed,
             seen,
+            cut,
         };
         let step = match verdict {
             Verdict::Success => self.passed(&judged),
@@ -374,7 +379,8 @@ impl Loop<'_, '_> {
                 Goal::Failure { .. } => Event::NoFailure {
                     runs: a.number,
                     total,
-                    deadline: false,
+                    reason: HuntEnd::Runs,
+                    last: Some((a.number, a.outcome, a.elapsed)),
                 },
                 Goal::Success { .. } => Event::Succeeded {
                     attempt: a.number,
@@ -416,7 +422,8 @@ impl Loop<'_, '_> {
                 Event::NoFailure {
                     runs: a.number,
                     total,
-                    deadline: true,
+                    reason: HuntEnd::Deadline,
+                    last: None,
                 },
                 Exit::SUCCESS,
             ),
@@ -440,15 +447,24 @@ impl Loop<'_, '_> {
     fn failed(&mut self, a: &Judged, verdict: Verdict) -> Step {
         let plan = self.plan;
         self.count.streak = 0;
-        if let Some(after) = plan.reset_after
-            && a.elapsed >= after
-            && (self.count.retries > 0 || self.count.failures > 0)
+        if let Goal::Failure { .. } = plan.goal
+            && a.cut
         {
-            self.report.event(&Event::Reset {
-                attempt: a.number,
-                ran: a.elapsed,
-                after,
-            });
+            // The deadline of a hunt is not a failure of the command.
+            let event = Event::NoFailure {
+                runs: a.number - 1,
+                total: self.exec.now().saturating_duration_since(self.start),
+                reason: HuntEnd::Cut,
+                last: Some((a.number, a.outcome, a.elapsed)),
+            };
+            return Step::Done(self.end(&event, Exit::SUCCESS));
+        }
+        // A failure that ran long enough starts the retries over, if a
+        // retry follows at all.
+        let reset = verdict == Verdict::Retry
+            && plan.reset_after.is_some_and(|after| a.elapsed >= after)
+            && (self.count.retries > 0 || self.count.failures > 0);
+        if reset {
             self.count.retries = 0;
             self.count.failures = 0;
         }
@@ -472,6 +488,13 @@ impl Loop<'_, '_> {
                 budgeted(plan, next, self.exec, self.deadline)
             }
         };
+        if let (true, Some(after), Next::Retry { .. }) = (reset, plan.reset_after, next) {
+            self.report.event(&Event::Reset {
+                attempt: a.number,
+                ran: a.elapsed,
+                after,
+            });
+        }
         self.report.event(&Event::Failed {
             attempt: a.number,
             max_attempts: self.max_attempts,
@@ -911,7 +934,10 @@ mod tests {
 
     #[test]
     fn an_unmet_condition_exits_1() {
-        assert_eq!(exit_for(Outcome::Unmet(0), false), Exit::Code(1));
+        assert_eq!(
+            exit_for(Outcome::Unmet(Status::Code(0)), false),
+            Exit::Code(1)
+        );
     }
 
     #[test]

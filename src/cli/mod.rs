@@ -24,10 +24,11 @@ use values::{ClientCounts, DelayList, RuleList};
 
 const AFTER_HELP: &str = "\
 Exit status: 0 if an attempt succeeded; the last attempt's exit code when
-retries run out or a stop rule matches; death by the same signal when the
-last attempt was killed by one (or backoff was interrupted); 124 timeout;
-125 backoff itself failed (bad usage); 126 command cannot be run; 127
-command not found.
+retries run out or a stop rule matches (with --until-failure, the failure
+found's); 1 when an --until-output condition or a --consecutive streak was
+not met; death by the same signal when the last attempt was killed by one
+(or backoff was interrupted); 124 timeout; 125 backoff itself failed (bad
+usage); 126 command cannot be run; 127 command not found.
 
 Examples:
   backoff -- curl -fsS https://api.example.test/

@@ -10,7 +10,9 @@ use std::io::{self, Read};
 use std::os::fd::AsFd;
 
 use crate::classify::Observed;
+use crate::exec::describe;
 use crate::exec::scan::{LineScanner, OutputRules};
+use crate::report::say;
 use crate::sys::fd::{self, Out};
 
 /// Bytes read from the command's output at a time: enough to make few
@@ -56,6 +58,13 @@ pub(super) struct Pipe {
     /// held stdout file, or a device): output is moved there with
     /// splice(2), without being copied through backoff.
     splice: bool,
+    /// Which of the command's streams it carries (`stdout`, `stderr`), for
+    /// the line that tells of a destination that failed.
+    stream: &'static str,
+    /// `to` failed (a full disk, an I/O error): the rest of the attempt's
+    /// output is read, matched and dropped, so that the command runs on as
+    /// if it had been written.
+    dropping: bool,
 }
 
 impl Pipe {
@@ -72,8 +81,9 @@ impl Pipe {
 }
 
 impl Pipe {
-    /// A pipe from the command (`from`, non-blocking) to `to`.
-    pub(super) fn new(from: File, to: Out) -> Pipe {
+    /// A pipe that carries the command's `stream` from `from` (its read
+    /// end, non-blocking) to `to`.
+    pub(super) fn new(from: File, to: Out, stream: &'static str) -> Pipe {
         Pipe {
             from,
             // Only a pipe opened anew can take tee's non-blocking writes.
@@ -85,6 +95,8 @@ impl Pipe {
             holds: false,
             splice: !to.nonblocking() && cfg!(target_os = "linux"),
             to,
+            stream,
+            dropping: false,
         }
     }
 
@@ -145,7 +157,7 @@ impl Copier {
         }
         // Nothing to match: the kernel moves the output, unread.
         let unread = self.rules.is_none();
-        if pipe.tee {
+        if pipe.tee && !pipe.dropping {
             let passed = if unread {
                 fd::splice(pipe.from.as_fd(), pipe.to.as_fd(), CHUNK)
             } else {
@@ -178,7 +190,7 @@ impl Copier {
         if limit == 0 {
             return Copied::Done;
         }
-        if pipe.splice && unread && self.lost.is_none() {
+        if pipe.splice && unread && self.lost.is_none() && !pipe.dropping {
             match fd::splice(pipe.from.as_fd(), pipe.to.as_fd(), limit) {
                 Ok(0) => return Copied::Done,
                 Ok(n) => {
@@ -203,9 +215,7 @@ impl Copier {
                 }
                 // The held file takes no more: the rest is read and dropped.
                 Err(e) if pipe.holds => self.lost = Some(e),
-                // The destination takes no more: closing the pipe tells the
-                // command, as a failed write would.
-                Err(_) => return Copied::Done,
+                Err(e) => return unwritable(pipe, &e),
             }
         }
         match pipe.from.read(&mut self.buffer[..limit]) {
@@ -218,6 +228,9 @@ impl Copier {
                 if let Some(rules) = &self.rules {
                     pipe.scanner.feed(rules, data, seen);
                 }
+                if pipe.dropping {
+                    return Copied::Data;
+                }
                 if pipe.holds {
                     // After a failure nothing more is written: the file
                     // keeps no gap, and the loss is told at the end.
@@ -229,13 +242,11 @@ impl Copier {
                     return Copied::Data;
                 }
                 match write_some(&pipe.to, data) {
-                    Some(written) => {
+                    Ok(written) => {
                         pipe.pending.extend_from_slice(&data[written..]);
                         Copied::Data
                     }
-                    // The destination is gone: closing the pipe gives the
-                    // command the SIGPIPE it would have had without backoff.
-                    None => Copied::Done,
+                    Err(e) => unwritable(pipe, &e),
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Copied::Nothing,
@@ -317,10 +328,9 @@ impl Copier {
             let copied = if !ready[i] {
                 Copied::Nothing
             } else if !pipes[i].pending.is_empty() {
-                if flush(&mut pipes[i]) {
-                    Copied::Data
-                } else {
-                    Copied::Done
+                match flush(&mut pipes[i]) {
+                    Ok(()) => Copied::Data,
+                    Err(e) => unwritable(&mut pipes[i], &e),
                 }
             } else if reading || !pipes[i].emptied() {
                 pipes[i].blocked = false;
@@ -341,33 +351,50 @@ impl Copier {
 }
 
 /// Writes what `pipe` has pending, as far as its destination takes it
-/// without waiting; false when the destination is gone.
-fn flush(pipe: &mut Pipe) -> bool {
-    if let Some(written) = write_some(&pipe.to, &pipe.pending) {
-        pipe.pending.drain(..written);
-        true
-    } else {
-        pipe.pending.clear();
-        false
+/// without waiting.
+fn flush(pipe: &mut Pipe) -> io::Result<()> {
+    let written = write_some(&pipe.to, &pipe.pending)?;
+    pipe.pending.drain(..written);
+    Ok(())
+}
+
+/// What becomes of a pipe whose destination failed with `e`. One that is
+/// gone (no reader) is closed: that gives the command the SIGPIPE it would
+/// have had without backoff. Any other failure (a full disk, an I/O error)
+/// is told once, and the rest of the attempt's output on that stream is
+/// dropped: the command cannot be given the error, and runs on.
+fn unwritable(pipe: &mut Pipe, e: &io::Error) -> Copied {
+    pipe.pending.clear();
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        return Copied::Done;
     }
+    if !pipe.dropping {
+        pipe.dropping = true;
+        say(&format!(
+            "cannot write the command's {}: {}; the rest of this attempt's {} is dropped",
+            pipe.stream,
+            describe(e),
+            pipe.stream
+        ));
+    }
+    Copied::Data
 }
 
 /// Writes `data` to `to`: all of it, or with a non-blocking `to` as much
-/// as it takes without waiting. Returns how many bytes were written, or
-/// None when the destination is gone.
-fn write_some(to: &Out, data: &[u8]) -> Option<usize> {
+/// as it takes without waiting. Returns how many bytes were written.
+fn write_some(to: &Out, data: &[u8]) -> io::Result<usize> {
     if !to.nonblocking() {
-        return to.write_all_blocking(data).is_ok().then_some(data.len());
+        return to.write_all_blocking(data).map(|()| data.len());
     }
     let mut written = 0;
     while written < data.len() {
         match to.write_now(&data[written..]) {
-            Ok(0) => return None,
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => written += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(_) => return None,
+            Err(e) => return Err(e),
         }
     }
-    Some(written)
+    Ok(written)
 }

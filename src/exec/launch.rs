@@ -114,6 +114,11 @@ impl RealExecutor {
         let rules = self.copier.rules.is_some();
         // `--idle-timeout` sees both streams, to know when output last came.
         let idle = self.options.idle_timeout.is_some();
+        // Both streams bound for one place (`2>&1`, a terminal) share one
+        // pipe, so that their order there stays the command's.
+        let shared = (rules || idle)
+            && self.held.is_none()
+            && fd::same_file(io::stdout().as_fd(), io::stderr().as_fd());
         if rules || idle || self.held.is_some() {
             let to = match &self.held {
                 Some(held) => Out::blocking(held.try_clone()?),
@@ -121,18 +126,22 @@ impl RealExecutor {
             };
             let (from, end) = captured()?;
             fd::enlarge_pipe(&from, PIPE_SIZE);
-            let pipe = Pipe::new(from, to);
+            let stream = if shared { "output" } else { "stdout" };
+            let pipe = Pipe::new(from, to, stream);
             pipes.push(if self.held.is_some() {
                 pipe.holding()
             } else {
                 pipe
             });
+            if shared {
+                command.stderr(end.try_clone()?);
+            }
             command.stdout(end);
         }
-        if rules || idle {
+        if (rules || idle) && !shared {
             let to = Out::new(io::stderr().as_fd())?;
             let (from, end) = captured()?;
-            pipes.push(Pipe::new(from, to));
+            pipes.push(Pipe::new(from, to, "stderr"));
             command.stderr(end);
         }
         // The write ends belong to the command alone: `command` is dropped

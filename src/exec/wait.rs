@@ -205,7 +205,15 @@ impl RealExecutor {
             if running && !told_stop && signals.contains(&libc::SIGCHLD) {
                 told_stop = self.tell_terminal_stop(pid);
             }
+            // Time spent stopped by job control (Ctrl-Z, then fg) is not
+            // silence of the command's.
+            let resumed = signals
+                .iter()
+                .any(|&s| s == libc::SIGTSTP || s == libc::SIGCONT);
             self.on_signals(pid, running, signals, &mut interrupted);
+            if resumed {
+                clock.last_output = Instant::now();
+            }
             let flowing = self.copier.service(&mut pipes, &ready, reading, &mut seen);
             if flowing && !running && reading {
                 // Output still flows: keep reading, up to DRAIN_MAX.

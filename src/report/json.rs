@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
-use crate::classify::{Outcome, os_error};
+use crate::classify::{Outcome, Status, os_error};
 use crate::event::{Event, Next, Report};
 use crate::report::Verbosity;
 use crate::signal;
@@ -25,7 +25,10 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub fn outcome_json(o: Outcome) -> Value {
     match o {
         Outcome::Exited(c) => json!({"kind": "exit", "code": c}),
-        Outcome::Unmet(c) => json!({"kind": "unmet", "code": c}),
+        Outcome::Unmet(Status::Code(c)) => json!({"kind": "unmet", "code": c}),
+        Outcome::Unmet(Status::Signal(s)) => {
+            json!({"kind": "unmet", "signal": signal::short_name(s), "number": s})
+        }
         Outcome::Signaled(s) => {
             json!({"kind": "signal", "signal": signal::short_name(s), "number": s})
         }
@@ -137,13 +140,22 @@ fn goal_json(event: &Event<'_>) -> Value {
         Event::NoFailure {
             runs,
             total,
-            deadline,
-        } => json!({
-            "event": "no_failure",
-            "runs": runs,
-            "total_seconds": total.as_secs_f64(),
-            "reason": if deadline { "deadline" } else { "runs" },
-        }),
+            reason,
+            last,
+        } => {
+            let mut v = json!({
+                "event": "no_failure",
+                "runs": runs,
+                "total_seconds": total.as_secs_f64(),
+                "reason": reason.name(),
+            });
+            if let Some((attempt, outcome, elapsed)) = last {
+                v["attempt"] = json!(attempt);
+                v["outcome"] = outcome_json(outcome);
+                v["duration_seconds"] = json!(elapsed.as_secs_f64());
+            }
+            v
+        }
         _ => Value::Null,
     }
 }

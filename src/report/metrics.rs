@@ -97,12 +97,11 @@ pub fn metrics(run: &Recorder, exit: Exit, previous: Option<&str>) -> String {
 #[allow(clippy::cast_precision_loss)] // counts far below 2^52
 fn outcomes(out: &mut String, run: &Recorder, previous: Option<&str>) {
     const METRIC: &str = "backoff_attempt_outcomes_total";
-    const KINDS: [&str; 9] = [
+    const KINDS: [&str; 8] = [
         "backoff_error",
         "cannot_start",
         "exit",
         "idle_timeout",
-        "interrupted",
         "signal",
         "success",
         "timeout",

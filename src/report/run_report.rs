@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 
 use crate::classify::{Hint, Limit, Outcome};
-use crate::event::{Ending, Event, Next, Report};
+use crate::event::{Ending, Event, HuntEnd, Next, Report};
 use crate::exit::Exit;
 use crate::report::json::{SCHEMA_VERSION, outcome_json, rfc3339};
 use crate::signal;
@@ -28,7 +28,9 @@ struct AttemptRecord {
 
 impl AttemptRecord {
     /// The `outcome` label of the metrics: `success`, `exit`, `signal`,
-    /// `timeout`, `idle_timeout`, `unmet`, `cannot_start`, `backoff_error`.
+    /// `timeout`, `idle_timeout`, `unmet`, `cannot_start`, `backoff_error`
+    /// (and `interrupted` for an attempt without an outcome, which the
+    /// metrics leave out).
     pub fn kind(&self) -> &'static str {
         match self.outcome {
             _ if self.passed => "success",
@@ -85,11 +87,11 @@ impl Recorder {
         }
     }
 
-    /// The last attempt succeeded, and with it the run (unless its held
-    /// output came too late).
-    fn mark_success(&mut self) {
+    /// The run succeeded (unless its held output came too late), and with
+    /// `last_passed` its last attempt too.
+    fn mark_success(&mut self, last_passed: bool) {
         if let Some(a) = self.attempts.last_mut() {
-            a.passed = true;
+            a.passed |= last_passed;
         }
         self.reason = if self.undelivered > 0 {
             Ending::Deadline.name()
@@ -234,7 +236,13 @@ impl Report for Recorder {
                 ..
             } => self.passed(attempt, outcome, elapsed, next),
             Event::Reset { .. } => self.resets += 1,
-            Event::NoFailure { .. } => self.mark_success(),
+            Event::NoFailure { reason, last, .. } => {
+                if let Some((number, outcome, elapsed)) = last {
+                    self.end_attempt(number, outcome, Some(elapsed));
+                }
+                // A run cut short is no success, and no failure.
+                self.mark_success(reason != HuntEnd::Cut);
+            }
             Event::Failed {
                 attempt,
                 outcome,
@@ -267,7 +275,7 @@ impl Report for Recorder {
                 ..
             } => {
                 self.end_attempt(attempt, outcome, Some(elapsed));
-                self.mark_success();
+                self.mark_success(true);
             }
             Event::GaveUp { reason, .. } => {
                 self.reason = if self.undelivered > 0 {

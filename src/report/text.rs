@@ -8,7 +8,7 @@ use std::io::Write;
 
 use crate::classify::{Outcome, StopReason};
 use crate::duration::human;
-use crate::event::{Ending, Event, Next, Report};
+use crate::event::{Ending, Event, HuntEnd, Next, Report};
 use crate::report::{Verbosity, escape_controls};
 use crate::signal;
 
@@ -212,20 +212,20 @@ fn end_text(event: &Event<'_>, verbose: bool) -> Option<String> {
         Event::NoFailure {
             runs,
             total,
-            deadline,
+            reason,
+            last,
         } => {
-            if deadline {
-                format!(
-                    "no failure in {} in {}; the next would pass --max-time",
-                    plural(runs, "run"),
-                    human(total)
-                )
-            } else {
-                format!(
-                    "no failure: {} succeeded in {}",
-                    plural(runs, "run"),
-                    human(total)
-                )
+            let head = format!(
+                "no failure: {} succeeded in {}",
+                plural(runs, "run"),
+                human(total)
+            );
+            match (reason, last) {
+                (HuntEnd::Deadline, _) => format!("{head}; the next would pass --max-time"),
+                (HuntEnd::Cut, Some((run, ..))) => {
+                    format!("{head}; --max-time cut run {run} short")
+                }
+                _ => head,
             }
         }
         Event::Succeeded {
@@ -377,10 +377,21 @@ fn passed_text(
     }
 }
 
+/// The outcome as the rules name it: `unmet`, or as it is printed.
+fn rule_word(outcome: Outcome) -> String {
+    match outcome {
+        Outcome::Unmet(_) => "unmet".to_owned(),
+        o => o.to_string(),
+    }
+}
+
 fn stop_reason(why: StopReason, outcome: Outcome) -> String {
     match why {
-        StopReason::StopRule => format!("{outcome} matches --stop-on"),
-        StopReason::NotInRetryOn => format!("{outcome} is not in --retry-on"),
+        StopReason::StopRule => format!("{} matches --stop-on", rule_word(outcome)),
+        StopReason::NotInRetryOn => format!("{} is not in --retry-on", rule_word(outcome)),
+        StopReason::NoRetryOutput => {
+            format!("{outcome}, and no line matches --retry-if-output")
+        }
         StopReason::NeverRetried => format!("{outcome} is never retried by default"),
         StopReason::CannotStart => "the command cannot be started".to_owned(),
         StopReason::StopOutput => "its output matches --stop-if-output".to_owned(),

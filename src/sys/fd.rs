@@ -60,6 +60,15 @@ pub fn tee(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
     }
 }
 
+/// Whether `a` and `b` are the same file, pipe or terminal (their device
+/// and inode agree); false when either cannot be asked.
+pub fn same_file(a: impl AsFd, b: impl AsFd) -> bool {
+    match (rustix::fs::fstat(a), rustix::fs::fstat(b)) {
+        (Ok(x), Ok(y)) => x.st_dev == y.st_dev && x.st_ino == y.st_ino,
+        _ => false,
+    }
+}
+
 /// Moves up to `len` bytes from the pipe `from` to `to`, a file (at its
 /// offset), a device or another pipe, without copying them through
 /// backoff, with splice(2), without waiting for the pipes; returns how many

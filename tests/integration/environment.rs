@@ -151,7 +151,7 @@ fn a_bare_number_in_backoff_timeout_is_seconds_as_backoff_tells_its_command() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(124), "{out:?}");
-    // A flag still wins; zero is still refused, naming the variable.
+    // A flag still wins; zero is refused, naming the variable.
     let out = backoff(["--timeout", "100ms", "--attempts", "1", "--", "sleep", "30"])
         .env("BACKOFF_TIMEOUT", "2.5")
         .timeout(crate::support::PATIENCE)
@@ -166,6 +166,14 @@ fn a_bare_number_in_backoff_timeout_is_seconds_as_backoff_tells_its_command() {
         "BACKOFF_TIMEOUT",
         "0",
         &["--", "true"],
-        "a duration needs a unit",
+        "must be above zero",
+    );
+    // Not a plain number: refused as any duration without its unit is,
+    // quoting what was given.
+    refused_naming_the_variable(
+        "BACKOFF_TIMEOUT",
+        "1.",
+        &["--", "true"],
+        "invalid value '1.' for",
     );
 }

@@ -393,3 +393,82 @@ fn an_inherited_timeout_is_backoffs_own_and_a_nested_backoff_reads_it_back() {
     .success()
     .stdout("60 none\n");
 }
+
+#[test]
+fn time_stopped_by_job_control_is_not_silence() {
+    // The command prints every 100ms; stopped (Ctrl-Z) for longer than the
+    // idle timeout and continued (fg), it goes on and ends well.
+    let mut run = Running::start(command(then_sh(
+        &["--idle-timeout", "1s", "--attempts", "1"],
+        "i=0; while [ $i -lt 20 ]; do echo tick $i; i=$((i+1)); sleep 0.1; done",
+    )));
+    run.wait_for("tick 2");
+    run.signal(libc::SIGTSTP);
+    crate::support::eventually("backoff to stop", || {
+        crate::support::state_of(run.pid()) == Some('T')
+    });
+    // Stopped for longer than the idle timeout: the scenario, not a wait
+    // for something to happen.
+    std::thread::sleep(Duration::from_millis(1500));
+    run.signal(libc::SIGCONT);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(0), "{:?}", run.seen);
+    run.wait_for("tick 19");
+}
+
+#[test]
+fn a_destination_that_fails_is_told_and_the_command_runs_on() {
+    // /dev/full refuses every write with ENOSPC; without backoff the
+    // command would get the error and go on.
+    for flag in [&["--idle-timeout", "10s"][..], &["--until-output", "tick"]] {
+        let mut args = flag.to_vec();
+        args.extend(["--attempts", "1"]);
+        let mut cmd = command(then_sh(
+            &args,
+            "for i in 1 2 3; do echo tick $i; done; echo done >&2",
+        ));
+        cmd.stdout(std::fs::File::create("/dev/full").unwrap());
+        let mut run = Running::start_with_stderr(cmd);
+        let (status, _) = run.wait_exit(PATIENCE);
+        let err = run.stderr().join("\n");
+        assert_eq!(status.code(), Some(0), "{flag:?}: {err}");
+        assert_eq!(
+            err.matches("cannot write the command's stdout: ").count(),
+            1,
+            "{flag:?}: {err}"
+        );
+        assert!(err.contains("done"), "{flag:?}: {err}");
+    }
+}
+
+#[test]
+fn stdout_and_stderr_bound_for_one_place_keep_their_order() {
+    let dir = TempDir::new("order");
+    let script = "i=0; while [ $i -lt 300 ]; do echo out $i; echo err $i >&2; i=$((i+1)); done";
+    let expected: String = (0..300)
+        .flat_map(|i| [format!("out {i}\n"), format!("err {i}\n")])
+        .collect();
+    let bin = crate::support::bin();
+    for flag in ["--idle-timeout 10s", "--until-output 'out 299'"] {
+        for (place, redirect) in [
+            ("a file", "> \"$1\" 2>&1"),
+            ("a pipe", "2>&1 | cat > \"$1\""),
+        ] {
+            let file = dir.join("out");
+            let status = Command::new("sh")
+                .arg("-c")
+                .arg(format!("\"$0\" -q {flag} -- sh -c '{script}' {redirect}"))
+                .arg(&bin)
+                .arg(&file)
+                .env_remove("GITHUB_ACTIONS")
+                .status()
+                .unwrap();
+            assert!(status.success(), "{flag}, {place}");
+            assert_eq!(
+                std::fs::read_to_string(&file).unwrap(),
+                expected,
+                "{flag}, {place}"
+            );
+        }
+    }
+}

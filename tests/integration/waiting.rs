@@ -246,9 +246,7 @@ fn unmet_is_a_word_of_the_rules() {
         1,
     );
     assert!(
-        err.contains(
-            "exit 0, condition not met; not retrying: exit 0, condition not met matches --stop-on"
-        ),
+        err.contains("exit 0, condition not met; not retrying: unmet matches --stop-on"),
         "{err}"
     );
     // --retry-on retries only what it names.
@@ -451,7 +449,11 @@ fn until_failure_ends_at_the_deadline_without_a_finding() {
     .output()
     .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stderr(&out).contains("no failure in "), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the next would pass --max-time"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -647,5 +649,155 @@ fn a_long_attempt_resets_the_retry_count_and_the_delays() {
             "20ms (bound 20ms)"
         ],
         "{err}"
+    );
+}
+
+#[test]
+fn every_run_of_a_hunt_is_recorded_the_last_one_too() {
+    let (out, doc, text) = summarised(
+        "all",
+        &[
+            "--log-format",
+            "json",
+            "--until-failure",
+            "3",
+            "--delays",
+            "1ms",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let runs = doc["attempts"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    for run in runs {
+        assert_eq!(run["outcome"]["kind"], "exit", "{doc}");
+        assert!(run["duration_seconds"].is_number(), "{doc}");
+    }
+    assert_eq!(doc["success_count"], 3);
+    assert!(
+        text.contains("backoff_attempt_outcomes_total{name=\"all\",outcome=\"success\"} 3\n"),
+        "{text}"
+    );
+    let events = crate::support::events(&out.stderr);
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "no_failure");
+    assert_eq!(last["attempt"], 3);
+    assert_eq!(last["outcome"]["kind"], "exit");
+}
+
+#[test]
+fn a_hunt_cut_short_by_max_time_found_no_failure() {
+    let err = exits(
+        &[
+            "--until-failure",
+            "--delays",
+            "1ms",
+            "--max-time",
+            "1s",
+            "--",
+            "sleep",
+            "0.3",
+        ],
+        0,
+    );
+    assert!(
+        err.contains("no failure: ") && err.contains("--max-time cut run "),
+        "{err}"
+    );
+    // A run that --timeout ends is a finding still.
+    let err = exits(
+        &[
+            "--until-failure",
+            "--timeout",
+            "200ms",
+            "--max-time",
+            "30s",
+            "--",
+            "sleep",
+            "5",
+        ],
+        124,
+    );
+    assert!(err.contains("run 1 failed (timeout)"), "{err}");
+}
+
+#[test]
+fn whatever_counts_as_success_needs_the_line_too() {
+    let err = exits(
+        &[
+            "--success-on",
+            "sig:TERM",
+            "--until-output",
+            "READY",
+            "--attempts",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "kill $$",
+        ],
+        1,
+    );
+    assert!(
+        err.contains("attempt 1/1 signal TERM, condition not met"),
+        "{err}"
+    );
+    assert!(!err.contains("condition met"), "{err}");
+}
+
+#[test]
+fn retry_if_output_leaves_an_unmet_condition_retried() {
+    let err = exits(
+        &[
+            "--retry-if-output",
+            "busy",
+            "--until-output",
+            "^READY$",
+            "--delays",
+            "1ms",
+            "--",
+            "sh",
+            "-c",
+            "[ \"$BACKOFF_ATTEMPT\" -ge 3 ] && echo READY; exit 0",
+        ],
+        0,
+    );
+    assert!(err.contains("condition met on attempt 3"), "{err}");
+    // A failure that prints no such line stops, and the line says why.
+    let err = exits(&["--retry-if-output", "busy", "--", "false"], 1);
+    assert!(
+        err.contains("exit 1, and no line matches --retry-if-output"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_reset_is_told_only_when_a_retry_follows() {
+    let err = exits(
+        &[
+            "--reset-after",
+            "300ms",
+            "--stop-on",
+            "3",
+            "--delays",
+            "1ms",
+            "--",
+            "sh",
+            "-c",
+            "[ \"$BACKOFF_ATTEMPT\" = 2 ] && { sleep 0.5; exit 3; }; exit 1",
+        ],
+        3,
+    );
+    assert!(!err.contains("start over"), "{err}");
+    assert!(err.contains("matches --stop-on"), "{err}");
+}
+
+#[test]
+fn a_fleets_decorrelated_jitter_gives_way_to_explicit_delays() {
+    exits_with(
+        &[("BACKOFF_JITTER", "decorrelated")],
+        &["--delays", "1ms", "--attempts", "2", "--", "false"],
+        1,
     );
 }
