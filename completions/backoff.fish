@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_backoff_global_optspecs
-    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= timeout= signal= kill-after= idle-timeout= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= q/quiet v/verbose name= log-format= report= metrics-file= foreground h/help V/version
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= q/quiet v/verbose name= log-format= report= metrics-file= foreground h/help V/version
 end
 
 function __fish_backoff_needs_command
@@ -43,6 +43,10 @@ complete -c backoff -n "__fish_backoff_needs_command" -l until-output -d 'An att
 complete -c backoff -n "__fish_backoff_needs_command" -l consecutive -d 'Success needs N successful attempts in a row; a failure resets the count and is retried as usual' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l until-failure -d 'Run the command again while it succeeds, at most N runs (default: no limit); stop at the first failure and exit with its status, or 0 when every run succeeded' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l reset-after -d 'An attempt that ran at least this long before failing starts the retry count and the delays over, as if it were the first' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l on-retry -d 'Run CMD with `sh -c` at the start of each delay before a retry (its time counts against the delay); it sees BACKOFF_ATTEMPT, BACKOFF_LAST_STATUS, BACKOFF_NEXT_DELAY' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l on-give-up -d 'Run CMD with `sh -c` when the run ends without success; it sees BACKOFF_REASON (exhausted, stopped, deadline, budget, interrupted, failure_found) and BACKOFF_LAST_STATUS' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l on-success -d 'Run CMD with `sh -c` when the run succeeds' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l hook-timeout -d 'The longest a hook may run; then it is ended like a timed-out attempt' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l timeout -d 'Limit of each attempt: on expiry the command\'s process group gets --signal, then KILL after --kill-after; the outcome is "timeout"' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l signal -d 'Signal sent when an attempt times out (name or number)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l kill-after -d 'How long a timed-out attempt may take to end before it is killed' -r

@@ -181,6 +181,7 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
         hints: cfg.hints,
         goal: cfg.goal,
         reset_after: cfg.reset_after,
+        hooks: &cfg.hooks,
     };
     let label = cfg
         .name

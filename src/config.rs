@@ -21,7 +21,7 @@ use crate::exec::scan::{self, OutputRules};
 use crate::jitter::Jitter;
 use crate::policy::{Policy, PolicyConfig};
 use crate::report::{LogFormat, Verbosity};
-use crate::run::{Goal, Hints};
+use crate::run::{Goal, Hints, Hooks};
 use crate::simulate;
 
 /// backoff's own failure: bad usage or a bad value. Exit 125.
@@ -99,6 +99,8 @@ pub struct RunConfig {
     pub goal: Goal,
     /// `--reset-after`.
     pub reset_after: Option<Duration>,
+    /// `--on-retry`, `--on-give-up`, `--on-success`, `--hook-timeout`.
+    pub hooks: Hooks,
     /// Time limits.
     pub limits: Limits,
     /// What to look for in the output, if anything.
@@ -537,6 +539,15 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     if cli.goal.reset_after.is_some_and(|d| d.is_zero()) {
         return Err(invalid(given, "0", "--reset-after", "must be above zero"));
     }
+    if cli.hooks.hook_timeout.is_zero() {
+        return Err(invalid(given, "0", "--hook-timeout", "must be above zero"));
+    }
+    let hooks = Hooks {
+        on_retry: cli.hooks.on_retry.clone(),
+        on_give_up: cli.hooks.on_give_up.clone(),
+        on_success: cli.hooks.on_success.clone(),
+        timeout: cli.hooks.hook_timeout,
+    };
     let streams = &cli.streams;
     // The curl preset reads curl's own arguments when the command is curl.
     let curl_preset = streams.preset == Some(Preset::Curl)
@@ -573,6 +584,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         rules,
         goal,
         reset_after: cli.goal.reset_after,
+        hooks,
         limits,
         output_rules,
         hints: Hints {

@@ -82,6 +82,19 @@ pub enum Event<'a> {
         /// outcome and duration.
         last: Option<(u64, Outcome, Duration)>,
     },
+    /// A hook ran (or could not).
+    Hook {
+        /// Which.
+        kind: HookKind,
+        /// How it ended; `None` when a signal came before it could start.
+        outcome: Option<Outcome>,
+        /// How long it ran.
+        elapsed: Duration,
+        /// How long it could run.
+        limit: Duration,
+        /// Why it could not start, when it could not.
+        error: Option<&'a str>,
+    },
     /// The command could not be started.
     CannotStart {
         /// 1-based attempt number.
@@ -151,6 +164,37 @@ pub enum Event<'a> {
         /// when it came during a delay (or before an attempt could start).
         attempt: Option<(u64, Outcome, Duration)>,
     },
+}
+
+/// Which hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookKind {
+    /// `--on-retry`: at the start of each delay before a retry.
+    Retry,
+    /// `--on-give-up`: when the run ends without success.
+    GiveUp,
+    /// `--on-success`: when the run succeeds.
+    Success,
+}
+
+impl HookKind {
+    /// The name used in JSON events and the run report.
+    pub fn name(self) -> &'static str {
+        match self {
+            HookKind::Retry => "on_retry",
+            HookKind::GiveUp => "on_give_up",
+            HookKind::Success => "on_success",
+        }
+    }
+
+    /// Its option.
+    pub fn flag(self) -> &'static str {
+        match self {
+            HookKind::Retry => "--on-retry",
+            HookKind::GiveUp => "--on-give-up",
+            HookKind::Success => "--on-success",
+        }
+    }
 }
 
 /// Why `--until-failure` ended without a failure.

@@ -7,6 +7,7 @@ use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
 use crate::classify::{Limit, Observed, Outcome, Rules, Status, StopReason, Verdict};
+pub use crate::event::HookKind;
 use crate::event::{Ending, Event, HuntEnd, Next, Report};
 use crate::exit::Exit;
 use crate::policy::{Delay, Delays, Policy};
@@ -96,6 +97,50 @@ pub trait Executor: Wait {
     fn finish(&mut self, _deadline: Option<Instant>) -> Released {
         Released::All
     }
+    /// Runs a hook to its end, within its limit.
+    fn hook(&mut self, _hook: &HookRun<'_>) -> Ended {
+        Ended::Done {
+            outcome: Outcome::Exited(0),
+            seen: Observed::default(),
+            spawn_error: None,
+        }
+    }
+}
+
+/// The hooks of a run: shell commands, run with `sh -c`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Hooks {
+    /// `--on-retry`.
+    pub on_retry: Option<String>,
+    /// `--on-give-up`.
+    pub on_give_up: Option<String>,
+    /// `--on-success`.
+    pub on_success: Option<String>,
+    /// `--hook-timeout`.
+    pub timeout: Duration,
+}
+
+impl Hooks {
+    fn command(&self, kind: HookKind) -> Option<&str> {
+        match kind {
+            HookKind::Retry => self.on_retry.as_deref(),
+            HookKind::GiveUp => self.on_give_up.as_deref(),
+            HookKind::Success => self.on_success.as_deref(),
+        }
+    }
+}
+
+/// One run of a hook, as the executor is asked for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookRun<'a> {
+    /// Which hook.
+    pub kind: HookKind,
+    /// The shell command.
+    pub command: &'a str,
+    /// Its variables, beside backoff's own environment.
+    pub env: Vec<(&'static str, String)>,
+    /// How long it may run.
+    pub limit: Duration,
 }
 
 /// What ends a run.
@@ -148,6 +193,8 @@ pub struct Plan<'a> {
     /// `--reset-after`: an attempt that ran this long before failing starts
     /// the retry count and the delays over.
     pub reset_after: Option<Duration>,
+    /// `--on-retry`, `--on-give-up`, `--on-success`.
+    pub hooks: &'a Hooks,
 }
 
 /// What a retry budget answered.
@@ -229,8 +276,14 @@ struct Count {
 
 /// What follows an attempt.
 enum Step {
-    /// Another attempt, after this delay.
-    Again(Duration),
+    /// Another attempt, after this delay; `retry` when it retries a
+    /// failure.
+    Again {
+        /// The delay.
+        delay: Duration,
+        /// Whether the attempt failed (and `--on-retry` runs).
+        retry: bool,
+    },
     /// The run ends: backoff exits so.
     Done(Exit),
 }
@@ -246,6 +299,10 @@ struct Loop<'r, 'p> {
     max_attempts: Option<u64>,
     waits: Waits,
     count: Count,
+    /// The last attempt that ended, and how: for the hooks.
+    last: Option<Outcome>,
+    /// Why the run ends without success, once it does: for `--on-give-up`.
+    reason: Option<Ending>,
 }
 
 /// An attempt that ended, as the loop judges it.
@@ -279,31 +336,54 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
         max_attempts,
         waits: Waits::new(plan),
         count: Count::default(),
+        last: None,
+        reason: None,
     };
     run.report.event(&Event::Start {
         command: plan.command,
         max_attempts,
     });
-    let mut last = None;
     loop {
-        let (step, outcome) = run.attempt(last);
-        match step {
+        match run.attempt() {
             Step::Done(exit) => return exit,
-            Step::Again(delay) => {
-                if let Some(signal) = run.exec.pause(delay) {
-                    return interrupted(run.report, signal, None);
+            Step::Again { delay, retry } => {
+                // --on-retry runs at the start of the delay, and its time
+                // counts against it.
+                let began = run.exec.now();
+                if retry && let Err(signal) = run.hook(HookKind::Retry, Some(delay)) {
+                    return run.interrupted(signal, None);
+                }
+                let now = run.exec.now();
+                // The hook may have taken the time left: then no attempt
+                // starts, as after a budget's decision.
+                if retry
+                    && plan.hooks.on_retry.is_some()
+                    && let (Some(d), Some(last)) = (run.deadline, run.last)
+                    && now >= d
+                {
+                    let event = Event::GaveUp {
+                        attempts: run.count.attempts,
+                        total: now.saturating_duration_since(start),
+                        outcome: last,
+                        reason: Ending::Deadline,
+                        short_of: None,
+                    };
+                    return run.end(&event, exit_for(last, plan.preserve_status));
+                }
+                let spent = now.saturating_duration_since(began);
+                if let Some(signal) = run.exec.pause(delay.saturating_sub(spent)) {
+                    return run.interrupted(signal, None);
                 }
             }
         }
-        last = outcome;
     }
 }
 
 impl Loop<'_, '_> {
-    /// Runs the next attempt and decides what follows; `last` is the
-    /// previous attempt's outcome.
-    fn attempt(&mut self, last: Option<Outcome>) -> (Step, Option<Outcome>) {
+    /// Runs the next attempt and decides what follows.
+    fn attempt(&mut self) -> Step {
         let plan = self.plan;
+        let last = self.last;
         self.count.attempts = self.count.attempts.saturating_add(1);
         let number = self.count.attempts;
         let left = self
@@ -330,10 +410,12 @@ impl Loop<'_, '_> {
                 spawn_error,
             } => (plan.rules.judged(outcome, &seen), seen, spawn_error),
             Ended::Interrupted(signal, outcome) => {
+                self.last = outcome.or(self.last);
                 let attempt = outcome.map(|o| (number, o, elapsed));
-                return (Step::Done(interrupted(self.report, signal, attempt)), None);
+                return Step::Done(self.interrupted(signal, attempt));
             }
         };
+        self.last = Some(outcome);
         let verdict = plan.rules.classify(outcome, &seen);
         let cut = matches!(outcome, Outcome::TimedOut(_, Limit::Time))
             && left.is_some_and(|l| plan.timeout.is_none_or(|t| l < t));
@@ -344,7 +426,7 @@ impl Loop<'_, '_> {
             seen,
             cut,
         };
-        let step = match verdict {
+        match verdict {
             Verdict::Success => self.passed(&judged),
             Verdict::Stop(StopReason::CannotStart) => {
                 self.report.event(&Event::CannotStart {
@@ -353,11 +435,11 @@ impl Loop<'_, '_> {
                     program: &plan.command[0],
                     error: spawn_error.as_deref().unwrap_or("cannot start"),
                 });
-                Step::Done(exit_for(outcome, plan.preserve_status))
+                let exit = exit_for(outcome, plan.preserve_status);
+                Step::Done(self.closing(HookKind::GiveUp, Some(Ending::Stopped), exit))
             }
             _ => self.failed(&judged, verdict),
-        };
-        (step, Some(outcome))
+        }
     }
 
     /// After a successful attempt: the end of the run, or another run after
@@ -413,7 +495,10 @@ impl Loop<'_, '_> {
             next,
         });
         if let Next::Retry { delay, .. } = next {
-            return Step::Again(delay.delay);
+            return Step::Again {
+                delay: delay.delay,
+                retry: false,
+            };
         }
         let total = self.exec.now().saturating_duration_since(self.start);
         let (event, exit) = match plan.goal {
@@ -504,7 +589,7 @@ impl Loop<'_, '_> {
             hint: a.seen.hint,
         });
         if let Some(signal) = cut {
-            return Step::Done(interrupted(self.report, signal, None));
+            return Step::Done(self.interrupted(signal, None));
         }
         let Next::Retry { delay, .. } = next else {
             let event = Event::GaveUp {
@@ -519,12 +604,97 @@ impl Loop<'_, '_> {
         };
         self.count.retries = self.count.retries.saturating_add(1);
         self.count.failures = self.count.failures.saturating_add(1);
-        Step::Again(delay.delay)
+        Step::Again {
+            delay: delay.delay,
+            retry: true,
+        }
     }
 
-    /// Ends the run with `event` and `exit` (see `end`).
+    /// Ends the run with `event` and `exit` (see `end`), then runs the
+    /// hook of its ending.
     fn end(&mut self, event: &Event<'_>, exit: Exit) -> Exit {
-        end(self.exec, self.report, self.deadline, event, exit)
+        let exit = end(self.exec, self.report, self.deadline, event, exit);
+        match *event {
+            Event::GaveUp { reason, .. } => self.closing(HookKind::GiveUp, Some(reason), exit),
+            _ => self.closing(HookKind::Success, None, exit),
+        }
+    }
+
+    /// Ends a run that `signal` interrupted (see `interrupted`), then runs
+    /// `--on-give-up`.
+    fn interrupted(&mut self, signal: i32, attempt: Option<(u64, Outcome, Duration)>) -> Exit {
+        let exit = interrupted(self.report, signal, attempt);
+        self.closing(HookKind::GiveUp, Some(Ending::Interrupted), exit)
+    }
+
+    /// Runs the hook `kind` that closes a run ending with `exit` (for
+    /// `--on-give-up`, for `reason`). Its failure leaves `exit` as it is; a
+    /// terminating signal during it ends backoff by that signal.
+    fn closing(&mut self, kind: HookKind, reason: Option<Ending>, exit: Exit) -> Exit {
+        self.reason = reason;
+        match self.hook(kind, None) {
+            Ok(()) => exit,
+            Err(signal) => Exit::Signal(signal),
+        }
+    }
+
+    /// Runs the hook `kind`, if there is one, with the variables of where
+    /// the run stands (`delay`: the next delay, for `--on-retry`), and
+    /// tells how it ended; returns the terminating signal that ended it.
+    /// `--on-retry` is bounded by `--max-time` too; the hooks that close a
+    /// run come after it, and have their own `--hook-timeout`.
+    fn hook(&mut self, kind: HookKind, delay: Option<Duration>) -> Result<(), i32> {
+        let plan = self.plan;
+        let Some(command) = plan.hooks.command(kind) else {
+            return Ok(());
+        };
+        let mut limit = plan.hooks.timeout;
+        if kind == HookKind::Retry
+            && let Some(d) = self.deadline
+        {
+            limit = limit.min(d.saturating_duration_since(self.exec.now()));
+        }
+        let mut env = vec![
+            ("BACKOFF_ATTEMPT", self.count.attempts.to_string()),
+            (
+                "BACKOFF_MAX_ATTEMPTS",
+                self.max_attempts.map(|m| m.to_string()).unwrap_or_default(),
+            ),
+            (
+                "BACKOFF_LAST_STATUS",
+                self.last.map(Outcome::env_value).unwrap_or_default(),
+            ),
+        ];
+        if let Some(d) = delay {
+            env.push(("BACKOFF_NEXT_DELAY", seconds(d)));
+        }
+        if let Some(reason) = self.reason {
+            env.push(("BACKOFF_REASON", reason.name().to_owned()));
+        }
+        let began = self.exec.now();
+        let ended = self.exec.hook(&HookRun {
+            kind,
+            command,
+            env,
+            limit,
+        });
+        let elapsed = self.exec.now().saturating_duration_since(began);
+        let (outcome, signal, error) = match ended {
+            Ended::Done {
+                outcome,
+                spawn_error,
+                ..
+            } => (Some(outcome), None, spawn_error),
+            Ended::Interrupted(signal, outcome) => (outcome, Some(signal), None),
+        };
+        self.report.event(&Event::Hook {
+            kind,
+            outcome,
+            elapsed,
+            limit,
+            error: error.as_deref(),
+        });
+        signal.map_or(Ok(()), Err)
     }
 }
 
@@ -718,6 +888,17 @@ fn retry_before(
     }
 }
 
+/// `d` in seconds, with as many decimals as it needs: `30`, `2.5`.
+pub fn seconds(d: Duration) -> String {
+    let fraction = format!("{:09}", d.subsec_nanos());
+    let fraction = fraction.trim_end_matches('0');
+    if fraction.is_empty() {
+        d.as_secs().to_string()
+    } else {
+        format!("{}.{fraction}", d.as_secs())
+    }
+}
+
 /// The smaller of two optional limits.
 fn min_some(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
     match (a, b) {
@@ -743,6 +924,8 @@ mod tests {
         store: (Duration, Waited),
         /// How long each attempt runs, in order (none: no time).
         runs: Vec<Duration>,
+        /// The hooks run, with their variables.
+        hooks_run: Vec<(HookKind, Vec<(&'static str, String)>)>,
     }
 
     impl Fake {
@@ -755,6 +938,7 @@ mod tests {
                 interrupt_pause: None,
                 store: (Duration::ZERO, Waited::Ready),
                 runs: Vec::new(),
+                hooks_run: Vec::new(),
             }
         }
     }
@@ -787,6 +971,14 @@ mod tests {
         }
         fn now(&self) -> Instant {
             self.now.get()
+        }
+        fn hook(&mut self, hook: &HookRun<'_>) -> Ended {
+            self.hooks_run.push((hook.kind, hook.env.clone()));
+            Ended::Done {
+                outcome: Outcome::Exited(0),
+                seen: Observed::default(),
+                spawn_error: None,
+            }
         }
     }
 
@@ -840,6 +1032,7 @@ mod tests {
             hints: Hints::default(),
             goal: Goal::default(),
             reset_after: None,
+            hooks: &NO_HOOKS,
         };
         let exit = run(&plan, &mut fake, &mut Events::default());
         (exit, fake)
@@ -930,6 +1123,41 @@ mod tests {
         // A long first failure resets nothing.
         let (_, _, events) = shaped(&[BAD], &[s(60)], Goal::default(), Some(s(30)), Some(0));
         assert!(!events.iter().any(|e| e.starts_with("Reset")));
+    }
+
+    #[test]
+    fn hooks_run_before_each_retry_and_at_the_end_with_their_variables() {
+        let mut fake = Fake::new(&[BAD, BAD]);
+        let rules = Rules::default();
+        let command = [OsString::from("cmd")];
+        let hooks = Hooks {
+            on_retry: Some("r".into()),
+            on_give_up: Some("g".into()),
+            on_success: Some("s".into()),
+            timeout: Duration::from_secs(30),
+        };
+        let plan = Plan {
+            max_retries: Some(1),
+            hooks: &hooks,
+            ..constant(Duration::from_millis(250), &rules, &command)
+        };
+        let exit = run(&plan, &mut fake, &mut Events::default());
+        assert_eq!(exit, Exit::Code(1));
+        let kinds: Vec<HookKind> = fake.hooks_run.iter().map(|(k, _)| *k).collect();
+        assert_eq!(kinds, [HookKind::Retry, HookKind::GiveUp]);
+        let var = |i: usize, name: &str| {
+            fake.hooks_run[i]
+                .1
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(var(0, "BACKOFF_NEXT_DELAY").as_deref(), Some("0.25"));
+        assert_eq!(var(0, "BACKOFF_ATTEMPT").as_deref(), Some("1"));
+        assert_eq!(var(1, "BACKOFF_REASON").as_deref(), Some("exhausted"));
+        assert_eq!(var(1, "BACKOFF_ATTEMPT").as_deref(), Some("2"));
+        // The hook's time counts against the delay (here none).
+        assert_eq!(fake.slept, [Duration::from_millis(250)]);
     }
 
     #[test]
@@ -1039,8 +1267,16 @@ mod tests {
             hints: Hints::default(),
             goal: Goal::default(),
             reset_after: None,
+            hooks: &NO_HOOKS,
         }
     }
+
+    static NO_HOOKS: Hooks = Hooks {
+        on_retry: None,
+        on_give_up: None,
+        on_success: None,
+        timeout: Duration::from_secs(30),
+    };
 
     fn with_budget(fake: &mut Fake, budget: &SlowBudget, max_time: Duration) -> (Exit, Events) {
         let rules = Rules::default();

@@ -65,6 +65,9 @@ pub struct Cli {
     pub goal: GoalArgs,
 
     #[command(flatten)]
+    pub hooks: HookArgs,
+
+    #[command(flatten)]
     pub time: TimeArgs,
 
     #[command(flatten)]
@@ -354,6 +357,32 @@ pub struct PolicyArgs {
     /// Seed of the jitter's random generator: same seed, same delays.
     #[arg(long, value_name = "U64", value_parser = values::seed, allow_hyphen_values = true)]
     pub seed: Option<u64>,
+}
+
+/// Shell commands run between attempts and at the end.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Hooks")]
+pub struct HookArgs {
+    /// Run CMD with `sh -c` at the start of each delay before a retry (its
+    /// time counts against the delay); it sees BACKOFF_ATTEMPT,
+    /// BACKOFF_LAST_STATUS, BACKOFF_NEXT_DELAY.
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    pub on_retry: Option<String>,
+
+    /// Run CMD with `sh -c` when the run ends without success; it sees
+    /// BACKOFF_REASON (exhausted, stopped, deadline, budget, interrupted,
+    /// failure_found) and BACKOFF_LAST_STATUS.
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    pub on_give_up: Option<String>,
+
+    /// Run CMD with `sh -c` when the run succeeds.
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    pub on_success: Option<String>,
+
+    /// The longest a hook may run; then it is ended like a timed-out attempt.
+    #[arg(long, value_name = "DURATION", value_parser = values::duration,
+          allow_hyphen_values = true, default_value = "30s")]
+    pub hook_timeout: Duration,
 }
 
 /// What ends a run: success, a condition on the output, a streak, or the

@@ -3,7 +3,7 @@
 //! or pipes to backoff when output rules or `--idle-timeout` need to see the
 //! output or stdout is held), and the process itself (`sys::process`).
 
-use std::ffi::{CString, OsStr};
+use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::classify::Outcome;
 use crate::exec::copy::{PIPE_SIZE, Pipe};
 use crate::exec::{RealExecutor, spool};
-use crate::run::AttemptSpec;
+use crate::run::{AttemptSpec, HookRun, seconds};
 use crate::sys::fd::{self, Out};
 use crate::sys::process::{self, Exec, env_entry};
 
@@ -38,17 +38,6 @@ const ATTEMPT_VARIABLES: [&str; 5] = [
     "BACKOFF_DEADLINE",
     "BACKOFF_TIMEOUT",
 ];
-
-/// `d` in seconds, with as many decimals as it needs: `30`, `2.5`.
-fn seconds(d: Duration) -> String {
-    let fraction = format!("{:09}", d.subsec_nanos());
-    let fraction = fraction.trim_end_matches('0');
-    if fraction.is_empty() {
-        d.as_secs().to_string()
-    } else {
-        format!("{}.{fraction}", d.as_secs())
-    }
-}
 
 /// When `deadline` is on the system clock, as a Unix time in seconds with
 /// milliseconds (`1764600000.250`), `now` being `wall` on that clock.
@@ -82,12 +71,59 @@ fn environment(spec: &AttemptSpec, timeout: Option<Duration>) -> io::Result<Vec<
     Ok(env)
 }
 
+/// The variables backoff sets for a hook; inherited ones of the same names
+/// are not passed on.
+const HOOK_VARIABLES: [&str; 5] = [
+    "BACKOFF_ATTEMPT",
+    "BACKOFF_MAX_ATTEMPTS",
+    "BACKOFF_LAST_STATUS",
+    "BACKOFF_NEXT_DELAY",
+    "BACKOFF_REASON",
+];
+
+/// The environment of a hook: backoff's own without inherited hook or
+/// attempt variables, then `vars`.
+fn hook_environment(vars: &[(&'static str, String)]) -> io::Result<Vec<CString>> {
+    let mut env: Vec<CString> = std::env::vars_os()
+        .filter(|(name, _)| {
+            !ATTEMPT_VARIABLES
+                .iter()
+                .chain(&HOOK_VARIABLES)
+                .any(|v| name == *v)
+        })
+        .map(|(name, value)| env_entry(&name, &value))
+        .collect::<io::Result<_>>()?;
+    for (name, value) in vars {
+        env.push(env_entry(OsStr::new(name), OsStr::new(value))?);
+    }
+    Ok(env)
+}
+
 /// A pipe for one of the command's streams: backoff's end (non-blocking)
 /// and the command's.
 fn captured() -> io::Result<(File, io::PipeWriter)> {
     let (from, end) = io::pipe()?;
     fd::set_nonblocking(&from)?;
     Ok((File::from(OwnedFd::from(from)), end))
+}
+
+/// Starts a hook: `sh -c COMMAND` in a process group of its own, with
+/// no input (stdin belongs to the command), and its output on backoff's
+/// stderr, so that the command's stdout stays the command's alone.
+pub(super) fn spawn_hook(hook: &HookRun<'_>) -> io::Result<Child> {
+    let argv = [
+        OsString::from("sh"),
+        OsString::from("-c"),
+        OsString::from(hook.command),
+    ];
+    let exec = Exec::new(&argv, hook_environment(&hook.env)?)?;
+    let mut command = Command::new("sh");
+    command
+        .args(&argv[1..])
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(io::stderr().as_fd().try_clone_to_owned()?);
+    process::spawn(command, exec)
 }
 
 impl RealExecutor {

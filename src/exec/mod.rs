@@ -153,6 +153,24 @@ impl RealExecutor {
     }
 }
 
+/// How a child that was waited for ended.
+fn ended(waited: wait::Waited) -> Ended {
+    let st = status(waited.status);
+    let outcome = match (waited.timed_out, st) {
+        (Some(limit), st) => Outcome::TimedOut(st, limit),
+        (None, Status::Code(c)) => Outcome::Exited(c),
+        (None, Status::Signal(s)) => Outcome::Signaled(s),
+    };
+    match waited.interrupted {
+        Some(sig) => Ended::Interrupted(sig, Some(outcome)),
+        None => Ended::Done {
+            outcome,
+            seen: waited.seen,
+            spawn_error: None,
+        },
+    }
+}
+
 /// Decodes a wait status.
 fn status(status: ExitStatus) -> Status {
     if let Some(code) = status.code() {
@@ -231,20 +249,35 @@ impl Executor for RealExecutor {
         if !self.options.foreground && !ended_by_backoff && signals::group_exists(pgid) {
             self.lingering = Some(pgid);
         }
-        let st = status(waited.status);
-        let o = match (waited.timed_out, st) {
-            (Some(limit), st) => Outcome::TimedOut(st, limit),
-            (None, Status::Code(c)) => Outcome::Exited(c),
-            (None, Status::Signal(s)) => Outcome::Signaled(s),
+        ended(waited)
+    }
+
+    fn hook(&mut self, hook: &run::HookRun<'_>) -> Ended {
+        let mut child = match launch::spawn_hook(hook) {
+            Ok(child) => child,
+            Err(e) => {
+                return Ended::Done {
+                    outcome: Outcome::CannotRun,
+                    seen: Observed::default(),
+                    spawn_error: Some(describe(&e)),
+                };
+            }
         };
-        match waited.interrupted {
-            Some(sig) => Ended::Interrupted(sig, Some(o)),
-            None => Ended::Done {
-                outcome: o,
-                seen: waited.seen,
-                spawn_error: None,
-            },
+        self.watch_group(child.id());
+        // A hook is waited for as an attempt is, in its own group always,
+        // with no output to watch.
+        let options = self.options;
+        self.options.foreground = false;
+        self.options.idle_timeout = None;
+        let waited = self.wait(&child, Vec::new(), Some(hook.limit));
+        self.options = options;
+        let pgid = child.id();
+        if waited.interrupted.is_some() || waited.timed_out.is_some() {
+            let _ = signals::signal_group(pgid, libc::SIGKILL);
         }
+        self.watch_group(0);
+        let _ = child.wait();
+        ended(waited)
     }
 
     fn before_retry(&mut self) {

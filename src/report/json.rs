@@ -254,6 +254,23 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
             "condition_met": condition,
         }),
         Event::GaveUp { .. } => give_up_json(event),
+        Event::Hook {
+            kind,
+            outcome,
+            elapsed,
+            error,
+            ..
+        } => json!({
+            "event": "hook",
+            "hook": kind.name(),
+            "outcome": outcome.map(outcome_json),
+            "exit": match outcome {
+                Some(Outcome::Exited(c)) => Some(c),
+                _ => None,
+            },
+            "duration_seconds": elapsed.as_secs_f64(),
+            "error": error,
+        }),
         Event::Undelivered { bytes } => json!({"event": "undelivered", "bytes": bytes}),
         Event::OutputLost { why } => json!({"event": "output_lost", "error": why}),
         Event::InterruptedWriting { signal } => json!({

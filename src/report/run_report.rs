@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 
 use crate::classify::{Hint, Limit, Outcome};
-use crate::event::{Ending, Event, HuntEnd, Next, Report};
+use crate::event::{Ending, Event, HookKind, HuntEnd, Next, Report};
 use crate::exit::Exit;
 use crate::report::json::{SCHEMA_VERSION, outcome_json, rfc3339};
 use crate::signal;
@@ -61,6 +61,8 @@ pub struct Recorder {
     last_failed: bool,
     /// `--reset-after` resets.
     resets: u64,
+    /// The hooks that ran: which, after which attempt, how, how long.
+    hooks: Vec<(HookKind, u64, Option<Outcome>, Duration)>,
 }
 
 impl Recorder {
@@ -77,6 +79,7 @@ impl Recorder {
             retries: 0,
             last_failed: false,
             resets: 0,
+            hooks: Vec::new(),
         }
     }
 
@@ -178,6 +181,12 @@ impl Recorder {
             "retry_count": self.retry_count(),
             "success_count": self.successes(),
             "reset_count": self.resets,
+            "hooks": self.hooks.iter().map(|&(kind, attempt, outcome, elapsed)| json!({
+                "hook": kind.name(),
+                "after_attempt": attempt,
+                "outcome": outcome.map(outcome_json),
+                "duration_seconds": elapsed.as_secs_f64(),
+            })).collect::<Vec<_>>(),
             "backoff_seconds": self.backoff_seconds(),
             "final_status": exit.shell_code(),
             "final_signal": match exit {
@@ -236,6 +245,14 @@ impl Report for Recorder {
                 ..
             } => self.passed(attempt, outcome, elapsed, next),
             Event::Reset { .. } => self.resets += 1,
+            Event::Hook {
+                kind,
+                outcome,
+                elapsed,
+                ..
+            } => self
+                .hooks
+                .push((kind, self.attempts.len() as u64, outcome, elapsed)),
             Event::NoFailure { reason, last, .. } => {
                 if let Some((number, outcome, elapsed)) = last {
                     self.end_attempt(number, outcome, Some(elapsed));

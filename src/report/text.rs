@@ -183,6 +183,7 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
             human(ran),
             human(after)
         ),
+        Event::Hook { .. } => return hook_text(event, verbosity),
         Event::CannotStart { program, error, .. } => {
             format!("cannot run '{}': {error}", program.to_string_lossy())
         }
@@ -291,6 +292,37 @@ fn end_text(event: &Event<'_>, verbose: bool) -> Option<String> {
         _ => return None,
     };
     Some(text)
+}
+
+/// The line of a hook: when it failed (not with -q), and with -v when it
+/// went well.
+fn hook_text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
+    if verbosity == Verbosity::Quiet {
+        return None;
+    }
+    let Event::Hook {
+        kind,
+        outcome,
+        elapsed,
+        limit,
+        error,
+    } = *event
+    else {
+        return None;
+    };
+    let hook = kind.flag();
+    Some(match (outcome, error) {
+        (_, Some(why)) => format!("cannot run the {hook} hook: {why}"),
+        (Some(Outcome::Exited(0)), _) if verbosity >= Verbosity::Verbose => {
+            format!("{hook} hook exited 0 after {}", human(elapsed))
+        }
+        (Some(Outcome::Exited(0)) | None, _) => return None,
+        (Some(Outcome::TimedOut(..)), _) => format!(
+            "{hook} hook timed out after {} and was ended",
+            human(limit.min(elapsed))
+        ),
+        (Some(o), _) => format!("{hook} hook failed ({o}) after {}", human(elapsed)),
+    })
 }
 
 /// The line of a failed attempt (`attempt` is `2/7` or `2`).

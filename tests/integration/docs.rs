@@ -64,6 +64,14 @@ A failed attempt that ran at least \fIDURATION\fR resets the retry count and the
 Between attempts after a success (\fB\-\-consecutive\fR, \fB\-\-until\-failure\fR), the delay is the policy's first one, drawn anew: a success starts the curve over. The limit of \fB\-\-max\-retries\fR counts retries after failures since the start or the last reset, so with \fB\-\-consecutive\fR or \fB\-\-reset\-after\fR the lines do not show a fixed number of attempts (\fBattempt 9\fR, not \fBattempt 9/7\fR), and \fBBACKOFF_MAX_ATTEMPTS\fR is empty; with \fB\-\-until\-failure\fR \fIN\fR it is \fIN\fR.
 "#;
 
+const HOOKS: &str = r".SH HOOKS
+\fB\-\-on\-retry\fR, \fB\-\-on\-give\-up\fR and \fB\-\-on\-success\fR each take a shell command, run by \fBsh \-c\fR (the command itself never goes through a shell), in a process group of its own, with standard input on /dev/null and its output on backoff's stderr. It sees \fBBACKOFF_ATTEMPT\fR (attempts made), \fBBACKOFF_MAX_ATTEMPTS\fR and \fBBACKOFF_LAST_STATUS\fR (how the last attempt ended); \fB\-\-on\-retry\fR also \fBBACKOFF_NEXT_DELAY\fR (seconds), and \fB\-\-on\-give\-up\fR \fBBACKOFF_REASON\fR: exhausted, stopped (a stop rule, or a command that cannot start), deadline, budget, interrupted or failure_found.
+.PP
+\fB\-\-on\-retry\fR runs at the start of each delay before a retry (not between the runs of \fB\-\-consecutive\fR or \fB\-\-until\-failure\fR, which retry nothing); its time counts against the delay, and the next attempt starts when both are over. It is bounded by \fB\-\-max\-time\fR too: when it takes the time left, no attempt follows and the run gives up with the last attempt's status. \fB\-\-on\-give\-up\fR runs when the run ends without success, after a signal too (reason interrupted; a second signal ends it), and \fB\-\-on\-success\fR when it succeeds; both come after the run's end, past \fB\-\-max\-time\fR if need be, bounded by \fB\-\-hook\-timeout\fR alone.
+.PP
+Every hook is bounded by \fB\-\-hook\-timeout\fR (default 30s), after which its group gets \fB\-\-signal\fR, then SIGKILL after \fB\-\-kill\-after\fR, and what is left of the group is killed; a terminating signal to backoff is passed on to the hook's group as to an attempt's, and ends the run. A hook is never retried; its failure (an exit other than 0, a signal, a timeout) is told on one line, not with \fB\-q\fR, and changes nothing of backoff's exit status. JSON events: \fBhook\fR (\fBhook\fR: on_retry, on_give_up or on_success; \fBoutcome\fR; \fBexit\fR; \fBduration_seconds\fR; \fBerror\fR when it could not start); the run report: \fBhooks\fR (each with \fBhook\fR, \fBafter_attempt\fR, \fBoutcome\fR, \fBduration_seconds\fR).
+";
+
 const OUTPUT: &str = r#".SH "OUTPUT, INPUT AND SERVERS"
 By default the command's standard input, output and error are backoff's own, and backoff adds no copy and no buffering. Only the options below, \fB\-\-until\-output\fR and \fB\-\-idle\-timeout\fR, make backoff read the command's output, through pipes; it then reaches you live and unchanged, in order on each stream, binary output and a last line without a newline included.
 .TP
@@ -270,6 +278,7 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
     for section in [
         CLASSIFICATION,
         GOALS,
+        HOOKS,
         OUTPUT,
         PRESETS,
         REPORTING,
@@ -341,6 +350,7 @@ fn the_man_page_has_its_hand_written_sections() {
         ".SH SIMULATION",
         ".SH ENVIRONMENT",
         ".SH \"WHAT ENDS A RUN\"",
+        ".SH HOOKS",
     ] {
         assert!(page.contains(section), "missing {section}");
     }

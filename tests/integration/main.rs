@@ -4,6 +4,7 @@ mod budget;
 mod docs;
 mod environment;
 mod fleet;
+mod hooks;
 mod http;
 mod idle;
 mod limits;

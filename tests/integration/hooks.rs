@@ -1,0 +1,234 @@
+//! `--on-retry`, `--on-give-up`, `--on-success` and `--hook-timeout`: real
+//! hooks run by `sh -c`, that succeed, fail, hang or are interrupted.
+
+use crate::support::{PATIENCE, Running, TempDir, backoff, command, events, gone};
+
+/// Runs backoff with `args`; returns its exit code, stdout and stderr.
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = backoff(args).timeout(PATIENCE).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn on_retry_runs_before_each_retry_with_the_attempts_variables() {
+    let dir = TempDir::new("hooks");
+    let log = dir.join("log");
+    let log = log.to_str().unwrap();
+    let on_retry = format!(
+        "echo \"retry $BACKOFF_ATTEMPT/$BACKOFF_MAX_ATTEMPTS $BACKOFF_LAST_STATUS $BACKOFF_NEXT_DELAY\" >> {log}"
+    );
+    let (code, stdout, _) = run(&[
+        "--delays",
+        "10ms,20ms",
+        "--jitter",
+        "none",
+        "--attempts",
+        "3",
+        "--on-retry",
+        &on_retry,
+        "--",
+        "sh",
+        "-c",
+        "echo out; exit 7",
+    ]);
+    assert_eq!(code, Some(7));
+    assert_eq!(stdout, "out\nout\nout\n", "hooks write nothing to stdout");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("log")).unwrap(),
+        "retry 1/3 7 0.01\nretry 2/3 7 0.02\n"
+    );
+}
+
+#[test]
+fn the_next_attempt_starts_when_the_hook_is_over() {
+    let dir = TempDir::new("hooks");
+    let mark = dir.join("cleaned");
+    let mark = mark.to_str().unwrap();
+    // The hook takes longer than the delay; the retry finds its work done.
+    let (code, _, err) = run(&[
+        "--delays",
+        "1ms",
+        "--attempts",
+        "2",
+        "--on-retry",
+        &format!("sleep 0.3; touch {mark}"),
+        "--",
+        "test",
+        "-e",
+        mark,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn a_hook_that_fails_or_hangs_is_told_and_changes_no_exit_status() {
+    let (code, stdout, err) = run(&[
+        "--attempts",
+        "1",
+        "--on-give-up",
+        "echo paged; exit 3",
+        "--",
+        "sh",
+        "-c",
+        "exit 5",
+    ]);
+    assert_eq!(code, Some(5));
+    assert_eq!(stdout, "");
+    assert!(err.contains("paged\n"), "its output goes to stderr: {err}");
+    assert!(
+        err.contains("backoff: --on-give-up hook failed (exit 3) after "),
+        "{err}"
+    );
+    let (code, _, err) = run(&[
+        "--hook-timeout",
+        "300ms",
+        "--on-success",
+        "exec sleep 60",
+        "--",
+        "true",
+    ]);
+    assert_eq!(code, Some(0));
+    assert!(
+        err.contains("--on-success hook timed out after 300ms"),
+        "{err}"
+    );
+    // Quiet says nothing of it.
+    let (code, _, err) = run(&["-q", "--on-success", "exit 1", "--", "true"]);
+    assert_eq!((code, err.as_str()), (Some(0), ""));
+}
+
+#[test]
+fn on_give_up_is_told_why() {
+    let dir = TempDir::new("hooks");
+    let log = dir.join("why");
+    let hook = format!(
+        "echo \"$BACKOFF_REASON $BACKOFF_LAST_STATUS\" >> {}",
+        log.display()
+    );
+    for (args, code) in [
+        (&["--attempts", "1", "--", "false"][..], 1),
+        (&["--stop-on", "1", "--", "false"], 1),
+        (
+            &[
+                "--max-time",
+                "1s",
+                "--base",
+                "5s",
+                "--cap",
+                "5s",
+                "--",
+                "false",
+            ],
+            1,
+        ),
+        (&["--", "does-not-exist-anywhere"], 127),
+        (&["--until-failure", "--", "false"], 1),
+    ] {
+        let mut all = vec!["--on-give-up", hook.as_str(), "--on-success", "echo no"];
+        all.extend_from_slice(args);
+        assert_eq!(run(&all).0, Some(code), "{args:?}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "exhausted 1\nstopped 1\ndeadline 1\nstopped 127\nfailure_found 1\n"
+    );
+}
+
+#[test]
+fn a_signal_ends_a_hook_and_the_run_and_give_up_is_told() {
+    let dir = TempDir::new("hooks");
+    let log = dir.join("why");
+    let mut run = Running::start(command([
+        "--delays",
+        "1ms",
+        "--on-retry",
+        "echo hook pid $$ >&2; exec sleep 60",
+        "--on-give-up",
+        &format!("echo \"$BACKOFF_REASON\" > {}", log.display()),
+        "--",
+        "false",
+    ]));
+    let line = run.wait_for("hook pid ");
+    let pid: i32 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    run.signal(libc::SIGTERM);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGTERM),
+        "{:?}",
+        run.seen
+    );
+    crate::support::eventually("the hook to be gone", || gone(pid));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "interrupted\n");
+}
+
+#[test]
+fn on_retry_is_bounded_by_max_time() {
+    let start = std::time::Instant::now();
+    let (code, _, err) = run(&[
+        "--max-time",
+        "1s",
+        "--delays",
+        "1ms",
+        "--on-retry",
+        "exec sleep 60",
+        "--",
+        "false",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("--on-retry hook timed out"), "{err}");
+    // Not the hook's 60s, nor its 30s --hook-timeout.
+    assert!(start.elapsed() < PATIENCE, "{err}");
+}
+
+#[test]
+fn hooks_are_in_the_json_events_and_the_report() {
+    let dir = TempDir::new("hooks");
+    let report = dir.join("r.json");
+    let out = backoff([
+        "--log-format",
+        "json",
+        "--delays",
+        "1ms",
+        "--attempts",
+        "2",
+        "--on-retry",
+        "exit 4",
+        "--on-give-up",
+        "true",
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "false",
+    ])
+    .timeout(PATIENCE)
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let hooks: Vec<serde_json::Value> = events(&out.stderr)
+        .into_iter()
+        .filter(|e| e["event"] == "hook")
+        .collect();
+    assert_eq!(hooks.len(), 2, "{hooks:?}");
+    assert_eq!(hooks[0]["hook"], "on_retry");
+    assert_eq!(hooks[0]["exit"], 4);
+    assert_eq!(hooks[1]["hook"], "on_give_up");
+    assert_eq!(hooks[1]["exit"], 0);
+    assert!(hooks[1]["duration_seconds"].is_number());
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(doc["hooks"][0]["hook"], "on_retry");
+    assert_eq!(doc["hooks"][0]["after_attempt"], 1);
+    assert_eq!(doc["hooks"][0]["outcome"]["code"], 4);
+    assert_eq!(doc["hooks"][1]["hook"], "on_give_up");
+}
+
+#[test]
+fn a_zero_hook_timeout_is_refused() {
+    let (code, _, err) = run(&["--hook-timeout", "0s", "--on-retry", "true", "--", "true"]);
+    assert_eq!(code, Some(125));
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
