@@ -614,9 +614,16 @@ impl Loop<'_, '_> {
     /// hook of its ending.
     fn end(&mut self, event: &Event<'_>, exit: Exit) -> Exit {
         let exit = end(self.exec, self.report, self.deadline, event, exit);
-        match *event {
-            Event::GaveUp { reason, .. } => self.closing(HookKind::GiveUp, Some(reason), exit),
-            _ => self.closing(HookKind::Success, None, exit),
+        match (event, exit) {
+            (Event::GaveUp { reason, .. }, _) => {
+                self.closing(HookKind::GiveUp, Some(*reason), exit)
+            }
+            (_, Exit::SUCCESS) => self.closing(HookKind::Success, None, exit),
+            // A success whose held stdout could not all be written out: a
+            // signal came meanwhile, the deadline passed, or it was lost.
+            (_, Exit::Signal(_)) => self.closing(HookKind::GiveUp, Some(Ending::Interrupted), exit),
+            (_, Exit::TIMEOUT) => self.closing(HookKind::GiveUp, Some(Ending::Deadline), exit),
+            _ => self.closing(HookKind::GiveUp, Some(Ending::Stopped), exit),
         }
     }
 
