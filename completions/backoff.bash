@@ -1,4 +1,4 @@
-_backoff() {
+_backoff_options() {
     local i cur prev opts cmd
     COMPREPLY=()
     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
@@ -38,7 +38,7 @@ _backoff() {
 
     case "${cmd}" in
         backoff)
-            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --until-failure --reset-after --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --retry-after-max --retry-after-jitter --idempotent --preset --hold-stdout --stream-stdout --replay-stdin --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --quiet --verbose --name --log-format --report --metrics-file --foreground --help --version schedule simulate budget"
+            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --until-failure --reset-after --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --retry-after-max --retry-after-jitter --idempotent --preset --hold-stdout --stream-stdout --replay-stdin --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --quiet --verbose --name --timestamps --log-format --report --metrics-file --foreground --help --version schedule simulate budget"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -421,3 +421,70 @@ if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERS
 else
     complete -F _backoff -o bashdefault -o default backoff
 fi
+
+# The command backoff runs, and its arguments: after `--`, or from the first
+# word that is neither an option, an option's value nor a subcommand, they
+# are completed as the command's own completion would (bash-completion's
+# _command_offset), or as command names and then file names without it.
+
+# Prints the index in COMP_WORDS where the command starts, if the cursor is
+# in it.
+_backoff_command_start() {
+    local i=1
+    while (( i < COMP_CWORD )); do
+        case ${COMP_WORDS[i]} in
+            --)
+                echo $(( i + 1 ))
+                return
+                ;;
+            --base|--cap|--factor|--jitter|--max-retries|--attempts|--delays|--poll|--seed|--retry-on|--stop-on|--success-on|--until-output|--consecutive|--reset-after|--on-retry|--on-give-up|--on-success|--hook-timeout|--timeout|--signal|--kill-after|--idle-timeout|--max-time|--retry-if-output|--stop-if-output|--retry-after-pattern|--retry-after-max|--retry-after-jitter|--preset|--budget|--budget-ratio|--budget-burst|--budget-dir|--budget-store|--budget-store-timeout|--budget-store-fail|--name|--log-format|--report|--metrics-file)
+                (( i += 2 ))
+                ;;
+            --until-failure)
+                if [[ ${COMP_WORDS[i + 1]} =~ ^[0-9]+$ ]]; then
+                    (( i += 2 ))
+                else
+                    (( i += 1 ))
+                fi
+                ;;
+            -*)
+                (( i += 1 ))
+                ;;
+            *)
+                if (( i == 1 )); then
+                    case ${COMP_WORDS[i]} in
+                        schedule|simulate|budget) return ;;
+                    esac
+                fi
+                echo "$i"
+                return
+                ;;
+        esac
+    done
+    if (( i == COMP_CWORD )) && [[ ${COMP_WORDS[COMP_CWORD]} != -* ]]; then
+        echo "$i"
+    fi
+}
+
+_backoff() {
+    local cur=${COMP_WORDS[COMP_CWORD]} start
+    start=$(_backoff_command_start)
+    if [[ -z $start ]]; then
+        _backoff_options "${COMP_WORDS[0]}" "$cur" "${COMP_WORDS[COMP_CWORD - 1]}"
+        return
+    fi
+    local -a subcommands=()
+    if (( start == 1 )); then
+        subcommands=($(compgen -W "schedule simulate budget" -- "$cur"))
+    fi
+    COMPREPLY=()
+    if declare -F _command_offset >/dev/null; then
+        _command_offset "$start"
+    elif (( start == COMP_CWORD )); then
+        COMPREPLY=($(compgen -c -- "$cur"))
+    else
+        compopt -o filenames 2>/dev/null
+        COMPREPLY=($(compgen -f -- "$cur"))
+    fi
+    COMPREPLY=("${subcommands[@]}" "${COMPREPLY[@]}")
+}

@@ -71,6 +71,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --quiet 'Say nothing but backoff''s own errors'
             cand -v 'Also print the command line, each delay''s bound and the success line'
             cand --verbose 'Also print the command line, each delay''s bound and the success line'
+            cand --timestamps 'Start every text line backoff writes with the local time, for logs such as cron''s'
             cand --foreground 'Keep the command in backoff''s process group, for programs that need the terminal; then signals reach only the command itself, not the processes it started'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'

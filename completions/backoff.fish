@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_backoff_global_optspecs
-    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= q/quiet v/verbose name= log-format= report= metrics-file= foreground h/help V/version
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= q/quiet v/verbose name= timestamps log-format= report= metrics-file= foreground h/help V/version
 end
 
 function __fish_backoff_needs_command
@@ -69,7 +69,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-timeout -d
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-fail -d 'When the budget store cannot be reached or trusted, or does not answer in time: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_needs_command" -l name -d 'Name the command in reports (default: the program\'s name)' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l log-format -d 'How backoff reports on stderr: text lines, one JSON object per event, or GitHub Actions annotations [default: github when GITHUB_ACTIONS is true, else text]' -r -f -a "text\t'"backoff: " lines for people'
+complete -c backoff -n "__fish_backoff_needs_command" -l log-format -d 'How backoff reports on stderr: text lines, one JSON object per event, or GitHub Actions annotations [default: github when GITHUB_ACTIONS is true, else text]' -r -f -a "text\t'Lines for people, each starting with \'backoff: \''
 json\t'One JSON object per event, one per line'
 github\t'Text, with ::warning:: on each retry and ::error:: when giving up'"
 complete -c backoff -n "__fish_backoff_needs_command" -l report -d 'At exit, write a JSON summary of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr)' -r -F
@@ -83,6 +83,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l stream-stdout -d 'Pass 
 complete -c backoff -n "__fish_backoff_needs_command" -l replay-stdin -d 'Read stdin once, to its end, before the first attempt, and give every attempt the same bytes'
 complete -c backoff -n "__fish_backoff_needs_command" -s q -l quiet -d 'Say nothing but backoff\'s own errors'
 complete -c backoff -n "__fish_backoff_needs_command" -s v -l verbose -d 'Also print the command line, each delay\'s bound and the success line'
+complete -c backoff -n "__fish_backoff_needs_command" -l timestamps -d 'Start every text line backoff writes with the local time, for logs such as cron\'s'
 complete -c backoff -n "__fish_backoff_needs_command" -l foreground -d 'Keep the command in backoff\'s process group, for programs that need the terminal; then signals reach only the command itself, not the processes it started'
 complete -c backoff -n "__fish_backoff_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_needs_command" -s V -l version -d 'Print version'
@@ -146,3 +147,48 @@ complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the budget store cannot be reached or trusted, or does not answer in time: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help (see more with \'--help\')'
+
+# The command backoff runs, and its arguments: after `--`, or from the first
+# word that is neither an option, an option's value nor a subcommand, they
+# are completed as the command's own completion would.
+
+# Prints the command's words before the cursor, and succeeds, if the cursor
+# is in the command.
+function __fish_backoff_command
+    set -l words (commandline -opc)
+    set -l n (count $words)
+    set -l i 2
+    while test $i -le $n
+        switch $words[$i]
+            case --
+                set -l rest $words[$i..-1]
+                set -e rest[1]
+                printf '%s\n' $rest
+                return 0
+            case --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --name --log-format --report --metrics-file
+                set i (math $i + 2)
+            case --until-failure
+                set -l next (math $i + 1)
+                if string match -qr '^[0-9]+$' -- "$words[$next]"
+                    set i (math $i + 2)
+                else
+                    set i (math $i + 1)
+                end
+            case '-*'
+                set i (math $i + 1)
+            case '*'
+                if test $i -eq 2; and contains -- $words[$i] schedule simulate budget
+                    return 1
+                end
+                printf '%s\n' $words[$i..-1]
+                return 0
+        end
+    end
+    test $i -eq (math $n + 1); and not string match -q -- '-*' (commandline -ct)
+end
+
+function __fish_backoff_complete_command
+    __fish_complete_subcommand --commandline (__fish_backoff_command) (commandline -ct)
+end
+
+complete -c backoff -n "__fish_backoff_command >/dev/null" -x -a "(__fish_backoff_complete_command)"

@@ -20,7 +20,7 @@ use crate::exit::Exit;
 use crate::report::json::JsonReport;
 use crate::report::run_report::Recorder;
 use crate::report::text::TextReport;
-use crate::report::{LogFormat, Std, atomic, metrics, say};
+use crate::report::{self, Labels, LogFormat, Std, atomic, metrics, say};
 use crate::run::Executor as _;
 use crate::simulate::{self, svg, table};
 use crate::sys::signals::SignalWatch;
@@ -151,6 +151,14 @@ fn bare_seconds(v: &str) -> bool {
 /// Runs the command with retries.
 fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
     let cfg = config::run(cli, given)?;
+    // From here on every line backoff writes carries the time and the name.
+    let labels = Labels {
+        clock: cfg
+            .timestamps
+            .then_some(SystemTime::now as fn() -> SystemTime),
+        name: cfg.name.clone(),
+    };
+    report::label_lines(labels.clone());
     if cfg.curl_without_fail && cfg.verbosity != crate::report::Verbosity::Quiet {
         say(
             "--preset curl: curl runs without -f (--fail), so an HTTP error exits 0 and is not retried; add -f",
@@ -194,16 +202,8 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
             label.clone(),
             SystemTime::now,
         )),
-        LogFormat::Github => Box::new(TextReport::github(
-            Std::Err,
-            cfg.verbosity,
-            cfg.name.as_deref(),
-        )),
-        LogFormat::Text => Box::new(TextReport::new(
-            Std::Err,
-            cfg.verbosity,
-            cfg.name.as_deref(),
-        )),
+        LogFormat::Github => Box::new(TextReport::github(Std::Err, cfg.verbosity, labels)),
+        LogFormat::Text => Box::new(TextReport::new(Std::Err, cfg.verbosity, labels)),
     };
     let mut recorder = Recorder::new(label, SystemTime::now);
     // The curl preset's own file for the response headers, when curl shows

@@ -122,6 +122,8 @@ pub struct RunConfig {
     pub verbosity: Verbosity,
     /// `--name`: a label that prefixes every report line.
     pub name: Option<String>,
+    /// `--timestamps`: the local time starts every text line.
+    pub timestamps: bool,
     /// `--log-format`, or github under GitHub Actions, else text.
     pub log_format: LogFormat,
     /// `--report`.
@@ -604,6 +606,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         foreground: cli.foreground,
         verbosity,
         name: cli.output.name,
+        timestamps: cli.output.timestamps,
         log_format: cli.output.log_format.unwrap_or_else(|| {
             if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
                 LogFormat::Github

@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 use regex::bytes::Regex;
 
@@ -36,6 +36,13 @@ Examples:
   backoff --retry-on 75 --stop-on 2 -- make fetch
   backoff schedule --jitter none --base 100ms --cap 30s";
 
+/// The usage line of `-h`, `--help` and the man page: every subcommand.
+pub const USAGE: &str = "\
+backoff [OPTIONS] [--] COMMAND [ARGS]...
+       backoff schedule [POLICY OPTIONS]
+       backoff simulate [OPTIONS]
+       backoff budget show|reset KEY";
+
 /// Run a command and retry it with capped exponential backoff and jitter.
 ///
 /// backoff runs COMMAND; when it fails in a way worth retrying, backoff runs
@@ -52,7 +59,7 @@ Examples:
     subcommand_negates_reqs = true,
     subcommand_value_name = "SUBCOMMAND",
     subcommand_help_heading = "Subcommands",
-    override_usage = "backoff [OPTIONS] [--] COMMAND [ARGS]...\n       backoff schedule [POLICY OPTIONS]"
+    override_usage = USAGE
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -93,6 +100,7 @@ pub struct Cli {
         required = true,
         num_args = 1..,
         trailing_var_arg = true,
+        value_hint = ValueHint::CommandWithArguments,
         value_parser = clap::value_parser!(OsString),
     )]
     pub command: Vec<OsString>,
@@ -554,6 +562,18 @@ pub struct OutputArgs {
     #[arg(long, value_name = "LABEL", value_parser = values::label)]
     pub name: Option<String>,
 
+    /// Start every text line backoff writes with the local time, for logs
+    /// such as cron's.
+    ///
+    /// RFC 3339 with milliseconds and the zone's offset (from TZ, else
+    /// /etc/localtime), before the --name label: "backoff:
+    /// 2026-12-01T17:03:22.783+01:00 NAME: ...". JSON events keep their own
+    /// "time". In BACKOFF_TIMESTAMPS, 0, false, no, off or an empty value
+    /// mean off, any other value on.
+    #[arg(long, env = "BACKOFF_TIMESTAMPS", hide_env_values = true,
+          value_parser = clap::builder::FalseyValueParser::new())]
+    pub timestamps: bool,
+
     /// How backoff reports on stderr: text lines, one JSON object per event,
     /// or GitHub Actions annotations [default: github when GITHUB_ACTIONS is
     /// true, else text]
@@ -666,6 +686,7 @@ mod tests {
             "--hold-stdout",
             "--replay-stdin",
             "--foreground",
+            "--timestamps",
         ];
         let set = |c: &Cli| {
             [
@@ -675,13 +696,14 @@ mod tests {
                 c.streams.hold_stdout,
                 c.streams.replay_stdin,
                 c.foreground,
+                c.output.timestamps,
             ]
         };
         let none = Cli::try_parse_from(["backoff", "--", "x"]).unwrap();
-        assert_eq!(set(&none), [false; 6]);
+        assert_eq!(set(&none), [false; 7]);
         let argv = [&["backoff"][..], &flags, &["--", "x"]].concat();
         let all = Cli::try_parse_from(argv).unwrap();
-        assert_eq!(set(&all), [true; 6]);
+        assert_eq!(set(&all), [true; 7]);
         assert_eq!(all.command, ["x"]);
         for flag in flags {
             for argv in [

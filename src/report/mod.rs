@@ -13,9 +13,9 @@ use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use crate::sys::fd;
+use crate::sys::{fd, localtime};
 
 /// How much backoff says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -33,7 +33,7 @@ pub enum Verbosity {
 #[allow(clippy::doc_markdown)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
-    /// "backoff: " lines for people.
+    /// Lines for people, each starting with 'backoff: '.
     Text,
     /// One JSON object per event, one per line.
     Json,
@@ -41,12 +41,86 @@ pub enum LogFormat {
     Github,
 }
 
+/// What each of backoff's text lines says after `backoff: `, before its
+/// text: the local time (`--timestamps`), then the label (`--name`), as in
+/// `backoff: 2026-12-01T17:03:22.783+01:00 sync: attempt 2/7 failed`.
+#[derive(Debug, Clone, Default)]
+pub struct Labels {
+    /// The clock whose time starts each line, with `--timestamps`.
+    pub clock: Option<fn() -> SystemTime>,
+    /// `--name`.
+    pub name: Option<String>,
+}
+
+impl Labels {
+    /// `text` with the time and the label before it.
+    pub fn apply(&self, text: &str) -> String {
+        let mut line = String::new();
+        if let Some(clock) = self.clock {
+            line.push_str(&local_rfc3339(clock()));
+            line.push(' ');
+        }
+        if let Some(name) = &self.name {
+            line.push_str(name);
+            line.push_str(": ");
+        }
+        line.push_str(text);
+        line
+    }
+}
+
+/// The labels of every line `say` writes, once the configuration is known.
+static LABELS: OnceLock<Labels> = OnceLock::new();
+
+/// Labels every line `say` writes from now on (the first call wins).
+pub fn label_lines(labels: Labels) {
+    let _ = LABELS.set(labels);
+}
+
 /// Writes `backoff: MESSAGE` to stderr in one write, ignoring a closed
-/// stderr. Control characters in it (from a value the user gave, say) are
-/// escaped.
+/// stderr, with the time and the label of `label_lines`. Control characters
+/// in it (from a value the user gave, say) are escaped.
 pub fn say(message: &str) {
-    let line = format!("backoff: {}\n", escape_controls(message));
+    let text = match LABELS.get() {
+        Some(labels) => labels.apply(message),
+        None => message.to_owned(),
+    };
+    let line = format!("backoff: {}\n", escape_controls(&text));
     let _ = Std::Err.write_all(line.as_bytes());
+}
+
+/// `t` as an RFC 3339 local time with milliseconds and the zone's offset:
+/// `2026-12-01T17:03:22.783+01:00` (`+00:00` where the local time is UTC),
+/// or the UTC time (`…Z`) when the system cannot tell the offset.
+pub fn local_rfc3339(t: SystemTime) -> String {
+    match localtime::utc_offset(t) {
+        Some(offset) => with_offset(t, offset),
+        None => humantime::format_rfc3339_millis(t).to_string(),
+    }
+}
+
+/// `t` in the zone `offset` seconds east of UTC, as RFC 3339 with
+/// milliseconds. An offset's seconds, which RFC 3339 cannot write, are
+/// dropped from it, not from the time.
+fn with_offset(t: SystemTime, offset: i64) -> String {
+    let shift = Duration::from_secs(offset.unsigned_abs());
+    let local = if offset >= 0 {
+        t.checked_add(shift)
+    } else {
+        t.checked_sub(shift)
+    };
+    let Some(local) = local else {
+        return humantime::format_rfc3339_millis(t).to_string();
+    };
+    let utc = humantime::format_rfc3339_millis(local).to_string();
+    let minutes = offset.unsigned_abs() / 60;
+    format!(
+        "{}{}{:02}:{:02}",
+        utc.trim_end_matches('Z'),
+        if offset < 0 { '-' } else { '+' },
+        minutes / 60,
+        minutes % 60
+    )
 }
 
 /// How long one of backoff's own lines (or a report written to
@@ -170,6 +244,37 @@ pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn local_times_carry_their_offset() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_144_602_783);
+        assert_eq!(with_offset(t, 0), "2026-12-01T17:03:22.783+00:00");
+        assert_eq!(with_offset(t, 3600), "2026-12-01T18:03:22.783+01:00");
+        assert_eq!(
+            with_offset(t, -(3 * 3600 + 1800)),
+            "2026-12-01T13:33:22.783-03:30"
+        );
+        assert_eq!(with_offset(t, 20_700), "2026-12-01T22:48:22.783+05:45");
+    }
+
+    #[test]
+    fn labels_come_in_order_time_then_name() {
+        let name = Some("job".to_owned());
+        let clock = Some((|| SystemTime::UNIX_EPOCH) as fn() -> SystemTime);
+        assert_eq!(Labels::default().apply("x"), "x");
+        assert_eq!(
+            Labels {
+                clock: None,
+                name: name.clone()
+            }
+            .apply("x"),
+            "job: x"
+        );
+        let both = Labels { clock, name }.apply("x");
+        let (time, rest) = both.split_once(' ').unwrap();
+        assert_eq!(rest, "job: x");
+        assert_eq!(time, local_rfc3339(SystemTime::UNIX_EPOCH));
+    }
 
     #[test]
     fn control_characters_are_escaped_and_the_rest_kept() {

@@ -9,7 +9,7 @@ use std::io::Write;
 use crate::classify::{Outcome, StopReason};
 use crate::duration::human;
 use crate::event::{Ending, Event, HuntEnd, Next, Report};
-use crate::report::{Verbosity, escape_controls};
+use crate::report::{Labels, Verbosity, escape_controls};
 use crate::signal;
 
 /// Writes events as `backoff: ` text lines, or as GitHub Actions
@@ -17,41 +17,35 @@ use crate::signal;
 pub struct TextReport<W: Write> {
     out: W,
     verbosity: Verbosity,
-    prefix: String,
+    labels: Labels,
     github: bool,
 }
 
 impl<W: Write> TextReport<W> {
-    /// A text reporter; `name` labels every line when given.
-    pub fn new(out: W, verbosity: Verbosity, name: Option<&str>) -> Self {
-        let prefix = match name {
-            Some(n) => format!("backoff: {n}: "),
-            None => "backoff: ".to_owned(),
-        };
+    /// A text reporter; `labels` (the time, the name) start every line.
+    pub fn new(out: W, verbosity: Verbosity, labels: Labels) -> Self {
         TextReport {
             out,
             verbosity,
-            prefix,
+            labels,
             github: false,
         }
     }
 
     /// The same lines, with `::warning::` for each retry and `::error::`
     /// when giving up, as GitHub Actions shows them on the run's page.
-    pub fn github(out: W, verbosity: Verbosity, name: Option<&str>) -> Self {
+    pub fn github(out: W, verbosity: Verbosity, labels: Labels) -> Self {
         TextReport {
             github: true,
-            ..TextReport::new(out, verbosity, name)
+            ..TextReport::new(out, verbosity, labels)
         }
     }
 
     fn line(&mut self, level: Option<&str>, text: &str) {
+        let text = self.labels.apply(text);
         let buf = match level.filter(|_| self.github) {
-            Some(level) => format!(
-                "::{level} title=backoff::{}\n",
-                escape_workflow(&format!("{}{text}", &self.prefix["backoff: ".len()..]))
-            ),
-            None => format!("{}\n", escape_controls(&format!("{}{text}", self.prefix))),
+            Some(level) => format!("::{level} title=backoff::{}\n", escape_workflow(&text)),
+            None => format!("backoff: {}\n", escape_controls(&text)),
         };
         let _ = self.out.write_all(buf.as_bytes());
         let _ = self.out.flush();
@@ -462,7 +456,7 @@ mod tests {
 
     fn lines(v: Verbosity, events: &[Event<'_>]) -> String {
         let mut out = Vec::new();
-        let mut r = TextReport::new(&mut out, v, None);
+        let mut r = TextReport::new(&mut out, v, Labels::default());
         for e in events {
             r.event(e);
         }
@@ -526,18 +520,44 @@ mod tests {
         assert_eq!(lines(Verbosity::Verbose, &events).lines().count(), 2);
     }
 
+    /// The first attempt of `program` was not found.
+    fn not_found(program: &OsString) -> Event<'_> {
+        Event::CannotStart {
+            attempt: 1,
+            outcome: Outcome::NotFound,
+            program,
+            error: "No such file or directory",
+        }
+    }
+
     #[test]
     fn quiet_still_tells_why_the_command_cannot_start() {
         let program = OsString::from("nope");
-        let e = Event::CannotStart {
-            attempt: 1,
-            outcome: Outcome::NotFound,
-            program: &program,
-            error: "No such file or directory",
-        };
+        let e = not_found(&program);
         assert_eq!(
             lines(Verbosity::Quiet, &[e]),
             "backoff: cannot run 'nope': No such file or directory\n"
+        );
+    }
+
+    #[test]
+    fn the_time_and_the_name_start_lines_and_annotations() {
+        let labels = Labels {
+            clock: Some(|| std::time::SystemTime::UNIX_EPOCH),
+            name: Some("job".to_owned()),
+        };
+        let time = crate::report::local_rfc3339(std::time::SystemTime::UNIX_EPOCH);
+        let program = OsString::from("nope");
+        let e = not_found(&program);
+        let mut out = Vec::new();
+        TextReport::new(&mut out, Verbosity::Normal, labels.clone()).event(&e);
+        TextReport::github(&mut out, Verbosity::Normal, labels).event(&e);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!(
+                "backoff: {time} job: cannot run 'nope': No such file or directory\n\
+                 ::error title=backoff::{time} job: cannot run 'nope': No such file or directory\n"
+            )
         );
     }
 

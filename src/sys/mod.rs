@@ -1,6 +1,7 @@
 //! The thin layer over the operating system: signals (`signals`), starting
 //! the command (`process`), the guard that outlives a killed backoff
-//! (`guard`), descriptors (`fd`) and sealed files in memory (`memfd`).
+//! (`guard`), descriptors (`fd`), sealed files in memory (`memfd`) and the
+//! local time zone's offset (`localtime`).
 //! Every `unsafe` block of backoff is in this module, each with a
 //! `// SAFETY:` comment, and every system call that std has no word for;
 //! rustix makes most of them without `unsafe`. Nothing here decides
@@ -8,6 +9,7 @@
 
 pub mod fd;
 pub mod guard;
+pub mod localtime;
 pub mod memfd;
 pub mod process;
 pub mod signals;

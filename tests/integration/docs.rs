@@ -19,6 +19,12 @@ const ENVIRONMENT: &str = r".SH ENVIRONMENT
 Defaults for the options of the same name. A flag on the command line wins over the environment.
 A bare number in \fBBACKOFF_TIMEOUT\fR is seconds (the form backoff gives its command, below); elsewhere a duration needs its unit.
 .TP
+\fBBACKOFF_TIMESTAMPS\fR
+Turns \fB\-\-timestamps\fR on: \fB0\fR, \fBfalse\fR, \fBno\fR, \fBoff\fR (or \fBn\fR, \fBf\fR) and an empty value mean off, any other value on.
+.TP
+\fBTZ\fR
+The zone of \fB\-\-timestamps\fR' local times; without it, \fB/etc/localtime\fR.
+.TP
 \fBBACKOFF_ATTEMPT\fR, \fBBACKOFF_MAX_ATTEMPTS\fR, \fBBACKOFF_LAST_STATUS\fR
 Set for the command: the attempt number (from 1), the number of attempts allowed (empty without a fixed number: \fB\-\-forever\fR, \fB\-\-consecutive\fR, \fB\-\-reset\-after\fR), and from the second attempt on, how the previous attempt ended: its exit code, \fBsig:NAME\fR, \fBtimeout\fR or \fBunmet\fR.
 .TP
@@ -133,7 +139,7 @@ any other failure: stop.
 "#;
 
 const REPORTING: &str = r#".SH "REPORTS AND METRICS"
-Everything backoff says goes to stderr, one line per write. By default: one line per failed attempt and one when it gives up. \fB\-q\fR keeps only backoff's own errors; \fB\-v\fR adds the command line, each delay's bound and the success line. Reports name the program, never its arguments (they may hold secrets), unless \fB\-v\fR; \fB\-\-name\fR labels every line.
+Everything backoff says goes to stderr, one line per write. By default: one line per failed attempt and one when it gives up. \fB\-q\fR keeps only backoff's own errors; \fB\-v\fR adds the command line, each delay's bound and the success line. Reports name the program, never its arguments (they may hold secrets), unless \fB\-v\fR; \fB\-\-name\fR labels every line. \fB\-\-timestamps\fR starts every text line with the local time, RFC 3339 with milliseconds and the zone's offset (\fB+00:00\fR in UTC, not \fBZ\fR), before the label: \fBbackoff: 2026\-12\-01T17:03:22.783+01:00 sync: attempt 2/7 failed (exit 22) ...\fR; GitHub annotations carry both too. Only lines about a bad command line, written before backoff knows its options, have neither. JSON events keep their own \fBtime\fR.
 .TP
 \fB\-\-log\-format json\fR
 One JSON object per line and event, schema version 1. Every object has \fBschema\fR (1), \fBtime\fR (RFC 3339, UTC), \fBname\fR (the label) and \fBevent\fR, one of: \fBstart\fR (\fBprogram\fR, \fBmax_attempts\fR, and \fBargv\fR with \fB\-v\fR); \fBattempt_start\fR (\fBattempt\fR, \fBmax_attempts\fR); \fBattempt_end\fR (\fBattempt\fR, \fBoutcome\fR, \fBduration_seconds\fR, \fBnext\fR: retry, exhausted, stopped, deadline, hint_too_long, failure_found (\fB\-\-until\-failure\fR) or again (after a success that does not end the run, with \fBpassed\fR true, \fBstreak\fR and \fBneeded\fR); with retry also \fBdelay_seconds\fR, \fBbound_seconds\fR and \fBdelay_from_server\fR; with stopped also \fBstop_reason\fR (stop_on, never_retried, not_in_retry_on, no_retry_output_match, stop_if_output, preset, http_status, not_idempotent, cannot_start); \fBhint_seconds\fR and \fBhint_source\fR (retry\-after, pattern or rate\-limit) when the output gave a server's hint, used or not; \fBerror\fR when the command could not start); \fBsuccess\fR (\fBattempt\fR, \fBoutcome\fR, \fBduration_seconds\fR, \fBtotal_seconds\fR, \fBstreak\fR, \fBcondition_met\fR); \fBgive_up\fR (\fBattempts\fR, \fBoutcome\fR, \fBreason\fR, \fBtotal_seconds\fR, and \fBstreak\fR and \fBneeded\fR when a \fB\-\-consecutive\fR streak was not complete); \fBreset\fR (\fBattempt\fR, \fBran_seconds\fR, \fBreset_after_seconds\fR); \fBno_failure\fR (\fBruns\fR that succeeded, \fBtotal_seconds\fR, \fBreason\fR: runs, deadline (the next run would start too late) or cut (\fB\-\-max\-time\fR cut the last run short), and the last run's \fBattempt\fR, \fBoutcome\fR and \fBduration_seconds\fR when no \fBattempt_end\fR told of it); \fBinterrupted\fR (\fBsignal\fR, \fBduring\fR: attempt, delay, or output while held stdout was written out); \fBundelivered\fR (\fBbytes\fR of held stdout dropped at the time limit); \fBoutput_lost\fR (\fBerror\fR: held stdout that could not be held or written). An \fBoutcome\fR is {"kind":"exit","code":N}, {"kind":"unmet","code":0} (or with \fBsignal\fR and \fBnumber\fR, when a signal counts as success), {"kind":"signal","signal":"TERM","number":15}, {"kind":"timeout","limit":"time"} (or "idle", for \fB\-\-idle\-timeout\fR), {"kind":"not_found"}, {"kind":"cannot_run"} or {"kind":"backoff_error","error":"..."} (backoff itself could not start the command). New fields may appear in version 1; a changed meaning bumps the version.
@@ -261,6 +267,20 @@ Show the delays a policy produces, and run nothing.
 In a crontab: quiet unless backoff itself fails, with metrics for Prometheus.
 "#;
 
+/// The SEE ALSO section: the subcommands' own pages, as generated below,
+/// and the tools backoff works with or resembles.
+fn see_also(cmd: &clap::Command) -> String {
+    let pages: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| format!("\\fB\\%backoff\\-{}\\fR(1)", s.get_name()))
+        .chain([
+            "\\fB\\%timeout\\fR(1)".to_owned(),
+            "\\fB\\%curl\\fR(1)".to_owned(),
+        ])
+        .collect();
+    format!(".SH \"SEE ALSO\"\n{}\n", pages.join(", "))
+}
+
 /// Every generated file with its expected content.
 fn generated() -> Vec<(PathBuf, Vec<u8>)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -292,6 +312,7 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
     ] {
         page.extend_from_slice(section.as_bytes());
     }
+    page.extend_from_slice(see_also(&cmd).as_bytes());
     man.render_version_section(&mut page).unwrap();
     files.push((root.join("man/backoff.1"), page));
 
@@ -313,9 +334,10 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
         (Shell::Fish, "backoff.fish"),
         (Shell::Elvish, "backoff.elv"),
     ] {
-        let mut out = Vec::new();
-        clap_complete::generate(shell, &mut Cli::command(), "backoff", &mut out);
-        files.push((root.join("completions").join(file), out));
+        files.push((
+            root.join("completions").join(file),
+            crate::completions::script(shell),
+        ));
     }
     files
 }
@@ -351,7 +373,37 @@ fn the_man_page_has_its_hand_written_sections() {
         ".SH ENVIRONMENT",
         ".SH \"WHAT ENDS A RUN\"",
         ".SH HOOKS",
+        ".SH \"SEE ALSO\"",
     ] {
         assert!(page.contains(section), "missing {section}");
+    }
+}
+
+#[test]
+fn the_usage_names_every_subcommand() {
+    let page = String::from_utf8(generated().remove(0).1).unwrap();
+    for sub in Cli::command().get_subcommands() {
+        assert!(
+            backoff_cli::cli::USAGE.contains(&format!("backoff {} ", sub.get_name())),
+            "{}",
+            sub.get_name()
+        );
+    }
+    for flag in ["-h", "--help"] {
+        let out = crate::support::backoff([flag])
+            .timeout(crate::support::PATIENCE)
+            .assert()
+            .success()
+            .get_output()
+            .clone();
+        let help = String::from_utf8(out.stdout).unwrap();
+        for line in backoff_cli::cli::USAGE.lines() {
+            assert!(help.contains(line), "{flag}: {line}");
+            let name = line.trim().strip_prefix("backoff").unwrap();
+            assert!(
+                page.contains(&format!("\\fBbackoff\\fR{}", name.replace('-', "\\-"))),
+                "man page: {line}"
+            );
+        }
     }
 }

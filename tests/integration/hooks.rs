@@ -116,6 +116,8 @@ fn on_give_up_is_told_why() {
             &[
                 "--max-time",
                 "1s",
+                "--jitter",
+                "none",
                 "--base",
                 "5s",
                 "--cap",

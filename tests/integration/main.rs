@@ -1,6 +1,7 @@
 //! Integration tests: the real binary against real processes and signals.
 
 mod budget;
+mod completions;
 mod docs;
 mod environment;
 mod fleet;
@@ -18,5 +19,6 @@ mod simulation;
 mod stalled;
 mod streams;
 mod support;
+mod timestamps;
 mod usage;
 mod waiting;

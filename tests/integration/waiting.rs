@@ -330,14 +330,16 @@ fn poll_is_a_fixed_interval_without_a_limit_unless_one_is_given() {
         "{err}"
     );
     // Without a limit on the command line it polls until the deadline, even
-    // with a retry limit in the environment.
+    // with a retry limit in the environment. Attempts start at 0, 0.7 and
+    // 1.4s; the next, at 2.1s, would pass the deadline, long after the last
+    // one ended (a deadline that cut an attempt short would exit 124).
     let err = exits_with(
-        &[("BACKOFF_MAX_RETRIES", "2")],
-        &["--poll", "20ms", "--max-time", "1s", "--", "false"],
+        &[("BACKOFF_MAX_RETRIES", "1")],
+        &["--poll", "700ms", "--max-time", "2s", "--", "false"],
         1,
     );
-    assert!(err.contains("attempt 4 failed"), "{err}");
-    assert!(err.contains("--max-time 1.00s"), "{err}");
+    assert!(err.contains("attempt 3 failed"), "{err}");
+    assert!(err.contains("would pass --max-time 2.00s"), "{err}");
     // A jitter given on the command line applies.
     let out = backoff([
         "-v",
@@ -437,12 +439,14 @@ fn until_failure_counts_runs_in_the_report_and_metrics() {
 
 #[test]
 fn until_failure_ends_at_the_deadline_without_a_finding() {
+    // Runs at 0, 0.7 and 1.4s; the next, at 2.1s, would pass the deadline,
+    // long after the last one ended.
     let out = backoff([
         "--until-failure",
         "--poll",
-        "100ms",
+        "700ms",
         "--max-time",
-        "1s",
+        "2s",
         "--",
         "true",
     ])
@@ -517,15 +521,16 @@ fn consecutive_needs_a_streak_and_a_failure_resets_it() {
         lines[4].starts_with("backoff: 3 successes in a row on attempt 5; 5 attempts in"),
         "{err}"
     );
-    // The deadline before the streak is complete: no success.
+    // The deadline before the streak is complete: no success. Attempts at
+    // 0, 0.7 and 1.4s; the next would start after the deadline.
     let err = exits(
         &[
             "--consecutive",
             "5",
             "--poll",
-            "300ms",
+            "700ms",
             "--max-time",
-            "1s",
+            "2s",
             "--",
             "true",
         ],
@@ -697,10 +702,11 @@ fn a_hunt_cut_short_by_max_time_found_no_failure() {
             "1s",
             "--",
             "sleep",
-            "0.3",
+            "5",
         ],
         0,
     );
+    assert!(err.contains("no failure: 0 runs succeeded"), "{err}");
     assert!(
         err.contains("no failure: ") && err.contains("--max-time cut run "),
         "{err}"

@@ -1,0 +1,419 @@
+//! The shell completions of the wrapped command. The scripts that
+//! `clap_complete` generates complete backoff's own options and subcommands
+//! only: bash's and fish's nothing at all where the command goes, zsh's a
+//! command name whose completion calls backoff's own again. So each script
+//! gets a hand-written part (below) that finds where the command starts,
+//! after `--` or at the first word that is neither an option, an option's
+//! value nor a subcommand, and from there completes the command as its own
+//! completion would. The tests run the real shells on the checked-in
+//! scripts.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use backoff_cli::cli::Cli;
+use clap::CommandFactory;
+use clap_complete::Shell;
+
+/// The words the parts below are made of: backoff's options that take a
+/// value (`--base 1s`), those whose value is optional and then a number
+/// (`--until-failure [N]`), and the subcommands.
+struct Words {
+    value: Vec<String>,
+    optional: Vec<String>,
+    subcommands: Vec<String>,
+}
+
+fn words() -> Words {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let mut words = Words {
+        value: Vec::new(),
+        optional: Vec::new(),
+        subcommands: cmd
+            .get_subcommands()
+            .map(|s| s.get_name().to_owned())
+            .collect(),
+    };
+    for arg in cmd
+        .get_arguments()
+        .filter(|a| !a.is_positional() && a.get_action().takes_values())
+    {
+        let names = arg
+            .get_long()
+            .map(|l| format!("--{l}"))
+            .into_iter()
+            .chain(arg.get_short().map(|s| format!("-{s}")));
+        if arg.get_num_args().is_some_and(|n| n.min_values() == 0) {
+            words.optional.extend(names);
+        } else {
+            words.value.extend(names);
+        }
+    }
+    assert!(!words.value.is_empty() && !words.optional.is_empty());
+    words
+}
+
+const BASH: &str = r#"
+# The command backoff runs, and its arguments: after `--`, or from the first
+# word that is neither an option, an option's value nor a subcommand, they
+# are completed as the command's own completion would (bash-completion's
+# _command_offset), or as command names and then file names without it.
+
+# Prints the index in COMP_WORDS where the command starts, if the cursor is
+# in it.
+_backoff_command_start() {
+    local i=1
+    while (( i < COMP_CWORD )); do
+        case ${COMP_WORDS[i]} in
+            --)
+                echo $(( i + 1 ))
+                return
+                ;;
+            @VALUE@)
+                (( i += 2 ))
+                ;;
+            @OPTIONAL@)
+                if [[ ${COMP_WORDS[i + 1]} =~ ^[0-9]+$ ]]; then
+                    (( i += 2 ))
+                else
+                    (( i += 1 ))
+                fi
+                ;;
+            -*)
+                (( i += 1 ))
+                ;;
+            *)
+                if (( i == 1 )); then
+                    case ${COMP_WORDS[i]} in
+                        @SUBCOMMANDS@) return ;;
+                    esac
+                fi
+                echo "$i"
+                return
+                ;;
+        esac
+    done
+    if (( i == COMP_CWORD )) && [[ ${COMP_WORDS[COMP_CWORD]} != -* ]]; then
+        echo "$i"
+    fi
+}
+
+_backoff() {
+    local cur=${COMP_WORDS[COMP_CWORD]} start
+    start=$(_backoff_command_start)
+    if [[ -z $start ]]; then
+        _backoff_options "${COMP_WORDS[0]}" "$cur" "${COMP_WORDS[COMP_CWORD - 1]}"
+        return
+    fi
+    local -a subcommands=()
+    if (( start == 1 )); then
+        subcommands=($(compgen -W "@SUBCOMMAND_LIST@" -- "$cur"))
+    fi
+    COMPREPLY=()
+    if declare -F _command_offset >/dev/null; then
+        _command_offset "$start"
+    elif (( start == COMP_CWORD )); then
+        COMPREPLY=($(compgen -c -- "$cur"))
+    else
+        compopt -o filenames 2>/dev/null
+        COMPREPLY=($(compgen -f -- "$cur"))
+    fi
+    COMPREPLY=("${subcommands[@]}" "${COMPREPLY[@]}")
+}
+"#;
+
+const ZSH: &str = r#"
+# The command backoff runs, and its arguments: after `--`, or from the first
+# word that is neither an option, an option's value nor a subcommand, they
+# are completed as the command's own completion would.
+
+# Sets REPLY to the index in $words where the command starts, if the cursor
+# is in it.
+(( $+functions[_backoff_command_start] )) ||
+_backoff_command_start() {
+    local -i i=2
+    while (( i < CURRENT )); do
+        case $words[i] in
+            (--) REPLY=$(( i + 1 )); return 0 ;;
+            (@VALUE@) (( i += 2 )) ;;
+            (@OPTIONAL@)
+                if [[ $words[i+1] == <-> ]]; then (( i += 2 )); else (( i += 1 )); fi ;;
+            (-*) (( i += 1 )) ;;
+            (*)
+                (( i == 2 )) && [[ $words[i] == (@SUBCOMMANDS@) ]] && return 1
+                REPLY=$i
+                return 0 ;;
+        esac
+    done
+    (( i == CURRENT )) && [[ $words[CURRENT] != -* ]] || return 1
+    REPLY=$i
+}
+
+_backoff() {
+    local REPLY
+    if ! _backoff_command_start; then
+        _backoff_options "$@"
+        return
+    fi
+    local -i start=$REPLY ret=1
+    if (( start == 2 && CURRENT == 2 )); then
+        _backoff_commands && ret=0
+    fi
+    words=("${(@)words[start,-1]}")
+    (( CURRENT -= start - 1 ))
+    _normal && ret=0
+    return ret
+}
+
+"#;
+
+const FISH: &str = r#"
+# The command backoff runs, and its arguments: after `--`, or from the first
+# word that is neither an option, an option's value nor a subcommand, they
+# are completed as the command's own completion would.
+
+# Prints the command's words before the cursor, and succeeds, if the cursor
+# is in the command.
+function __fish_backoff_command
+    set -l words (commandline -opc)
+    set -l n (count $words)
+    set -l i 2
+    while test $i -le $n
+        switch $words[$i]
+            case --
+                set -l rest $words[$i..-1]
+                set -e rest[1]
+                printf '%s\n' $rest
+                return 0
+            case @VALUE@
+                set i (math $i + 2)
+            case @OPTIONAL@
+                set -l next (math $i + 1)
+                if string match -qr '^[0-9]+$' -- "$words[$next]"
+                    set i (math $i + 2)
+                else
+                    set i (math $i + 1)
+                end
+            case '-*'
+                set i (math $i + 1)
+            case '*'
+                if test $i -eq 2; and contains -- $words[$i] @SUBCOMMAND_LIST@
+                    return 1
+                end
+                printf '%s\n' $words[$i..-1]
+                return 0
+        end
+    end
+    test $i -eq (math $n + 1); and not string match -q -- '-*' (commandline -ct)
+end
+
+function __fish_backoff_complete_command
+    __fish_complete_subcommand --commandline (__fish_backoff_command) (commandline -ct)
+end
+
+complete -c backoff -n "__fish_backoff_command >/dev/null" -x -a "(__fish_backoff_complete_command)"
+"#;
+
+/// `template` with the words filled in, each list as `case` patterns
+/// (`--base|--cap`), or separated by spaces (`@SUBCOMMAND_LIST@`).
+fn fill(template: &str, words: &Words, separator: &str) -> String {
+    template
+        .replace("@VALUE@", &words.value.join(separator))
+        .replace("@OPTIONAL@", &words.optional.join(separator))
+        .replace("@SUBCOMMANDS@", &words.subcommands.join(separator))
+        .replace("@SUBCOMMAND_LIST@", &words.subcommands.join(" "))
+}
+
+/// Replaces the one `from` in `script` with `to`.
+fn replace_once(script: &str, from: &str, to: &str) -> String {
+    assert_eq!(
+        script.matches(from).count(),
+        1,
+        "{from:?} in the generated script"
+    );
+    script.replacen(from, to, 1)
+}
+
+/// The checked-in completion script of `shell`: `clap_complete`'s, with the
+/// part that completes the wrapped command.
+pub fn script(shell: Shell) -> Vec<u8> {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "backoff", &mut out);
+    let generated = String::from_utf8(out).unwrap();
+    let words = words();
+    let script = match shell {
+        // The generated function completes options; ours decides first.
+        Shell::Bash => {
+            replace_once(&generated, "_backoff() {\n", "_backoff_options() {\n")
+                + &fill(BASH, &words, "|")
+        }
+        Shell::Zsh => {
+            let options = replace_once(&generated, "_backoff() {\n", "_backoff_options() {\n");
+            // What the generated script completes a command with calls
+            // backoff's completion again, without end; _backoff completes
+            // the command before it is reached.
+            let options = replace_once(
+                &options,
+                ":_cmdambivalent' \\\n",
+                ":_command_names -e' \\\n",
+            );
+            let last = "\nif [ \"$funcstack[1]\" = \"_backoff\" ]; then\n";
+            replace_once(&options, last, &(fill(ZSH, &words, "|") + last))
+        }
+        Shell::Fish => generated + &fill(FISH, &words, " "),
+        _ => generated,
+    };
+    script.into_bytes()
+}
+
+/// Runs `shell` with `args` in the completions directory, at most
+/// `PATIENCE` long; `None` when the shell is not installed.
+fn run(shell: &str, args: &[&str]) -> Option<Output> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("completions");
+    let mut child = match Command::new(shell)
+        .args(args)
+        .current_dir(&dir)
+        .env("HOME", &dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            println!("{shell} is not installed: its completion is not tested");
+            return None;
+        }
+        Err(e) => panic!("{shell}: {e}"),
+    };
+    let deadline = Instant::now() + crate::support::PATIENCE;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!(
+                "{shell} {args:?} did not end within {:?}",
+                crate::support::PATIENCE
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+/// What bash's completion offers for `line` (its last word is completed;
+/// a line that ends with a space completes an empty word).
+fn bash(line: &str) -> Vec<String> {
+    let words: Vec<String> = line.split(' ').map(|w| format!("'{w}'")).collect();
+    let script = format!(
+        "source ./backoff.bash; COMP_WORDS=({}); COMP_CWORD={}; _backoff; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        words.join(" "),
+        words.len() - 1
+    );
+    let out = run("bash", &["--norc", "--noprofile", "-c", &script]).expect("bash");
+    matches(line, &out)
+}
+
+/// The matches a shell printed for `line`, one a line (fish adds a tab and
+/// a description), once it ended well and said nothing on stderr.
+fn matches(line: &str, out: &Output) -> Vec<String> {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.is_empty(), "{line:?}: {err}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').next().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn offers(seen: &[String], word: &str) -> bool {
+    seen.iter().any(|s| s == word)
+}
+
+/// Checks what every shell's completion offers, through `complete`, which
+/// returns `None` when the shell is not installed.
+fn completes_the_command(complete: &dyn Fn(&str) -> Option<Vec<String>>) {
+    // `sh` is a command wherever the tests run; a file of the completions
+    // directory stands for the arguments of `cat`, whose own completion
+    // offers files.
+    for line in [
+        "backoff -- s",
+        "backoff s",
+        "backoff -q --base 1s s",
+        "backoff --base=1s --until-failure 3 s",
+        "backoff --until-failure s",
+    ] {
+        let Some(seen) = complete(line) else { return };
+        assert!(offers(&seen, "sh"), "{line:?}: {seen:?}");
+        assert!(!offers(&seen, "--base"), "{line:?}: {seen:?}");
+    }
+    for line in ["backoff -- cat backoff.b", "backoff -v cat -n backoff.b"] {
+        let seen = complete(line).unwrap();
+        assert!(offers(&seen, "backoff.bash"), "{line:?}: {seen:?}");
+    }
+    // backoff's own options and their values, as before.
+    assert!(offers(&complete("backoff --ti").unwrap(), "--timestamps"));
+    assert!(!offers(&complete("backoff --jitter ").unwrap(), "sh"));
+}
+
+#[test]
+fn bash_completes_the_command_and_its_arguments() {
+    completes_the_command(&|line| Some(bash(line)));
+    // At the first word, a subcommand or a command; after --, a command.
+    assert!(offers(&bash("backoff s"), "schedule"));
+    assert!(!offers(&bash("backoff -- s"), "schedule"));
+    // Without bash-completion, the command's arguments are file names.
+    assert_eq!(bash("backoff -- schedule backoff.b"), ["backoff.bash"]);
+    assert!(offers(&bash("backoff --jitter "), "full"));
+    assert!(offers(&bash("backoff schedule --ji"), "--jitter"));
+    assert!(!offers(&bash("backoff schedule s"), "sh"));
+}
+
+/// What zsh's completion offers for `line` (a pseudo-terminal runs an
+/// interactive zsh that completes it), or `None` without zsh.
+fn zsh(line: &str) -> Option<Vec<String>> {
+    const DRIVER: &str = r#"
+zmodload zsh/zpty
+zpty z zsh -f -i
+zpty -w z "PS1='%% '; fpath=($PWD \$fpath); autoload -U compinit; compinit -u -D"
+zpty -w z 'compadd () { if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then builtin compadd "$@"; return $?; fi; local -a hits; builtin compadd -A hits "$@"; local h; for h in $hits; do print -r -- "<M>$h"; done; builtin compadd "$@"; }'
+zpty -w z "bindkey '^I' list-choices; print -r -- '<READY>'"
+local got
+typeset -F SECONDS
+float until=$(( SECONDS + 9 ))
+while (( SECONDS < until )); do
+  if zpty -rt z got; then [[ $got == *'<READY>'* && $got != *print* ]] && break; else sleep 0.01; fi
+done
+zpty -n -w z "$1"$'\t'
+zpty -w z $'\C-u'"print -r -- '<END>'"
+until=$(( SECONDS + 9 ))
+local ended=
+while (( SECONDS < until )); do
+  if zpty -rt z got; then
+    [[ $got == *'<END>'* && $got != *print* ]] && { ended=1; break }
+    [[ $got == *'<M>'* ]] && print -r -- "${${got##*<M>}%%$'\r'*}"
+  else sleep 0.01; fi
+done
+[[ -n $ended ]] || print -u2 "no end of the completion within 9s"
+zpty -d z
+"#;
+    let out = run("zsh", &["-f", "-c", DRIVER, "zsh", line])?;
+    Some(matches(line, &out))
+}
+
+#[test]
+fn zsh_completes_the_command_and_its_arguments() {
+    completes_the_command(&zsh);
+}
+
+/// What fish's completion offers for `line`, or `None` without fish.
+fn fish(line: &str) -> Option<Vec<String>> {
+    let script = format!("source ./backoff.fish; complete -C '{line}'");
+    let out = run("fish", &["--no-config", "-c", &script])?;
+    Some(matches(line, &out))
+}
+
+#[test]
+fn fish_completes_the_command_and_its_arguments() {
+    completes_the_command(&fish);
+}
