@@ -6,7 +6,7 @@
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
@@ -16,6 +16,7 @@ use crate::exec::copy::{PIPE_SIZE, Pipe};
 use crate::exec::{RealExecutor, spool};
 use crate::run::{AttemptSpec, HookRun, seconds};
 use crate::sys::fd::{self, Out};
+use crate::sys::guard::Guard;
 use crate::sys::process::{self, Exec, env_entry};
 
 /// The variables backoff sets for the command; inherited ones of the same
@@ -110,7 +111,8 @@ fn captured() -> io::Result<(File, io::PipeWriter)> {
 /// Starts a hook: `sh -c COMMAND` in a process group of its own, with
 /// no input (stdin belongs to the command), and its output on backoff's
 /// stderr, so that the command's stdout stays the command's alone.
-pub(super) fn spawn_hook(hook: &HookRun<'_>) -> io::Result<Child> {
+/// `announce` is the guard's pipe, if there is a guard.
+pub(super) fn spawn_hook(hook: &HookRun<'_>, announce: Option<RawFd>) -> io::Result<Child> {
     let argv = [
         OsString::from("sh"),
         OsString::from("-c"),
@@ -123,7 +125,7 @@ pub(super) fn spawn_hook(hook: &HookRun<'_>) -> io::Result<Child> {
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(io::stderr().as_fd().try_clone_to_owned()?);
-    process::spawn(command, exec)
+    process::spawn(command, exec, announce)
 }
 
 impl RealExecutor {
@@ -183,7 +185,8 @@ impl RealExecutor {
         // The write ends belong to the command alone: `command` is dropped
         // when it has started, so that the pipes end when the command (and
         // what it started) is done.
-        let child = process::spawn(command, exec)?;
+        let announce = self.guard.as_ref().map(Guard::pipe);
+        let child = process::spawn(command, exec, announce)?;
         Ok((child, pipes))
     }
 }

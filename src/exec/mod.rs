@@ -217,6 +217,9 @@ impl Executor for RealExecutor {
         let (mut child, pipes) = match self.spawn(spec) {
             Ok(started) => started,
             Err(e) => {
+                // A child that could not execute told the guard its pid
+                // before it died: that id names nothing of ours any more.
+                self.watch_group(0);
                 let o = match e.raw_os_error() {
                     Some(errno) if Outcome::is_resource_error(errno) => Outcome::Unstarted(errno),
                     _ if e.kind() == io::ErrorKind::NotFound => Outcome::NotFound,
@@ -253,9 +256,11 @@ impl Executor for RealExecutor {
     }
 
     fn hook(&mut self, hook: &run::HookRun<'_>) -> Ended {
-        let mut child = match launch::spawn_hook(hook) {
+        let announce = self.guard.as_ref().map(Guard::pipe);
+        let mut child = match launch::spawn_hook(hook, announce) {
             Ok(child) => child,
             Err(e) => {
+                self.watch_group(0);
                 return Ended::Done {
                     outcome: Outcome::CannotRun,
                     seen: Observed::default(),

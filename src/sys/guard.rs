@@ -65,6 +65,12 @@ impl Guard {
         }
     }
 
+    /// The pipe the guard is told groups through, for a child to tell it
+    /// its own (see `process::spawn`).
+    pub fn pipe(&self) -> std::os::fd::RawFd {
+        self.tell.as_raw_fd()
+    }
+
     /// The process group to kill if backoff dies now; 0 for none.
     pub fn watch(&mut self, pgid: u32) {
         // Four bytes are written at once or not at all (less than

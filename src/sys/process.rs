@@ -16,6 +16,7 @@
 
 use std::ffi::{CString, OsStr, OsString, c_char};
 use std::io;
+use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
@@ -107,12 +108,15 @@ impl Exec {
 }
 
 /// Starts `command` (with its descriptors and process group set) as a
-/// child that executes `exec`.
+/// child that executes `exec`. With `announce` (the guard's pipe), the
+/// child writes its own pid there before it executes anything, so that the
+/// guard knows its group before the command can start a process of its
+/// own.
 ///
 /// # Errors
 ///
 /// Why the command could not start: not found, not executable, and the like.
-pub fn spawn(mut command: Command, exec: Exec) -> io::Result<Child> {
+pub fn spawn(mut command: Command, exec: Exec, announce: Option<RawFd>) -> io::Result<Child> {
     let parent = rustix::process::getpid();
     let hook = move || -> io::Result<()> {
         signals::prepare_exec();
@@ -127,11 +131,20 @@ pub fn spawn(mut command: Command, exec: Exec) -> io::Result<Child> {
         }
         #[cfg(not(target_os = "linux"))]
         let _ = parent;
+        if let Some(fd) = announce {
+            let pid = u32::try_from(rustix::process::getpid().as_raw_nonzero().get())
+                .unwrap_or(0)
+                .to_ne_bytes();
+            // SAFETY: `fd` is the guard's pipe, open in the child until it
+            // executes; a write of 4 bytes to a pipe is whole or nothing, and
+            // one lost (a full pipe) is made good by the parent's own.
+            unsafe { libc::write(fd, pid.as_ptr().cast(), pid.len()) };
+        }
         Err(exec.execute())
     };
     // SAFETY: the hook only makes system calls (sigaction, sigprocmask,
-    // prctl, getppid, execve) on values prepared before the fork; it does
-    // not allocate, lock or touch backoff's state.
+    // prctl, getppid, getpid, write, execve) on values prepared before the
+    // fork; it does not allocate, lock or touch backoff's state.
     unsafe { command.pre_exec(hook) };
     // No handler of backoff's may run in the child before the hook has
     // reset them: the child starts with every signal blocked.
