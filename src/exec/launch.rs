@@ -48,14 +48,27 @@ fn unix_time(deadline: Instant, now: Instant, wall: SystemTime) -> Option<String
     Some(format!("{}.{:03}", since.as_secs(), since.subsec_millis()))
 }
 
-/// The environment of an attempt: backoff's own, as the standard library
-/// reads it, without inherited attempt variables, then the attempt's.
-/// `timeout` is `--timeout`.
-fn environment(spec: &AttemptSpec, timeout: Option<Duration>) -> io::Result<Vec<CString>> {
+/// Backoff's own environment, as the standard library reads it, without
+/// inherited variables named in `strip`, then `vars` (those with a value).
+fn environment_with<'a>(
+    strip: &[&str],
+    vars: impl IntoIterator<Item = (&'a str, Option<String>)>,
+) -> io::Result<Vec<CString>> {
     let mut env: Vec<CString> = std::env::vars_os()
-        .filter(|(name, _)| !ATTEMPT_VARIABLES.iter().any(|v| name == *v))
+        .filter(|(name, _)| !strip.iter().any(|v| name == *v))
         .map(|(name, value)| env_entry(&name, &value))
         .collect::<io::Result<_>>()?;
+    for (name, value) in vars {
+        if let Some(value) = value {
+            env.push(env_entry(OsStr::new(name), OsStr::new(&value))?);
+        }
+    }
+    Ok(env)
+}
+
+/// The environment of an attempt: backoff's own without inherited attempt
+/// variables, then the attempt's. `timeout` is `--timeout`.
+fn environment(spec: &AttemptSpec, timeout: Option<Duration>) -> io::Result<Vec<CString>> {
     let values = [
         Some(spec.number.to_string()),
         Some(spec.max_attempts.map(|m| m.to_string()).unwrap_or_default()),
@@ -64,16 +77,14 @@ fn environment(spec: &AttemptSpec, timeout: Option<Duration>) -> io::Result<Vec<
             .and_then(|d| unix_time(d, Instant::now(), SystemTime::now())),
         timeout.map(seconds),
     ];
-    for (name, value) in ATTEMPT_VARIABLES.iter().zip(values) {
-        if let Some(value) = value {
-            env.push(env_entry(OsStr::new(name), OsStr::new(&value))?);
-        }
-    }
-    Ok(env)
+    environment_with(
+        &ATTEMPT_VARIABLES,
+        ATTEMPT_VARIABLES.into_iter().zip(values),
+    )
 }
 
 /// The variables backoff sets for a hook; inherited ones of the same names
-/// are not passed on.
+/// (and of the attempt's) are not passed on.
 const HOOK_VARIABLES: [&str; 5] = [
     "BACKOFF_ATTEMPT",
     "BACKOFF_MAX_ATTEMPTS",
@@ -85,19 +96,16 @@ const HOOK_VARIABLES: [&str; 5] = [
 /// The environment of a hook: backoff's own without inherited hook or
 /// attempt variables, then `vars`.
 fn hook_environment(vars: &[(&'static str, String)]) -> io::Result<Vec<CString>> {
-    let mut env: Vec<CString> = std::env::vars_os()
-        .filter(|(name, _)| {
-            !ATTEMPT_VARIABLES
-                .iter()
-                .chain(&HOOK_VARIABLES)
-                .any(|v| name == *v)
-        })
-        .map(|(name, value)| env_entry(&name, &value))
-        .collect::<io::Result<_>>()?;
-    for (name, value) in vars {
-        env.push(env_entry(OsStr::new(name), OsStr::new(value))?);
-    }
-    Ok(env)
+    let strip: Vec<&str> = ATTEMPT_VARIABLES
+        .iter()
+        .chain(&HOOK_VARIABLES)
+        .copied()
+        .collect();
+    environment_with(
+        &strip,
+        vars.iter()
+            .map(|(name, value)| (*name, Some(value.clone()))),
+    )
 }
 
 /// A pipe for one of the command's streams: backoff's end (non-blocking)
