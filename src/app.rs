@@ -4,7 +4,7 @@
 //! until they become one line and exit 125.
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
@@ -20,7 +20,7 @@ use crate::exit::Exit;
 use crate::report::json::JsonReport;
 use crate::report::run_report::Recorder;
 use crate::report::text::TextReport;
-use crate::report::{self, Labels, LogFormat, Std, atomic, metrics, say};
+use crate::report::{self, Labels, LogFormat, Std, Verbosity, atomic, metrics, say};
 use crate::run::Executor as _;
 use crate::simulate::{self, svg, table};
 use crate::sys::signals::SignalWatch;
@@ -159,7 +159,7 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
         name: cfg.name.clone(),
     };
     report::label_lines(labels.clone());
-    if cfg.curl_without_fail && cfg.verbosity != crate::report::Verbosity::Quiet {
+    if cfg.curl_without_fail && cfg.verbosity != Verbosity::Quiet {
         say(
             "--preset curl: curl runs without -f (--fail), so an HTTP error exits 0 and is not retried; add -f",
         );
@@ -195,16 +195,7 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
         .name
         .clone()
         .unwrap_or_else(|| cfg.command[0].to_string_lossy().into_owned());
-    let mut log: Box<dyn Report> = match cfg.log_format {
-        LogFormat::Json => Box::new(JsonReport::new(
-            Std::Err,
-            cfg.verbosity,
-            label.clone(),
-            SystemTime::now,
-        )),
-        LogFormat::Github => Box::new(TextReport::github(Std::Err, cfg.verbosity, labels)),
-        LogFormat::Text => Box::new(TextReport::new(Std::Err, cfg.verbosity, labels)),
-    };
+    let mut log = log_report(&cfg, labels, label.clone());
     let mut recorder = Recorder::new(label, SystemTime::now);
     // The curl preset's own file for the response headers, when curl shows
     // none: it is added to curl's arguments, and read after each attempt.
@@ -254,6 +245,38 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
     match write_summaries(&cfg, &recorder, exit, &mut |d| executor.pause(d)) {
         Some(sig) => Ok(Exit::Signal(sig)),
         None => Ok(exit),
+    }
+}
+
+/// The report of backoff's lines on stderr, in the format asked for.
+fn log_report(cfg: &RunConfig, labels: Labels, label: String) -> Box<dyn Report> {
+    match cfg.log_format {
+        LogFormat::Json => Box::new(JsonReport::new(
+            Std::Err,
+            cfg.verbosity,
+            label,
+            SystemTime::now,
+        )),
+        LogFormat::Github => Box::new(live(
+            TextReport::github(Std::Err, cfg.verbosity, labels),
+            cfg.verbosity,
+        )),
+        LogFormat::Text => Box::new(live(
+            TextReport::new(Std::Err, cfg.verbosity, labels),
+            cfg.verbosity,
+        )),
+    }
+}
+
+/// The text reporter, with a countdown line during delays when stderr is a
+/// terminal that can rewrite a line (not `TERM=dumb`) and backoff is not
+/// quiet.
+fn live<W: Write>(report: TextReport<W>, verbosity: Verbosity) -> TextReport<W> {
+    let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+    if verbosity > Verbosity::Quiet && !dumb && std::io::stderr().is_terminal() {
+        report.counting_down()
+    } else {
+        report
     }
 }
 

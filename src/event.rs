@@ -95,6 +95,13 @@ pub enum Event<'a> {
         /// Why it could not start, when it could not.
         error: Option<&'a str>,
     },
+    /// A tick of the delay before the next attempt, for a report that
+    /// counts it down (`Report::counts_down`): told when the delay starts
+    /// (after `--on-retry`) and each time the whole seconds left change.
+    Countdown {
+        /// Time left before the next attempt.
+        left: Duration,
+    },
     /// The command could not be started.
     CannotStart {
         /// 1-based attempt number.
@@ -290,6 +297,12 @@ impl Ending {
 pub trait Report {
     /// Tells about one event.
     fn event(&mut self, event: &Event<'_>);
+
+    /// Whether it counts delays down (a live line on a terminal): only
+    /// then is it told `Event::Countdown` during a delay.
+    fn counts_down(&self) -> bool {
+        false
+    }
 }
 
 /// Sends every event to each of several reports.
@@ -300,5 +313,9 @@ impl Report for Reports<'_> {
         for r in &mut self.0 {
             r.event(event);
         }
+    }
+
+    fn counts_down(&self) -> bool {
+        self.0.iter().any(|r| r.counts_down())
     }
 }

@@ -14,6 +14,9 @@ use crate::policy::{Delay, Delays, Policy};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 
+/// The shortest delay a report that counts down is told about.
+pub const COUNTDOWN_FROM: Duration = Duration::from_secs(1);
+
 /// What an attempt is told about itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AttemptSpec {
@@ -371,7 +374,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
                     return run.end(&event, exit_for(last, plan.preserve_status));
                 }
                 let spent = now.saturating_duration_since(began);
-                if let Some(signal) = run.exec.pause(delay.saturating_sub(spent)) {
+                if let Some(signal) = run.pause(delay.saturating_sub(spent)) {
                     return run.interrupted(signal, None);
                 }
             }
@@ -380,6 +383,31 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
 }
 
 impl Loop<'_, '_> {
+    /// Waits `left` before the next attempt. A report that counts down is
+    /// told the time left when the wait starts and each time its whole
+    /// seconds change (so a 10 s delay wakes ten times); waits under a
+    /// second are not counted down. Returns the terminating signal that cut
+    /// the wait short.
+    fn pause(&mut self, left: Duration) -> Option<i32> {
+        if left < COUNTDOWN_FROM || !self.report.counts_down() {
+            return self.exec.pause(left);
+        }
+        let end = self.exec.now() + left;
+        loop {
+            let left = end.saturating_duration_since(self.exec.now());
+            if left.is_zero() {
+                return None;
+            }
+            self.report.event(&Event::Countdown { left });
+            // Until the figure shown, the seconds left rounded up, changes.
+            let shown = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+            let step = left.saturating_sub(Duration::from_secs(shown - 1));
+            if let Some(signal) = self.exec.pause(step) {
+                return Some(signal);
+            }
+        }
+    }
+
     /// Runs the next attempt and decides what follows.
     fn attempt(&mut self) -> Step {
         let plan = self.plan;
@@ -1346,5 +1374,51 @@ mod tests {
         );
         assert_eq!(exit, Exit::Code(3), "closed: no retry");
         assert_eq!(fake.seen.len(), 1);
+    }
+
+    /// Records the countdown's ticks; counts down when `live`.
+    struct Ticks {
+        live: bool,
+        left: Vec<Duration>,
+    }
+    impl Report for Ticks {
+        fn event(&mut self, e: &Event<'_>) {
+            if let Event::Countdown { left } = *e {
+                self.left.push(left);
+            }
+        }
+        fn counts_down(&self) -> bool {
+            self.live
+        }
+    }
+
+    #[test]
+    fn a_delay_is_counted_down_each_whole_second_only_for_a_report_that_asks() {
+        let ms = Duration::from_millis;
+        let command = [OsString::from("cmd")];
+        let rules = Rules::default();
+        let plan = Plan {
+            policy: Policy::explicit(vec![ms(2500), ms(900)], Jitter::None),
+            max_retries: Some(2),
+            ..constant(Duration::ZERO, &rules, &command)
+        };
+        let outcomes = [Outcome::Exited(1), Outcome::Exited(1), Outcome::Exited(0)];
+        let mut live = Ticks {
+            live: true,
+            left: Vec::new(),
+        };
+        let mut fake = Fake::new(&outcomes);
+        assert_eq!(run(&plan, &mut fake, &mut live), Exit::SUCCESS);
+        // 2.5 s shows 3, 2 and 1 seconds left; the 900 ms delay none.
+        assert_eq!(live.left, [ms(2500), ms(2000), ms(1000)]);
+        assert_eq!(fake.slept, [ms(500), ms(1000), ms(1000), ms(900)]);
+        let mut quiet = Ticks {
+            live: false,
+            left: Vec::new(),
+        };
+        let mut fake = Fake::new(&outcomes);
+        assert_eq!(run(&plan, &mut fake, &mut quiet), Exit::SUCCESS);
+        assert!(quiet.left.is_empty());
+        assert_eq!(fake.slept, [ms(2500), ms(900)], "one wait per delay");
     }
 }

@@ -278,6 +278,11 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
             "signal": signal::short_name(signal),
             "during": "output",
         }),
+        // Told only to a report that counts down, which JSON does not.
+        Event::Countdown { left } => json!({
+            "event": "countdown",
+            "left_seconds": left.as_secs_f64(),
+        }),
         Event::Interrupted { signal, attempt } => json!({
             "event": "interrupted",
             "signal": signal::short_name(signal),

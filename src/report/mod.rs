@@ -1,10 +1,12 @@
 //! Every line and file backoff writes about a run: the text lines and
-//! GitHub annotations (`text`), the JSON events (`json`), the run report
+//! GitHub annotations (`text`), the countdown on a terminal (`live`), the
+//! JSON events (`json`), the run report
 //! (`run_report`), the Prometheus metrics (`metrics`), and the atomic writes
 //! of those files (`atomic`). Nothing here decides what happens.
 
 pub mod atomic;
 pub mod json;
+pub mod live;
 pub mod metrics;
 pub mod run_report;
 pub mod text;
@@ -203,6 +205,15 @@ impl Stream {
 
 static STDERR: Stream = Stream::new();
 static STDOUT: Stream = Stream::new();
+
+impl std::os::fd::AsRawFd for Std {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        match self {
+            Std::Out => libc::STDOUT_FILENO,
+            Std::Err => libc::STDERR_FILENO,
+        }
+    }
+}
 
 impl Write for Std {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {

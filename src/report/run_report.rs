@@ -302,7 +302,7 @@ impl Report for Recorder {
                 };
             }
             Event::Undelivered { bytes } => self.undelivered = bytes,
-            Event::OutputLost { .. } => {}
+            Event::OutputLost { .. } | Event::Countdown { .. } => {}
             Event::InterruptedWriting { .. } => self.reason = Ending::Interrupted.name(),
             Event::Interrupted { attempt, .. } => {
                 if let Some((number, outcome, elapsed)) = attempt {

@@ -9,6 +9,7 @@ use std::io::Write;
 use crate::classify::{Outcome, StopReason};
 use crate::duration::human;
 use crate::event::{Ending, Event, HuntEnd, Next, Report};
+use crate::report::live::{self, Live};
 use crate::report::{Labels, Verbosity, escape_controls};
 use crate::signal;
 
@@ -19,6 +20,11 @@ pub struct TextReport<W: Write> {
     verbosity: Verbosity,
     labels: Labels,
     github: bool,
+    /// The status line that counts delays down, on a terminal.
+    live: Option<Live>,
+    /// What the status line says before the time left: the last attempt's
+    /// head (`attempt 2/7 failed (exit 1)`) and `retrying in` or `next in`.
+    status: Option<(String, &'static str)>,
 }
 
 impl<W: Write> TextReport<W> {
@@ -29,6 +35,18 @@ impl<W: Write> TextReport<W> {
             verbosity,
             labels,
             github: false,
+            live: None,
+            status: None,
+        }
+    }
+
+    /// The same reporter, with a status line that counts each delay of a
+    /// second or more down (for stderr on a terminal).
+    #[must_use]
+    pub fn counting_down(self) -> Self {
+        TextReport {
+            live: Some(Live::default()),
+            ..self
         }
     }
 
@@ -86,6 +104,19 @@ fn plural(n: u64, word: &str) -> String {
 
 impl<W: Write> Report for TextReport<W> {
     fn event(&mut self, event: &Event<'_>) {
+        if let Some(live) = self.live.as_mut() {
+            if let (Event::Countdown { left }, Some((head, word))) = (event, &self.status) {
+                let text = format!("{head}; {word} {}", live::seconds_left(*left));
+                live.show(&format!(
+                    "backoff: {}",
+                    escape_controls(&self.labels.apply(&text))
+                ));
+                return;
+            }
+            // Nothing else is written over it.
+            live.clear();
+            self.status = status(event);
+        }
         if let Some(text) = text(event, self.verbosity) {
             let level = match event {
                 Event::Failed {
@@ -100,6 +131,51 @@ impl<W: Write> Report for TextReport<W> {
             };
             self.line(level, &text);
         }
+    }
+
+    fn counts_down(&self) -> bool {
+        self.live.is_some()
+    }
+}
+
+/// What the countdown after this event says before the time left, if a
+/// delay follows it.
+fn status(event: &Event<'_>) -> Option<(String, &'static str)> {
+    match *event {
+        Event::Failed {
+            attempt,
+            max_attempts,
+            outcome,
+            next: Next::Retry { .. },
+            ..
+        } => {
+            let attempt = of(attempt, max_attempts);
+            Some(match outcome {
+                Outcome::Unmet(_) => (format!("attempt {attempt} {outcome}"), "retrying in"),
+                _ => (
+                    format!("attempt {attempt} failed ({outcome})"),
+                    "retrying in",
+                ),
+            })
+        }
+        Event::Passed {
+            attempt,
+            max_attempts,
+            streak,
+            needed,
+            next: Next::Retry { .. },
+            ..
+        } => Some((
+            match needed {
+                Some(n) => format!(
+                    "attempt {} succeeded ({streak} of {n} in a row)",
+                    of(attempt, max_attempts)
+                ),
+                None => format!("run {} succeeded", of(attempt, max_attempts)),
+            },
+            "next in",
+        )),
+        _ => None,
     }
 }
 
@@ -558,6 +634,46 @@ mod tests {
                 "backoff: {time} job: cannot run 'nope': No such file or directory\n\
                  ::error title=backoff::{time} job: cannot run 'nope': No such file or directory\n"
             )
+        );
+    }
+
+    #[test]
+    fn the_countdown_follows_a_retry_or_a_run_that_goes_on_only() {
+        let retry = Next::Retry {
+            delay: Delay {
+                delay: Duration::from_secs(12),
+                bound: Duration::from_secs(20),
+            },
+            server: false,
+        };
+        let failed = |next| Event::Failed {
+            attempt: 2,
+            max_attempts: Some(7),
+            outcome: Outcome::Exited(1),
+            elapsed: Duration::from_millis(1200),
+            next,
+            hint: None,
+        };
+        assert_eq!(
+            status(&failed(retry)),
+            Some(("attempt 2/7 failed (exit 1)".to_owned(), "retrying in"))
+        );
+        assert_eq!(status(&failed(Next::Exhausted)), None);
+        let passed = Event::Passed {
+            attempt: 2,
+            max_attempts: None,
+            outcome: Outcome::Exited(0),
+            elapsed: Duration::from_millis(5),
+            streak: 2,
+            needed: Some(3),
+            next: retry,
+        };
+        assert_eq!(
+            status(&passed),
+            Some((
+                "attempt 2 succeeded (2 of 3 in a row)".to_owned(),
+                "next in"
+            ))
         );
     }
 

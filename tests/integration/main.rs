@@ -9,6 +9,7 @@ mod hooks;
 mod http;
 mod idle;
 mod limits;
+mod live;
 mod observe;
 mod processes;
 mod retrying;

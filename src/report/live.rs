@@ -1,0 +1,83 @@
+//! The live status line on a terminal: during a delay of a second or more,
+//! one line below backoff's others counts the time left down, rewritten in
+//! place, and is cleared before anything else is written. The `console`
+//! crate clears the line and cuts the text to the terminal's width; the
+//! line stops three columns short of the width, so that what the terminal
+//! echoes (`^C`) stays on it and is cleared with it. It is written through
+//! backoff's stderr (`Std::Err`), which never waits long for a terminal
+//! that does not take output, and only when the run tells it to: a wait
+//! costs one wake-up a second.
+
+use std::time::Duration;
+
+use console::Term;
+
+use crate::report::Std;
+
+/// The status line, while one is shown.
+pub struct Live {
+    term: Term,
+    shown: bool,
+}
+
+impl Default for Live {
+    fn default() -> Self {
+        Live {
+            term: Term::read_write_pair(std::io::stdin(), Std::Err),
+            shown: false,
+        }
+    }
+}
+
+impl Live {
+    /// Shows `text` as the status line, in place of the one shown.
+    pub fn show(&mut self, text: &str) {
+        // Three columns short of the width (80 where it is unknown): room
+        // for an echoed `^C` and the cursor, so that nothing wraps.
+        let width = self.term.size_checked().map_or(80, |(_, w)| w);
+        let line = console::truncate_str(text, usize::from(width).saturating_sub(3), "…");
+        let _ = self.term.clear_line();
+        let _ = self.term.write_str(&line);
+        self.shown = true;
+    }
+
+    /// Clears the status line, if one is shown, leaving the cursor at the
+    /// start of its (now empty) line.
+    pub fn clear(&mut self) {
+        if std::mem::take(&mut self.shown) {
+            let _ = self.term.clear_line();
+        }
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// The time left as the line shows it: whole seconds, rounded up (`12s`,
+/// `4m 59s`), so that it reaches `1s`, never `0s`, before the attempt.
+pub fn seconds_left(left: Duration) -> String {
+    let secs = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+    if secs < 60 {
+        format!("{secs}s")
+    } else {
+        humantime::format_duration(Duration::from_secs(secs)).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_time_left_is_rounded_up_to_whole_seconds() {
+        let ms = Duration::from_millis;
+        assert_eq!(seconds_left(ms(12_000)), "12s");
+        assert_eq!(seconds_left(ms(11_001)), "12s");
+        assert_eq!(seconds_left(ms(1)), "1s");
+        assert_eq!(seconds_left(ms(299_500)), "5m");
+        assert_eq!(seconds_left(ms(299_000)), "4m 59s");
+    }
+}
