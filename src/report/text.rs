@@ -115,7 +115,11 @@ impl<W: Write> Report for TextReport<W> {
             }
             // Nothing else is written over it.
             live.clear();
-            self.status = status(event);
+            // The countdown tells of the last attempt, also after the lines
+            // of a hook or a reset that came between.
+            if let Some(status) = status(event) {
+                self.status = Some(status);
+            }
         }
         if let Some(text) = text(event, self.verbosity) {
             let level = match event {

@@ -153,7 +153,17 @@ fn a_delay_counts_down_in_place_and_is_cleared_before_the_next_attempt() {
     let term = Terminal::start(
         "countdown",
         100,
-        &flaky(&dir, &["--delays", "3s", "--jitter", "none"]),
+        &flaky(
+            &dir,
+            &[
+                "--delays",
+                "3s",
+                "--jitter",
+                "none",
+                "--on-retry",
+                "echo the hook ran",
+            ],
+        ),
     );
     let screen = term.wait_for("the countdown", is_countdown);
     let line = screen.iter().find(|l| is_countdown(l)).unwrap();
@@ -169,8 +179,10 @@ fn a_delay_counts_down_in_place_and_is_cleared_before_the_next_attempt() {
             && end[1].ends_with("; retrying in 3.00s"),
         "{end:#?}"
     );
-    assert_eq!(end[2], "output of run 2", "{end:#?}");
-    assert_eq!(end.len(), 3, "nothing else: {end:#?}");
+    // The countdown starts after the hook's output.
+    assert_eq!(end[2], "the hook ran", "{end:#?}");
+    assert_eq!(end[3], "output of run 2", "{end:#?}");
+    assert_eq!(end.len(), 4, "nothing else: {end:#?}");
 }
 
 #[test]
