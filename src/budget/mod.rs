@@ -1,7 +1,9 @@
-//! Retry budgets shared by processes: the token bucket (`bucket`, pure) and
-//! where it lives: a file per key for the processes of one machine (`file`),
+//! Retry budgets and circuit breakers shared by processes: the token bucket
+//! (`bucket`, pure) and the breaker's state machine (`breaker`, pure), and
+//! where they live: a file per key for the processes of one machine (`file`),
 //! or Redis for a fleet (`redis`, behind the cargo feature of that name).
 
+pub mod breaker;
 pub mod bucket;
 pub mod file;
 #[cfg(feature = "redis")]
