@@ -18,15 +18,21 @@ pub struct Breaker {
     pub cooldown_ms: u64,
 }
 
-/// The shared state of a circuit. All zero: closed, nothing failed.
+/// The shared state of a circuit. All zero: closed, nothing failed. Times
+/// are Unix milliseconds; the state holds when the circuit reopens and when
+/// a probe's claim ends, so that it reads the same whatever cooldown the
+/// process reading it was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Circuit {
     /// Runs in a row that gave up.
     pub failures: u32,
-    /// When the circuit opened, in Unix milliseconds; 0 while closed.
+    /// When the circuit opened; 0 while closed.
     pub opened_ms: u64,
-    /// When the running probe started, in Unix milliseconds; 0 for none.
-    pub probe_ms: u64,
+    /// When it becomes half-open (its opening plus the cooldown).
+    pub until_ms: u64,
+    /// When the running probe's claim ends (its start plus the cooldown); 0
+    /// for no probe.
+    pub probe_until_ms: u64,
 }
 
 /// What a circuit is, at a given time.
@@ -36,17 +42,17 @@ pub enum State {
     Closed,
     /// No run starts the command until `until_ms`.
     Open {
-        /// When it opened, in Unix milliseconds.
+        /// When it opened.
         since_ms: u64,
         /// When it becomes half-open.
         until_ms: u64,
     },
     /// The next run (or the running probe) decides.
     HalfOpen {
-        /// When it opened, in Unix milliseconds.
+        /// When it opened.
         since_ms: u64,
-        /// When the running probe started, if one is running.
-        probe_ms: Option<u64>,
+        /// When the running probe's claim ends, if one is running.
+        probe_until_ms: Option<u64>,
     },
 }
 
@@ -71,20 +77,39 @@ impl State {
     }
 }
 
+impl Circuit {
+    /// Its state at `now_ms`.
+    pub fn state(self, now_ms: u64) -> State {
+        if self.opened_ms == 0 {
+            State::Closed
+        } else if now_ms < self.until_ms {
+            State::Open {
+                since_ms: self.opened_ms,
+                until_ms: self.until_ms,
+            }
+        } else {
+            State::HalfOpen {
+                since_ms: self.opened_ms,
+                probe_until_ms: (now_ms < self.probe_until_ms).then_some(self.probe_until_ms),
+            }
+        }
+    }
+}
+
 /// Whether a run may start the command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
     /// The circuit is closed: run as usual.
     Run,
-    /// This run is the half-open circuit's probe, started at `probe_ms`
-    /// (the value to give back to `record`): one attempt.
+    /// This run is the half-open circuit's probe (one attempt); its claim
+    /// ends at `until_ms`, the value to give back to `record`.
     Probe {
-        /// The probe's start, in Unix milliseconds.
-        probe_ms: u64,
+        /// When its claim ends.
+        until_ms: u64,
     },
     /// The command is not run.
     Skip {
-        /// When the circuit opened, in Unix milliseconds.
+        /// When the circuit opened.
         since_ms: u64,
         /// When a run may probe again.
         until_ms: u64,
@@ -105,29 +130,10 @@ pub enum RunEnd {
 }
 
 impl Breaker {
-    /// The circuit's state at `now_ms`.
-    pub fn state(self, c: Circuit, now_ms: u64) -> State {
-        if c.opened_ms == 0 {
-            return State::Closed;
-        }
-        let until_ms = c.opened_ms.saturating_add(self.cooldown_ms);
-        if now_ms < until_ms {
-            return State::Open {
-                since_ms: c.opened_ms,
-                until_ms,
-            };
-        }
-        let probing = c.probe_ms != 0 && now_ms < c.probe_ms.saturating_add(self.cooldown_ms);
-        State::HalfOpen {
-            since_ms: c.opened_ms,
-            probe_ms: probing.then_some(c.probe_ms),
-        }
-    }
-
     /// Decides whether a run starting at `now_ms` may start the command,
     /// and the state to store.
     pub fn admit(self, c: Circuit, now_ms: u64) -> (Admission, Circuit) {
-        match self.state(c, now_ms) {
+        match c.state(now_ms) {
             State::Closed => (Admission::Run, c),
             State::Open { since_ms, until_ms } => (
                 Admission::Skip {
@@ -139,53 +145,59 @@ impl Breaker {
             ),
             State::HalfOpen {
                 since_ms,
-                probe_ms: Some(probe_ms),
+                probe_until_ms: Some(until_ms),
             } => (
                 Admission::Skip {
                     since_ms,
-                    until_ms: probe_ms.saturating_add(self.cooldown_ms),
+                    until_ms,
                     probing: true,
                 },
                 c,
             ),
-            State::HalfOpen { probe_ms: None, .. } => {
-                // 0 means no probe: a clock at the epoch still probes.
-                let probe_ms = now_ms.max(1);
-                (Admission::Probe { probe_ms }, Circuit { probe_ms, ..c })
+            State::HalfOpen {
+                probe_until_ms: None,
+                ..
+            } => {
+                let until_ms = now_ms.saturating_add(self.cooldown_ms).max(1);
+                (
+                    Admission::Probe { until_ms },
+                    Circuit {
+                        probe_until_ms: until_ms,
+                        ..c
+                    },
+                )
             }
         }
     }
 
     /// The state after a run that was admitted ended at `now_ms`; `probe`
-    /// is the probe's start when it was the probe.
+    /// is its claim's end when it was the probe.
     pub fn record(self, c: Circuit, now_ms: u64, end: RunEnd, probe: Option<u64>) -> Circuit {
-        let opened_now = now_ms.max(1);
+        // 0 means closed: a clock at the epoch still opens.
+        let open = |failures| Circuit {
+            failures,
+            opened_ms: now_ms.max(1),
+            until_ms: now_ms.saturating_add(self.cooldown_ms).max(1),
+            probe_until_ms: 0,
+        };
         match (end, probe) {
             (RunEnd::Succeeded, _) => Circuit::default(),
-            (RunEnd::GaveUp, Some(_)) => Circuit {
-                failures: c.failures.saturating_add(1),
-                opened_ms: opened_now,
-                probe_ms: 0,
-            },
+            (RunEnd::GaveUp, Some(_)) => open(c.failures.saturating_add(1)),
             (RunEnd::GaveUp, None) => {
                 let failures = c.failures.saturating_add(1);
-                // A run admitted before the circuit opened does not move
-                // the opening on.
-                let opened_ms = if c.opened_ms != 0 {
-                    c.opened_ms
-                } else if failures >= self.failures {
-                    opened_now
+                if c.opened_ms == 0 && failures >= self.failures {
+                    open(failures)
                 } else {
-                    0
-                };
-                Circuit {
-                    failures,
-                    opened_ms,
-                    ..c
+                    // A run admitted before the circuit opened does not
+                    // move the opening on.
+                    Circuit { failures, ..c }
                 }
             }
             // An interrupted probe lets the next process probe at once.
-            (RunEnd::Interrupted, Some(p)) if c.probe_ms == p => Circuit { probe_ms: 0, ..c },
+            (RunEnd::Interrupted, Some(p)) if c.probe_until_ms == p => Circuit {
+                probe_until_ms: 0,
+                ..c
+            },
             (RunEnd::Interrupted, _) => c,
         }
     }
@@ -200,6 +212,13 @@ mod tests {
         cooldown_ms: 1000,
     };
 
+    const OPEN: Circuit = Circuit {
+        failures: 3,
+        opened_ms: 30,
+        until_ms: 1030,
+        probe_until_ms: 0,
+    };
+
     #[test]
     fn failures_in_a_row_open_the_circuit_and_a_success_resets_the_count() {
         let mut c = Circuit::default();
@@ -207,13 +226,14 @@ mod tests {
             assert_eq!(B.admit(c, t).0, Admission::Run);
             c = B.record(c, t, RunEnd::GaveUp, None);
         }
-        assert_eq!(B.state(c, 25), State::Closed);
+        assert_eq!(c.state(25), State::Closed);
         // A success in between starts the count again.
         let reset = B.record(c, 25, RunEnd::Succeeded, None);
         assert_eq!(reset, Circuit::default());
         c = B.record(c, 30, RunEnd::GaveUp, None);
+        assert_eq!(c, OPEN);
         assert_eq!(
-            B.state(c, 30),
+            c.state(30),
             State::Open {
                 since_ms: 30,
                 until_ms: 1030
@@ -232,18 +252,13 @@ mod tests {
         );
         // A run admitted before it opened does not move the opening on.
         let later = B.record(c, 900, RunEnd::GaveUp, None);
-        assert_eq!((later.opened_ms, later.failures), (30, 4));
+        assert_eq!(later, Circuit { failures: 4, ..c });
     }
 
     #[test]
     fn half_open_lets_exactly_one_probe_through_and_it_decides() {
-        let open = Circuit {
-            failures: 3,
-            opened_ms: 30,
-            probe_ms: 0,
-        };
-        let (first, c) = B.admit(open, 1030);
-        assert_eq!(first, Admission::Probe { probe_ms: 1030 });
+        let (first, c) = B.admit(OPEN, 1030);
+        assert_eq!(first, Admission::Probe { until_ms: 2030 });
         let (second, same) = B.admit(c, 1031);
         assert_eq!(
             second,
@@ -256,12 +271,12 @@ mod tests {
         assert_eq!(same, c);
         // Its success closes; its failure opens for another cooldown.
         assert_eq!(
-            B.record(c, 1100, RunEnd::Succeeded, Some(1030)),
+            B.record(c, 1100, RunEnd::Succeeded, Some(2030)),
             Circuit::default()
         );
-        let reopened = B.record(c, 1100, RunEnd::GaveUp, Some(1030));
+        let reopened = B.record(c, 1100, RunEnd::GaveUp, Some(2030));
         assert_eq!(
-            B.state(reopened, 1100),
+            reopened.state(1100),
             State::Open {
                 since_ms: 1100,
                 until_ms: 2100
@@ -273,9 +288,8 @@ mod tests {
     #[test]
     fn a_lost_probe_holds_the_circuit_one_cooldown_and_an_interrupted_one_none() {
         let probing = Circuit {
-            failures: 3,
-            opened_ms: 30,
-            probe_ms: 1030,
+            probe_until_ms: 2030,
+            ..OPEN
         };
         assert!(matches!(
             B.admit(probing, 2029).0,
@@ -283,21 +297,21 @@ mod tests {
         ));
         assert_eq!(
             B.admit(probing, 2030).0,
-            Admission::Probe { probe_ms: 2030 }
+            Admission::Probe { until_ms: 3030 }
         );
-        let released = B.record(probing, 1500, RunEnd::Interrupted, Some(1030));
-        assert_eq!(released.probe_ms, 0);
+        let released = B.record(probing, 1500, RunEnd::Interrupted, Some(2030));
+        assert_eq!(released.probe_until_ms, 0);
         assert_eq!(
             B.admit(released, 1501).0,
-            Admission::Probe { probe_ms: 1501 }
+            Admission::Probe { until_ms: 2501 }
         );
         // A stale probe's interruption leaves a newer probe alone.
         let newer = Circuit {
-            probe_ms: 2030,
+            probe_until_ms: 3030,
             ..probing
         };
         assert_eq!(
-            B.record(newer, 2040, RunEnd::Interrupted, Some(1030)),
+            B.record(newer, 2040, RunEnd::Interrupted, Some(2030)),
             newer
         );
         // A run that was not the probe changes nothing when interrupted.
@@ -311,8 +325,12 @@ mod tests {
             cooldown_ms: 5,
         };
         let c = one.record(Circuit::default(), 0, RunEnd::GaveUp, None);
-        assert_eq!(c.opened_ms, 1, "opened, even at the epoch");
-        assert_eq!(one.admit(c, 6).0, Admission::Probe { probe_ms: 6 });
+        assert_eq!(
+            (c.opened_ms, c.until_ms),
+            (1, 5),
+            "opened, even at the epoch"
+        );
+        assert_eq!(one.admit(c, 6).0, Admission::Probe { until_ms: 11 });
         assert_eq!(State::Closed.gauge(), 0);
     }
 }
