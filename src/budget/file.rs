@@ -1,5 +1,5 @@
-//! A retry budget kept in one small file per key, shared by the processes of
-//! one machine, updated under an exclusive lock. Nothing is opened until the
+//! Retry budgets and circuit breakers kept in one small file per key,
+//! shared by the processes of one machine, updated under an exclusive lock. Nothing is opened until the
 //! budget is used; the directory and the file are opened without following a
 //! symbolic link, and neither is trusted when it belongs to another user (or,
 //! for the directory, when others may write to it). The lock is waited for
@@ -64,13 +64,38 @@ pub fn default_dir() -> Option<PathBuf> {
 }
 
 /// What a state file held.
-enum State {
-    /// Nothing yet: a full bucket.
+enum State<T> {
+    /// Nothing yet: a fresh state.
     Fresh,
-    /// A level, in millionths of a token.
-    Level(u64),
+    /// A valid state.
+    Held(T),
     /// Not a state: why.
     Corrupt(String),
+}
+
+/// The record of one kind of state file: its name's suffix, its fixed
+/// length, and how it is read and written.
+trait Record: Copy + PartialEq {
+    /// `budget` or `breaker`: the file name's suffix, and the words of its
+    /// messages.
+    const KIND: &'static str;
+    /// The length of a record: no state file is read further.
+    const LEN: usize;
+    /// The record's text, `LEN` bytes.
+    fn write(self) -> String;
+    /// The state a record holds; `None` if the text is not one.
+    fn read(text: &[u8]) -> Option<Self>;
+}
+
+impl Record for u64 {
+    const KIND: &'static str = "budget";
+    const LEN: usize = RECORD_LEN;
+    fn write(self) -> String {
+        record(self)
+    }
+    fn read(text: &[u8]) -> Option<u64> {
+        parse(text)
+    }
 }
 
 /// How a state file is opened.
@@ -82,14 +107,23 @@ enum Access {
     Change,
 }
 
+/// A state file of a key: opened, checked, locked, read and written.
+#[derive(Debug, Clone)]
+struct StateFile {
+    /// The directory; `None` when there is no default one.
+    dir: Option<PathBuf>,
+    /// The file's name in it.
+    name: String,
+    /// How long the lock is waited for.
+    timeout: Duration,
+}
+
 /// A budget kept in a file, shared by processes.
 #[derive(Debug, Clone)]
 pub struct FileBudget {
-    /// The directory; `None` when there is no default one.
-    dir: Option<PathBuf>,
+    file: StateFile,
     key: String,
     bucket: Bucket,
-    timeout: Duration,
     fail: FailMode,
 }
 
@@ -121,22 +155,103 @@ impl FileBudget {
     ) -> Result<FileBudget, String> {
         check_key(key)?;
         Ok(FileBudget {
-            dir,
+            file: StateFile::new(dir, key, u64::KIND, timeout),
             key: key.to_owned(),
             bucket,
-            timeout,
             fail,
         })
     }
 
-    fn file_name(&self) -> String {
-        format!("{}.budget", self.key)
+    /// Where the state file is, or would be.
+    pub fn describe(&self) -> String {
+        self.file.describe()
+    }
+
+    /// The level a retry or a deposit starts from: a corrupt state is
+    /// reported and becomes a fresh bucket (fail mode open), or is left
+    /// alone and the budget is not used (closed).
+    fn level_of(&self, state: State<u64>) -> Result<u64, StoreError> {
+        match state {
+            State::Fresh => Ok(self.bucket.burst),
+            State::Held(level) => Ok(level.min(self.bucket.burst)),
+            State::Corrupt(why) if self.fail == FailMode::Open => {
+                crate::report::say(&format!("retry budget {why}; starting a fresh bucket"));
+                Ok(self.bucket.burst)
+            }
+            State::Corrupt(why) => Err(StoreError::Failed(why)),
+        }
+    }
+
+    /// Takes a token for a retry; `Ok(false)` when there is none.
+    ///
+    /// # Errors
+    ///
+    /// When the state file cannot be used, or a signal ends the wait.
+    pub fn take(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
+        self.file.with_state(Access::Change, wait, |state| {
+            let level = self.level_of(state)?;
+            Ok(match self.bucket.take(level) {
+                Some(new) => (Some(new), true),
+                None => (Some(level), false),
+            })
+        })
+    }
+
+    /// Deposits `ratio` after a success.
+    ///
+    /// # Errors
+    ///
+    /// As `take`.
+    pub fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+        self.file.with_state(Access::Change, wait, |state| {
+            let level = self.level_of(state)?;
+            Ok((Some(self.bucket.deposit(level)), ()))
+        })
+    }
+
+    /// The current level, in millionths of a token. Creates nothing.
+    ///
+    /// # Errors
+    ///
+    /// When the state file cannot be used or is corrupt.
+    pub fn level(&self, wait: &mut dyn Wait) -> Result<u64, StoreError> {
+        let burst = self.bucket.burst;
+        self.file.with_state(Access::Look, wait, |state: State<u64>| match state {
+            State::Fresh => Ok((None, burst)),
+            State::Held(level) => Ok((None, level.min(burst))),
+            State::Corrupt(why) => Err(StoreError::Failed(format!(
+                "{why}; 'backoff budget reset {}' repairs it",
+                self.key
+            ))),
+        })
+    }
+
+    /// Fills the bucket to `burst` again, whatever the state file held.
+    ///
+    /// # Errors
+    ///
+    /// When the state file cannot be used.
+    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+        let burst = self.bucket.burst;
+        self.file
+            .with_state(Access::Change, wait, |_: State<u64>| Ok((Some(burst), ())))
+    }
+}
+
+impl StateFile {
+    /// The state file of `key` in `dir`, named `KEY.KIND`.
+    fn new(dir: Option<PathBuf>, key: &str, kind: &str, timeout: Duration) -> StateFile {
+        StateFile {
+            dir,
+            name: format!("{key}.{kind}"),
+            timeout,
+        }
     }
 
     /// Where the state file is, or would be.
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         match &self.dir {
-            Some(d) => d.join(self.file_name()).display().to_string(),
+            Some(d) => d.join(&self.name).display().to_string(),
             None => "no budget directory".to_owned(),
         }
     }
@@ -190,9 +305,9 @@ impl FileBudget {
         let Some((dir, dir_path)) = self.open_dir(access)? else {
             return Ok(None);
         };
-        let path = dir_path.join(self.file_name());
+        let path = dir_path.join(&self.name);
         let change = access == Access::Change;
-        let file = match open_in(&dir, &self.file_name(), change, change) {
+        let file = match open_in(&dir, &self.name, change, change) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
@@ -250,40 +365,36 @@ impl FileBudget {
     }
 
     /// Reads at most a record's size of the state.
-    fn read(file: &mut File, path: &Path) -> Result<State, StoreError> {
+    fn read<R: Record>(file: &mut File, path: &Path) -> Result<State<R>, StoreError> {
         let len = file.metadata().map_err(|e| failed(path, &e))?.len();
         if len == 0 {
             return Ok(State::Fresh);
         }
-        if len != RECORD_LEN as u64 {
-            return Ok(State::Corrupt(format!(
-                "'{}' is corrupt ({len} bytes, not a budget state)",
-                path.display()
-            )));
+        let corrupt = |detail: String| {
+            State::Corrupt(format!(
+                "'{}' is corrupt ({detail}not a {} state)",
+                path.display(),
+                R::KIND
+            ))
+        };
+        if len != R::LEN as u64 {
+            return Ok(corrupt(format!("{len} bytes, ")));
         }
-        let mut text = Vec::with_capacity(RECORD_LEN);
-        file.take(RECORD_LEN as u64)
+        let mut text = Vec::with_capacity(R::LEN);
+        file.take(R::LEN as u64)
             .read_to_end(&mut text)
             .map_err(|e| failed(path, &e))?;
-        Ok(parse(&text).map_or_else(
-            || {
-                State::Corrupt(format!(
-                    "'{}' is corrupt (not a budget state)",
-                    path.display()
-                ))
-            },
-            State::Level,
-        ))
+        Ok(R::read(&text).map_or_else(|| corrupt(String::new()), State::Held))
     }
 
     /// Opens and locks the state file and gives its state to `change`,
-    /// which returns the level to write (`None`: nothing to write) and the
+    /// which returns the state to write (`None`: nothing to write) and the
     /// answer. To look, nothing is created: no file is a fresh state.
-    fn with_state<T>(
+    fn with_state<R: Record, T>(
         &self,
         access: Access,
         wait: &mut dyn Wait,
-        change: impl FnOnce(State) -> Result<(Option<u64>, T), StoreError>,
+        change: impl FnOnce(State<R>) -> Result<(Option<R>, T), StoreError>,
     ) -> Result<T, StoreError> {
         let Some((mut file, path)) = self.open_file(access)? else {
             return change(State::Fresh).map(|(_, answer)| answer);
@@ -291,94 +402,25 @@ impl FileBudget {
         // The lock is released when the file is closed, even if the process
         // is killed, so no stale lock can outlive its holder.
         self.lock(&file, &path, access, wait)?;
-        let state = Self::read(&mut file, &path)?;
+        let state = Self::read::<R>(&mut file, &path)?;
         let old = match state {
-            State::Level(level) => Some(level),
+            State::Held(r) => Some(r),
             _ => None,
         };
         let (new, answer) = change(state)?;
         if let Some(new) = new.filter(|&n| access == Access::Change && old != Some(n)) {
             let write = |file: &mut File| -> io::Result<()> {
                 file.seek(SeekFrom::Start(0))?;
-                file.write_all(record(new).as_bytes())?;
+                file.write_all(new.write().as_bytes())?;
                 // Only a corrupt state was longer: it is cut after the record.
-                if file.metadata()?.len() != RECORD_LEN as u64 {
-                    file.set_len(RECORD_LEN as u64)?;
+                if file.metadata()?.len() != R::LEN as u64 {
+                    file.set_len(R::LEN as u64)?;
                 }
                 Ok(())
             };
             write(&mut file).map_err(|e| failed(&path, &e))?;
         }
         Ok(answer)
-    }
-
-    /// The level a retry or a deposit starts from: a corrupt state is
-    /// reported and becomes a fresh bucket (fail mode open), or is left
-    /// alone and the budget is not used (closed).
-    fn level_of(&self, state: State) -> Result<u64, StoreError> {
-        match state {
-            State::Fresh => Ok(self.bucket.burst),
-            State::Level(level) => Ok(level.min(self.bucket.burst)),
-            State::Corrupt(why) if self.fail == FailMode::Open => {
-                crate::report::say(&format!("retry budget {why}; starting a fresh bucket"));
-                Ok(self.bucket.burst)
-            }
-            State::Corrupt(why) => Err(StoreError::Failed(why)),
-        }
-    }
-
-    /// Takes a token for a retry; `Ok(false)` when there is none.
-    ///
-    /// # Errors
-    ///
-    /// When the state file cannot be used, or a signal ends the wait.
-    pub fn take(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
-        self.with_state(Access::Change, wait, |state| {
-            let level = self.level_of(state)?;
-            Ok(match self.bucket.take(level) {
-                Some(new) => (Some(new), true),
-                None => (Some(level), false),
-            })
-        })
-    }
-
-    /// Deposits `ratio` after a success.
-    ///
-    /// # Errors
-    ///
-    /// As `take`.
-    pub fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
-        self.with_state(Access::Change, wait, |state| {
-            let level = self.level_of(state)?;
-            Ok((Some(self.bucket.deposit(level)), ()))
-        })
-    }
-
-    /// The current level, in millionths of a token. Creates nothing.
-    ///
-    /// # Errors
-    ///
-    /// When the state file cannot be used or is corrupt.
-    pub fn level(&self, wait: &mut dyn Wait) -> Result<u64, StoreError> {
-        let burst = self.bucket.burst;
-        self.with_state(Access::Look, wait, |state| match state {
-            State::Fresh => Ok((None, burst)),
-            State::Level(level) => Ok((None, level.min(burst))),
-            State::Corrupt(why) => Err(StoreError::Failed(format!(
-                "{why}; 'backoff budget reset {}' repairs it",
-                self.key
-            ))),
-        })
-    }
-
-    /// Fills the bucket to `burst` again, whatever the state file held.
-    ///
-    /// # Errors
-    ///
-    /// When the state file cannot be used.
-    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
-        let burst = self.bucket.burst;
-        self.with_state(Access::Change, wait, |_| Ok((Some(burst), ())))
     }
 }
 
