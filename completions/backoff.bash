@@ -16,6 +16,9 @@ _backoff_options() {
             ",$1")
                 cmd="backoff"
                 ;;
+            backoff,breaker)
+                cmd="backoff__subcmd__breaker"
+                ;;
             backoff,budget)
                 cmd="backoff__subcmd__budget"
                 ;;
@@ -24,6 +27,12 @@ _backoff_options() {
                 ;;
             backoff,simulate)
                 cmd="backoff__subcmd__simulate"
+                ;;
+            backoff__subcmd__breaker,reset)
+                cmd="backoff__subcmd__breaker__subcmd__reset"
+                ;;
+            backoff__subcmd__breaker,show)
+                cmd="backoff__subcmd__breaker__subcmd__show"
                 ;;
             backoff__subcmd__budget,reset)
                 cmd="backoff__subcmd__budget__subcmd__reset"
@@ -38,7 +47,7 @@ _backoff_options() {
 
     case "${cmd}" in
         backoff)
-            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --until-failure --reset-after --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --retry-after-max --retry-after-jitter --idempotent --preset --hold-stdout --stream-stdout --replay-stdin --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --quiet --verbose --name --timestamps --log-format --report --metrics-file --foreground --help --version schedule simulate budget"
+            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --until-failure --reset-after --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --retry-after-max --retry-after-jitter --idempotent --preset --hold-stdout --stream-stdout --replay-stdin --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --quiet --verbose --name --timestamps --log-format --report --metrics-file --foreground --help --version schedule simulate budget breaker"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -196,6 +205,22 @@ _backoff_options() {
                     COMPREPLY=($(compgen -W "open closed" -- "${cur}"))
                     return 0
                     ;;
+                --breaker)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --breaker-failures)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --breaker-cooldown)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --breaker-exit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --name)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -210,6 +235,84 @@ _backoff_options() {
                     ;;
                 --metrics-file)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        backoff__subcmd__breaker)
+            opts="-h --help show reset"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        backoff__subcmd__breaker__subcmd__reset)
+            opts="-h --budget-dir --budget-store --budget-store-timeout --budget-store-fail --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --budget-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-store-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-store-fail)
+                    COMPREPLY=($(compgen -W "open closed" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        backoff__subcmd__breaker__subcmd__show)
+            opts="-h --budget-dir --budget-store --budget-store-timeout --budget-store-fail --format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --budget-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-store-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-store-fail)
+                    COMPREPLY=($(compgen -W "open closed" -- "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -437,7 +540,7 @@ _backoff_command_start() {
                 echo $(( i + 1 ))
                 return
                 ;;
-            --base|--cap|--factor|--jitter|--max-retries|--attempts|--delays|--poll|--seed|--retry-on|--stop-on|--success-on|--until-output|--consecutive|--reset-after|--on-retry|--on-give-up|--on-success|--hook-timeout|--timeout|--signal|--kill-after|--idle-timeout|--max-time|--retry-if-output|--stop-if-output|--retry-after-pattern|--retry-after-max|--retry-after-jitter|--preset|--budget|--budget-ratio|--budget-burst|--budget-dir|--budget-store|--budget-store-timeout|--budget-store-fail|--name|--log-format|--report|--metrics-file)
+            --base|--cap|--factor|--jitter|--max-retries|--attempts|--delays|--poll|--seed|--retry-on|--stop-on|--success-on|--until-output|--consecutive|--reset-after|--on-retry|--on-give-up|--on-success|--hook-timeout|--timeout|--signal|--kill-after|--idle-timeout|--max-time|--retry-if-output|--stop-if-output|--retry-after-pattern|--retry-after-max|--retry-after-jitter|--preset|--budget|--budget-ratio|--budget-burst|--budget-dir|--budget-store|--budget-store-timeout|--budget-store-fail|--breaker|--breaker-failures|--breaker-cooldown|--breaker-exit|--name|--log-format|--report|--metrics-file)
                 (( i += 2 ))
                 ;;
             --until-failure)
@@ -453,7 +556,7 @@ _backoff_command_start() {
             *)
                 if (( i == 1 )); then
                     case ${COMP_WORDS[i]} in
-                        schedule|simulate|budget) return ;;
+                        schedule|simulate|budget|breaker) return ;;
                     esac
                 fi
                 echo "$i"
@@ -475,7 +578,7 @@ _backoff() {
     fi
     local -a subcommands=()
     if (( start == 1 )); then
-        subcommands=($(compgen -W "schedule simulate budget" -- "$cur"))
+        subcommands=($(compgen -W "schedule simulate budget breaker" -- "$cur"))
     fi
     COMPREPLY=()
     if declare -F _command_offset >/dev/null; then

@@ -52,10 +52,14 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget 'Share a retry budget with every backoff process using the same KEY: each retry takes a token, each success deposits --budget-ratio of one; with no token left, backoff does not retry. First attempts are never blocked'
             cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'
-            cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)'
-            cand --budget-store-timeout 'How long a budget decision may wait: for the Redis store, or for the lock of a budget file; then --budget-store-fail decides'
-            cand --budget-store-fail 'When the budget store cannot be reached or trusted, or does not answer in time: retry under the local policy alone (open), or do not retry (closed)'
+            cand --budget-dir 'Directory of the budgets'' and breakers'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store-timeout 'How long a budget or breaker decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone and run the command (open), or do not retry, and with --breaker do not run the command (closed)'
+            cand --breaker 'Share a circuit breaker with every backoff process using the same KEY, in the store of the budgets (--budget-dir or --budget-store): after --breaker-failures runs in a row that gave up, the circuit is open and runs end at once without running the command; after --breaker-cooldown one run probes with one attempt, and its success closes the circuit'
+            cand --breaker-failures 'Runs in a row that gave up that open the circuit'
+            cand --breaker-cooldown 'How long an open circuit stays open before a probe'
+            cand --breaker-exit 'Exit status of a run that an open circuit does not let run the command (75, EX_TEMPFAIL: try again later)'
             cand --name 'Name the command in reports (default: the program''s name)'
             cand --log-format 'How backoff reports on stderr: text lines, one JSON object per event, or GitHub Actions annotations [default: github when GITHUB_ACTIONS is true, else text]'
             cand --report 'At exit, write a JSON summary of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr)'
@@ -80,6 +84,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand schedule 'Print the delays a policy produces, and run nothing'
             cand simulate 'Reproduce the experiment that shows why jitter matters'
             cand budget 'Show or reset a retry budget shared by processes (see --budget)'
+            cand breaker 'Show or reset a circuit breaker shared by processes (see --breaker)'
         }
         &'backoff;schedule'= {
             cand --base 'Upper bound of the first retry''s delay'
@@ -118,20 +123,43 @@ set edit:completion:arg-completer[backoff] = {|@words|
         }
         &'backoff;budget;show'= {
             cand --budget-burst 'Most tokens a budget holds, and starts with'
-            cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)'
-            cand --budget-store-timeout 'How long a budget decision may wait: for the Redis store, or for the lock of a budget file; then --budget-store-fail decides'
-            cand --budget-store-fail 'When the budget store cannot be reached or trusted, or does not answer in time: retry under the local policy alone (open), or do not retry (closed)'
+            cand --budget-dir 'Directory of the budgets'' and breakers'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store-timeout 'How long a budget or breaker decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone and run the command (open), or do not retry, and with --breaker do not run the command (closed)'
             cand --format 'Output format'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
         &'backoff;budget;reset'= {
             cand --budget-burst 'Most tokens a budget holds, and starts with'
-            cand --budget-dir 'Directory of the budgets'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)'
-            cand --budget-store-timeout 'How long a budget decision may wait: for the Redis store, or for the lock of a budget file; then --budget-store-fail decides'
-            cand --budget-store-fail 'When the budget store cannot be reached or trusted, or does not answer in time: retry under the local policy alone (open), or do not retry (closed)'
+            cand --budget-dir 'Directory of the budgets'' and breakers'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store-timeout 'How long a budget or breaker decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone and run the command (open), or do not retry, and with --breaker do not run the command (closed)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'backoff;breaker'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand show 'Print a circuit''s state: closed, open (since and until when) or half-open'
+            cand reset 'Close a circuit, and start its count of failed runs again'
+        }
+        &'backoff;breaker;show'= {
+            cand --budget-dir 'Directory of the budgets'' and breakers'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store-timeout 'How long a budget or breaker decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone and run the command (open), or do not retry, and with --breaker do not run the command (closed)'
+            cand --format 'Output format'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'backoff;breaker;reset'= {
+            cand --budget-dir 'Directory of the budgets'' and breakers'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store-timeout 'How long a budget or breaker decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone and run the command (open), or do not retry, and with --breaker do not run the command (closed)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }

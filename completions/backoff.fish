@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_backoff_global_optspecs
-    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= q/quiet v/verbose name= timestamps log-format= report= metrics-file= foreground h/help V/version
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= breaker= breaker-failures= breaker-cooldown= breaker-exit= q/quiet v/verbose name= timestamps log-format= report= metrics-file= foreground h/help V/version
 end
 
 function __fish_backoff_needs_command
@@ -63,11 +63,15 @@ git\t'git\'s transient failures (the network, the server, a connection cut short
 complete -c backoff -n "__fish_backoff_needs_command" -l budget -d 'Share a retry budget with every backoff process using the same KEY: each retry takes a token, each success deposits --budget-ratio of one; with no token left, backoff does not retry. First attempts are never blocked' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-ratio -d 'Tokens a success deposits' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l budget-dir -d 'Directory of the budgets\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
-complete -c backoff -n "__fish_backoff_needs_command" -l budget-store -d 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-timeout -d 'How long a budget decision may wait: for the Redis store, or for the lock of a budget file; then --budget-store-fail decides' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-fail -d 'When the budget store cannot be reached or trusted, or does not answer in time: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-dir -d 'Directory of the budgets\' and breakers\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-store -d 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-timeout -d 'How long a budget or breaker decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone and run the command (open), or do not retry, and with --breaker do not run the command (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
+complete -c backoff -n "__fish_backoff_needs_command" -l breaker -d 'Share a circuit breaker with every backoff process using the same KEY, in the store of the budgets (--budget-dir or --budget-store): after --breaker-failures runs in a row that gave up, the circuit is open and runs end at once without running the command; after --breaker-cooldown one run probes with one attempt, and its success closes the circuit' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l breaker-failures -d 'Runs in a row that gave up that open the circuit' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l breaker-cooldown -d 'How long an open circuit stays open before a probe' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l breaker-exit -d 'Exit status of a run that an open circuit does not let run the command (75, EX_TEMPFAIL: try again later)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l name -d 'Name the command in reports (default: the program\'s name)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l log-format -d 'How backoff reports on stderr: text lines, one JSON object per event, or GitHub Actions annotations [default: github when GITHUB_ACTIONS is true, else text]' -r -f -a "text\t'Lines for people, each starting with \'backoff: \''
 json\t'One JSON object per event, one per line'
@@ -90,6 +94,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -s V -l version -d 'Print 
 complete -c backoff -n "__fish_backoff_needs_command" -a "schedule" -d 'Print the delays a policy produces, and run nothing'
 complete -c backoff -n "__fish_backoff_needs_command" -a "simulate" -d 'Reproduce the experiment that shows why jitter matters'
 complete -c backoff -n "__fish_backoff_needs_command" -a "budget" -d 'Show or reset a retry budget shared by processes (see --budget)'
+complete -c backoff -n "__fish_backoff_needs_command" -a "breaker" -d 'Show or reset a circuit breaker shared by processes (see --breaker)'
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l base -d 'Upper bound of the first retry\'s delay' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l cap -d 'No single delay exceeds it, whatever the jitter' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant)' -r
@@ -132,21 +137,38 @@ complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_s
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "show" -d 'Print the tokens left in a budget'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Fill a budget to its burst again'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-dir -d 'Directory of the budgets\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long a budget decision may wait: for the Redis store, or for the lock of a budget file; then --budget-store-fail decides' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-fail -d 'When the budget store cannot be reached or trusted, or does not answer in time: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-dir -d 'Directory of the budgets\' and breakers\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long a budget or breaker decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone and run the command (open), or do not retry, and with --breaker do not run the command (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l format -d 'Output format' -r -f -a "text\t'One line for people'
 json\t'One JSON object'"
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-dir -d 'Directory of the budgets\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store -d 'Keep budgets in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long a budget decision may wait: for the Redis store, or for the lock of a budget file; then --budget-store-fail decides' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the budget store cannot be reached or trusted, or does not answer in time: retry under the local policy alone (open), or do not retry (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-dir -d 'Directory of the budgets\' and breakers\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store -d 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long a budget or breaker decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone and run the command (open), or do not retry, and with --breaker do not run the command (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and not __fish_seen_subcommand_from show reset" -s h -l help -d 'Print help'
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and not __fish_seen_subcommand_from show reset" -f -a "show" -d 'Print a circuit\'s state: closed, open (since and until when) or half-open'
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Close a circuit, and start its count of failed runs again'
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -l budget-dir -d 'Directory of the budgets\' and breakers\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long a budget or breaker decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone and run the command (open), or do not retry, and with --breaker do not run the command (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
+closed\t'Do not retry'"
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -l format -d 'Output format' -r -f -a "text\t'One line for people'
+json\t'One JSON object'"
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -l budget-dir -d 'Directory of the budgets\' and breakers\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -l budget-store -d 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], or rediss:// for TLS (better given in the environment, where the password does not show in process lists)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long a budget or breaker decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone and run the command (open), or do not retry, and with --breaker do not run the command (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
+closed\t'Do not retry'"
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help (see more with \'--help\')'
 
 # The command backoff runs, and its arguments: after `--`, or from the first
 # word that is neither an option, an option's value nor a subcommand, they
@@ -165,7 +187,7 @@ function __fish_backoff_command
                 set -e rest[1]
                 printf '%s\n' $rest
                 return 0
-            case --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --name --log-format --report --metrics-file
+            case --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --name --log-format --report --metrics-file
                 set i (math $i + 2)
             case --until-failure
                 set -l next (math $i + 1)
@@ -177,7 +199,7 @@ function __fish_backoff_command
             case '-*'
                 set i (math $i + 1)
             case '*'
-                if test $i -eq 2; and contains -- $words[$i] schedule simulate budget
+                if test $i -eq 2; and contains -- $words[$i] schedule simulate budget breaker
                     return 1
                 end
                 printf '%s\n' $words[$i..-1]

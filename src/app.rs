@@ -10,8 +10,9 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::budget::Store;
+use crate::budget::breaker::Breaker;
 use crate::budget::bucket::show_tokens;
+use crate::budget::{BreakerStore, Store};
 use crate::cli::{self, Cli, Format, Sub};
 use crate::config::{self, Given, RunConfig, UsageError};
 use crate::event::{Report, Reports};
@@ -89,6 +90,7 @@ pub fn main_with_args(args: &[OsString]) -> Exit {
     let result = match cli.subcommand {
         Some(Sub::Schedule(ref args)) => schedule_command(args, &given),
         Some(Sub::Budget(ref command)) => budget_command(command, &given),
+        Some(Sub::Breaker(ref command)) => breaker_command(command, &given),
         Some(Sub::Simulate(ref args)) => simulate_command(args, &given),
         None => run_command(cli, &given),
     };
@@ -190,6 +192,8 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
         goal: cfg.goal,
         reset_after: cfg.reset_after,
         hooks: &cfg.hooks,
+        breaker: cfg.breaker.as_ref().map(|b| b as &dyn run::CircuitBreaker),
+        breaker_exit: cfg.breaker_exit,
     };
     let label = cfg
         .name
@@ -348,6 +352,45 @@ fn simulate_command(args: &cli::SimulateArgs, given: &Given) -> anyhow::Result<E
     if let Some(path) = &args.plot {
         svg::svg(&setup, &cells, path)
             .map_err(|e| UsageError(format!("cannot write --plot '{}': {e}", path.display())))?;
+    }
+    Ok(Exit::SUCCESS)
+}
+
+/// `backoff breaker show|reset KEY`.
+fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Result<Exit> {
+    let fail = |key: &str, b: &BreakerStore, e: crate::budget::StoreError| match b.server() {
+        Some(server) => UsageError(format!("circuit breaker '{key}' ({server}): {e}")),
+        None => UsageError(format!("circuit breaker '{key}': {e}")),
+    };
+    // Showing and closing a circuit needs none of its limits.
+    let limits = Breaker {
+        failures: 1,
+        cooldown_ms: 1,
+    };
+    match command {
+        cli::BreakerCommand::Show { key, store, format } => {
+            let b = config::open_breaker(key, store, limits, given)?;
+            let (circuit, now) = b.show().map_err(|e| fail(key, &b, e))?;
+            let line = match format {
+                cli::BudgetFormat::Text => format!(
+                    "{key}: {} ({})\n",
+                    report::text::circuit_text(circuit, now),
+                    b.describe()
+                ),
+                cli::BudgetFormat::Json => {
+                    let mut v = report::json::circuit_json(circuit, now);
+                    v["key"] = serde_json::json!(key);
+                    v["probe_until"] = report::json::unix_ms(circuit.probe_until_ms);
+                    v["store"] = serde_json::json!(b.describe());
+                    format!("{v}\n")
+                }
+            };
+            let _ = std::io::stdout().write_all(line.as_bytes());
+        }
+        cli::BreakerCommand::Reset { key, store } => {
+            let b = config::open_breaker(key, store, limits, given)?;
+            b.reset().map_err(|e| fail(key, &b, e))?;
+        }
     }
     Ok(Exit::SUCCESS)
 }

@@ -9,13 +9,15 @@ use std::time::Duration;
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 
+use crate::budget::breaker::Breaker;
 use crate::budget::bucket::{self, Bucket};
-use crate::budget::file::{self, FileBudget};
-use crate::budget::{Place, Store, redact};
+use crate::budget::file::{self, FileBreaker, FileBudget};
+use crate::budget::{BreakerPlace, BreakerStore, Place, Store, redact};
 use crate::classify::{Preset, Rule, Rules};
 use crate::cli::values::RuleList;
 use crate::cli::{
-    BudgetArgs, BudgetStore, Cli, GoalArgs, PolicyArgs, RuleArgs, SimulateArgs, TimeArgs,
+    BreakerArgs, BudgetArgs, BudgetStore, Cli, GoalArgs, PolicyArgs, RuleArgs, SimulateArgs,
+    StoreArgs, TimeArgs,
 };
 use crate::exec::scan::{self, OutputRules};
 use crate::jitter::Jitter;
@@ -132,6 +134,10 @@ pub struct RunConfig {
     pub metrics_file: Option<PathBuf>,
     /// `--budget`, opened and checked.
     pub budget: Option<Store>,
+    /// `--breaker`, opened and checked.
+    pub breaker: Option<BreakerStore>,
+    /// `--breaker-exit`.
+    pub breaker_exit: u8,
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
@@ -436,7 +442,23 @@ pub fn open_budget(
         burst: store.budget_burst,
         ratio,
     };
-    if store.budget_store_timeout.is_zero() {
+    let place = &store.place;
+    check_store(place, given)?;
+    let fail = place.budget_store_fail;
+    if let Some(url) = &place.budget_store {
+        return redis_budget(url, key, bucket, place, given).map(|p| Store::new(p, fail));
+    }
+    // No default directory (no HOME) is not bad input: it is reported when
+    // the budget is used, and the fail mode decides.
+    let dir = place.budget_dir.clone().or_else(file::default_dir);
+    FileBudget::open(dir, key, bucket, place.budget_store_timeout, fail)
+        .map(|f| Store::new(Place::File(f), fail))
+        .map_err(|why| invalid(given, key, "--budget", why))
+}
+
+/// Checks the options of a store.
+fn check_store(place: &StoreArgs, given: &Given) -> Result<(), UsageError> {
+    if place.budget_store_timeout.is_zero() {
         return Err(invalid(
             given,
             "0",
@@ -444,16 +466,32 @@ pub fn open_budget(
             "must be above zero",
         ));
     }
-    let fail = store.budget_store_fail;
-    if let Some(url) = &store.budget_store {
-        return redis_budget(url, key, bucket, store, given).map(|p| Store::new(p, fail));
+    Ok(())
+}
+
+/// Opens the breaker `key` with `breaker`'s limits: in Redis with
+/// `--budget-store`, else in a file of `--budget-dir`.
+pub fn open_breaker(
+    key: &str,
+    place: &StoreArgs,
+    breaker: Breaker,
+    given: &Given,
+) -> Result<BreakerStore, UsageError> {
+    check_store(place, given)?;
+    let fail = place.budget_store_fail;
+    let timeout = place.budget_store_timeout;
+    if let Some(url) = &place.budget_store {
+        #[cfg(feature = "redis")]
+        return crate::budget::redis::RedisBreaker::new(url, key, breaker, timeout, fail)
+            .map(|r| BreakerStore::new(key, BreakerPlace::Redis(Box::new(r)), fail))
+            .map_err(|why| invalid(given, redact(url), "--budget-store", why));
+        #[cfg(not(feature = "redis"))]
+        return Err(no_redis(url, given));
     }
-    // No default directory (no HOME) is not bad input: it is reported when
-    // the budget is used, and the fail mode decides.
-    let dir = store.budget_dir.clone().or_else(file::default_dir);
-    FileBudget::open(dir, key, bucket, store.budget_store_timeout, fail)
-        .map(|f| Store::new(Place::File(f), fail))
-        .map_err(|why| invalid(given, key, "--budget", why))
+    let dir = place.budget_dir.clone().or_else(file::default_dir);
+    FileBreaker::open(dir, key, breaker, timeout, fail)
+        .map(|f| BreakerStore::new(key, BreakerPlace::File(f), fail))
+        .map_err(|why| invalid(given, key, "--breaker", why))
 }
 
 #[cfg(feature = "redis")]
@@ -461,7 +499,7 @@ fn redis_budget(
     url: &str,
     key: &str,
     bucket: Bucket,
-    s: &BudgetStore,
+    s: &StoreArgs,
     given: &Given,
 ) -> Result<Place, UsageError> {
     crate::budget::redis::RedisBudget::new(
@@ -480,24 +518,67 @@ fn redis_budget(
     url: &str,
     _: &str,
     _: Bucket,
-    _: &BudgetStore,
+    _: &StoreArgs,
     given: &Given,
 ) -> Result<Place, UsageError> {
-    Err(invalid(
+    Err(no_redis(url, given))
+}
+
+/// The error for a Redis store in a build without Redis.
+#[cfg(not(feature = "redis"))]
+fn no_redis(url: &str, given: &Given) -> UsageError {
+    invalid(
         given,
         redact(url),
         "--budget-store",
         "this build of backoff has no Redis support (cargo feature \"redis\")",
-    ))
+    )
 }
 
-/// Opens `--budget`. A `--budget-store` without it is an error when given on
-/// the command line; from `BACKOFF_BUDGET_STORE` it is not, since a fleet
+/// Opens `--breaker`, with its limits. `--breaker` with `--until-failure`,
+/// whose runs end by failing on purpose, is refused.
+fn breaker(
+    args: &BreakerArgs,
+    place: &StoreArgs,
+    goal: Goal,
+    given: &Given,
+) -> Result<Option<BreakerStore>, UsageError> {
+    let Some(key) = &args.breaker else {
+        return Ok(None);
+    };
+    if matches!(goal, Goal::Failure { .. }) {
+        return Err(UsageError(
+            "'--breaker' cannot be used with '--until-failure', whose runs end by failing on purpose"
+                .into(),
+        ));
+    }
+    if args.breaker_cooldown.is_zero() {
+        return Err(invalid(
+            given,
+            "0",
+            "--breaker-cooldown",
+            "must be above zero",
+        ));
+    }
+    let cooldown_ms = u64::try_from(args.breaker_cooldown.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    let limits = Breaker {
+        failures: args.breaker_failures,
+        cooldown_ms,
+    };
+    open_breaker(key, place, limits, given).map(Some)
+}
+
+/// Opens `--budget`. A `--budget-store` without it (or `--breaker`, which
+/// `breaker` tells) is an error when given on the command line; from `BACKOFF_BUDGET_STORE` it is not, since a fleet
 /// sets that once for every command, budgeted or not.
-fn budget(args: &BudgetArgs, given: &Given) -> Result<Option<Store>, UsageError> {
+fn budget(args: &BudgetArgs, breaker: bool, given: &Given) -> Result<Option<Store>, UsageError> {
     let Some(key) = &args.budget else {
-        if given.budget_store {
-            return Err(UsageError("'--budget-store' needs '--budget KEY'".into()));
+        if given.budget_store && !breaker {
+            return Err(UsageError(
+                "'--budget-store' needs '--budget KEY' or '--breaker KEY'".into(),
+            ));
         }
         return Ok(None);
     };
@@ -614,7 +695,9 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
                 LogFormat::Text
             }
         }),
-        budget: budget(&cli.budget, given)?,
+        budget: budget(&cli.budget, cli.breaker.breaker.is_some(), given)?,
+        breaker: breaker(&cli.breaker, &cli.budget.store.place, goal, given)?,
+        breaker_exit: cli.breaker.breaker_exit,
         report: cli.output.report,
         metrics_file: cli.output.metrics_file,
         command: cli.command,

@@ -4,6 +4,7 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
+use crate::budget::breaker::{Admission, Circuit, RunEnd};
 use crate::classify::{Hint, Outcome, StopReason};
 use crate::policy::Delay;
 
@@ -94,6 +95,13 @@ pub enum Event<'a> {
         limit: Duration,
         /// Why it could not start, when it could not.
         error: Option<&'a str>,
+    },
+    /// News of the circuit breaker (`--breaker`).
+    Breaker {
+        /// Its key.
+        key: &'a str,
+        /// What happened.
+        news: BreakerNews,
     },
     /// A tick of the delay before the next attempt, for a report that
     /// counts it down (`Report::counts_down`): told when the delay starts
@@ -291,6 +299,37 @@ impl Ending {
             Ending::Found => "failure_found",
         }
     }
+}
+
+/// What the circuit breaker did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BreakerNews {
+    /// Its decision at the start of the run.
+    Admitted {
+        /// Whether the command runs, and how.
+        admission: Admission,
+        /// The circuit as it was.
+        before: Circuit,
+        /// The time of the decision, in Unix milliseconds.
+        now_ms: u64,
+    },
+    /// Its store could not be used (said already): the command runs, or
+    /// not, as the fail mode says.
+    Unavailable {
+        /// Whether it runs.
+        run: bool,
+    },
+    /// How the run's end changed it.
+    Recorded {
+        /// Whether the run was the probe.
+        probe: bool,
+        /// How the run ended.
+        end: RunEnd,
+        /// The circuit after.
+        after: Circuit,
+        /// The time, in Unix milliseconds.
+        now_ms: u64,
+    },
 }
 
 /// Receives the events of a run.

@@ -6,9 +6,10 @@ use std::ffi::OsString;
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
+pub use crate::budget::breaker::{Admission, Circuit, RunEnd};
 use crate::classify::{Limit, Observed, Outcome, Rules, Status, StopReason, Verdict};
 pub use crate::event::HookKind;
-use crate::event::{Ending, Event, HuntEnd, Next, Report};
+use crate::event::{BreakerNews, Ending, Event, HuntEnd, Next, Report};
 use crate::exit::Exit;
 use crate::policy::{Delay, Delays, Policy};
 use rand::rngs::Xoshiro256PlusPlus;
@@ -198,6 +199,30 @@ pub struct Plan<'a> {
     pub reset_after: Option<Duration>,
     /// `--on-retry`, `--on-give-up`, `--on-success`.
     pub hooks: &'a Hooks,
+    /// `--breaker`: the circuit breaker shared with other processes.
+    pub breaker: Option<&'a dyn CircuitBreaker>,
+    /// `--breaker-exit`: the exit status of a run the breaker skips.
+    pub breaker_exit: u8,
+}
+
+/// A circuit breaker shared by processes: asked once when a run starts,
+/// told once when it ends. Each call waits at most the store's timeout,
+/// through `wait`.
+pub trait CircuitBreaker: std::fmt::Debug {
+    /// Its key, for reports.
+    fn key(&self) -> &str;
+    /// Whether this run may start the command: its decision (`Admitted`)
+    /// or that its store cannot be used (`Unavailable`, said already); or
+    /// the terminating signal that ended the decision.
+    fn admit(&self, wait: &mut dyn Wait) -> Result<BreakerNews, i32>;
+    /// Records how the run ended (`probe`: its claim, when it was the
+    /// probe); the circuit after, and the time, when the store answered.
+    fn record(
+        &self,
+        end: RunEnd,
+        probe: Option<u64>,
+        wait: &mut dyn Wait,
+    ) -> Option<(Circuit, u64)>;
 }
 
 /// What a retry budget answered.
@@ -318,9 +343,73 @@ struct Judged {
     cut: bool,
 }
 
-/// Runs the retry loop to its end and returns how backoff should exit.
+/// Runs the retry loop to its end and returns how backoff should exit. With
+/// a circuit breaker, it first asks whether the command may run at all (an
+/// open circuit ends the run at once, with `--breaker-exit`; a half-open
+/// one makes this run its probe, of one attempt), and at the end tells it
+/// how the run ended.
 pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) -> Exit {
     let start = exec.now();
+    let Some(breaker) = plan.breaker else {
+        return run_loop(plan, exec, report, start).0;
+    };
+    let key = breaker.key();
+    let news = match breaker.admit(exec) {
+        Ok(news) => news,
+        Err(signal) => return Exit::Signal(signal),
+    };
+    report.event(&Event::Breaker { key, news });
+    let claim = match news {
+        BreakerNews::Unavailable { run: false }
+        | BreakerNews::Admitted {
+            admission: Admission::Skip { .. },
+            ..
+        } => return Exit::Code(plan.breaker_exit),
+        BreakerNews::Admitted {
+            admission: Admission::Probe { until_ms },
+            ..
+        } => Some(until_ms),
+        _ => None,
+    };
+    // The probe is one attempt: its outcome alone decides.
+    let probe_plan;
+    let plan = if claim.is_some() {
+        probe_plan = Plan {
+            max_retries: Some(0),
+            ..plan.clone()
+        };
+        &probe_plan
+    } else {
+        plan
+    };
+    let (exit, reason) = run_loop(plan, exec, report, start);
+    let end = match reason {
+        None => RunEnd::Succeeded,
+        Some(Ending::Interrupted) => RunEnd::Interrupted,
+        Some(_) => RunEnd::GaveUp,
+    };
+    if let Some((after, now_ms)) = breaker.record(end, claim, exec) {
+        report.event(&Event::Breaker {
+            key,
+            news: BreakerNews::Recorded {
+                probe: claim.is_some(),
+                end,
+                after,
+                now_ms,
+            },
+        });
+    }
+    exit
+}
+
+/// The retry loop of `run`, started at `start`: how backoff should exit,
+/// and why the run ended without success (`None` for a success).
+fn run_loop(
+    plan: &Plan<'_>,
+    exec: &mut dyn Executor,
+    report: &mut dyn Report,
+    start: Instant,
+) -> (Exit, Option<Ending>) {
     // Attempts in all, when the retry limit fixes them.
     let max_attempts = match plan.goal {
         Goal::Failure { runs } => runs,
@@ -346,43 +435,52 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
         command: plan.command,
         max_attempts,
     });
-    loop {
-        match run.attempt() {
-            Step::Done(exit) => return exit,
-            Step::Again { delay, retry } => {
-                // --on-retry runs at the start of the delay, and its time
-                // counts against it.
-                let began = run.exec.now();
-                if retry && let Err(signal) = run.hook(HookKind::Retry, Some(delay)) {
-                    return run.interrupted(signal, None);
-                }
-                let now = run.exec.now();
-                // The hook may have taken the time left: then no attempt
-                // starts, as after a budget's decision.
-                if retry
-                    && plan.hooks.on_retry.is_some()
-                    && let (Some(d), Some(last)) = (run.deadline, run.last)
-                    && now >= d
-                {
-                    let event = Event::GaveUp {
-                        attempts: run.count.attempts,
-                        total: now.saturating_duration_since(start),
-                        outcome: last,
-                        reason: Ending::Deadline,
-                        short_of: None,
-                    };
-                    return run.end(&event, exit_for(last, plan.preserve_status));
-                }
-                let spent = now.saturating_duration_since(began);
-                if let Some(signal) = run.pause(delay.saturating_sub(spent)) {
-                    return run.interrupted(signal, None);
+    let exit = run.go();
+    (exit, run.reason)
+}
+
+impl Loop<'_, '_> {
+    /// Attempts and delays, until the run ends.
+    fn go(&mut self) -> Exit {
+        let run = self;
+        let plan = run.plan;
+        let start = run.start;
+        loop {
+            match run.attempt() {
+                Step::Done(exit) => return exit,
+                Step::Again { delay, retry } => {
+                    // --on-retry runs at the start of the delay, and its time
+                    // counts against it.
+                    let began = run.exec.now();
+                    if retry && let Err(signal) = run.hook(HookKind::Retry, Some(delay)) {
+                        return run.interrupted(signal, None);
+                    }
+                    let now = run.exec.now();
+                    // The hook may have taken the time left: then no attempt
+                    // starts, as after a budget's decision.
+                    if retry
+                        && plan.hooks.on_retry.is_some()
+                        && let (Some(d), Some(last)) = (run.deadline, run.last)
+                        && now >= d
+                    {
+                        let event = Event::GaveUp {
+                            attempts: run.count.attempts,
+                            total: now.saturating_duration_since(start),
+                            outcome: last,
+                            reason: Ending::Deadline,
+                            short_of: None,
+                        };
+                        return run.end(&event, exit_for(last, plan.preserve_status));
+                    }
+                    let spent = now.saturating_duration_since(began);
+                    if let Some(signal) = run.pause(delay.saturating_sub(spent)) {
+                        return run.interrupted(signal, None);
+                    }
                 }
             }
         }
     }
-}
 
-impl Loop<'_, '_> {
     /// Waits `left` before the next attempt. A report that counts down is
     /// told the time left when the wait starts and each time its whole
     /// seconds change (so a 10 s delay wakes ten times); waits under a
@@ -1068,6 +1166,8 @@ mod tests {
             goal: Goal::default(),
             reset_after: None,
             hooks: &NO_HOOKS,
+            breaker: None,
+            breaker_exit: 75,
         };
         let exit = run(&plan, &mut fake, &mut Events::default());
         (exit, fake)
@@ -1303,6 +1403,8 @@ mod tests {
             goal: Goal::default(),
             reset_after: None,
             hooks: &NO_HOOKS,
+            breaker: None,
+            breaker_exit: 75,
         }
     }
 

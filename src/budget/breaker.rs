@@ -118,6 +118,17 @@ pub enum Admission {
     },
 }
 
+impl Admission {
+    /// The decision's name in events and reports: `run`, `probe`, `skip`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Admission::Run => "run",
+            Admission::Probe { .. } => "probe",
+            Admission::Skip { .. } => "skip",
+        }
+    }
+}
+
 /// How a run that was admitted ended, as the breaker counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunEnd {

@@ -14,6 +14,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::budget::breaker::{Admission, Breaker, Circuit, RunEnd};
 use crate::budget::bucket::{Bucket, check_key};
 use crate::budget::{FailMode, StoreError, deadline_after};
 use crate::duration::human;
@@ -216,14 +217,15 @@ impl FileBudget {
     /// When the state file cannot be used or is corrupt.
     pub fn level(&self, wait: &mut dyn Wait) -> Result<u64, StoreError> {
         let burst = self.bucket.burst;
-        self.file.with_state(Access::Look, wait, |state: State<u64>| match state {
-            State::Fresh => Ok((None, burst)),
-            State::Held(level) => Ok((None, level.min(burst))),
-            State::Corrupt(why) => Err(StoreError::Failed(format!(
-                "{why}; 'backoff budget reset {}' repairs it",
-                self.key
-            ))),
-        })
+        self.file
+            .with_state(Access::Look, wait, |state: State<u64>| match state {
+                State::Fresh => Ok((None, burst)),
+                State::Held(level) => Ok((None, level.min(burst))),
+                State::Corrupt(why) => Err(StoreError::Failed(format!(
+                    "{why}; 'backoff budget reset {}' repairs it",
+                    self.key
+                ))),
+            })
     }
 
     /// Fills the bucket to `burst` again, whatever the state file held.
@@ -235,6 +237,183 @@ impl FileBudget {
         let burst = self.bucket.burst;
         self.file
             .with_state(Access::Change, wait, |_: State<u64>| Ok((Some(burst), ())))
+    }
+}
+
+/// The breaker file's only line, fixed in length like the budget's.
+fn breaker_record(c: Circuit) -> String {
+    format!(
+        "backoff-breaker v1 failures {:010} opened {:020} until {:020} probe {:020}\n",
+        c.failures, c.opened_ms, c.until_ms, c.probe_until_ms
+    )
+}
+
+/// Parses a breaker record; `None` if it is not exactly one.
+fn parse_breaker(text: &[u8]) -> Option<Circuit> {
+    let text = std::str::from_utf8(text).ok()?;
+    let rest = text
+        .strip_prefix("backoff-breaker v1 ")?
+        .strip_suffix('\n')?;
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let [
+        "failures",
+        failures,
+        "opened",
+        opened,
+        "until",
+        until,
+        "probe",
+        probe,
+    ] = fields[..]
+    else {
+        return None;
+    };
+    let number = |digits: &str, len: usize| {
+        (digits.len() == len && digits.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| digits.parse::<u64>().ok())
+            .flatten()
+    };
+    Some(Circuit {
+        failures: u32::try_from(number(failures, 10)?).ok()?,
+        opened_ms: number(opened, 20)?,
+        until_ms: number(until, 20)?,
+        probe_until_ms: number(probe, 20)?,
+    })
+}
+
+/// The length of a breaker record.
+const BREAKER_LEN: usize = 121;
+
+impl Record for Circuit {
+    const KIND: &'static str = "breaker";
+    const LEN: usize = BREAKER_LEN;
+    fn write(self) -> String {
+        breaker_record(self)
+    }
+    fn read(text: &[u8]) -> Option<Circuit> {
+        parse_breaker(text)
+    }
+}
+
+/// The time now, in Unix milliseconds, as the file store's decisions use it.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A circuit breaker kept in a file, shared by processes.
+#[derive(Debug, Clone)]
+pub struct FileBreaker {
+    file: StateFile,
+    key: String,
+    breaker: Breaker,
+    fail: FailMode,
+}
+
+impl FileBreaker {
+    /// The breaker `key` in `dir`, as `FileBudget::open` opens a budget: a
+    /// corrupt state becomes a closed circuit (open), or is left alone and
+    /// the store counts as unavailable (closed).
+    ///
+    /// # Errors
+    ///
+    /// When the key cannot name a file.
+    pub fn open(
+        dir: Option<PathBuf>,
+        key: &str,
+        breaker: Breaker,
+        timeout: Duration,
+        fail: FailMode,
+    ) -> Result<FileBreaker, String> {
+        check_key(key)?;
+        Ok(FileBreaker {
+            file: StateFile::new(dir, key, Circuit::KIND, timeout),
+            key: key.to_owned(),
+            breaker,
+            fail,
+        })
+    }
+
+    /// Where the state file is, or would be.
+    pub fn describe(&self) -> String {
+        self.file.describe()
+    }
+
+    fn circuit_of(&self, state: State<Circuit>) -> Result<Circuit, StoreError> {
+        match state {
+            State::Fresh => Ok(Circuit::default()),
+            State::Held(c) => Ok(c),
+            State::Corrupt(why) if self.fail == FailMode::Open => {
+                crate::report::say(&format!("circuit breaker {why}; starting closed"));
+                Ok(Circuit::default())
+            }
+            State::Corrupt(why) => Err(StoreError::Failed(why)),
+        }
+    }
+
+    /// Decides whether this run may start the command: the answer, the
+    /// circuit as it was before, and the time of the decision.
+    ///
+    /// # Errors
+    ///
+    /// When the state file cannot be used, or a signal ends the wait.
+    pub fn admit(&self, wait: &mut dyn Wait) -> Result<(Admission, Circuit, u64), StoreError> {
+        self.file.with_state(Access::Change, wait, |state| {
+            let before = self.circuit_of(state)?;
+            let now = now_ms();
+            let (admission, after) = self.breaker.admit(before, now);
+            Ok((Some(after), (admission, before, now)))
+        })
+    }
+
+    /// Records how an admitted run ended (`probe`: its claim's end, when it
+    /// was the probe): the circuit after, and the time.
+    ///
+    /// # Errors
+    ///
+    /// As `admit`.
+    pub fn record(
+        &self,
+        end: RunEnd,
+        probe: Option<u64>,
+        wait: &mut dyn Wait,
+    ) -> Result<(Circuit, u64), StoreError> {
+        self.file.with_state(Access::Change, wait, |state| {
+            let before = self.circuit_of(state)?;
+            let now = now_ms();
+            let after = self.breaker.record(before, now, end, probe);
+            Ok((Some(after), (after, now)))
+        })
+    }
+
+    /// The circuit and the time now. Creates nothing.
+    ///
+    /// # Errors
+    ///
+    /// When the state file cannot be used or is corrupt.
+    pub fn show(&self, wait: &mut dyn Wait) -> Result<(Circuit, u64), StoreError> {
+        self.file
+            .with_state(Access::Look, wait, |state: State<Circuit>| match state {
+                State::Fresh => Ok((None, (Circuit::default(), now_ms()))),
+                State::Held(c) => Ok((None, (c, now_ms()))),
+                State::Corrupt(why) => Err(StoreError::Failed(format!(
+                    "{why}; 'backoff breaker reset {}' repairs it",
+                    self.key
+                ))),
+            })
+    }
+
+    /// Closes the circuit, whatever the state file held.
+    ///
+    /// # Errors
+    ///
+    /// When the state file cannot be used.
+    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+        self.file
+            .with_state(Access::Change, wait, |_: State<Circuit>| {
+                Ok((Some(Circuit::default()), ()))
+            })
     }
 }
 
@@ -428,6 +607,32 @@ impl StateFile {
 mod tests {
     use super::*;
     use crate::budget::bucket::UNIT;
+
+    #[test]
+    fn breaker_records_round_trip_and_anything_else_is_corrupt() {
+        for c in [
+            Circuit::default(),
+            Circuit {
+                failures: u32::MAX,
+                opened_ms: u64::MAX,
+                until_ms: 1,
+                probe_until_ms: 1_796_144_602_783,
+            },
+        ] {
+            assert_eq!(breaker_record(c).len(), BREAKER_LEN);
+            assert_eq!(parse_breaker(breaker_record(c).as_bytes()), Some(c));
+        }
+        let good = breaker_record(Circuit::default());
+        for bad in [
+            good.replace("failures 0", "failures x"),
+            good.replace(" probe ", " probes "),
+            good.replace("until 0", "until  "),
+            good.trim_end().to_owned(),
+            good.replace("failures 0000000000", "failures 9999999999"),
+        ] {
+            assert_eq!(parse_breaker(bad.as_bytes()), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn records_round_trip_and_anything_else_is_corrupt() {

@@ -16,7 +16,9 @@ use std::cell::Cell;
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
-use crate::budget::file::FileBudget;
+use crate::budget::breaker::{Circuit, RunEnd};
+use crate::budget::file::{FileBreaker, FileBudget};
+use crate::event::BreakerNews;
 use crate::run::{Decision, Wait, Waited};
 
 /// What to do when the budget store cannot be reached.
@@ -200,6 +202,154 @@ impl crate::run::RetryBudget for Store {
         };
         if let Err(StoreError::Failed(why)) = deposited {
             self.warn(&why);
+        }
+    }
+}
+
+/// Where a circuit breaker lives.
+#[derive(Debug)]
+pub enum BreakerPlace {
+    /// A file per key in a directory.
+    File(FileBreaker),
+    /// A key in Redis.
+    #[cfg(feature = "redis")]
+    Redis(Box<redis::RedisBreaker>),
+}
+
+/// A circuit breaker, wherever it lives, with what to do when its store
+/// cannot be used: said once, then as the fail mode says (open: run the
+/// command; closed: do not).
+#[derive(Debug)]
+pub struct BreakerStore {
+    key: String,
+    place: BreakerPlace,
+    fail: FailMode,
+    warned: Cell<bool>,
+}
+
+impl BreakerStore {
+    /// The breaker `key` in `place`, following `fail` when the store cannot
+    /// be used.
+    pub fn new(key: &str, place: BreakerPlace, fail: FailMode) -> BreakerStore {
+        BreakerStore {
+            key: key.to_owned(),
+            place,
+            fail,
+            warned: Cell::new(false),
+        }
+    }
+
+    /// The circuit and the time now (the server's, in Redis), in Unix
+    /// milliseconds. Creates nothing.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used, or the state is corrupt.
+    pub fn show(&self) -> Result<(Circuit, u64), StoreError> {
+        match &self.place {
+            BreakerPlace::File(f) => f.show(&mut Unwatched),
+            #[cfg(feature = "redis")]
+            BreakerPlace::Redis(r) => r.show(&mut Unwatched),
+        }
+    }
+
+    /// Closes the circuit, repairing a corrupt state.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used.
+    pub fn reset(&self) -> Result<(), StoreError> {
+        match &self.place {
+            BreakerPlace::File(f) => f.reset(&mut Unwatched),
+            #[cfg(feature = "redis")]
+            BreakerPlace::Redis(r) => r.reset(&mut Unwatched),
+        }
+    }
+
+    /// Where the breaker lives.
+    pub fn describe(&self) -> String {
+        match &self.place {
+            BreakerPlace::File(f) => f.describe(),
+            #[cfg(feature = "redis")]
+            BreakerPlace::Redis(r) => r.describe(),
+        }
+    }
+
+    /// The server of a breaker, for messages about it.
+    pub fn server(&self) -> Option<String> {
+        match &self.place {
+            BreakerPlace::File(_) => None,
+            #[cfg(feature = "redis")]
+            BreakerPlace::Redis(r) => Some(r.url()),
+        }
+    }
+
+    /// Says once that the store cannot be used, and `then` what happens.
+    fn warn(&self, error: &str, then: &str) {
+        if !self.warned.replace(true) {
+            let store = self
+                .server()
+                .map(|s| format!(" store {s}"))
+                .unwrap_or_default();
+            crate::report::say(&format!(
+                "circuit breaker '{}'{store} unavailable ({error}); {then}",
+                self.key
+            ));
+        }
+    }
+}
+
+impl crate::run::CircuitBreaker for BreakerStore {
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn admit(&self, wait: &mut dyn Wait) -> Result<BreakerNews, i32> {
+        let admitted = match &self.place {
+            BreakerPlace::File(f) => f.admit(wait),
+            #[cfg(feature = "redis")]
+            BreakerPlace::Redis(r) => r.admit(wait),
+        };
+        match admitted {
+            Ok((admission, before, now_ms)) => Ok(BreakerNews::Admitted {
+                admission,
+                before,
+                now_ms,
+            }),
+            Err(StoreError::Interrupted(sig)) => Err(sig),
+            Err(StoreError::Failed(why)) => {
+                let run = self.fail == FailMode::Open;
+                self.warn(
+                    &why,
+                    if run {
+                        "running the command"
+                    } else {
+                        "not running the command (--budget-store-fail closed)"
+                    },
+                );
+                Ok(BreakerNews::Unavailable { run })
+            }
+        }
+    }
+
+    fn record(
+        &self,
+        end: RunEnd,
+        probe: Option<u64>,
+        wait: &mut dyn Wait,
+    ) -> Option<(Circuit, u64)> {
+        let recorded = match &self.place {
+            BreakerPlace::File(f) => f.record(end, probe, wait),
+            #[cfg(feature = "redis")]
+            BreakerPlace::Redis(r) => r.record(end, probe, wait),
+        };
+        match recorded {
+            Ok(after) => Some(after),
+            Err(StoreError::Failed(why)) => {
+                self.warn(&why, "how this run ended is not recorded");
+                None
+            }
+            Err(StoreError::Interrupted(_)) => None,
         }
     }
 }

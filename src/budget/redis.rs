@@ -1,6 +1,8 @@
-//! A retry budget kept in Redis (or Valkey), shared by a fleet of hosts: the
-//! same token bucket as the file store, updated by one Lua script that the
-//! server runs atomically, never a read-modify-write from the client. The
+//! Retry budgets and circuit breakers kept in Redis (or Valkey), shared by a
+//! fleet of hosts: the same token bucket and breaker rules as the file
+//! store, each decision one Lua script that the server runs atomically on
+//! one key, never a read-modify-write from the client. The breaker's times
+//! are the server's clock, so the hosts' clocks need not agree. The
 //! password of the store's URL never shows in a message.
 //!
 //! Each call to the store runs on a thread of its own, and backoff waits for
@@ -15,6 +17,7 @@ use std::os::fd::AsFd;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::budget::breaker::{Admission, Breaker, Circuit, RunEnd};
 use crate::budget::bucket::Bucket;
 use crate::budget::secret::{redact, scrub};
 use crate::budget::{FailMode, StoreError, deadline_after};
@@ -23,6 +26,9 @@ use crate::run::{Wait, Waited};
 
 /// The namespace of budget keys in Redis.
 pub const REDIS_PREFIX: &str = "backoff:budget:";
+
+/// The namespace of breaker keys in Redis.
+pub const REDIS_BREAKER_PREFIX: &str = "backoff:breaker:";
 
 /// An idle budget key expires after this long, so that abandoned keys do
 /// not pile up; every update starts the time again.
@@ -67,51 +73,114 @@ redis.call('SET', KEYS[1], string.format('%d', level), 'EX', tonumber(ARGV[4]))
 return {granted, string.format('%d', level), repaired}
 ";
 
+/// The breaker's decisions, run atomically by Redis with the rules of
+/// `breaker` (which its tests pin down) on the server's clock. KEYS[1] is
+/// the circuit, `v1 FAILURES OPENED UNTIL PROBE` (Unix milliseconds);
+/// ARGV: operation (admit, record, show, reset), the failures that open
+/// it, the cooldown in milliseconds, the expiry in seconds, `repair` or
+/// `keep` for a corrupt state (as the budget's), and for record how the
+/// run ended (`succeeded`, `gave_up`, `interrupted`) and the probe's claim (or
+/// empty). Returns {decision, since, until, then the circuit before (admit)
+/// or after (record, show): failures, opened, until, probe; the server's
+/// time, repaired}, every number as a string.
+const BREAKER_SCRIPT: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local op = ARGV[1]
+local threshold = tonumber(ARGV[2])
+local cooldown = tonumber(ARGV[3])
+local f, o, u, p = 0, 0, 0, 0
+local repaired = 0
+local function n(x) return string.format('%.0f', x) end
+if op ~= 'reset' then
+  local raw = redis.call('GET', KEYS[1])
+  if raw then
+    local a, b, c, d = string.match(raw, '^v1 (%d+) (%d+) (%d+) (%d+)$')
+    if a == nil then
+      if op == 'show' or ARGV[5] ~= 'repair' then
+        return redis.error_reply('corrupt breaker state at ' .. KEYS[1])
+      end
+      repaired = 1
+    else
+      f, o, u, p = tonumber(a), tonumber(b), tonumber(c), tonumber(d)
+    end
+  end
+end
+local before = {n(f), n(o), n(u), n(p)}
+local decision, since, untl = 'none', 0, 0
+if op == 'admit' then
+  if o == 0 then
+    decision = 'run'
+  elseif now < u then
+    decision, since, untl = 'skip', o, u
+  elseif now < p then
+    decision, since, untl = 'skip_probing', o, p
+  else
+    p = math.max(now + cooldown, 1)
+    decision, since, untl = 'probe', o, p
+  end
+elseif op == 'record' then
+  local ended = ARGV[6]
+  local claim = tonumber(ARGV[7])
+  if ended == 'succeeded' then
+    f, o, u, p = 0, 0, 0, 0
+  elseif ended == 'gave_up' then
+    f = math.min(f + 1, 4294967295)
+    if claim ~= nil or (o == 0 and f >= threshold) then
+      o, u, p = math.max(now, 1), math.max(now + cooldown, 1), 0
+    end
+  elseif claim ~= nil and p == claim then
+    p = 0
+  end
+elseif op == 'reset' then
+  f, o, u, p = 0, 0, 0, 0
+end
+local after = {n(f), n(o), n(u), n(p)}
+local changed = repaired == 1 or op == 'reset'
+for i = 1, 4 do
+  if before[i] ~= after[i] then changed = true end
+end
+if changed and op ~= 'show' then
+  redis.call('SET', KEYS[1], 'v1 ' .. table.concat(after, ' '), 'EX', tonumber(ARGV[4]))
+end
+local shown = after
+if op == 'admit' then shown = before end
+return {decision, n(since), n(untl), shown[1], shown[2], shown[3], shown[4], n(now), tostring(repaired)}
+";
+
 /// A budget kept in Redis.
 pub struct RedisBudget {
-    url: String,
-    client: redis::Client,
+    server: Server,
     key: String,
     bucket: Bucket,
-    timeout: Duration,
     /// A corrupt state becomes a full bucket (`--budget-store-fail open`).
     repair: bool,
     script: redis::Script,
-    connection: RefCell<Option<redis::Connection>>,
 }
 
 impl std::fmt::Debug for RedisBudget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisBudget")
-            .field("url", &redact(&self.url))
+            .field("url", &self.server.url())
             .field("key", &self.key)
             .finish_non_exhaustive()
     }
 }
 
-/// One call to the store, made on a thread of its own.
+/// One call to the store, made on a thread of its own: a script on one
+/// key, with its arguments.
 struct Call {
     client: redis::Client,
     connection: Option<redis::Connection>,
     script: redis::Script,
     key: String,
-    op: &'static str,
-    bucket: Bucket,
-    repair: bool,
+    args: Vec<String>,
     deadline: Instant,
 }
 
-/// What the script answered.
-struct Reply {
-    granted: bool,
-    level: u64,
-    /// The state was corrupt, and is a full bucket now.
-    repaired: bool,
-}
-
-/// What a call answered, or why not, and the connection to use next time,
-/// if it is still sound.
-type Answer = (Result<Reply, String>, Option<redis::Connection>);
+/// What a call answered (the script's reply, every item as a string), or
+/// why not, and the connection to use next time, if it is still sound.
+type Answer = (Result<Vec<String>, String>, Option<redis::Connection>);
 
 impl Call {
     /// Connects if need be and runs the script, every step bounded by the
@@ -127,7 +196,7 @@ impl Call {
         (answer, connection)
     }
 
-    fn invoke(&mut self) -> Result<Reply, String> {
+    fn invoke(&mut self) -> Result<Vec<String>, String> {
         let why = |e: &redis::RedisError| match (e.code(), e.detail()) {
             _ if e.is_timeout() => "timed out".to_owned(),
             // The server's own words, as it said them.
@@ -157,41 +226,27 @@ impl Call {
             .set_read_timeout(Some(limit))
             .and_then(|()| connection.set_write_timeout(Some(limit)))
             .map_err(|e| why(&e))?;
-        let (granted, level, repaired): (i64, String, i64) = self
-            .script
-            .key(&self.key)
-            .arg(self.op)
-            .arg(self.bucket.burst)
-            .arg(self.bucket.ratio)
-            .arg(REDIS_IDLE_TTL.as_secs())
-            .arg(if self.repair { "repair" } else { "keep" })
-            .invoke(connection)
-            .map_err(|e| why(&e))?;
-        Ok(Reply {
-            granted: granted == 1,
-            level: level
-                .parse()
-                .map_err(|_| "corrupt budget state".to_owned())?,
-            repaired: repaired == 1,
-        })
+        let mut invocation = self.script.key(&self.key);
+        for arg in &self.args {
+            invocation.arg(arg);
+        }
+        invocation.invoke(connection).map_err(|e| why(&e))
     }
 }
 
-impl RedisBudget {
-    /// A budget `key` at `url`. Checks the URL only: nothing connects until
-    /// the first retry asks for a token, so a first attempt never waits.
-    ///
-    /// # Errors
-    ///
-    /// When the URL is not a usable `redis://` URL; the message never shows
-    /// the password.
-    pub fn new(
-        url: &str,
-        key: &str,
-        bucket: Bucket,
-        timeout: Duration,
-        fail: FailMode,
-    ) -> Result<RedisBudget, String> {
+/// A connection to the store, and the calls made on it: what budgets and
+/// breakers in Redis share.
+struct Server {
+    url: String,
+    client: redis::Client,
+    timeout: Duration,
+    connection: RefCell<Option<redis::Connection>>,
+}
+
+impl Server {
+    /// The server at `url`. Checks the URL only: nothing connects until a
+    /// call is made.
+    fn open(url: &str, timeout: Duration) -> Result<Server, String> {
         if !url.starts_with("redis://") && !url.starts_with("rediss://") {
             return Err(
                 "expected a redis://[user:password@]host[:port][/db] URL (rediss:// for TLS)"
@@ -207,32 +262,31 @@ impl RedisBudget {
                 why
             }
         })?;
-        Ok(RedisBudget {
+        Ok(Server {
             url: url.to_owned(),
             client,
-            key: format!("{REDIS_PREFIX}{key}"),
-            bucket,
             timeout,
-            repair: fail == FailMode::Open,
-            script: redis::Script::new(SCRIPT),
             connection: RefCell::new(None),
         })
     }
 
-    /// Runs the script for `op` on a thread of its own and waits, through
-    /// `wait`, for its answer, at most the timeout. A corrupt state that
-    /// became a full bucket is reported here.
-    fn call(&self, op: &'static str, wait: &mut dyn Wait) -> Result<(bool, u64), StoreError> {
+    /// Runs `script` on `key` with `args` on a thread of its own and waits,
+    /// through `wait`, for its answer, at most the timeout.
+    fn call(
+        &self,
+        script: &redis::Script,
+        key: &str,
+        args: Vec<String>,
+        wait: &mut dyn Wait,
+    ) -> Result<Vec<String>, StoreError> {
         let failed = |e: String| StoreError::Failed(scrub(&e, &self.url));
         let deadline = deadline_after(self.timeout);
         let call = Call {
             client: self.client.clone(),
             connection: self.connection.take(),
-            script: self.script.clone(),
-            key: self.key.clone(),
-            op,
-            bucket: self.bucket,
-            repair: self.repair,
+            script: script.clone(),
+            key: key.to_owned(),
+            args,
             deadline,
         };
         // The thread closes `done` when it has answered (or died).
@@ -252,19 +306,66 @@ impl RedisBudget {
         match rx.try_recv() {
             Ok((answer, connection)) => {
                 self.connection.replace(connection);
-                let reply = answer.map_err(failed)?;
-                if reply.repaired {
-                    crate::report::say(&format!(
-                        "retry budget store {}: corrupt budget state at {}; starting a fresh bucket",
-                        self.url(),
-                        self.key
-                    ));
-                }
-                Ok((reply.granted, reply.level))
+                answer.map_err(failed)
             }
             Err(_) if waited == Waited::Ready => Err(failed("the store call failed".into())),
             Err(_) => Err(failed(format!("timed out after {}", human(self.timeout)))),
         }
+    }
+
+    /// The server's URL, without the password.
+    fn url(&self) -> String {
+        redact(&self.url)
+    }
+}
+
+impl RedisBudget {
+    /// A budget `key` at `url`. Checks the URL only: nothing connects until
+    /// the first retry asks for a token, so a first attempt never waits.
+    ///
+    /// # Errors
+    ///
+    /// When the URL is not a usable `redis://` URL; the message never shows
+    /// the password.
+    pub fn new(
+        url: &str,
+        key: &str,
+        bucket: Bucket,
+        timeout: Duration,
+        fail: FailMode,
+    ) -> Result<RedisBudget, String> {
+        Ok(RedisBudget {
+            server: Server::open(url, timeout)?,
+            key: format!("{REDIS_PREFIX}{key}"),
+            bucket,
+            repair: fail == FailMode::Open,
+            script: redis::Script::new(SCRIPT),
+        })
+    }
+
+    /// Runs the script for `op` and reads its answer. A corrupt state that
+    /// became a full bucket is reported here.
+    fn call(&self, op: &'static str, wait: &mut dyn Wait) -> Result<(bool, u64), StoreError> {
+        let args = vec![
+            op.to_owned(),
+            self.bucket.burst.to_string(),
+            self.bucket.ratio.to_string(),
+            REDIS_IDLE_TTL.as_secs().to_string(),
+            if self.repair { "repair" } else { "keep" }.to_owned(),
+        ];
+        let reply = self.server.call(&self.script, &self.key, args, wait)?;
+        let corrupt = || StoreError::Failed("corrupt budget state".to_owned());
+        let [granted, level, repaired] = &reply[..] else {
+            return Err(corrupt());
+        };
+        if repaired == "1" {
+            crate::report::say(&format!(
+                "retry budget store {}: corrupt budget state at {}; starting a fresh bucket",
+                self.url(),
+                self.key
+            ));
+        }
+        Ok((granted == "1", level.parse().map_err(|_| corrupt())?))
     }
 
     /// Takes a token for a retry; `Ok(false)` when there is none.
@@ -306,11 +407,203 @@ impl RedisBudget {
 
     /// The server's URL, without the password.
     pub fn url(&self) -> String {
-        redact(&self.url)
+        self.server.url()
     }
 
     /// Where the budget lives, without the password.
     pub fn describe(&self) -> String {
-        format!("{} key {}", redact(&self.url), self.key)
+        format!("{} key {}", self.server.url(), self.key)
+    }
+}
+
+/// A circuit breaker kept in Redis.
+pub struct RedisBreaker {
+    server: Server,
+    key: String,
+    breaker: Breaker,
+    /// A corrupt state becomes a closed circuit (`--budget-store-fail open`).
+    repair: bool,
+    script: redis::Script,
+}
+
+impl std::fmt::Debug for RedisBreaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisBreaker")
+            .field("url", &self.server.url())
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the breaker script answered.
+struct BreakerReply {
+    decision: String,
+    since_ms: u64,
+    until_ms: u64,
+    circuit: Circuit,
+    now_ms: u64,
+}
+
+impl RedisBreaker {
+    /// A breaker `key` at `url`, as `RedisBudget::new` opens a budget.
+    ///
+    /// # Errors
+    ///
+    /// As `RedisBudget::new`.
+    pub fn new(
+        url: &str,
+        key: &str,
+        breaker: Breaker,
+        timeout: Duration,
+        fail: FailMode,
+    ) -> Result<RedisBreaker, String> {
+        Ok(RedisBreaker {
+            server: Server::open(url, timeout)?,
+            key: format!("{REDIS_BREAKER_PREFIX}{key}"),
+            breaker,
+            repair: fail == FailMode::Open,
+            script: redis::Script::new(BREAKER_SCRIPT),
+        })
+    }
+
+    fn call(
+        &self,
+        op: &str,
+        end: Option<RunEnd>,
+        probe: Option<u64>,
+        wait: &mut dyn Wait,
+    ) -> Result<BreakerReply, StoreError> {
+        // An idle key lasts the idle time past its reopening.
+        let ttl = REDIS_IDLE_TTL.as_secs() + self.breaker.cooldown_ms.div_ceil(1000);
+        let args = vec![
+            op.to_owned(),
+            self.breaker.failures.to_string(),
+            self.breaker.cooldown_ms.to_string(),
+            ttl.to_string(),
+            if self.repair { "repair" } else { "keep" }.to_owned(),
+            match end {
+                Some(RunEnd::Succeeded) => "succeeded",
+                Some(RunEnd::GaveUp) => "gave_up",
+                Some(RunEnd::Interrupted) => "interrupted",
+                None => "",
+            }
+            .to_owned(),
+            probe.map(|p| p.to_string()).unwrap_or_default(),
+        ];
+        let reply = self.server.call(&self.script, &self.key, args, wait)?;
+        let corrupt = || StoreError::Failed("unexpected reply from the breaker script".to_owned());
+        let number = |s: &String| s.parse::<u64>().map_err(|_| corrupt());
+        let [
+            decision,
+            since,
+            until,
+            failures,
+            opened,
+            reopens,
+            probe,
+            now,
+            repaired,
+        ] = &reply[..]
+        else {
+            return Err(corrupt());
+        };
+        if repaired == "1" {
+            crate::report::say(&format!(
+                "circuit breaker store {}: corrupt breaker state at {}; starting closed",
+                self.url(),
+                self.key
+            ));
+        }
+        Ok(BreakerReply {
+            decision: decision.clone(),
+            since_ms: number(since)?,
+            until_ms: number(until)?,
+            circuit: Circuit {
+                failures: u32::try_from(number(failures)?).map_err(|_| corrupt())?,
+                opened_ms: number(opened)?,
+                until_ms: number(reopens)?,
+                probe_until_ms: number(probe)?,
+            },
+            now_ms: number(now)?,
+        })
+    }
+
+    /// Decides whether this run may start the command: the answer, the
+    /// circuit as it was before, and the server's time of the decision.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be reached in time, or a signal ends the wait.
+    pub fn admit(&self, wait: &mut dyn Wait) -> Result<(Admission, Circuit, u64), StoreError> {
+        let r = self.call("admit", None, None, wait)?;
+        let admission = match r.decision.as_str() {
+            "run" => Admission::Run,
+            "probe" => Admission::Probe {
+                until_ms: r.until_ms,
+            },
+            "skip" | "skip_probing" => Admission::Skip {
+                since_ms: r.since_ms,
+                until_ms: r.until_ms,
+                probing: r.decision == "skip_probing",
+            },
+            _ => {
+                return Err(StoreError::Failed(
+                    "unexpected reply from the breaker script".to_owned(),
+                ));
+            }
+        };
+        Ok((admission, r.circuit, r.now_ms))
+    }
+
+    /// Records how an admitted run ended: the circuit after, and the time.
+    ///
+    /// # Errors
+    ///
+    /// As `admit`.
+    pub fn record(
+        &self,
+        end: RunEnd,
+        probe: Option<u64>,
+        wait: &mut dyn Wait,
+    ) -> Result<(Circuit, u64), StoreError> {
+        self.call("record", Some(end), probe, wait)
+            .map(|r| (r.circuit, r.now_ms))
+    }
+
+    /// The circuit and the server's time now.
+    ///
+    /// # Errors
+    ///
+    /// As `admit`, and when the state is corrupt.
+    pub fn show(&self, wait: &mut dyn Wait) -> Result<(Circuit, u64), StoreError> {
+        match self.call("show", None, None, wait) {
+            Ok(r) => Ok((r.circuit, r.now_ms)),
+            Err(StoreError::Failed(why)) if why.contains("corrupt breaker state") => {
+                let key = self.key.trim_start_matches(REDIS_BREAKER_PREFIX);
+                Err(StoreError::Failed(format!(
+                    "{why}; 'backoff breaker reset {key}' repairs it"
+                )))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Closes the circuit, whatever the key held.
+    ///
+    /// # Errors
+    ///
+    /// As `admit`.
+    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+        self.call("reset", None, None, wait).map(|_| ())
+    }
+
+    /// The server's URL, without the password.
+    pub fn url(&self) -> String {
+        self.server.url()
+    }
+
+    /// Where the breaker lives, without the password.
+    pub fn describe(&self) -> String {
+        format!("{} key {}", self.server.url(), self.key)
     }
 }

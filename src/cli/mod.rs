@@ -27,8 +27,9 @@ Exit status: 0 if an attempt succeeded; the last attempt's exit code when
 retries run out or a stop rule matches (with --until-failure, the failure
 found's); 1 when an --until-output condition or a --consecutive streak was
 not met; death by the same signal when the last attempt was killed by one
-(or backoff was interrupted); 124 timeout; 125 backoff itself failed (bad
-usage); 126 command cannot be run; 127 command not found.
+(or backoff was interrupted); 75 an open --breaker circuit did not let the
+command run; 124 timeout; 125 backoff itself failed (bad usage); 126 command
+cannot be run; 127 command not found.
 
 Examples:
   backoff -- curl -fsS https://api.example.test/
@@ -41,7 +42,8 @@ pub const USAGE: &str = "\
 backoff [OPTIONS] [--] COMMAND [ARGS]...
        backoff schedule [POLICY OPTIONS]
        backoff simulate [OPTIONS]
-       backoff budget show|reset KEY";
+       backoff budget show|reset KEY
+       backoff breaker show|reset KEY";
 
 /// Run a command and retry it with capped exponential backoff and jitter.
 ///
@@ -82,6 +84,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub budget: BudgetArgs,
+
+    #[command(flatten)]
+    pub breaker: BreakerArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -133,6 +138,9 @@ pub enum Sub {
     /// Show or reset a retry budget shared by processes (see --budget)
     #[command(subcommand)]
     Budget(BudgetCommand),
+    /// Show or reset a circuit breaker shared by processes (see --breaker)
+    #[command(subcommand)]
+    Breaker(BreakerCommand),
 }
 
 /// Options of `backoff simulate`.
@@ -230,12 +238,20 @@ pub struct BudgetStore {
     #[arg(long, value_name = "N", value_parser = values::burst, allow_hyphen_values = true, default_value = "10")]
     pub budget_burst: u64,
 
-    /// Directory of the budgets' state files [default: $XDG_STATE_HOME/backoff,
-    /// else ~/.local/state/backoff]
+    #[command(flatten)]
+    pub place: StoreArgs,
+}
+
+/// Where budgets and breakers live, and what to do when that store cannot
+/// be used.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// Directory of the budgets' and breakers' state files [default:
+    /// $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]
     #[arg(long, value_name = "DIR")]
     pub budget_dir: Option<PathBuf>,
 
-    /// Keep budgets in Redis, shared by a fleet of hosts:
+    /// Keep budgets and breakers in Redis, shared by a fleet of hosts:
     /// redis://[user:password@]host[:port][/db], or rediss:// for TLS (better
     /// given in the environment, where the password does not show in process
     /// lists).
@@ -247,16 +263,16 @@ pub struct BudgetStore {
     )]
     pub budget_store: Option<String>,
 
-    /// How long a budget decision may wait: for the Redis store, or for the
-    /// lock of a budget file; then --budget-store-fail decides
+    /// How long a budget or breaker decision may wait: for the Redis store,
+    /// or for the lock of a state file; then --budget-store-fail decides
     #[arg(long, value_name = "DURATION", value_parser = values::duration,
           allow_hyphen_values = true,
         default_value = "250ms")]
     pub budget_store_timeout: Duration,
 
-    /// When the budget store cannot be reached or trusted, or does not answer
-    /// in time: retry under the local policy alone (open), or do not retry
-    /// (closed)
+    /// When the store cannot be reached or trusted, or does not answer in
+    /// time: retry under the local policy alone and run the command (open),
+    /// or do not retry, and with --breaker do not run the command (closed)
     #[arg(long, value_enum, value_name = "MODE", default_value = "open")]
     pub budget_store_fail: FailMode,
 }
@@ -278,6 +294,59 @@ pub struct BudgetArgs {
 
     #[command(flatten)]
     pub store: BudgetStore,
+}
+
+/// The circuit breaker of a run.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Circuit breaker")]
+pub struct BreakerArgs {
+    /// Share a circuit breaker with every backoff process using the same
+    /// KEY, in the store of the budgets (--budget-dir or --budget-store):
+    /// after --breaker-failures runs in a row that gave up, the circuit is
+    /// open and runs end at once without running the command; after
+    /// --breaker-cooldown one run probes with one attempt, and its success
+    /// closes the circuit
+    #[arg(long, value_name = "KEY", value_parser = values::budget_key)]
+    pub breaker: Option<String>,
+
+    /// Runs in a row that gave up that open the circuit
+    #[arg(long, value_name = "N", default_value = "5", value_parser = values::breaker_failures)]
+    pub breaker_failures: u32,
+
+    /// How long an open circuit stays open before a probe
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub breaker_cooldown: Duration,
+
+    /// Exit status of a run that an open circuit does not let run the
+    /// command (75, EX_TEMPFAIL: try again later)
+    #[arg(long, value_name = "N", default_value = "75", value_parser = clap::value_parser!(u8))]
+    pub breaker_exit: u8,
+}
+
+/// `backoff breaker show|reset KEY`.
+#[derive(Debug, Subcommand)]
+pub enum BreakerCommand {
+    /// Print a circuit's state: closed, open (since and until when) or
+    /// half-open.
+    Show {
+        /// The breaker's key.
+        #[arg(value_name = "KEY", value_parser = values::budget_key)]
+        key: String,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: BudgetFormat,
+    },
+    /// Close a circuit, and start its count of failed runs again.
+    Reset {
+        /// The breaker's key.
+        #[arg(value_name = "KEY", value_parser = values::budget_key)]
+        key: String,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
 }
 
 /// Options of `backoff schedule`.
@@ -650,7 +719,7 @@ mod tests {
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
-        for name in ["schedule", "simulate", "budget"] {
+        for name in ["schedule", "simulate", "budget", "breaker"] {
             assert!(Cli::command().find_subcommand(name).is_some(), "{name}");
         }
     }
@@ -669,8 +738,8 @@ mod tests {
         assert_eq!(cli.budget.budget_ratio, crate::budget::bucket::UNIT / 10);
         let store = &cli.budget.store;
         assert_eq!(store.budget_burst, 10 * crate::budget::bucket::UNIT);
-        assert_eq!(store.budget_store_timeout, Duration::from_millis(250));
-        assert_eq!(store.budget_store_fail, FailMode::Open);
+        assert_eq!(store.place.budget_store_timeout, Duration::from_millis(250));
+        assert_eq!(store.place.budget_store_fail, FailMode::Open);
         assert_eq!(
             cli.rules.success_on,
             [RuleList(vec![crate::classify::Rule::Codes(0, 0)])]

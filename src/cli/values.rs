@@ -248,6 +248,15 @@ pub fn budget_key(s: &str) -> Result<String, String> {
     crate::budget::bucket::check_key(s).map(|()| s.to_owned())
 }
 
+/// Parses `--breaker-failures`: 1 to a million runs.
+pub fn breaker_failures(s: &str) -> Result<u32, String> {
+    s.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=1_000_000).contains(n))
+        .ok_or_else(|| "must be a whole number from 1 to 1000000".to_owned())
+}
+
 /// Parses `--budget-burst`: 1 to a million tokens, in millionths.
 pub fn burst(s: &str) -> Result<u64, String> {
     use crate::budget::bucket::{MAX_BURST, UNIT, parse_tokens};

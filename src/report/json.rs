@@ -7,8 +7,9 @@ use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
+use crate::budget::breaker::{Admission, Circuit, RunEnd};
 use crate::classify::{Outcome, Status, os_error};
-use crate::event::{Event, Next, Report};
+use crate::event::{BreakerNews, Event, Next, Report};
 use crate::report::Verbosity;
 use crate::signal;
 
@@ -187,6 +188,79 @@ fn give_up_json(event: &Event<'_>) -> Value {
     }
 }
 
+/// A Unix time in milliseconds as RFC 3339 (UTC, milliseconds); null for 0.
+pub(crate) fn unix_ms(ms: u64) -> Value {
+    if ms == 0 {
+        return Value::Null;
+    }
+    json!(rfc3339(
+        SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(ms)
+    ))
+}
+
+/// How a run ended, as the breaker counts it.
+pub(crate) fn run_end_name(end: RunEnd) -> &'static str {
+    match end {
+        RunEnd::Succeeded => "succeeded",
+        RunEnd::GaveUp => "gave_up",
+        RunEnd::Interrupted => "interrupted",
+    }
+}
+
+/// The circuit's fields at `now_ms`: its state, the runs in a row that
+/// gave up, when it opened and when it reopens.
+pub(crate) fn circuit_json(c: Circuit, now_ms: u64) -> Value {
+    json!({
+        "state": c.state(now_ms).name(),
+        "failures": c.failures,
+        "opened": unix_ms(c.opened_ms),
+        "until": unix_ms(c.until_ms),
+    })
+}
+
+/// The `breaker` (decision) and `breaker_update` (after the run) events.
+fn breaker_json(key: &str, news: BreakerNews) -> Value {
+    match news {
+        BreakerNews::Admitted {
+            admission,
+            before,
+            now_ms,
+        } => {
+            let mut v = circuit_json(before, now_ms);
+            v["event"] = json!("breaker");
+            v["key"] = json!(key);
+            v["decision"] = json!(admission.name());
+            if let Admission::Skip {
+                until_ms, probing, ..
+            } = admission
+            {
+                v["until"] = unix_ms(until_ms);
+                v["probing"] = json!(probing);
+            }
+            v
+        }
+        BreakerNews::Unavailable { run } => json!({
+            "event": "breaker",
+            "key": key,
+            "decision": "unavailable",
+            "run": run,
+        }),
+        BreakerNews::Recorded {
+            probe,
+            end,
+            after,
+            now_ms,
+        } => {
+            let mut v = circuit_json(after, now_ms);
+            v["event"] = json!("breaker_update");
+            v["key"] = json!(key);
+            v["probe"] = json!(probe);
+            v["run"] = json!(run_end_name(end));
+            v
+        }
+    }
+}
+
 /// The JSON object for an event (without the common fields).
 fn event_json(event: &Event<'_>, verbose: bool) -> Value {
     match *event {
@@ -278,6 +352,7 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
             "signal": signal::short_name(signal),
             "during": "output",
         }),
+        Event::Breaker { key, news } => breaker_json(key, news),
         // Told only to a report that counts down, which JSON does not.
         Event::Countdown { left } => json!({
             "event": "countdown",

@@ -89,6 +89,18 @@ pub fn metrics(run: &Recorder, exit: Exit, previous: Option<&str>) -> String {
         );
     }
     outcomes(&mut out, run, previous);
+    if let Some((state, skipped)) = run.breaker_state() {
+        let skipped_metric = "backoff_breaker_skipped_total";
+        let total = before(skipped_metric).unwrap_or(0.0) + f64::from(u8::from(skipped));
+        let _ = write!(
+            out,
+            "# HELP backoff_breaker_state The circuit breaker's state as the last run left it: 0 closed, 1 open, 2 half-open.\n\
+             # TYPE backoff_breaker_state gauge\nbackoff_breaker_state{label} {}\n\
+             # HELP {skipped_metric} Runs the circuit breaker did not let start the command.\n\
+             # TYPE {skipped_metric} counter\n{skipped_metric}{label} {total}\n",
+            state.gauge()
+        );
+    }
     out
 }
 

@@ -6,10 +6,11 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
+use crate::budget::breaker::{Admission, Circuit};
 use crate::classify::{Hint, Limit, Outcome};
-use crate::event::{Ending, Event, HookKind, HuntEnd, Next, Report};
+use crate::event::{BreakerNews, Ending, Event, HookKind, HuntEnd, Next, Report};
 use crate::exit::Exit;
-use crate::report::json::{SCHEMA_VERSION, outcome_json, rfc3339};
+use crate::report::json::{SCHEMA_VERSION, outcome_json, rfc3339, run_end_name};
 use crate::signal;
 
 /// One attempt, as the report shows it.
@@ -63,6 +64,32 @@ pub struct Recorder {
     resets: u64,
     /// The hooks that ran: which, after which attempt, how, how long.
     hooks: Vec<(HookKind, u64, Option<Outcome>, Duration)>,
+    /// What the circuit breaker did, with `--breaker`.
+    breaker: Option<BreakerRecord>,
+}
+
+/// The circuit breaker's part in a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct BreakerRecord {
+    key: String,
+    /// `run`, `probe`, `skip` or `unavailable`.
+    decision: &'static str,
+    /// The circuit before the run and the time then; `None` when the
+    /// store could not be used.
+    before: Option<(Circuit, u64)>,
+    /// The circuit after the run, how the run ended, and the time then.
+    after: Option<(Circuit, &'static str, u64)>,
+}
+
+impl BreakerRecord {
+    /// The circuit's state as the run leaves it (as it found it, when the
+    /// run did not change it).
+    fn state(&self) -> Option<crate::budget::breaker::State> {
+        match (self.after, self.before) {
+            (Some((c, _, now)), _) | (None, Some((c, now))) => Some(c.state(now)),
+            (None, None) => None,
+        }
+    }
 }
 
 impl Recorder {
@@ -80,7 +107,70 @@ impl Recorder {
             last_failed: false,
             resets: 0,
             hooks: Vec::new(),
+            breaker: None,
         }
+    }
+
+    /// Follows the circuit breaker's news.
+    fn breaker(&mut self, key: &str, news: BreakerNews) {
+        match news {
+            BreakerNews::Admitted {
+                admission,
+                before,
+                now_ms,
+            } => {
+                if let Admission::Skip { .. } = admission {
+                    self.reason = "breaker_open";
+                }
+                self.breaker = Some(BreakerRecord {
+                    key: key.to_owned(),
+                    decision: admission.name(),
+                    before: Some((before, now_ms)),
+                    after: None,
+                });
+            }
+            BreakerNews::Unavailable { run } => {
+                if !run {
+                    self.reason = "breaker_unavailable";
+                }
+                self.breaker = Some(BreakerRecord {
+                    key: key.to_owned(),
+                    decision: "unavailable",
+                    before: None,
+                    after: None,
+                });
+            }
+            BreakerNews::Recorded {
+                end, after, now_ms, ..
+            } => {
+                if let Some(b) = self.breaker.as_mut() {
+                    b.after = Some((after, run_end_name(end), now_ms));
+                }
+            }
+        }
+    }
+
+    /// The circuit's state as the run leaves it, and whether the run was
+    /// skipped: for the metrics; `None` without a breaker (or without an
+    /// answer from its store).
+    pub fn breaker_state(&self) -> Option<(crate::budget::breaker::State, bool)> {
+        let b = self.breaker.as_ref()?;
+        Some((b.state()?, b.decision == "skip"))
+    }
+
+    /// The run report's `breaker` object.
+    fn breaker_json(&self) -> Value {
+        let Some(b) = &self.breaker else {
+            return Value::Null;
+        };
+        json!({
+            "key": b.key,
+            "decision": b.decision,
+            "state_before": b.before.map(|(c, now)| c.state(now).name()),
+            "state_after": b.after.map(|(c, _, now)| c.state(now).name()),
+            "failures_after": b.after.map(|(c, _, _)| c.failures),
+            "run": b.after.map(|(_, end, _)| end),
+        })
     }
 
     fn end_attempt(&mut self, number: u64, outcome: Outcome, duration: Option<Duration>) {
@@ -187,6 +277,7 @@ impl Recorder {
                 "outcome": outcome.map(outcome_json),
                 "duration_seconds": elapsed.as_secs_f64(),
             })).collect::<Vec<_>>(),
+            "breaker": self.breaker_json(),
             "backoff_seconds": self.backoff_seconds(),
             "final_status": exit.shell_code(),
             "final_signal": match exit {
@@ -302,6 +393,7 @@ impl Report for Recorder {
                 };
             }
             Event::Undelivered { bytes } => self.undelivered = bytes,
+            Event::Breaker { key, news } => self.breaker(key, news),
             Event::OutputLost { .. } | Event::Countdown { .. } => {}
             Event::InterruptedWriting { .. } => self.reason = Ending::Interrupted.name(),
             Event::Interrupted { attempt, .. } => {

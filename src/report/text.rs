@@ -6,9 +6,10 @@
 use std::ffi::OsString;
 use std::io::Write;
 
+use crate::budget::breaker::{Admission, Circuit, RunEnd, State};
 use crate::classify::{Outcome, StopReason};
 use crate::duration::human;
-use crate::event::{Ending, Event, HuntEnd, Next, Report};
+use crate::event::{BreakerNews, Ending, Event, HuntEnd, Next, Report};
 use crate::report::live::{self, Live};
 use crate::report::{Labels, Verbosity, escape_controls};
 use crate::signal;
@@ -258,6 +259,7 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
             human(after)
         ),
         Event::Hook { .. } => return hook_text(event, verbosity),
+        Event::Breaker { key, news } if normal => return breaker_text(key, news, verbose),
         Event::CannotStart { program, error, .. } => {
             format!("cannot run '{}': {error}", program.to_string_lossy())
         }
@@ -366,6 +368,99 @@ fn end_text(event: &Event<'_>, verbose: bool) -> Option<String> {
         _ => return None,
     };
     Some(text)
+}
+
+/// A Unix time in milliseconds as a local RFC 3339 time.
+fn local_ms(ms: u64) -> String {
+    crate::report::local_rfc3339(
+        std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(ms),
+    )
+}
+
+/// `5 runs in a row gave up`.
+fn gave_up_in_a_row(failures: u32) -> String {
+    match failures {
+        1 => "1 run gave up".to_owned(),
+        n => format!("{n} runs in a row gave up"),
+    }
+}
+
+/// A circuit's state at `now_ms`, as `breaker show` and the lines say it:
+/// `open since T until T (5 runs in a row gave up)`.
+pub fn circuit_text(c: Circuit, now_ms: u64) -> String {
+    match c.state(now_ms) {
+        State::Closed if c.failures == 0 => "closed".to_owned(),
+        State::Closed => format!("closed ({})", gave_up_in_a_row(c.failures)),
+        State::Open { since_ms, until_ms } => format!(
+            "open since {} until {} ({})",
+            local_ms(since_ms),
+            local_ms(until_ms),
+            gave_up_in_a_row(c.failures)
+        ),
+        State::HalfOpen {
+            since_ms,
+            probe_until_ms: Some(until),
+        } => format!(
+            "half-open (open since {}): a probe is running, until {} at most",
+            local_ms(since_ms),
+            local_ms(until)
+        ),
+        State::HalfOpen { since_ms, .. } => format!(
+            "half-open (open since {}): the next run probes it",
+            local_ms(since_ms)
+        ),
+    }
+}
+
+/// The line of the circuit breaker's news, if it has one (the store's
+/// own failures are said where they happen).
+fn breaker_text(key: &str, news: BreakerNews, verbose: bool) -> Option<String> {
+    Some(match news {
+        BreakerNews::Admitted {
+            admission: Admission::Skip { .. },
+            before,
+            now_ms,
+        } => format!(
+            "circuit '{key}' is {}; not running the command",
+            circuit_text(before, now_ms)
+        ),
+        BreakerNews::Admitted {
+            admission: Admission::Probe { .. },
+            before,
+            ..
+        } => format!(
+            "circuit '{key}' has been open since {}: this run probes it, with one attempt",
+            local_ms(before.opened_ms)
+        ),
+        BreakerNews::Admitted { before, now_ms, .. } if verbose => {
+            format!("circuit '{key}' is {}", circuit_text(before, now_ms))
+        }
+        BreakerNews::Recorded {
+            probe: true,
+            end: RunEnd::Succeeded,
+            ..
+        } => format!("the probe succeeded: circuit '{key}' is closed"),
+        BreakerNews::Recorded {
+            probe: true,
+            end: RunEnd::GaveUp,
+            after,
+            ..
+        } => format!(
+            "the probe failed: circuit '{key}' is open again until {}",
+            local_ms(after.until_ms)
+        ),
+        BreakerNews::Recorded {
+            probe: false,
+            end: RunEnd::GaveUp,
+            after,
+            now_ms,
+        } if after.opened_ms == now_ms.max(1) => format!(
+            "circuit '{key}' is open until {}: {}",
+            local_ms(after.until_ms),
+            gave_up_in_a_row(after.failures)
+        ),
+        _ => return None,
+    })
 }
 
 /// The line of a hook: when it failed (not with -q), and with -v when it

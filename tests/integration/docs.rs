@@ -168,6 +168,21 @@ A file is shared by the processes of one machine. For a fleet, \fB\-\-budget\-st
 \fBbackoff budget show\fR \fIKEY\fR prints a bucket's tokens (\fB\-\-format json\fR for programs); \fBbackoff budget reset\fR \fIKEY\fR fills it again. Both take \fB\-\-budget\-dir\fR or \fB\-\-budget\-store\fR, and \fB\-\-budget\-burst\fR.
 "#;
 
+const BREAKER: &str = r#".SH "CIRCUIT BREAKER"
+Every backoff process started with the same \fB\-\-breaker\fR \fIKEY\fR shares one circuit, kept in the store of the budgets: the file \fIKEY\fR\fB.breaker\fR in \fB\-\-budget\-dir\fR (with the same checks, lock and fixed\-size records as a budget file), or the Redis key \fBbackoff:breaker:\fR\fIKEY\fR with \fB\-\-budget\-store\fR (one Lua script per decision, run atomically on the server's clock; the key expires 7 days after the circuit would reopen).
+.TP
+\fBclosed\fR
+Runs go ahead. A run that gives up (retries exhausted, stopped by a rule, \fB\-\-max\-time\fR, the budget) counts; a run that succeeds sets the count to 0; a run interrupted by a signal does not count. \fB\-\-breaker\-failures\fR \fIN\fR (5) runs in a row that gave up open the circuit.
+.TP
+\fBopen\fR
+A run does not start the command: it says since and until when on one line, runs no hook, and exits with \fB\-\-breaker\-exit\fR (75, EX_TEMPFAIL). It stays open \fB\-\-breaker\-cooldown\fR (5m).
+.TP
+\fBhalf\-open\fR
+The first run to ask is the probe: the store records its claim atomically, and it runs the command with one attempt and no retry, while other runs keep skipping. Its success closes the circuit; its failure opens it again for a cooldown. A claim lasts one cooldown, so a probe that never reports (killed) lets another run probe after that; a probe interrupted by a signal gives its claim back at once.
+.PP
+A store that cannot be used follows \fB\-\-budget\-store\-fail\fR: \fBopen\fR runs the command (said once), \fBclosed\fR skips the run. A corrupt state is said once and starts closed (or, with \fBclosed\fR, skips the run); \fBbackoff breaker reset\fR \fIKEY\fR repairs it and closes the circuit; \fBbackoff breaker show\fR \fIKEY\fR prints the state (\fB\-\-format json\fR for programs). JSON events \fBbreaker\fR (\fBdecision\fR run, probe, skip or unavailable; \fBstate\fR, \fBfailures\fR, \fBopened\fR, \fBuntil\fR) and \fBbreaker_update\fR (after the run: \fBprobe\fR, \fBrun\fR succeeded, gave_up or interrupted, and the new state); the run report's \fBbreaker\fR object and reason \fBbreaker_open\fR; the metrics \fBbackoff_breaker_state\fR (0 closed, 1 open, 2 half\-open) and \fBbackoff_breaker_skipped_total\fR. \fB\-\-breaker\fR with \fB\-\-until\-failure\fR is refused.
+"#;
+
 const SIMULATION: &str = r#".SH SIMULATION
 \fBbackoff simulate\fR reproduces M. Brooker's "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015). One row under optimistic concurrency; each of N clients reads the row's version, then writes it back, and the write succeeds only if the version has not changed since the read. Every one\-way message takes |Normal(10 ms, 2 ms)|. A client whose write failed increments its retry counter \fIn\fR (1 on the first failure), sleeps, then reads again. With \fIe\fR = min(cap, base \(mu 2^\fIn\fR) (base 5ms, cap 2s): \fBnone\fR sleeps 0; \fBexponential\fR sleeps \fIe\fR; \fBfull\fR uniform in [0, \fIe\fR); \fBequal\fR \fIe\fR/2 + uniform in [0, \fIe\fR/2); \fBdecorrelated\fR min(cap, uniform in [base, 3 \(mu previous sleep)), from base, per client; \fBpolicy\fR is backoff's own policy (\fB\-\-base\fR, \fB\-\-cap\fR, \fB\-\-factor\fR, \fB\-\-jitter\fR; its first delay is bounded by base). For each client count and strategy it reports the mean and standard deviation over \fB\-\-runs\fR of the write calls the server handled (reads are not counted) and of the time the last client succeeded. It is a discrete\-event simulation (priority queue on event time, ties by insertion order), spread over the machine's cores, and deterministic with \fB\-\-seed\fR. \fB\-\-format csv\fR prints the original simulator's columns \fBclients,time,calls,Algorithm\fR (time in ms); \fB\-\-plot\fR \fIFILE\fR draws both charts into an SVG file.
 "#;
@@ -182,6 +197,9 @@ The last attempt's exit code, when retries ran out or a stop rule matched; with 
 .TP
 \fB1\fR
 The run ended with an \fB\-\-until\-output\fR condition unmet, or before a \fB\-\-consecutive\fR streak was complete.
+.TP
+\fB75\fR
+With \fB\-\-breaker\fR: the circuit is open (or another run is probing it), and the command was not run; \fB\-\-breaker\-exit\fR changes this status.
 .TP
 \fB128+\fIN\fR
 backoff dies by signal \fIN\fR when the last attempt was killed by it (not by backoff), or when backoff itself was interrupted by it; a shell reports 128+\fIN\fR.
@@ -305,6 +323,7 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
         PRESETS,
         REPORTING,
         BUDGET,
+        BREAKER,
         SIMULATION,
         ENVIRONMENT,
         PROCESSES,
@@ -375,6 +394,7 @@ fn the_man_page_has_its_hand_written_sections() {
         ".SH ENVIRONMENT",
         ".SH \"WHAT ENDS A RUN\"",
         ".SH HOOKS",
+        ".SH \"CIRCUIT BREAKER\"",
         ".SH \"SEE ALSO\"",
     ] {
         assert!(page.contains(section), "missing {section}");

@@ -15,7 +15,7 @@ pub struct Redis {
 }
 
 impl Redis {
-    fn start(password: Option<&str>) -> Redis {
+    pub fn start(password: Option<&str>) -> Redis {
         Redis::start_with(password, false)
     }
 
@@ -87,7 +87,7 @@ impl Redis {
         self.port
     }
 
-    fn url(&self) -> String {
+    pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
@@ -542,7 +542,7 @@ fn a_signal_ends_a_decision_of_a_frozen_store_at_once() {
 }
 
 /// Runs `redis-cli ARGS` against the test's server; returns its output.
-fn redis_cli(redis: &Redis, args: &[&str]) -> String {
+pub fn redis_cli(redis: &Redis, args: &[&str]) -> String {
     let out = Command::new("redis-cli")
         .args(["-h", "127.0.0.1", "-p", &redis.port.to_string()])
         .args(args)

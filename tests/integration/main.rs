@@ -1,5 +1,6 @@
 //! Integration tests: the real binary against real processes and signals.
 
+mod breaker;
 mod budget;
 mod completions;
 mod docs;
