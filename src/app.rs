@@ -257,7 +257,8 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
     }
 }
 
-/// Writes `--report` and `--metrics-file`. A file that cannot be written is
+/// Writes `--report` and `--metrics-file`, and what CI runners take from
+/// the run (`write_ci`). A file that cannot be written is
 /// reported, but the run's exit status stays the command's. `wait` pauses
 /// while another process updates the metrics file, and returns the
 /// terminating signal that cut the pause short; that signal gives the
@@ -293,7 +294,15 @@ fn write_summaries(
             ));
         }
     }
+    write_ci(cfg, recorder, exit);
     cut
+}
+
+/// Under GitHub Actions, appends the step's outputs and summary.
+fn write_ci(cfg: &RunConfig, recorder: &Recorder, exit: Exit) {
+    if let Some(step) = &cfg.github_step {
+        step.write(recorder, exit);
+    }
 }
 
 /// `backoff schedule`.

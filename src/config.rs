@@ -20,6 +20,7 @@ use crate::cli::{
 use crate::exec::scan::{self, OutputRules};
 use crate::jitter::Jitter;
 use crate::policy::{Policy, PolicyConfig};
+use crate::report::ci::StepFiles;
 use crate::report::{LogFormat, Verbosity};
 use crate::run::{Goal, Hints, Hooks};
 use crate::simulate;
@@ -126,6 +127,8 @@ pub struct RunConfig {
     pub timestamps: bool,
     /// `--log-format`, or github under GitHub Actions, else text.
     pub log_format: LogFormat,
+    /// Under GitHub Actions, the step's files for its outputs and summary.
+    pub github_step: Option<StepFiles>,
     /// `--report`.
     pub report: Option<PathBuf>,
     /// `--metrics-file`.
@@ -614,6 +617,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
                 LogFormat::Text
             }
         }),
+        github_step: StepFiles::from_env(|name| std::env::var_os(name)),
         budget: budget(&cli.budget, given)?,
         report: cli.output.report,
         metrics_file: cli.output.metrics_file,

@@ -575,8 +575,8 @@ pub struct OutputArgs {
     pub timestamps: bool,
 
     /// How backoff reports on stderr: text lines, one JSON object per event,
-    /// or GitHub Actions annotations [default: github when GITHUB_ACTIONS is
-    /// true, else text]
+    /// or GitHub Actions annotations and folds [default: github when
+    /// GITHUB_ACTIONS is true, else text]
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub log_format: Option<LogFormat>,
 

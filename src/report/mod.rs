@@ -1,9 +1,11 @@
 //! Every line and file backoff writes about a run: the text lines and
-//! GitHub annotations (`text`), the JSON events (`json`), the run report
+//! GitHub annotations (`text`), GitHub Actions' folds, step outputs and
+//! summary (`ci`), the JSON events (`json`), the run report
 //! (`run_report`), the Prometheus metrics (`metrics`), and the atomic writes
 //! of those files (`atomic`). Nothing here decides what happens.
 
 pub mod atomic;
+pub mod ci;
 pub mod json;
 pub mod metrics;
 pub mod run_report;
@@ -37,7 +39,8 @@ pub enum LogFormat {
     Text,
     /// One JSON object per event, one per line.
     Json,
-    /// Text, with ::warning:: on each retry and ::error:: when giving up.
+    /// Text, with each attempt in a ::group:: fold, ::warning:: on each
+    /// retry and ::error:: when giving up.
     Github,
 }
 

@@ -1,6 +1,7 @@
 //! Integration tests: the real binary against real processes and signals.
 
 mod budget;
+mod ci;
 mod completions;
 mod docs;
 mod environment;
