@@ -57,7 +57,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-store-timeout 'How long a budget decision may wait: for the Redis store, or for the lock of a budget file; then --budget-store-fail decides'
             cand --budget-store-fail 'When the budget store cannot be reached or trusted, or does not answer in time: retry under the local policy alone (open), or do not retry (closed)'
             cand --name 'Name the command in reports (default: the program''s name)'
-            cand --log-format 'How backoff reports on stderr: text lines, one JSON object per event, or GitHub Actions annotations and folds [default: github when GITHUB_ACTIONS is true, else text]'
+            cand --log-format 'How backoff reports on stderr: text lines, one JSON object per event, GitHub Actions annotations and folds, or GitLab CI sections [default: github when GITHUB_ACTIONS is true, gitlab when GITLAB_CI is true, else text]'
             cand --report 'At exit, write a JSON summary of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr)'
             cand --metrics-file 'At exit, write Prometheus metrics of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr), for the node exporter''s textfile collector'
             cand --forever 'No retry limit: retry until success or a stop rule'

@@ -20,7 +20,7 @@ use crate::exit::Exit;
 use crate::report::json::JsonReport;
 use crate::report::run_report::Recorder;
 use crate::report::text::TextReport;
-use crate::report::{self, Labels, LogFormat, Std, atomic, metrics, say};
+use crate::report::{self, Labels, LogFormat, Std, atomic, ci, metrics, say};
 use crate::run::Executor as _;
 use crate::simulate::{self, svg, table};
 use crate::sys::signals::SignalWatch;
@@ -203,6 +203,7 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
             SystemTime::now,
         )),
         LogFormat::Github => Box::new(TextReport::github(Std::Err, cfg.verbosity, labels)),
+        LogFormat::Gitlab => Box::new(TextReport::gitlab(Std::Err, cfg.verbosity, labels)),
         LogFormat::Text => Box::new(TextReport::new(Std::Err, cfg.verbosity, labels)),
     };
     let mut recorder = Recorder::new(label, SystemTime::now);
@@ -298,10 +299,15 @@ fn write_summaries(
     cut
 }
 
-/// Under GitHub Actions, appends the step's outputs and summary.
+/// Under GitHub Actions, appends the step's outputs and summary; in the
+/// gitlab format, ends the job log with the table of attempts (not with -q).
 fn write_ci(cfg: &RunConfig, recorder: &Recorder, exit: Exit) {
     if let Some(step) = &cfg.github_step {
         step.write(recorder, exit);
+    }
+    if cfg.log_format == LogFormat::Gitlab && cfg.verbosity != crate::report::Verbosity::Quiet {
+        let rows: Vec<_> = recorder.rows().collect();
+        let _ = Std::Err.write_all(ci::gitlab_table(&rows).as_bytes());
     }
 }
 

@@ -125,7 +125,8 @@ pub struct RunConfig {
     pub name: Option<String>,
     /// `--timestamps`: the local time starts every text line.
     pub timestamps: bool,
-    /// `--log-format`, or github under GitHub Actions, else text.
+    /// `--log-format`, or github under GitHub Actions, gitlab under GitLab
+    /// CI, else text.
     pub log_format: LogFormat,
     /// Under GitHub Actions, the step's files for its outputs and summary.
     pub github_step: Option<StepFiles>,
@@ -611,8 +612,11 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         name: cli.output.name,
         timestamps: cli.output.timestamps,
         log_format: cli.output.log_format.unwrap_or_else(|| {
-            if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
+            let set = |name| std::env::var(name).is_ok_and(|v| v == "true");
+            if set("GITHUB_ACTIONS") {
                 LogFormat::Github
+            } else if set("GITLAB_CI") {
+                LogFormat::Gitlab
             } else {
                 LogFormat::Text
             }

@@ -1,8 +1,9 @@
 //! What backoff writes for CI runners: each attempt in a fold of the log
-//! (GitHub Actions' `::group::`), and the step's outputs and summary under
-//! GitHub Actions (`$GITHUB_OUTPUT`, `$GITHUB_STEP_SUMMARY`). The
-//! formatting is pure; `append` is the one place that touches a file, and
-//! it only ever appends to a regular file.
+//! (GitHub Actions' `::group::`, GitLab CI's collapsible sections), the
+//! step's outputs and summary under GitHub Actions (`$GITHUB_OUTPUT`,
+//! `$GITHUB_STEP_SUMMARY`), and the table of attempts at the end of a
+//! GitLab CI job log. The formatting is pure; `append` is the one place
+//! that touches a file, and it only ever appends to a regular file.
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -10,7 +11,7 @@ use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::duration::human;
 use crate::event::Event;
@@ -18,21 +19,39 @@ use crate::exit::Exit;
 use crate::report::run_report::{AttemptRow, Recorder};
 use crate::report::{Labels, Verbosity, escape_controls, say, text};
 
+/// Which runner's folds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runner {
+    /// GitHub Actions: `::group::TITLE` … `::endgroup::`.
+    Github,
+    /// GitLab CI: `section_start` … `section_end`.
+    Gitlab,
+}
+
 /// Puts each attempt in a fold of the log: opened when the attempt starts,
 /// closed by the next event (the one that tells how it ended), before that
 /// event's own line, so that the line stays visible outside the fold.
 pub struct Folds {
+    runner: Runner,
     labels: Labels,
-    /// Whether an attempt's fold is open.
-    open: bool,
+    /// Names GitLab's sections, which must be unique in a job log.
+    pid: u32,
+    /// The time of GitLab's section markers.
+    clock: fn() -> SystemTime,
+    /// The attempt whose fold is open.
+    open: Option<u64>,
 }
 
 impl Folds {
-    /// Folds titled with `labels` (the time, the name).
-    pub fn new(labels: Labels) -> Folds {
+    /// Folds for `runner`, titled with `labels` (the time, the name); the
+    /// `pid` and `clock` name and time GitLab's sections.
+    pub fn new(runner: Runner, labels: Labels, pid: u32, clock: fn() -> SystemTime) -> Folds {
         Folds {
+            runner,
             labels,
-            open: false,
+            pid,
+            clock,
+            open: None,
         }
     }
 
@@ -40,8 +59,11 @@ impl Folds {
     /// open fold, if any, and for an attempt that starts, its fold.
     pub fn event(&mut self, event: &Event<'_>) -> String {
         let mut marks = String::new();
-        if std::mem::take(&mut self.open) {
-            marks.push_str("::endgroup::\n");
+        if let Some(attempt) = self.open.take() {
+            match self.runner {
+                Runner::Github => marks.push_str("::endgroup::\n"),
+                Runner::Gitlab => marks.push_str(&section_end(self.unix_time(), self.pid, attempt)),
+            }
         }
         if let Event::AttemptStarted {
             attempt,
@@ -51,11 +73,47 @@ impl Folds {
             let title = self
                 .labels
                 .apply(&format!("attempt {}", text::of(attempt, max_attempts)));
-            let _ = writeln!(marks, "::group::{}", escape_workflow(&title));
-            self.open = true;
+            match self.runner {
+                Runner::Github => {
+                    let _ = writeln!(marks, "::group::{}", escape_workflow(&title));
+                }
+                Runner::Gitlab => {
+                    marks.push_str(&section_start(self.unix_time(), self.pid, attempt, &title));
+                }
+            }
+            self.open = Some(attempt);
         }
         marks
     }
+
+    fn unix_time(&self) -> u64 {
+        (self.clock)()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    }
+}
+
+/// The name of an attempt's GitLab section: unique in the job log, as
+/// GitLab needs, also when backoff runs twice in one job.
+fn section_name(pid: u32, attempt: u64) -> String {
+    format!("backoff_{pid}_attempt_{attempt}")
+}
+
+/// GitLab's start of a collapsed section, with its header line.
+fn section_start(unix: u64, pid: u32, attempt: u64, title: &str) -> String {
+    format!(
+        "\x1b[0Ksection_start:{unix}:{}[collapsed=true]\r\x1b[0Kbackoff: {}\n",
+        section_name(pid, attempt),
+        escape_controls(title)
+    )
+}
+
+/// GitLab's end of a section.
+fn section_end(unix: u64, pid: u32, attempt: u64) -> String {
+    format!(
+        "\x1b[0Ksection_end:{unix}:{}\r\x1b[0K\n",
+        section_name(pid, attempt)
+    )
 }
 
 /// Escapes a GitHub Actions workflow command's message.
@@ -181,6 +239,44 @@ fn summary(name: &str, ending: Option<&str>, rows: &[AttemptRow]) -> String {
     doc
 }
 
+/// The table of attempts at the end of a GitLab CI job log: aligned
+/// columns, each line starting `backoff: `.
+pub fn gitlab_table(rows: &[AttemptRow]) -> String {
+    let mut table: Vec<[String; 4]> = vec![[
+        "attempt".to_owned(),
+        "outcome".to_owned(),
+        "duration".to_owned(),
+        "delay after".to_owned(),
+    ]];
+    table.extend(rows.iter().map(|r| {
+        [
+            r.number.to_string(),
+            escape_controls(&r.outcome).into_owned(),
+            or_dash(r.duration),
+            or_dash(r.delay_after),
+        ]
+    }));
+    let mut widths = [0; 4];
+    for row in &table {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &table {
+        let mut line = String::from("backoff: ");
+        for (i, (w, c)) in widths.iter().zip(row).enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            let _ = write!(line, "{c}{}", " ".repeat(w - c.chars().count()));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// Appends `text` to the file at `path` (named by the variable `var`) in
 /// one write, creating it if need be, and says on one line why not when
 /// it cannot.
@@ -224,6 +320,10 @@ mod tests {
     use crate::classify::Outcome;
     use crate::event::Ending as Why;
 
+    fn epoch() -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_796_144_602)
+    }
+
     fn started(attempt: u64) -> Event<'static> {
         Event::AttemptStarted {
             attempt,
@@ -247,7 +347,7 @@ mod tests {
             clock: None,
             name: Some("db, 50%".to_owned()),
         };
-        let mut f = Folds::new(labels);
+        let mut f = Folds::new(Runner::Github, labels, 7, epoch);
         assert_eq!(f.event(&started(2)), "::group::db, 50%25: attempt 2/7\n");
         assert_eq!(
             f.event(&started(3)),
@@ -255,6 +355,23 @@ mod tests {
         );
         assert_eq!(f.event(&gave_up()), "::endgroup::\n");
         assert_eq!(f.event(&gave_up()), "");
+    }
+
+    #[test]
+    fn gitlab_sections_are_named_by_pid_and_attempt_and_timed_in_unix_seconds() {
+        let mut f = Folds::new(Runner::Gitlab, Labels::default(), 42, epoch);
+        let start = f.event(&Event::AttemptStarted {
+            attempt: 1,
+            max_attempts: None,
+        });
+        assert_eq!(
+            start,
+            "\x1b[0Ksection_start:1796144602:backoff_42_attempt_1[collapsed=true]\r\x1b[0Kbackoff: attempt 1\n"
+        );
+        assert_eq!(
+            f.event(&gave_up()),
+            "\x1b[0Ksection_end:1796144602:backoff_42_attempt_1\r\x1b[0K\n"
+        );
     }
 
     #[test]
@@ -295,6 +412,16 @@ mod tests {
              | ---: | --- | ---: | ---: |\n\
              | 1 | exit 1 | 12ms | 312ms |\n\
              | 2 | a\\|b\\n | – | – |\n\n"
+        );
+    }
+
+    #[test]
+    fn the_gitlab_table_is_aligned() {
+        assert_eq!(
+            gitlab_table(&rows()),
+            "backoff: attempt  outcome  duration  delay after\n\
+             backoff: 1        exit 1   12ms      312ms\n\
+             backoff: 2        a|b\\n    –         –\n"
         );
     }
 

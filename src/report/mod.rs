@@ -1,6 +1,6 @@
 //! Every line and file backoff writes about a run: the text lines and
-//! GitHub annotations (`text`), GitHub Actions' folds, step outputs and
-//! summary (`ci`), the JSON events (`json`), the run report
+//! GitHub annotations (`text`), the CI runners' folds, step outputs and
+//! tables (`ci`), the JSON events (`json`), the run report
 //! (`run_report`), the Prometheus metrics (`metrics`), and the atomic writes
 //! of those files (`atomic`). Nothing here decides what happens.
 
@@ -42,6 +42,9 @@ pub enum LogFormat {
     /// Text, with each attempt in a ::group:: fold, ::warning:: on each
     /// retry and ::error:: when giving up.
     Github,
+    /// Text, with each attempt in a collapsed section of the GitLab CI job
+    /// log, and a table of the attempts at the end.
+    Gitlab,
 }
 
 /// What each of backoff's text lines says after `backoff: `, before its

@@ -1,6 +1,6 @@
-//! The text lines backoff writes about a run (`--log-format text`, and
-//! `github`, which adds GitHub Actions annotations and folds: see `ci`),
-//! to an injected writer.
+//! The text lines backoff writes about a run (`--log-format text`;
+//! `github`, which adds GitHub Actions annotations and folds, and `gitlab`,
+//! which adds GitLab CI sections: see `ci`), to an injected writer.
 //! Each line is built first and written with one call; a write error (a
 //! closed stderr) is ignored, never a crash.
 
@@ -10,7 +10,7 @@ use std::io::Write;
 use crate::classify::{Outcome, StopReason};
 use crate::duration::human;
 use crate::event::{Ending, Event, HuntEnd, Next, Report};
-use crate::report::ci::{self, Folds};
+use crate::report::ci::{self, Folds, Runner};
 use crate::report::{Labels, Verbosity, escape_controls};
 use crate::signal;
 
@@ -40,12 +40,28 @@ impl<W: Write> TextReport<W> {
     /// when giving up, as GitHub Actions shows them on the run's page, and
     /// each attempt in a `::group::` fold (not with -q).
     pub fn github(out: W, verbosity: Verbosity, labels: Labels) -> Self {
-        let folds = (verbosity > Verbosity::Quiet).then(|| Folds::new(labels.clone()));
         TextReport {
             github: true,
-            folds,
-            ..TextReport::new(out, verbosity, labels)
+            ..TextReport::new(out, verbosity, labels).folded(Runner::Github)
         }
+    }
+
+    /// The same lines, with each attempt in a collapsed section of the
+    /// GitLab CI job log (not with -q).
+    pub fn gitlab(out: W, verbosity: Verbosity, labels: Labels) -> Self {
+        TextReport::new(out, verbosity, labels).folded(Runner::Gitlab)
+    }
+
+    fn folded(self, runner: Runner) -> Self {
+        let folds = (self.verbosity > Verbosity::Quiet).then(|| {
+            Folds::new(
+                runner,
+                self.labels.clone(),
+                std::process::id(),
+                std::time::SystemTime::now,
+            )
+        });
+        TextReport { folds, ..self }
     }
 
     fn line(&mut self, marks: &str, level: Option<&str>, text: &str) {

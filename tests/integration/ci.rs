@@ -1,8 +1,10 @@
-//! CI logs: GitHub Actions folds, step outputs and summary.
+//! CI logs: GitHub Actions folds, step outputs and summary, and GitLab CI
+//! sections and the end table.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::support::{PATIENCE, Running, TempDir, command, events};
 
@@ -299,4 +301,120 @@ fn quiet_and_json_have_no_folds_but_the_step_outputs_are_written() {
         "{:?}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `backoff ARGS` in a GitLab CI job.
+fn in_gitlab_job(args: &[&str]) -> Command {
+    let mut cmd = command(args);
+    cmd.env("GITLAB_CI", "true");
+    cmd
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+#[test]
+fn gitlab_puts_each_attempt_in_a_section_and_ends_with_a_table() {
+    let before = unix_now();
+    let mut cmd = in_gitlab_job(&sh(NO_DELAY, THIRD_TIME_LUCKY));
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let after = unix_now();
+    assert_eq!(out.status.code(), Some(0));
+    let lines = stderr_lines(&out);
+    let time_of = |line: &str, marker: &str, name: &str| -> u64 {
+        let rest = line
+            .strip_prefix(&format!("\x1b[0K{marker}:"))
+            .unwrap_or_else(|| panic!("not a {marker}: {line:?}"));
+        let (time, rest) = rest.split_once(':').unwrap();
+        assert!(rest.starts_with(name), "{line:?}");
+        let time: u64 = time.parse().unwrap();
+        assert!(
+            (before..=after).contains(&time),
+            "{time} not in {before}..={after}"
+        );
+        time
+    };
+    for n in 1..=3 {
+        let name = format!("backoff_{pid}_attempt_{n}");
+        let at = lines
+            .iter()
+            .position(|l| l.contains("section_start:") && l.contains(&name))
+            .unwrap_or_else(|| panic!("no section {name}: {lines:#?}"));
+        let start = time_of(&lines[at], "section_start", &name);
+        assert!(
+            lines[at].ends_with(&format!(
+                "{name}[collapsed=true]\r\x1b[0Kbackoff: attempt {n}/7"
+            )),
+            "{:?}",
+            lines[at]
+        );
+        assert_eq!(lines[at + 1], format!("output {n}"));
+        let end = time_of(&lines[at + 2], "section_end", &name);
+        assert!(end >= start);
+        assert_eq!(
+            lines[at + 2],
+            format!("\x1b[0Ksection_end:{end}:{name}\r\x1b[0K")
+        );
+        if n < 3 {
+            assert!(
+                lines[at + 3].starts_with(&format!("backoff: attempt {n}/7 failed (exit 1)")),
+                "{lines:#?}"
+            );
+        }
+    }
+    let table: Vec<&String> = lines.iter().rev().take(4).rev().collect();
+    assert_eq!(
+        table[0], "backoff: attempt  outcome  duration  delay after",
+        "{lines:#?}"
+    );
+    for (i, row) in table[1..].iter().enumerate() {
+        let cells: Vec<&str> = row
+            .strip_prefix("backoff: ")
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        let last = if i < 2 {
+            ["exit", "1"].as_slice()
+        } else {
+            ["success"].as_slice()
+        };
+        assert_eq!(cells[0], (i + 1).to_string(), "{row}");
+        assert_eq!(&cells[1..=last.len()], last, "{row}");
+        assert!(is_duration(cells[last.len() + 1]), "{row}");
+        assert_eq!(
+            cells[last.len() + 2],
+            if i < 2 { "1ms" } else { "–" },
+            "{row}"
+        );
+    }
+    // The columns line up: each column starts where its header does.
+    let at = table[0].find("duration").unwrap();
+    assert!(
+        table.iter().all(|r| r[at - 2..at].trim().is_empty()),
+        "{table:#?}"
+    );
+}
+
+#[test]
+fn github_actions_wins_over_gitlab_ci_and_json_has_no_sections() {
+    let mut both = in_gitlab_job(&["--attempts", "1", "--", "false"]);
+    both.env("GITHUB_ACTIONS", "true");
+    let lines = stderr_lines(&finished(both));
+    assert_eq!(lines[0], "::group::attempt 1/1", "{lines:#?}");
+    let out = finished(in_gitlab_job(&sh(
+        "--log-format json --attempts 2 --base 1ms",
+        "false",
+    )));
+    assert_eq!(events(&out.stderr).len(), 6);
+    let quiet = finished(in_gitlab_job(&sh("-q --attempts 2 --base 1ms", "false")));
+    assert!(quiet.stderr.is_empty(), "{quiet:?}");
 }

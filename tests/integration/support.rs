@@ -305,9 +305,15 @@ fn clean_environment(cmd: &mut Command) {
             cmd.env_remove(k);
         }
     }
-    // Under GitHub Actions backoff's reports change form, and it appends to
-    // the step's files; tests that want that set them themselves.
-    for name in ["GITHUB_ACTIONS", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY"] {
+    // Under GitHub Actions or GitLab CI backoff's reports change form, and
+    // it appends to the step's files; tests that want that set them
+    // themselves.
+    for name in [
+        "GITHUB_ACTIONS",
+        "GITHUB_OUTPUT",
+        "GITHUB_STEP_SUMMARY",
+        "GITLAB_CI",
+    ] {
         cmd.env_remove(name);
     }
 }
