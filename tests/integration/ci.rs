@@ -1,10 +1,11 @@
-//! CI logs: GitHub Actions folds, step outputs and summary, and GitLab CI
-//! sections and the end table.
+//! CI logs: GitHub Actions folds, step outputs and summary, GitLab CI
+//! sections and the end table, and the composite action of `action.yml`,
+//! whose steps run here as a runner would run them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::support::{PATIENCE, Running, TempDir, command, events};
 
@@ -417,4 +418,242 @@ fn github_actions_wins_over_gitlab_ci_and_json_has_no_sections() {
     assert_eq!(events(&out.stderr).len(), 6);
     let quiet = finished(in_gitlab_job(&sh("-q --attempts 2 --base 1ms", "false")));
     assert!(quiet.stderr.is_empty(), "{quiet:?}");
+}
+
+/// `action.yml`, read by python3's YAML parser, as JSON.
+fn action() -> serde_json::Value {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
+        ])
+        .arg(Path::new(root).join("action.yml"))
+        .output()
+        .expect("python3 with yaml (python3-yaml)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `value` with each `${{ inputs.NAME }}` replaced by the input's value.
+fn substitute(value: &str, inputs: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(at) = rest.find("${{") {
+        out.push_str(&rest[..at]);
+        let end = rest[at..].find("}}").expect("closed expression") + at;
+        let expr = rest[at + 3..end].trim();
+        let name = expr
+            .strip_prefix("inputs.")
+            .unwrap_or_else(|| panic!("only inputs in env: {expr}"));
+        out.push_str(
+            inputs
+                .get(name)
+                .unwrap_or_else(|| panic!("no input {name}")),
+        );
+        rest = &rest[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A runner of the action's steps, in a directory of its own: each step
+/// gets its own output, summary and path files, as on GitHub.
+struct StepRunner {
+    dir: TempDir,
+    /// The action's inputs: the test's, and the defaults.
+    inputs: BTreeMap<String, String>,
+    /// `PATH`, with what the steps so far added to `GITHUB_PATH` first.
+    path: std::ffi::OsString,
+}
+
+impl StepRunner {
+    fn files(&self, name: &str, step: usize) -> std::path::PathBuf {
+        self.dir.join(&format!("{name}-{step}"))
+    }
+
+    fn workspace(&self) -> std::path::PathBuf {
+        self.dir.join("workspace")
+    }
+
+    /// Runs step `i` as a runner runs a composite step's `shell: bash`
+    /// (niced, so that the install step's build leaves the timed tests
+    /// beside it their CPU), and returns its output.
+    fn run(&mut self, i: usize, step: &serde_json::Value) -> Output {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(step["shell"], "bash", "{step}");
+        let file = self.files("step", i);
+        std::fs::write(&file, step["run"].as_str().unwrap()).unwrap();
+        let runner_temp = self.dir.join("runner-temp");
+        std::fs::create_dir_all(&runner_temp).unwrap();
+        std::fs::create_dir_all(self.workspace()).unwrap();
+        let mut cmd = Command::new("nice");
+        cmd.args([
+            "-n",
+            "19",
+            "bash",
+            "--noprofile",
+            "--norc",
+            "-eo",
+            "pipefail",
+        ])
+        .arg(&file)
+        .current_dir(self.workspace())
+        .stdin(Stdio::null());
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("BACKOFF_") {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.env_remove("GITLAB_CI")
+            .env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_OUTPUT", self.files("output", i))
+            .env("GITHUB_STEP_SUMMARY", self.files("summary", i))
+            .env("GITHUB_PATH", self.files("path", i))
+            .env("GITHUB_ACTION_PATH", root)
+            .env("GITHUB_WORKSPACE", self.workspace())
+            .env("RUNNER_TEMP", &runner_temp)
+            .env("PATH", &self.path)
+            // The build is kept, so that the suite's next run reuses it.
+            .env("CARGO_TARGET_DIR", root.join("target/action-test"));
+        if let Some(env) = step["env"].as_object() {
+            for (k, v) in env {
+                cmd.env(k, substitute(v.as_str().unwrap(), &self.inputs));
+            }
+        }
+        let started = std::time::Instant::now();
+        let out = cmd.output().unwrap();
+        say_took(i, started.elapsed());
+        assert!(
+            out.status.success(),
+            "step {i} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // What the step added to GITHUB_PATH comes first in the next one's.
+        let added: Vec<std::path::PathBuf> = std::fs::read_to_string(self.files("path", i))
+            .unwrap_or_default()
+            .lines()
+            .map(Into::into)
+            .collect();
+        let old: Vec<std::path::PathBuf> = std::env::split_paths(&self.path).collect();
+        self.path = std::env::join_paths(added.into_iter().rev().chain(old)).unwrap();
+        out
+    }
+}
+
+/// The action's inputs with their defaults, then `given`, each of which
+/// must be one of them.
+fn inputs(action: &serde_json::Value, given: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let declared = action["inputs"].as_object().expect("inputs");
+    assert_eq!(declared["run"]["required"], true);
+    let mut inputs: BTreeMap<String, String> = declared
+        .iter()
+        .map(|(k, v)| (k.clone(), v["default"].as_str().unwrap_or("").to_owned()))
+        .collect();
+    for (k, v) in given {
+        assert!(
+            inputs.insert((*k).to_owned(), (*v).to_owned()).is_some(),
+            "no input {k}"
+        );
+    }
+    inputs
+}
+
+#[test]
+fn the_composite_action_installs_backoff_and_retries_the_script_until_it_passes() {
+    let action = action();
+    let dir = TempDir::new("action");
+    // Fails twice, then passes; the pipe fails only under pipefail.
+    let script = format!(
+        "n=$(( $(cat '{0}' 2>/dev/null || echo 0) + 1 ))\necho $n > '{0}'\necho \"try $n\"\n[ \"$n\" -ge 3 ] | cat\n",
+        dir.join("count").display()
+    );
+    let given = [
+        ("run", script.as_str()),
+        ("attempts", "5"),
+        ("base", "10ms"),
+        ("cap", "20ms"),
+        ("jitter", "none"),
+        // Not run: inputs reach the script as variables, not as its text.
+        ("name", "flaky $(touch pwned)"),
+        ("args", "--seed 7\n-v"),
+    ];
+    let mut runner = StepRunner {
+        inputs: inputs(&action, &given),
+        dir,
+        path: std::env::var_os("PATH").unwrap_or_default(),
+    };
+    assert_eq!(action["runs"]["using"], "composite");
+    let steps = action["runs"]["steps"].as_array().unwrap();
+    let i = steps
+        .iter()
+        .position(|s| s["id"] == "run")
+        .expect("a step with id run");
+    let mut outs: Vec<Output> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| runner.run(i, s))
+        .collect();
+    let out = outs.swap_remove(i);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        ["try 1", "try 2", "try 3"],
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("::group::flaky $(touch pwned): attempt 3/5\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("::warning title=flaky $(touch pwned)::"),
+        "{stderr}"
+    );
+    // -v from `args`.
+    assert!(
+        stderr.contains("backoff: flaky $(touch pwned): running bash -eo pipefail -c"),
+        "{stderr}"
+    );
+    assert!(!runner.workspace().join("pwned").exists());
+    let got = outputs(&runner.files("output", i));
+    assert_eq!(got, expected(3, 2, 0, "success", "success"));
+    // The action's outputs are the run step's, key by key.
+    let declared = action["outputs"].as_object().unwrap();
+    assert_eq!(
+        declared.keys().collect::<Vec<_>>(),
+        got.keys().collect::<Vec<_>>()
+    );
+    for (k, v) in declared {
+        assert_eq!(
+            v["value"],
+            format!("${{{{ steps.run.outputs.{k} }}}}"),
+            "{k}"
+        );
+    }
+    let summary = std::fs::read_to_string(runner.files("summary", i)).unwrap();
+    assert!(
+        summary.starts_with(
+            "### backoff: flaky $(touch pwned)\n\nattempt 3/5 succeeded; 3 attempts in "
+        ),
+        "{summary}"
+    );
+    let rows = summary_rows(&summary);
+    assert_eq!(
+        rows.iter().map(|r| r[3].as_str()).collect::<Vec<_>>(),
+        ["10ms", "20ms", "–"],
+        "{summary}"
+    );
+}
+
+/// Says how long a step of the action took (seen with --nocapture), for
+/// whoever watches the suite's time: the install step builds backoff.
+fn say_took(step: usize, took: Duration) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "action step {step} took {took:.1?}");
 }
