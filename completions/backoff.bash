@@ -226,7 +226,7 @@ _backoff_options() {
                     return 0
                     ;;
                 --log-format)
-                    COMPREPLY=($(compgen -W "text json github" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "text json github gitlab" -- "${cur}"))
                     return 0
                     ;;
                 --report)

@@ -61,7 +61,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --breaker-cooldown 'How long an open circuit stays open before a probe'
             cand --breaker-exit 'Exit status of a run that an open circuit does not let run the command (75, EX_TEMPFAIL: try again later)'
             cand --name 'Name the command in reports (default: the program''s name)'
-            cand --log-format 'How backoff reports on stderr: text lines, one JSON object per event, or GitHub Actions annotations [default: github when GITHUB_ACTIONS is true, else text]'
+            cand --log-format 'How backoff reports on stderr: text lines, one JSON object per event, GitHub Actions annotations and folds, or GitLab CI sections [default: github when GITHUB_ACTIONS is true, gitlab when GITLAB_CI is true, else text]'
             cand --report 'At exit, write a JSON summary of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr)'
             cand --metrics-file 'At exit, write Prometheus metrics of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr), for the node exporter''s textfile collector'
             cand --forever 'No retry limit: retry until success or a stop rule'

@@ -73,9 +73,10 @@ complete -c backoff -n "__fish_backoff_needs_command" -l breaker-failures -d 'Ru
 complete -c backoff -n "__fish_backoff_needs_command" -l breaker-cooldown -d 'How long an open circuit stays open before a probe' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l breaker-exit -d 'Exit status of a run that an open circuit does not let run the command (75, EX_TEMPFAIL: try again later)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l name -d 'Name the command in reports (default: the program\'s name)' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l log-format -d 'How backoff reports on stderr: text lines, one JSON object per event, or GitHub Actions annotations [default: github when GITHUB_ACTIONS is true, else text]' -r -f -a "text\t'Lines for people, each starting with \'backoff: \''
+complete -c backoff -n "__fish_backoff_needs_command" -l log-format -d 'How backoff reports on stderr: text lines, one JSON object per event, GitHub Actions annotations and folds, or GitLab CI sections [default: github when GITHUB_ACTIONS is true, gitlab when GITLAB_CI is true, else text]' -r -f -a "text\t'Lines for people, each starting with \'backoff: \''
 json\t'One JSON object per event, one per line'
-github\t'Text, with ::warning:: on each retry and ::error:: when giving up'"
+github\t'Text, with each attempt in a ::group:: fold, ::warning:: on each retry and ::error:: when giving up'
+gitlab\t'Text, with each attempt in a collapsed section of the GitLab CI job log, and a table of the attempts at the end'"
 complete -c backoff -n "__fish_backoff_needs_command" -l report -d 'At exit, write a JSON summary of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr)' -r -F
 complete -c backoff -n "__fish_backoff_needs_command" -l metrics-file -d 'At exit, write Prometheus metrics of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr), for the node exporter\'s textfile collector' -r -F
 complete -c backoff -n "__fish_backoff_needs_command" -l forever -d 'No retry limit: retry until success or a stop rule'

@@ -21,7 +21,7 @@ use crate::exit::Exit;
 use crate::report::json::JsonReport;
 use crate::report::run_report::Recorder;
 use crate::report::text::TextReport;
-use crate::report::{self, Labels, LogFormat, Std, Verbosity, atomic, metrics, say};
+use crate::report::{self, Labels, LogFormat, Std, Verbosity, atomic, ci, metrics, say};
 use crate::run::Executor as _;
 use crate::simulate::{self, svg, table};
 use crate::sys::signals::SignalWatch;
@@ -265,6 +265,10 @@ fn log_report(cfg: &RunConfig, labels: Labels, label: String) -> Box<dyn Report>
             TextReport::github(Std::Err, cfg.verbosity, labels),
             cfg.verbosity,
         )),
+        LogFormat::Gitlab => Box::new(live(
+            TextReport::gitlab(Std::Err, cfg.verbosity, labels),
+            cfg.verbosity,
+        )),
         LogFormat::Text => Box::new(live(
             TextReport::new(Std::Err, cfg.verbosity, labels),
             cfg.verbosity,
@@ -284,7 +288,8 @@ fn live<W: Write>(report: TextReport<W>, verbosity: Verbosity) -> TextReport<W> 
     }
 }
 
-/// Writes `--report` and `--metrics-file`. A file that cannot be written is
+/// Writes `--report` and `--metrics-file`, and what CI runners take from
+/// the run (`write_ci`). A file that cannot be written is
 /// reported, but the run's exit status stays the command's. `wait` pauses
 /// while another process updates the metrics file, and returns the
 /// terminating signal that cut the pause short; that signal gives the
@@ -320,7 +325,20 @@ fn write_summaries(
             ));
         }
     }
+    write_ci(cfg, recorder, exit);
     cut
+}
+
+/// Under GitHub Actions, appends the step's outputs and summary; in the
+/// gitlab format, ends the job log with the table of attempts (not with -q).
+fn write_ci(cfg: &RunConfig, recorder: &Recorder, exit: Exit) {
+    if let Some(step) = &cfg.github_step {
+        step.write(recorder, exit);
+    }
+    if cfg.log_format == LogFormat::Gitlab && cfg.verbosity != crate::report::Verbosity::Quiet {
+        let rows: Vec<_> = recorder.rows().collect();
+        let _ = Std::Err.write_all(ci::gitlab_table(&rows).as_bytes());
+    }
 }
 
 /// `backoff schedule`.

@@ -22,6 +22,7 @@ use crate::cli::{
 use crate::exec::scan::{self, OutputRules};
 use crate::jitter::Jitter;
 use crate::policy::{Policy, PolicyConfig};
+use crate::report::ci::StepFiles;
 use crate::report::{LogFormat, Verbosity};
 use crate::run::{Goal, Hints, Hooks};
 use crate::simulate;
@@ -126,8 +127,11 @@ pub struct RunConfig {
     pub name: Option<String>,
     /// `--timestamps`: the local time starts every text line.
     pub timestamps: bool,
-    /// `--log-format`, or github under GitHub Actions, else text.
+    /// `--log-format`, or github under GitHub Actions, gitlab under GitLab
+    /// CI, else text.
     pub log_format: LogFormat,
+    /// Under GitHub Actions, the step's files for its outputs and summary.
+    pub github_step: Option<StepFiles>,
     /// `--report`.
     pub report: Option<PathBuf>,
     /// `--metrics-file`.
@@ -689,12 +693,16 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         name: cli.output.name,
         timestamps: cli.output.timestamps,
         log_format: cli.output.log_format.unwrap_or_else(|| {
-            if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
+            let set = |name| std::env::var(name).is_ok_and(|v| v == "true");
+            if set("GITHUB_ACTIONS") {
                 LogFormat::Github
+            } else if set("GITLAB_CI") {
+                LogFormat::Gitlab
             } else {
                 LogFormat::Text
             }
         }),
+        github_step: StepFiles::from_env(|name| std::env::var_os(name)),
         budget: budget(&cli.budget, cli.breaker.breaker.is_some(), given)?,
         breaker: breaker(&cli.breaker, &cli.budget.store.place, goal, given)?,
         breaker_exit: cli.breaker.breaker_exit,

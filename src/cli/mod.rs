@@ -644,8 +644,9 @@ pub struct OutputArgs {
     pub timestamps: bool,
 
     /// How backoff reports on stderr: text lines, one JSON object per event,
-    /// or GitHub Actions annotations [default: github when GITHUB_ACTIONS is
-    /// true, else text]
+    /// GitHub Actions annotations and folds, or GitLab CI sections [default:
+    /// github when GITHUB_ACTIONS is true, gitlab when GITLAB_CI is true,
+    /// else text]
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub log_format: Option<LogFormat>,
 

@@ -1,10 +1,12 @@
 //! Every line and file backoff writes about a run: the text lines and
-//! GitHub annotations (`text`), the countdown on a terminal (`live`), the
-//! JSON events (`json`), the run report
+//! GitHub annotations (`text`), the CI runners' folds, step outputs and
+//! tables (`ci`), the countdown on a terminal (`live`), the JSON events
+//! (`json`), the run report
 //! (`run_report`), the Prometheus metrics (`metrics`), and the atomic writes
 //! of those files (`atomic`). Nothing here decides what happens.
 
 pub mod atomic;
+pub mod ci;
 pub mod json;
 pub mod live;
 pub mod metrics;
@@ -39,8 +41,12 @@ pub enum LogFormat {
     Text,
     /// One JSON object per event, one per line.
     Json,
-    /// Text, with ::warning:: on each retry and ::error:: when giving up.
+    /// Text, with each attempt in a ::group:: fold, ::warning:: on each
+    /// retry and ::error:: when giving up.
     Github,
+    /// Text, with each attempt in a collapsed section of the GitLab CI job
+    /// log, and a table of the attempts at the end.
+    Gitlab,
 }
 
 /// What each of backoff's text lines says after `backoff: `, before its

@@ -47,6 +47,22 @@ impl AttemptRecord {
     }
 }
 
+/// One attempt as a row of the CI logs' tables: its number, how it ended
+/// in the words of backoff's lines (`success`, `exit 1`, `signal TERM`,
+/// `timeout`, or `interrupted` when it had no outcome), how long it ran and
+/// the delay slept after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptRow {
+    /// 1-based attempt number.
+    pub number: u64,
+    /// How it ended.
+    pub outcome: String,
+    /// How long it ran, when known.
+    pub duration: Option<Duration>,
+    /// The delay after it, if one was slept.
+    pub delay_after: Option<Duration>,
+}
+
 /// Collects what a run did, for `--report` and `--metrics-file`.
 pub struct Recorder {
     name: String,
@@ -66,6 +82,8 @@ pub struct Recorder {
     hooks: Vec<(HookKind, u64, Option<Outcome>, Duration)>,
     /// What the circuit breaker did, with `--breaker`.
     breaker: Option<BreakerRecord>,
+    /// How the run ended, in the words of its last line.
+    ending: Option<String>,
 }
 
 /// The circuit breaker's part in a run.
@@ -108,6 +126,7 @@ impl Recorder {
             resets: 0,
             hooks: Vec::new(),
             breaker: None,
+            ending: None,
         }
     }
 
@@ -289,6 +308,31 @@ impl Recorder {
         })
     }
 
+    /// The attempts, one row each, in order.
+    pub fn rows(&self) -> impl Iterator<Item = AttemptRow> + '_ {
+        self.attempts.iter().map(|a| AttemptRow {
+            number: a.number,
+            outcome: match a.outcome {
+                _ if a.passed => "success".to_owned(),
+                Some(o) => o.to_string(),
+                None => Ending::Interrupted.name().to_owned(),
+            },
+            duration: a.duration,
+            delay_after: a.delay_after,
+        })
+    }
+
+    /// Why the run ended, as the report's `reason` says it.
+    pub fn reason(&self) -> &'static str {
+        self.reason
+    }
+
+    /// How the run ended, in the words of its last line, also when that
+    /// line was not written (`giving up after 3 attempts in 1.20s: exit 1`).
+    pub fn ending(&self) -> Option<&str> {
+        self.ending.as_deref()
+    }
+
     /// The label of the command.
     pub fn name(&self) -> &str {
         &self.name
@@ -312,6 +356,9 @@ impl Recorder {
 
 impl Report for Recorder {
     fn event(&mut self, event: &Event<'_>) {
+        if let Some(line) = crate::report::ci::ending(event) {
+            self.ending = Some(line);
+        }
         match *event {
             Event::Start { .. } => self.started = Some((self.clock)()),
             Event::AttemptStarted { attempt, .. } => {

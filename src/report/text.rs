@@ -1,5 +1,6 @@
-//! The text lines backoff writes about a run (`--log-format text`, and
-//! `github`, which adds GitHub Actions annotations), to an injected writer.
+//! The text lines backoff writes about a run (`--log-format text`;
+//! `github`, which adds GitHub Actions annotations and folds, and `gitlab`,
+//! which adds GitLab CI sections: see `ci`), to an injected writer.
 //! Each line is built first and written with one call; a write error (a
 //! closed stderr) is ignored, never a crash.
 
@@ -10,12 +11,13 @@ use crate::budget::breaker::{Admission, Circuit, RunEnd, State};
 use crate::classify::{Outcome, StopReason};
 use crate::duration::human;
 use crate::event::{BreakerNews, Ending, Event, HuntEnd, Next, Report};
+use crate::report::ci::{self, Folds, Runner};
 use crate::report::live::{self, Live};
 use crate::report::{Labels, Verbosity, escape_controls};
 use crate::signal;
 
 /// Writes events as `backoff: ` text lines, or as GitHub Actions
-/// annotations for retries and giving up.
+/// annotations for retries and giving up, with each attempt in a CI fold.
 pub struct TextReport<W: Write> {
     out: W,
     verbosity: Verbosity,
@@ -26,6 +28,8 @@ pub struct TextReport<W: Write> {
     /// What the status line says before the time left: the last attempt's
     /// head (`attempt 2/7 failed (exit 1)`) and `retrying in` or `next in`.
     status: Option<(String, &'static str)>,
+    /// The CI runner's folds around each attempt (github, gitlab).
+    folds: Option<Folds>,
 }
 
 impl<W: Write> TextReport<W> {
@@ -38,6 +42,7 @@ impl<W: Write> TextReport<W> {
             github: false,
             live: None,
             status: None,
+            folds: None,
         }
     }
 
@@ -52,34 +57,50 @@ impl<W: Write> TextReport<W> {
     }
 
     /// The same lines, with `::warning::` for each retry and `::error::`
-    /// when giving up, as GitHub Actions shows them on the run's page.
+    /// when giving up, as GitHub Actions shows them on the run's page, and
+    /// each attempt in a `::group::` fold (not with -q).
     pub fn github(out: W, verbosity: Verbosity, labels: Labels) -> Self {
         TextReport {
             github: true,
-            ..TextReport::new(out, verbosity, labels)
+            ..TextReport::new(out, verbosity, labels).folded(Runner::Github)
         }
     }
 
-    fn line(&mut self, level: Option<&str>, text: &str) {
+    /// The same lines, with each attempt in a collapsed section of the
+    /// GitLab CI job log (not with -q).
+    pub fn gitlab(out: W, verbosity: Verbosity, labels: Labels) -> Self {
+        TextReport::new(out, verbosity, labels).folded(Runner::Gitlab)
+    }
+
+    fn folded(self, runner: Runner) -> Self {
+        let folds = (self.verbosity > Verbosity::Quiet).then(|| {
+            Folds::new(
+                runner,
+                self.labels.clone(),
+                std::process::id(),
+                std::time::SystemTime::now,
+            )
+        });
+        TextReport { folds, ..self }
+    }
+
+    fn line(&mut self, marks: &str, level: Option<&str>, text: &str) {
         let text = self.labels.apply(text);
+        let title = ci::escape_property(self.labels.name.as_deref().unwrap_or("backoff"));
         let buf = match level.filter(|_| self.github) {
-            Some(level) => format!("::{level} title=backoff::{}\n", escape_workflow(&text)),
-            None => format!("backoff: {}\n", escape_controls(&text)),
+            Some(level) => format!(
+                "{marks}::{level} title={title}::{}\n",
+                ci::escape_workflow(&text)
+            ),
+            None => format!("{marks}backoff: {}\n", escape_controls(&text)),
         };
         let _ = self.out.write_all(buf.as_bytes());
         let _ = self.out.flush();
     }
 }
 
-/// Escapes a GitHub Actions workflow command's message.
-fn escape_workflow(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
 /// `2/7`, or `2` without a limit.
-fn of(attempt: u64, max: Option<u64>) -> String {
+pub fn of(attempt: u64, max: Option<u64>) -> String {
     match max {
         Some(m) => format!("{attempt}/{m}"),
         None => attempt.to_string(),
@@ -122,20 +143,31 @@ impl<W: Write> Report for TextReport<W> {
                 self.status = Some(status);
             }
         }
-        if let Some(text) = text(event, self.verbosity) {
-            let level = match event {
-                Event::Failed {
-                    next: Next::Retry { .. },
-                    ..
-                } => Some("warning"),
-                Event::GaveUp { .. }
-                | Event::CannotStart { .. }
-                | Event::Undelivered { .. }
-                | Event::OutputLost { .. } => Some("error"),
-                _ => None,
-            };
-            self.line(level, &text);
-        }
+        // A fold's markers go before the event's line, in the same write.
+        let marks = self
+            .folds
+            .as_mut()
+            .map(|f| f.event(event))
+            .unwrap_or_default();
+        let Some(text) = text(event, self.verbosity) else {
+            if !marks.is_empty() {
+                let _ = self.out.write_all(marks.as_bytes());
+                let _ = self.out.flush();
+            }
+            return;
+        };
+        let level = match event {
+            Event::Failed {
+                next: Next::Retry { .. },
+                ..
+            } => Some("warning"),
+            Event::GaveUp { .. }
+            | Event::CannotStart { .. }
+            | Event::Undelivered { .. }
+            | Event::OutputLost { .. } => Some("error"),
+            _ => None,
+        };
+        self.line(&marks, level, &text);
     }
 
     fn counts_down(&self) -> bool {
@@ -731,7 +763,7 @@ mod tests {
             String::from_utf8(out).unwrap(),
             format!(
                 "backoff: {time} job: cannot run 'nope': No such file or directory\n\
-                 ::error title=backoff::{time} job: cannot run 'nope': No such file or directory\n"
+                 ::error title=job::{time} job: cannot run 'nope': No such file or directory\n"
             )
         );
     }
@@ -774,6 +806,45 @@ mod tests {
                 "next in"
             ))
         );
+    }
+
+    #[test]
+    fn an_attempt_is_folded_and_its_annotation_follows_the_fold() {
+        let events = [
+            Event::AttemptStarted {
+                attempt: 1,
+                max_attempts: Some(3),
+            },
+            Event::Failed {
+                attempt: 1,
+                max_attempts: Some(3),
+                outcome: Outcome::Exited(1),
+                elapsed: Duration::from_millis(5),
+                next: Next::Retry {
+                    delay: Delay {
+                        delay: Duration::from_millis(80),
+                        bound: Duration::from_millis(100),
+                    },
+                    server: false,
+                },
+                hint: None,
+            },
+        ];
+        let folded = |v| {
+            let mut out = Vec::new();
+            let mut r = TextReport::github(&mut out, v, Labels::default());
+            for e in &events {
+                r.event(e);
+            }
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            folded(Verbosity::Normal),
+            "::group::attempt 1/3\n::endgroup::\n\
+             ::warning title=backoff::attempt 1/3 failed (exit 1) after 5ms; retrying in 80ms\n"
+        );
+        assert_eq!(folded(Verbosity::Quiet), "");
+        assert!(!lines(Verbosity::Normal, &events).contains("::"));
     }
 
     #[test]

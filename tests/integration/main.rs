@@ -2,6 +2,7 @@
 
 mod breaker;
 mod budget;
+mod ci;
 mod completions;
 mod docs;
 mod environment;

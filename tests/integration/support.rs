@@ -269,7 +269,7 @@ impl Drop for Running {
 }
 
 /// A `std::process::Command` for the backoff binary, with a clean
-/// `BACKOFF_*` environment and no `GITHUB_ACTIONS`.
+/// `BACKOFF_*` environment and no CI runner's variables.
 pub fn command<I, S>(args: I) -> Command
 where
     I: IntoIterator<Item = S>,
@@ -297,16 +297,25 @@ where
     cmd
 }
 
-/// Removes `BACKOFF_*` variables and `GITHUB_ACTIONS` from what `cmd` gets.
+/// Removes `BACKOFF_*` variables and those of CI runners from what `cmd`
+/// gets.
 fn clean_environment(cmd: &mut Command) {
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("BACKOFF_") {
             cmd.env_remove(k);
         }
     }
-    // Under GitHub Actions backoff's reports change form; tests that want
-    // that set it themselves.
-    cmd.env_remove("GITHUB_ACTIONS");
+    // Under GitHub Actions or GitLab CI backoff's reports change form, and
+    // it appends to the step's files; tests that want that set them
+    // themselves.
+    for name in [
+        "GITHUB_ACTIONS",
+        "GITHUB_OUTPUT",
+        "GITHUB_STEP_SUMMARY",
+        "GITLAB_CI",
+    ] {
+        cmd.env_remove(name);
+    }
 }
 
 /// Whether the tests run as root (some need to act as another user).

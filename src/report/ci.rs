@@ -1,0 +1,451 @@
+//! What backoff writes for CI runners: each attempt in a fold of the log
+//! (GitHub Actions' `::group::`, GitLab CI's collapsible sections), the
+//! step's outputs and summary under GitHub Actions (`$GITHUB_OUTPUT`,
+//! `$GITHUB_STEP_SUMMARY`), and the table of attempts at the end of a
+//! GitLab CI job log. The formatting is pure; `append` is the one place
+//! that touches a file, and it only ever appends to a regular file.
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::duration::human;
+use crate::event::Event;
+use crate::exit::Exit;
+use crate::report::run_report::{AttemptRow, Recorder};
+use crate::report::{Labels, Verbosity, escape_controls, say, text};
+
+/// Which runner's folds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runner {
+    /// GitHub Actions: `::group::TITLE` … `::endgroup::`.
+    Github,
+    /// GitLab CI: `section_start` … `section_end`.
+    Gitlab,
+}
+
+/// Puts each attempt in a fold of the log: opened when the attempt starts,
+/// closed by the next event (the one that tells how it ended), before that
+/// event's own line, so that the line stays visible outside the fold.
+pub struct Folds {
+    runner: Runner,
+    labels: Labels,
+    /// Names GitLab's sections, which must be unique in a job log.
+    pid: u32,
+    /// The time of GitLab's section markers.
+    clock: fn() -> SystemTime,
+    /// The attempt whose fold is open.
+    open: Option<u64>,
+}
+
+impl Folds {
+    /// Folds for `runner`, titled with `labels` (the time, the name); the
+    /// `pid` and `clock` name and time GitLab's sections.
+    pub fn new(runner: Runner, labels: Labels, pid: u32, clock: fn() -> SystemTime) -> Folds {
+        Folds {
+            runner,
+            labels,
+            pid,
+            clock,
+            open: None,
+        }
+    }
+
+    /// The markers to write before the event's own line: the end of the
+    /// open fold, if any, and for an attempt that starts, its fold.
+    pub fn event(&mut self, event: &Event<'_>) -> String {
+        let mut marks = String::new();
+        if let Some(attempt) = self.open.take() {
+            match self.runner {
+                Runner::Github => marks.push_str("::endgroup::\n"),
+                Runner::Gitlab => marks.push_str(&section_end(self.unix_time(), self.pid, attempt)),
+            }
+        }
+        if let Event::AttemptStarted {
+            attempt,
+            max_attempts,
+        } = *event
+        {
+            let title = self
+                .labels
+                .apply(&format!("attempt {}", text::of(attempt, max_attempts)));
+            match self.runner {
+                Runner::Github => {
+                    let _ = writeln!(marks, "::group::{}", escape_workflow(&title));
+                }
+                Runner::Gitlab => {
+                    marks.push_str(&section_start(self.unix_time(), self.pid, attempt, &title));
+                }
+            }
+            self.open = Some(attempt);
+        }
+        marks
+    }
+
+    fn unix_time(&self) -> u64 {
+        (self.clock)()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    }
+}
+
+/// The name of an attempt's GitLab section: unique in the job log, as
+/// GitLab needs, also when backoff runs twice in one job.
+fn section_name(pid: u32, attempt: u64) -> String {
+    format!("backoff_{pid}_attempt_{attempt}")
+}
+
+/// GitLab's start of a collapsed section, with its header line.
+fn section_start(unix: u64, pid: u32, attempt: u64, title: &str) -> String {
+    format!(
+        "\x1b[0Ksection_start:{unix}:{}[collapsed=true]\r\x1b[0Kbackoff: {}\n",
+        section_name(pid, attempt),
+        escape_controls(title)
+    )
+}
+
+/// GitLab's end of a section.
+fn section_end(unix: u64, pid: u32, attempt: u64) -> String {
+    format!(
+        "\x1b[0Ksection_end:{unix}:{}\r\x1b[0K\n",
+        section_name(pid, attempt)
+    )
+}
+
+/// Escapes a GitHub Actions workflow command's message.
+pub fn escape_workflow(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escapes a GitHub Actions workflow command's property (`title=`), which
+/// also ends at `,` and `:`.
+pub fn escape_property(s: &str) -> String {
+    escape_workflow(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// For an event that ends a run, the sentence that tells how, as its last
+/// line says it (`giving up after 3 attempts in 1.2s: exit 1`), also when
+/// that line is not written (a success without `-v`, or `-q`).
+pub fn ending(event: &Event<'_>) -> Option<String> {
+    match event {
+        Event::Succeeded { .. }
+        | Event::GaveUp { .. }
+        | Event::NoFailure { .. }
+        | Event::CannotStart { .. }
+        | Event::Interrupted { .. }
+        | Event::InterruptedWriting { .. } => text::text(event, Verbosity::Verbose),
+        _ => None,
+    }
+}
+
+/// The files of a GitHub Actions step that backoff appends to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StepFiles {
+    /// `$GITHUB_OUTPUT`: the step's outputs.
+    pub output: Option<PathBuf>,
+    /// `$GITHUB_STEP_SUMMARY`: the step's Markdown summary.
+    pub summary: Option<PathBuf>,
+}
+
+impl StepFiles {
+    /// The step's files, from the environment `var` reads, when backoff
+    /// runs under GitHub Actions (`GITHUB_ACTIONS=true`); empty variables
+    /// name none.
+    pub fn from_env(var: impl Fn(&str) -> Option<OsString>) -> Option<StepFiles> {
+        if var("GITHUB_ACTIONS").is_none_or(|v| v != "true") {
+            return None;
+        }
+        let path = |name| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        Some(StepFiles {
+            output: path("GITHUB_OUTPUT"),
+            summary: path("GITHUB_STEP_SUMMARY"),
+        })
+    }
+
+    /// Appends the run's outputs and its summary. A file that cannot be
+    /// written is said on one line, and nothing else changes.
+    pub fn write(&self, recorder: &Recorder, exit: Exit) {
+        if let Some(path) = &self.output {
+            append("GITHUB_OUTPUT", path, &outputs(recorder, exit));
+        }
+        if let Some(path) = &self.summary {
+            let rows: Vec<AttemptRow> = recorder.rows().collect();
+            let doc = summary(recorder.name(), recorder.ending(), &rows);
+            append("GITHUB_STEP_SUMMARY", path, &doc);
+        }
+    }
+}
+
+/// The step's outcome in GitHub's own words: `success`, `failure`, or
+/// `cancelled` when a signal interrupted the run.
+fn outcome(recorder: &Recorder, exit: Exit) -> &'static str {
+    if recorder.reason() == "interrupted" {
+        "cancelled"
+    } else if exit == Exit::SUCCESS {
+        "success"
+    } else {
+        "failure"
+    }
+}
+
+/// The step's outputs, one `key=value` line each.
+fn outputs(recorder: &Recorder, exit: Exit) -> String {
+    format!(
+        "attempts={}\nretries={}\nexit_code={}\noutcome={}\nreason={}\n",
+        recorder.attempts(),
+        recorder.retry_count(),
+        exit.shell_code(),
+        outcome(recorder, exit),
+        recorder.reason()
+    )
+}
+
+/// A duration as backoff's lines write it, or `–` where there is none.
+fn or_dash(d: Option<Duration>) -> String {
+    d.map_or_else(|| "–".to_owned(), human)
+}
+
+/// A Markdown table cell: `|` escaped, control characters too, so that
+/// the cell stays one cell on one line.
+fn cell(s: &str) -> String {
+    escape_controls(s).replace('|', "\\|")
+}
+
+/// The step summary: a heading naming the command, how the run ended, and
+/// a table of its attempts.
+fn summary(name: &str, ending: Option<&str>, rows: &[AttemptRow]) -> String {
+    let mut doc = format!("### backoff: {}\n\n", escape_controls(name));
+    if let Some(ending) = ending {
+        let _ = write!(doc, "{}\n\n", escape_controls(ending));
+    }
+    doc.push_str("| Attempt | Outcome | Duration | Delay after |\n| ---: | --- | ---: | ---: |\n");
+    for r in rows {
+        let _ = writeln!(
+            doc,
+            "| {} | {} | {} | {} |",
+            r.number,
+            cell(&r.outcome),
+            or_dash(r.duration),
+            or_dash(r.delay_after)
+        );
+    }
+    doc.push('\n');
+    doc
+}
+
+/// The table of attempts at the end of a GitLab CI job log: aligned
+/// columns, each line starting `backoff: `.
+pub fn gitlab_table(rows: &[AttemptRow]) -> String {
+    let mut table: Vec<[String; 4]> = vec![[
+        "attempt".to_owned(),
+        "outcome".to_owned(),
+        "duration".to_owned(),
+        "delay after".to_owned(),
+    ]];
+    table.extend(rows.iter().map(|r| {
+        [
+            r.number.to_string(),
+            escape_controls(&r.outcome).into_owned(),
+            or_dash(r.duration),
+            or_dash(r.delay_after),
+        ]
+    }));
+    let mut widths = [0; 4];
+    for row in &table {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &table {
+        let mut line = String::from("backoff: ");
+        for (i, (w, c)) in widths.iter().zip(row).enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            let _ = write!(line, "{c}{}", " ".repeat(w - c.chars().count()));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Appends `text` to the file at `path` (named by the variable `var`) in
+/// one write, creating it if need be, and says on one line why not when
+/// it cannot.
+fn append(var: &str, path: &Path, text: &str) {
+    if let Err(e) = try_append(path, text.as_bytes()) {
+        say(&format!("cannot write ${var} '{}': {e}", path.display()));
+    }
+}
+
+/// Opens only what is, or becomes, a regular file: never through a
+/// symbolic link, never a device (opening one can act on it), and never
+/// waiting for a FIFO's reader.
+fn try_append(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let not_regular = || io::Error::other("not a regular file");
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.is_file() => return Err(not_regular()),
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let mut file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o666)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            // A symbolic link, or a FIFO without a reader, put there since.
+            Some(libc::ELOOP | libc::ENXIO) => not_regular(),
+            _ => e,
+        })?;
+    if !file.metadata()?.is_file() {
+        return Err(not_regular());
+    }
+    file.write_all(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::Outcome;
+    use crate::event::Ending as Why;
+
+    fn epoch() -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_796_144_602)
+    }
+
+    fn started(attempt: u64) -> Event<'static> {
+        Event::AttemptStarted {
+            attempt,
+            max_attempts: Some(7),
+        }
+    }
+
+    fn gave_up() -> Event<'static> {
+        Event::GaveUp {
+            attempts: 2,
+            total: Duration::from_millis(1200),
+            outcome: Outcome::Exited(1),
+            reason: Why::Exhausted,
+            short_of: None,
+        }
+    }
+
+    #[test]
+    fn a_github_fold_opens_with_the_attempt_and_closes_before_the_next_event() {
+        let labels = Labels {
+            clock: None,
+            name: Some("db, 50%".to_owned()),
+        };
+        let mut f = Folds::new(Runner::Github, labels, 7, epoch);
+        assert_eq!(f.event(&started(2)), "::group::db, 50%25: attempt 2/7\n");
+        assert_eq!(
+            f.event(&started(3)),
+            "::endgroup::\n::group::db, 50%25: attempt 3/7\n"
+        );
+        assert_eq!(f.event(&gave_up()), "::endgroup::\n");
+        assert_eq!(f.event(&gave_up()), "");
+    }
+
+    #[test]
+    fn gitlab_sections_are_named_by_pid_and_attempt_and_timed_in_unix_seconds() {
+        let mut f = Folds::new(Runner::Gitlab, Labels::default(), 42, epoch);
+        let start = f.event(&Event::AttemptStarted {
+            attempt: 1,
+            max_attempts: None,
+        });
+        assert_eq!(
+            start,
+            "\x1b[0Ksection_start:1796144602:backoff_42_attempt_1[collapsed=true]\r\x1b[0Kbackoff: attempt 1\n"
+        );
+        assert_eq!(
+            f.event(&gave_up()),
+            "\x1b[0Ksection_end:1796144602:backoff_42_attempt_1\r\x1b[0K\n"
+        );
+    }
+
+    #[test]
+    fn properties_escape_what_ends_them() {
+        assert_eq!(escape_property("a:b,c%d\r\ne"), "a%3Ab%2Cc%25d%0D%0Ae");
+        assert_eq!(escape_workflow("a:b,c%\n"), "a:b,c%25%0A");
+    }
+
+    fn rows() -> Vec<AttemptRow> {
+        vec![
+            AttemptRow {
+                number: 1,
+                outcome: "exit 1".to_owned(),
+                duration: Some(Duration::from_millis(12)),
+                delay_after: Some(Duration::from_millis(312)),
+            },
+            AttemptRow {
+                number: 2,
+                outcome: "a|b\n".to_owned(),
+                duration: None,
+                delay_after: None,
+            },
+        ]
+    }
+
+    #[test]
+    fn the_summary_has_a_heading_the_ending_and_a_row_per_attempt() {
+        let doc = summary(
+            "job",
+            Some("giving up after 2 attempts in 1.20s: exit 1"),
+            &rows(),
+        );
+        assert_eq!(
+            doc,
+            "### backoff: job\n\n\
+             giving up after 2 attempts in 1.20s: exit 1\n\n\
+             | Attempt | Outcome | Duration | Delay after |\n\
+             | ---: | --- | ---: | ---: |\n\
+             | 1 | exit 1 | 12ms | 312ms |\n\
+             | 2 | a\\|b\\n | – | – |\n\n"
+        );
+    }
+
+    #[test]
+    fn the_gitlab_table_is_aligned() {
+        assert_eq!(
+            gitlab_table(&rows()),
+            "backoff: attempt  outcome  duration  delay after\n\
+             backoff: 1        exit 1   12ms      312ms\n\
+             backoff: 2        a|b\\n    –         –\n"
+        );
+    }
+
+    #[test]
+    fn step_files_only_under_github_actions_and_only_when_named() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| OsString::from(v))
+            }
+        };
+        assert_eq!(StepFiles::from_env(env(&[("GITHUB_OUTPUT", "/o")])), None);
+        assert_eq!(
+            StepFiles::from_env(env(&[
+                ("GITHUB_ACTIONS", "true"),
+                ("GITHUB_OUTPUT", "/o"),
+                ("GITHUB_STEP_SUMMARY", "")
+            ])),
+            Some(StepFiles {
+                output: Some(PathBuf::from("/o")),
+                summary: None
+            })
+        );
+    }
+}

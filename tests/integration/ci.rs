@@ -1,0 +1,664 @@
+//! CI logs: GitHub Actions folds, step outputs and summary, GitLab CI
+//! sections and the end table, and the composite action of `action.yml`,
+//! whose steps run here as a runner would run them.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::support::{PATIENCE, Running, TempDir, command, events};
+
+/// `backoff ARGS` as a step of GitHub Actions would run it, with the step's
+/// output and summary files in `dir`.
+fn in_github_step(dir: &TempDir, args: &[&str]) -> Command {
+    let mut cmd = command(args);
+    cmd.env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_OUTPUT", dir.join("output"))
+        .env("GITHUB_STEP_SUMMARY", dir.join("summary"));
+    cmd
+}
+
+/// Runs `cmd` to its end (within `PATIENCE`), with stdin on /dev/null.
+fn finished(cmd: Command) -> Output {
+    let out = assert_cmd::Command::from_std(cmd)
+        .timeout(PATIENCE)
+        .output()
+        .expect("run backoff");
+    assert!(out.status.code().is_some(), "killed: {out:?}");
+    out
+}
+
+fn stderr_lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The `key=value` lines of a `$GITHUB_OUTPUT` file, each key once.
+fn outputs(path: &Path) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(path).expect("read GITHUB_OUTPUT");
+    let mut map = BTreeMap::new();
+    for line in text.lines() {
+        let (k, v) = line
+            .split_once('=')
+            .unwrap_or_else(|| panic!("not key=value: {line:?} in {text:?}"));
+        assert!(
+            map.insert(k.to_owned(), v.to_owned()).is_none(),
+            "{k} twice: {text:?}"
+        );
+    }
+    map
+}
+
+/// The expected outputs, as a map.
+fn expected(
+    attempts: u64,
+    retries: u64,
+    code: i32,
+    outcome: &str,
+    reason: &str,
+) -> BTreeMap<String, String> {
+    [
+        ("attempts", attempts.to_string()),
+        ("retries", retries.to_string()),
+        ("exit_code", code.to_string()),
+        ("outcome", outcome.to_owned()),
+        ("reason", reason.to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+/// The rows of the summary's table of attempts, as cells, after its header
+/// and alignment rows; checks the header.
+fn summary_rows(summary: &str) -> Vec<Vec<String>> {
+    let mut lines = summary.lines().skip_while(|l| !l.starts_with('|'));
+    assert_eq!(
+        lines.next(),
+        Some("| Attempt | Outcome | Duration | Delay after |"),
+        "{summary}"
+    );
+    assert!(
+        lines.next().is_some_and(|l| l.starts_with("| -")),
+        "{summary}"
+    );
+    lines
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim_matches('|')
+                .split(" | ")
+                .map(|c| c.trim().to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+/// Whether `cell` is a duration as backoff writes them (`12ms`, `1.20s`).
+fn is_duration(cell: &str) -> bool {
+    cell.ends_with("ms") || (cell.ends_with('s') && cell[..cell.len() - 1].parse::<f64>().is_ok())
+}
+
+/// `OPTIONS -- sh -c SCRIPT`, the options split at spaces.
+fn sh<'a>(options: &'a str, script: &'a str) -> Vec<&'a str> {
+    options
+        .split_whitespace()
+        .chain(["--", "sh", "-c", script])
+        .collect()
+}
+
+/// Options for retries that follow at once (1ms).
+const NO_DELAY: &str = "--base 1ms --cap 1ms --jitter none";
+
+/// A command that writes `output N` on stderr and fails until attempt 3.
+const THIRD_TIME_LUCKY: &str =
+    r#"echo "output $BACKOFF_ATTEMPT" >&2; [ "$BACKOFF_ATTEMPT" -ge 3 ]"#;
+
+#[test]
+fn github_folds_hold_each_attempts_output_and_the_warning_follows_the_fold() {
+    let dir = TempDir::new("gh-folds");
+    let out = finished(in_github_step(&dir, &sh(NO_DELAY, THIRD_TIME_LUCKY)));
+    assert_eq!(out.status.code(), Some(0));
+    let lines = stderr_lines(&out);
+    let warning = |n| format!("::warning title=backoff::attempt {n}/7 failed (exit 1) after ");
+    let mut want: Vec<String> = Vec::new();
+    for n in 1..=3 {
+        want.push(format!("::group::attempt {n}/7"));
+        want.push(format!("output {n}"));
+        want.push("::endgroup::".to_owned());
+        if n < 3 {
+            want.push(warning(n));
+        }
+    }
+    assert_eq!(lines.len(), want.len(), "{lines:#?}");
+    for (line, want) in lines.iter().zip(&want) {
+        assert!(
+            line.starts_with(want.as_str()),
+            "{line:?} is not {want:?}: {lines:#?}"
+        );
+    }
+    assert_eq!(
+        outputs(&dir.join("output")),
+        expected(3, 2, 0, "success", "success")
+    );
+    let summary = std::fs::read_to_string(dir.join("summary")).unwrap();
+    assert!(
+        summary.starts_with("### backoff: sh\n\nattempt 3/7 succeeded; 3 attempts in "),
+        "{summary}"
+    );
+    let rows = summary_rows(&summary);
+    assert_eq!(rows.len(), 3, "{summary}");
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row[0], (i + 1).to_string(), "{summary}");
+        assert_eq!(
+            row[1],
+            if i < 2 { "exit 1" } else { "success" },
+            "{summary}"
+        );
+        assert!(is_duration(&row[2]), "{summary}");
+        assert_eq!(row[3], if i < 2 { "1ms" } else { "–" }, "{summary}");
+    }
+}
+
+#[test]
+fn giving_up_in_a_github_step_sets_the_outputs_and_names_the_command_in_titles() {
+    let dir = TempDir::new("gh-give-up");
+    // A summary already there from an earlier step is appended to.
+    std::fs::write(dir.join("summary"), "earlier\n").unwrap();
+    let out = finished(in_github_step(
+        &dir,
+        &[
+            &["--name", "db: eu,1"][..],
+            &sh("--attempts 2 --base 1ms", "exit 3"),
+        ]
+        .concat(),
+    ));
+    assert_eq!(out.status.code(), Some(3));
+    let lines = stderr_lines(&out);
+    assert!(
+        lines.iter().any(|l| l
+            .starts_with("::warning title=db%3A eu%2C1::db: eu,1: attempt 1/2 failed (exit 3)")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l
+            .starts_with("::error title=db%3A eu%2C1::db: eu,1: giving up after 2 attempts in ")),
+        "{lines:#?}"
+    );
+    assert_eq!(lines[0], "::group::db: eu,1: attempt 1/2", "{lines:#?}");
+    assert_eq!(
+        outputs(&dir.join("output")),
+        expected(2, 1, 3, "failure", "exhausted")
+    );
+    let summary = std::fs::read_to_string(dir.join("summary")).unwrap();
+    let ours = summary.strip_prefix("earlier\n").expect("appended");
+    assert!(
+        ours.starts_with("### backoff: db: eu,1\n\ngiving up after 2 attempts in "),
+        "{summary}"
+    );
+    assert!(ours.contains(": exit 3\n"), "{summary}");
+    let rows = summary_rows(ours);
+    assert_eq!(
+        rows.iter().map(|r| r[1].as_str()).collect::<Vec<_>>(),
+        ["exit 3", "exit 3"]
+    );
+    assert_eq!(rows[1][3], "–");
+}
+
+#[test]
+fn a_step_interrupted_by_sigterm_is_cancelled_in_its_outputs() {
+    let dir = TempDir::new("gh-cancelled");
+    let mut run = Running::start(in_github_step(
+        &dir,
+        &["--", "sh", "-c", "echo started >&2; exec sleep 60"],
+    ));
+    run.wait_for("started");
+    run.signal(libc::SIGTERM);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGTERM)
+    );
+    let err = run.stderr();
+    let end = err
+        .iter()
+        .position(|l| *l == "::endgroup::")
+        .expect("fold closed");
+    assert!(
+        err[end + 1].starts_with("backoff: interrupted by SIGTERM during the attempt"),
+        "{err:#?}"
+    );
+    assert_eq!(
+        outputs(&dir.join("output")),
+        expected(1, 0, 128 + libc::SIGTERM, "cancelled", "interrupted")
+    );
+    let summary = std::fs::read_to_string(dir.join("summary")).unwrap();
+    assert!(
+        summary.contains("\ninterrupted by SIGTERM during the attempt; not retrying\n"),
+        "{summary}"
+    );
+    let rows = summary_rows(&summary);
+    assert_eq!(rows.len(), 1, "{summary}");
+    assert_eq!(rows[0][1], "signal TERM", "{summary}");
+}
+
+#[test]
+fn a_symlink_or_a_fifo_as_a_step_file_is_refused_and_left_alone() {
+    let dir = TempDir::new("gh-refused");
+    let target = dir.join("target");
+    std::fs::write(&target, "precious\n").unwrap();
+    std::os::unix::fs::symlink(&target, dir.join("output")).unwrap();
+    let fifo = dir.join("summary");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo reads a valid, NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // -q: the outputs are written all the same, and a refusal is said.
+    let out = finished(in_github_step(&dir, &["-q", "--", "true"]));
+    assert_eq!(out.status.code(), Some(0));
+    let lines = stderr_lines(&out);
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "backoff: cannot write $GITHUB_OUTPUT '{}': not a regular file",
+                dir.join("output").display()
+            ),
+            format!(
+                "backoff: cannot write $GITHUB_STEP_SUMMARY '{}': not a regular file",
+                fifo.display()
+            ),
+        ]
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious\n");
+    assert!(
+        std::fs::symlink_metadata(dir.join("output"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
+fn quiet_and_json_have_no_folds_but_the_step_outputs_are_written() {
+    let dir = TempDir::new("gh-json");
+    let out = finished(in_github_step(
+        &dir,
+        &sh("--log-format json --attempts 2 --base 1ms", "exit 1"),
+    ));
+    assert_eq!(out.status.code(), Some(1));
+    // Every line is a JSON event.
+    assert!(!events(&out.stderr).is_empty());
+    assert_eq!(
+        outputs(&dir.join("output")),
+        expected(2, 1, 1, "failure", "exhausted")
+    );
+    let quiet = sh("-q --attempts 2 --base 1ms", "exit 1");
+    let out = finished(in_github_step(&TempDir::new("gh-quiet"), &quiet));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stderr.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `backoff ARGS` in a GitLab CI job.
+fn in_gitlab_job(args: &[&str]) -> Command {
+    let mut cmd = command(args);
+    cmd.env("GITLAB_CI", "true");
+    cmd
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+#[test]
+fn gitlab_puts_each_attempt_in_a_section_and_ends_with_a_table() {
+    let before = unix_now();
+    let mut cmd = in_gitlab_job(&sh(NO_DELAY, THIRD_TIME_LUCKY));
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let after = unix_now();
+    assert_eq!(out.status.code(), Some(0));
+    let lines = stderr_lines(&out);
+    let time_of = |line: &str, marker: &str, name: &str| -> u64 {
+        let rest = line
+            .strip_prefix(&format!("\x1b[0K{marker}:"))
+            .unwrap_or_else(|| panic!("not a {marker}: {line:?}"));
+        let (time, rest) = rest.split_once(':').unwrap();
+        assert!(rest.starts_with(name), "{line:?}");
+        let time: u64 = time.parse().unwrap();
+        assert!(
+            (before..=after).contains(&time),
+            "{time} not in {before}..={after}"
+        );
+        time
+    };
+    for n in 1..=3 {
+        let name = format!("backoff_{pid}_attempt_{n}");
+        let at = lines
+            .iter()
+            .position(|l| l.contains("section_start:") && l.contains(&name))
+            .unwrap_or_else(|| panic!("no section {name}: {lines:#?}"));
+        let start = time_of(&lines[at], "section_start", &name);
+        assert!(
+            lines[at].ends_with(&format!(
+                "{name}[collapsed=true]\r\x1b[0Kbackoff: attempt {n}/7"
+            )),
+            "{:?}",
+            lines[at]
+        );
+        assert_eq!(lines[at + 1], format!("output {n}"));
+        let end = time_of(&lines[at + 2], "section_end", &name);
+        assert!(end >= start);
+        assert_eq!(
+            lines[at + 2],
+            format!("\x1b[0Ksection_end:{end}:{name}\r\x1b[0K")
+        );
+        if n < 3 {
+            assert!(
+                lines[at + 3].starts_with(&format!("backoff: attempt {n}/7 failed (exit 1)")),
+                "{lines:#?}"
+            );
+        }
+    }
+    let table: Vec<&String> = lines.iter().rev().take(4).rev().collect();
+    assert_eq!(
+        table[0], "backoff: attempt  outcome  duration  delay after",
+        "{lines:#?}"
+    );
+    for (i, row) in table[1..].iter().enumerate() {
+        let cells: Vec<&str> = row
+            .strip_prefix("backoff: ")
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        let last = if i < 2 {
+            ["exit", "1"].as_slice()
+        } else {
+            ["success"].as_slice()
+        };
+        assert_eq!(cells[0], (i + 1).to_string(), "{row}");
+        assert_eq!(&cells[1..=last.len()], last, "{row}");
+        assert!(is_duration(cells[last.len() + 1]), "{row}");
+        assert_eq!(
+            cells[last.len() + 2],
+            if i < 2 { "1ms" } else { "–" },
+            "{row}"
+        );
+    }
+    // The columns line up: each column starts where its header does.
+    let at = table[0].find("duration").unwrap();
+    assert!(
+        table.iter().all(|r| r[at - 2..at].trim().is_empty()),
+        "{table:#?}"
+    );
+}
+
+#[test]
+fn github_actions_wins_over_gitlab_ci_and_json_has_no_sections() {
+    let mut both = in_gitlab_job(&["--attempts", "1", "--", "false"]);
+    both.env("GITHUB_ACTIONS", "true");
+    let lines = stderr_lines(&finished(both));
+    assert_eq!(lines[0], "::group::attempt 1/1", "{lines:#?}");
+    let out = finished(in_gitlab_job(&sh(
+        "--log-format json --attempts 2 --base 1ms",
+        "false",
+    )));
+    assert_eq!(events(&out.stderr).len(), 6);
+    let quiet = finished(in_gitlab_job(&sh("-q --attempts 2 --base 1ms", "false")));
+    assert!(quiet.stderr.is_empty(), "{quiet:?}");
+}
+
+/// `action.yml`, read by python3's YAML parser, as JSON.
+fn action() -> serde_json::Value {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
+        ])
+        .arg(Path::new(root).join("action.yml"))
+        .output()
+        .expect("python3 with yaml (python3-yaml)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `value` with each `${{ inputs.NAME }}` replaced by the input's value.
+fn substitute(value: &str, inputs: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(at) = rest.find("${{") {
+        out.push_str(&rest[..at]);
+        let end = rest[at..].find("}}").expect("closed expression") + at;
+        let expr = rest[at + 3..end].trim();
+        let name = expr
+            .strip_prefix("inputs.")
+            .unwrap_or_else(|| panic!("only inputs in env: {expr}"));
+        out.push_str(
+            inputs
+                .get(name)
+                .unwrap_or_else(|| panic!("no input {name}")),
+        );
+        rest = &rest[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A runner of the action's steps, in a directory of its own: each step
+/// gets its own output, summary and path files, as on GitHub.
+struct StepRunner {
+    dir: TempDir,
+    /// The action's inputs: the test's, and the defaults.
+    inputs: BTreeMap<String, String>,
+    /// `PATH`, with what the steps so far added to `GITHUB_PATH` first.
+    path: std::ffi::OsString,
+}
+
+impl StepRunner {
+    fn files(&self, name: &str, step: usize) -> std::path::PathBuf {
+        self.dir.join(&format!("{name}-{step}"))
+    }
+
+    fn workspace(&self) -> std::path::PathBuf {
+        self.dir.join("workspace")
+    }
+
+    /// Runs step `i` as a runner runs a composite step's `shell: bash`
+    /// (niced, so that the install step's build leaves the timed tests
+    /// beside it their CPU), and returns its output.
+    fn run(&mut self, i: usize, step: &serde_json::Value) -> Output {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(step["shell"], "bash", "{step}");
+        let file = self.files("step", i);
+        std::fs::write(&file, step["run"].as_str().unwrap()).unwrap();
+        let runner_temp = self.dir.join("runner-temp");
+        std::fs::create_dir_all(&runner_temp).unwrap();
+        std::fs::create_dir_all(self.workspace()).unwrap();
+        let mut cmd = Command::new("nice");
+        cmd.args([
+            "-n",
+            "19",
+            "bash",
+            "--noprofile",
+            "--norc",
+            "-eo",
+            "pipefail",
+        ])
+        .arg(&file)
+        .current_dir(self.workspace())
+        .stdin(Stdio::null());
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("BACKOFF_") {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.env_remove("GITLAB_CI")
+            .env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_OUTPUT", self.files("output", i))
+            .env("GITHUB_STEP_SUMMARY", self.files("summary", i))
+            .env("GITHUB_PATH", self.files("path", i))
+            .env("GITHUB_ACTION_PATH", root)
+            .env("GITHUB_WORKSPACE", self.workspace())
+            .env("RUNNER_TEMP", &runner_temp)
+            .env("PATH", &self.path)
+            // The build is kept, so that the suite's next run reuses it,
+            // and made without the release profile's whole-program
+            // optimisation, which takes most of its time: the step runs as
+            // written, only the compiler works less.
+            .env("CARGO_TARGET_DIR", root.join("target/action-test"))
+            .env("CARGO_PROFILE_RELEASE_LTO", "false")
+            .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16");
+        if let Some(env) = step["env"].as_object() {
+            for (k, v) in env {
+                cmd.env(k, substitute(v.as_str().unwrap(), &self.inputs));
+            }
+        }
+        let started = std::time::Instant::now();
+        let out = cmd.output().unwrap();
+        say_took(i, started.elapsed());
+        assert!(
+            out.status.success(),
+            "step {i} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // What the step added to GITHUB_PATH comes first in the next one's.
+        let added: Vec<std::path::PathBuf> = std::fs::read_to_string(self.files("path", i))
+            .unwrap_or_default()
+            .lines()
+            .map(Into::into)
+            .collect();
+        let old: Vec<std::path::PathBuf> = std::env::split_paths(&self.path).collect();
+        self.path = std::env::join_paths(added.into_iter().rev().chain(old)).unwrap();
+        out
+    }
+}
+
+/// The action's inputs with their defaults, then `given`, each of which
+/// must be one of them.
+fn inputs(action: &serde_json::Value, given: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let declared = action["inputs"].as_object().expect("inputs");
+    assert_eq!(declared["run"]["required"], true);
+    let mut inputs: BTreeMap<String, String> = declared
+        .iter()
+        .map(|(k, v)| (k.clone(), v["default"].as_str().unwrap_or("").to_owned()))
+        .collect();
+    for (k, v) in given {
+        assert!(
+            inputs.insert((*k).to_owned(), (*v).to_owned()).is_some(),
+            "no input {k}"
+        );
+    }
+    inputs
+}
+
+#[test]
+fn the_composite_action_installs_backoff_and_retries_the_script_until_it_passes() {
+    let action = action();
+    let dir = TempDir::new("action");
+    // Fails twice, then passes; the pipe fails only under pipefail.
+    let script = format!(
+        "n=$(( $(cat '{0}' 2>/dev/null || echo 0) + 1 ))\necho $n > '{0}'\necho \"try $n\"\n[ \"$n\" -ge 3 ] | cat\n",
+        dir.join("count").display()
+    );
+    let given = [
+        ("run", script.as_str()),
+        ("attempts", "5"),
+        ("base", "10ms"),
+        ("cap", "20ms"),
+        ("jitter", "none"),
+        // Not run: inputs reach the script as variables, not as its text.
+        ("name", "flaky $(touch pwned)"),
+        ("args", "--seed 7\n-v"),
+    ];
+    let mut runner = StepRunner {
+        inputs: inputs(&action, &given),
+        dir,
+        path: std::env::var_os("PATH").unwrap_or_default(),
+    };
+    assert_eq!(action["runs"]["using"], "composite");
+    let steps = action["runs"]["steps"].as_array().unwrap();
+    let i = steps
+        .iter()
+        .position(|s| s["id"] == "run")
+        .expect("a step with id run");
+    let mut outs: Vec<Output> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| runner.run(i, s))
+        .collect();
+    let out = outs.swap_remove(i);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        ["try 1", "try 2", "try 3"],
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("::group::flaky $(touch pwned): attempt 3/5\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("::warning title=flaky $(touch pwned)::"),
+        "{stderr}"
+    );
+    // -v from `args`.
+    assert!(
+        stderr.contains("backoff: flaky $(touch pwned): running bash -eo pipefail -c"),
+        "{stderr}"
+    );
+    assert!(!runner.workspace().join("pwned").exists());
+    let got = outputs(&runner.files("output", i));
+    assert_eq!(got, expected(3, 2, 0, "success", "success"));
+    // The action's outputs are the run step's, key by key.
+    let declared = action["outputs"].as_object().unwrap();
+    assert_eq!(
+        declared.keys().collect::<Vec<_>>(),
+        got.keys().collect::<Vec<_>>()
+    );
+    for (k, v) in declared {
+        assert_eq!(
+            v["value"],
+            format!("${{{{ steps.run.outputs.{k} }}}}"),
+            "{k}"
+        );
+    }
+    let summary = std::fs::read_to_string(runner.files("summary", i)).unwrap();
+    assert!(
+        summary.starts_with(
+            "### backoff: flaky $(touch pwned)\n\nattempt 3/5 succeeded; 3 attempts in "
+        ),
+        "{summary}"
+    );
+    let rows = summary_rows(&summary);
+    assert_eq!(
+        rows.iter().map(|r| r[3].as_str()).collect::<Vec<_>>(),
+        ["10ms", "20ms", "–"],
+        "{summary}"
+    );
+}
+
+/// Says how long a step of the action took (seen with --nocapture), for
+/// whoever watches the suite's time: the install step builds backoff.
+fn say_took(step: usize, took: Duration) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "action step {step} took {took:.1?}");
+}
