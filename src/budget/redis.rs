@@ -167,11 +167,61 @@ impl std::fmt::Debug for RedisBudget {
     }
 }
 
+/// What connects to the store: one server, or a Redis Cluster.
+#[derive(Clone)]
+enum Backend {
+    /// A server (`redis://`, `rediss://`, `redis+unix://`).
+    Single(redis::Client),
+    /// A cluster (`redis+cluster://`, `rediss+cluster://`): each call goes
+    /// to the node that serves its key's slot.
+    Cluster(redis::cluster::ClusterClient),
+}
+
+/// A connection to the store.
+enum Link {
+    Single(redis::Connection),
+    Cluster(Box<redis::cluster::ClusterConnection>),
+}
+
+impl Link {
+    fn set_timeouts(&mut self, limit: Duration) -> redis::RedisResult<()> {
+        match self {
+            Link::Single(c) => c
+                .set_read_timeout(Some(limit))
+                .and_then(|()| c.set_write_timeout(Some(limit))),
+            Link::Cluster(c) => c
+                .set_read_timeout(Some(limit))
+                .and_then(|()| c.set_write_timeout(Some(limit))),
+        }
+    }
+
+    fn as_connection(&mut self) -> &mut dyn redis::ConnectionLike {
+        match self {
+            Link::Single(c) => c,
+            Link::Cluster(c) => c.as_mut(),
+        }
+    }
+}
+
+impl Backend {
+    /// Connects within `limit`.
+    fn connect(&self, limit: Duration) -> redis::RedisResult<Link> {
+        match self {
+            Backend::Single(client) => client.get_connection_with_timeout(limit).map(Link::Single),
+            Backend::Cluster(client) => client
+                .get_connection_with_config(
+                    redis::cluster::ClusterConfig::new().set_connection_timeout(limit),
+                )
+                .map(|c| Link::Cluster(Box::new(c))),
+        }
+    }
+}
+
 /// One call to the store, made on a thread of its own: a script on one
 /// key, with its arguments.
 struct Call {
-    client: redis::Client,
-    connection: Option<redis::Connection>,
+    backend: Backend,
+    connection: Option<Link>,
     script: redis::Script,
     key: String,
     args: Vec<String>,
@@ -180,7 +230,7 @@ struct Call {
 
 /// What a call answered (the script's reply, every item as a string), or
 /// why not, and the connection to use next time, if it is still sound.
-type Answer = (Result<Vec<String>, String>, Option<redis::Connection>);
+type Answer = (Result<Vec<String>, String>, Option<Link>);
 
 impl Call {
     /// Connects if need be and runs the script, every step bounded by the
@@ -212,25 +262,20 @@ impl Call {
             }
         };
         if self.connection.is_none() {
-            let c = self
-                .client
-                .get_connection_with_timeout(left()?)
-                .map_err(|e| why(&e))?;
+            let c = self.backend.connect(left()?).map_err(|e| why(&e))?;
             self.connection = Some(c);
         }
         let Some(connection) = self.connection.as_mut() else {
             return Err("no connection".into());
         };
-        let limit = left()?;
-        connection
-            .set_read_timeout(Some(limit))
-            .and_then(|()| connection.set_write_timeout(Some(limit)))
-            .map_err(|e| why(&e))?;
+        connection.set_timeouts(left()?).map_err(|e| why(&e))?;
         let mut invocation = self.script.key(&self.key);
         for arg in &self.args {
             invocation.arg(arg);
         }
-        invocation.invoke(connection).map_err(|e| why(&e))
+        invocation
+            .invoke(connection.as_connection())
+            .map_err(|e| why(&e))
     }
 }
 
@@ -238,23 +283,67 @@ impl Call {
 /// breakers in Redis share.
 struct Server {
     url: String,
-    client: redis::Client,
+    backend: Backend,
     timeout: Duration,
-    connection: RefCell<Option<redis::Connection>>,
+    connection: RefCell<Option<Link>>,
+}
+
+/// The nodes of a `redis+cluster://[user:password@]host:port,host:port`
+/// URL, each as a `redis://` (or `rediss://`) URL with the user info.
+fn cluster_nodes(url: &str) -> Result<Vec<String>, String> {
+    let (scheme, rest) = if let Some(rest) = url.strip_prefix("redis+cluster://") {
+        ("redis", rest)
+    } else if let Some(rest) = url.strip_prefix("rediss+cluster://") {
+        ("rediss", rest)
+    } else {
+        return Err("not a cluster URL".into());
+    };
+    let (userinfo, hosts) = match rest.rsplit_once('@') {
+        Some((u, h)) => (format!("{u}@"), h),
+        None => (String::new(), rest),
+    };
+    let (hosts, path) = hosts.split_once('/').unwrap_or((hosts, ""));
+    if !matches!(path, "" | "0") {
+        return Err("a Redis Cluster has only database 0".into());
+    }
+    let nodes: Vec<String> = hosts
+        .split(',')
+        .filter(|h| !h.is_empty())
+        .map(|h| format!("{scheme}://{userinfo}{h}"))
+        .collect();
+    if nodes.is_empty() {
+        return Err("expected host:port[,host:port...] after the scheme".into());
+    }
+    Ok(nodes)
 }
 
 impl Server {
     /// The server at `url`. Checks the URL only: nothing connects until a
     /// call is made.
     fn open(url: &str, timeout: Duration) -> Result<Server, String> {
-        if !url.starts_with("redis://") && !url.starts_with("rediss://") {
+        let cluster = url.starts_with("redis+cluster://") || url.starts_with("rediss+cluster://");
+        if !cluster && !url.starts_with("redis://") && !url.starts_with("rediss://") {
             return Err(
-                "expected a redis://[user:password@]host[:port][/db] URL (rediss:// for TLS)"
+                "expected a redis://[user:password@]host[:port][/db] URL (rediss:// for TLS, redis+cluster://host:port,host:port for a cluster)"
                     .into(),
             );
         }
-        let client = redis::Client::open(url).map_err(|e| {
-            let why = scrub(&e.to_string(), url);
+        let opened = if cluster {
+            cluster_nodes(url).and_then(|nodes| {
+                redis::cluster::ClusterClient::builder(nodes)
+                    // One try within the call's time: the fail mode decides.
+                    .retries(0)
+                    .build()
+                    .map(Backend::Cluster)
+                    .map_err(|e| e.to_string())
+            })
+        } else {
+            redis::Client::open(url)
+                .map(Backend::Single)
+                .map_err(|e| e.to_string())
+        };
+        let backend = opened.map_err(|e| {
+            let why = scrub(&e, url);
             let userinfo = url.split_once("://").and_then(|(_, r)| r.rsplit_once('@'));
             if userinfo.is_some_and(|(u, _)| u.contains('/')) {
                 format!("{why} (a '/' in a password is written %2F)")
@@ -264,7 +353,7 @@ impl Server {
         })?;
         Ok(Server {
             url: url.to_owned(),
-            client,
+            backend,
             timeout,
             connection: RefCell::new(None),
         })
@@ -282,7 +371,7 @@ impl Server {
         let failed = |e: String| StoreError::Failed(scrub(&e, &self.url));
         let deadline = deadline_after(self.timeout);
         let call = Call {
-            client: self.client.clone(),
+            backend: self.backend.clone(),
             connection: self.connection.take(),
             script: script.clone(),
             key: key.to_owned(),

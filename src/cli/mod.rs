@@ -252,8 +252,9 @@ pub struct StoreArgs {
     pub budget_dir: Option<PathBuf>,
 
     /// Keep budgets and breakers in Redis, shared by a fleet of hosts:
-    /// redis://[user:password@]host[:port][/db], or rediss:// for TLS (better
-    /// given in the environment, where the password does not show in process
+    /// redis://[user:password@]host[:port][/db], rediss:// for TLS, or
+    /// redis+cluster://host:port,host:port for a Redis Cluster (better given
+    /// in the environment, where the password does not show in process
     /// lists).
     #[arg(
         long,

@@ -3,6 +3,7 @@
 mod breaker;
 mod budget;
 mod ci;
+mod cluster;
 mod completions;
 mod docs;
 mod environment;
