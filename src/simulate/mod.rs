@@ -17,8 +17,8 @@ use std::time::Duration;
 use crate::policy::Policy;
 use crate::simulate::model::{RunResult, run_once};
 
-/// A backoff strategy of the experiment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// A backoff strategy of the contention experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strategy {
     /// No delay: read again at once.
     None,
