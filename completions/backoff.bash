@@ -463,12 +463,16 @@ _backoff_options() {
             return 0
             ;;
         backoff__subcmd__simulate)
-            opts="-h --clients --runs --strategy --base --cap --factor --jitter --seed --format --plot --help"
+            opts="-h --model --clients --runs --strategy --base --cap --factor --jitter --seed --format --plot --scenario --rate --capacity --queue --timeout --brownout --outage-start --outage-length --horizon --max-retries --budget-ratio --budget-burst --breaker-failures --breaker-cooldown --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --model)
+                    COMPREPLY=($(compgen -W "contention overload" -- "${cur}"))
+                    return 0
+                    ;;
                 --clients)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -478,7 +482,7 @@ _backoff_options() {
                     return 0
                     ;;
                 --strategy)
-                    COMPREPLY=($(compgen -W "none exponential full equal decorrelated policy" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "none immediate exponential full equal decorrelated policy full+budget full+breaker" -- "${cur}"))
                     return 0
                     ;;
                 --base)
@@ -502,10 +506,66 @@ _backoff_options() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json csv svg" -- "${cur}"))
                     return 0
                     ;;
                 --plot)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scenario)
+                    COMPREPLY=($(compgen -W "outage metastable" -- "${cur}"))
+                    return 0
+                    ;;
+                --rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --capacity)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --queue)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --brownout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --outage-start)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --outage-length)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --horizon)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-retries)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-ratio)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-burst)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --breaker-failures)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --breaker-cooldown)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -93,7 +93,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l foreground -d 'Keep the
 complete -c backoff -n "__fish_backoff_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_needs_command" -s V -l version -d 'Print version'
 complete -c backoff -n "__fish_backoff_needs_command" -a "schedule" -d 'Print the delays a policy produces, and run nothing'
-complete -c backoff -n "__fish_backoff_needs_command" -a "simulate" -d 'Reproduce the experiment that shows why jitter matters'
+complete -c backoff -n "__fish_backoff_needs_command" -a "simulate" -d 'Show why jitter matters, and what retries do to an overloaded server'
 complete -c backoff -n "__fish_backoff_needs_command" -a "budget" -d 'Show or reset a retry budget shared by processes (see --budget)'
 complete -c backoff -n "__fish_backoff_needs_command" -a "breaker" -d 'Show or reset a circuit breaker shared by processes (see --breaker)'
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l base -d 'Upper bound of the first retry\'s delay' -r
@@ -113,26 +113,47 @@ json\t'One JSON document'
 csv\t'Comma-separated values with a header line'"
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l forever -d 'No retry limit: retry until success or a stop rule'
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l clients -d 'Client counts: a list (10,50,100) or a range with a step (10-190/10)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l runs -d 'Runs per client count and strategy' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l strategy -d 'Strategies, comma-separated; "policy" is backoff\'s own policy from --base, --cap, --factor and --jitter [default: none, exponential, full, equal, decorrelated]' -r -f -a "none\t'No delay: read again at once'
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l model -d 'The model: Brooker\'s experiment, or a server past its capacity' -r -f -a "contention\t'Brooker\'s experiment: clients contend to update one row'
+overload\t'Clients at a steady rate, a server of fixed capacity, an outage'"
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l clients -d 'Client counts: a list (10,50,100) or a range with a step (10-190/10); the overload model takes one count [default: 10-190/10; overload: 1000]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l runs -d 'Runs per client count and strategy (contention) [default: 100]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l strategy -d 'Strategies, comma-separated [default: contention: none, exponential, full, equal, decorrelated; overload: all but policy]' -r -f -a "none\t'No backoff: contention reads again at once; overload does not retry'
+immediate\t'Overload: retries at once, with no delay'
 exponential\t'e = min(cap, base · 2^n), no jitter'
 full\t'Uniform in [0, e)'
 equal\t'e/2 plus uniform in [0, e/2)'
 decorrelated\t'min(cap, uniform in [base, 3 · previous sleep)), from base'
-policy\t'backoff\'s own policy, from --base, --cap, --factor and --jitter'"
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l base -d 'Base of the delays (Brooker\'s 5ms)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l cap -d 'Cap of the delays (Brooker\'s 2s)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l factor -d 'Growth per retry of the "policy" strategy' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l jitter -d 'Jitter of the "policy" strategy' -r -f -a "none\t'The delay is the bound itself'
+policy\t'Contention: backoff\'s own policy, from --base, --cap, --factor and --jitter'
+full+budget\t'Overload: full jitter under a retry budget shared by all clients'
+full+breaker\t'Overload: full jitter behind a circuit breaker shared by all clients'"
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l base -d 'Base of the delays [default: Brooker\'s 5ms; overload: 100ms]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l cap -d 'Cap of the delays [default: Brooker\'s 2s; overload: 30s]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l factor -d 'Growth per retry of the "policy" strategy, and of every overload strategy' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l jitter -d 'Jitter of the "policy" strategy (contention) [default: full]' -r -f -a "none\t'The delay is the bound itself'
 full\t'Uniform in [0, upper)'
 equal\t'upper/2 plus uniform in [0, upper/2)'
 decorrelated\t'min(cap, uniform in [base, 3 × previous delay)); ignores --factor'"
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l seed -d 'Seed of the simulation: same seed, same output [default: random]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l format -d 'Output format; a table is followed by a terminal chart' -r -f -a "table\t'Aligned columns for people'
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l format -d 'Output format; a contention table is followed by a terminal chart' -r -f -a "table\t'Aligned columns for people'
 json\t'One JSON document'
-csv\t'Comma-separated values with a header line'"
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l plot -d 'Also draw both charts into an SVG file' -r -F
+csv\t'Comma-separated values with a header line'
+svg\t'The overload model\'s chart, as SVG on stdout'"
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l plot -d 'Also draw the charts into an SVG file' -r -F
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l scenario -d 'A set of the values below, each of which may be given instead [default: outage]' -r -f -a "outage\t'A full outage of 10s that the server survives'
+metastable\t'The same outage and a deeper queue: the overload outlives it'"
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l rate -d 'Requests a second each client makes, at a fixed interval [default: 1]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l capacity -d 'Attempts a second the server works through [default: 2000]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l queue -d 'Most attempts waiting in the server\'s queue; more are refused at once [default: 1000; metastable: 4000]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l timeout -d 'How long a client waits for an attempt\'s answer [default: 1s]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l brownout -d 'The share of the capacity left during the outage, from 0 (none) to 1 [default: 0]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l outage-start -d 'When the capacity drops [default: 10s]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l outage-length -d 'How long it stays down [default: 10s]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l horizon -d 'How long the simulation runs [default: 60s]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l max-retries -d 'Retries after a request\'s first attempt [default: 3]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l budget-ratio -d 'Tokens a success deposits in the budget of "full+budget", one for all clients [default: 0.1]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l budget-burst -d 'Most tokens that budget holds, and starts with [default: 10]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l breaker-failures -d 'Requests in a row that gave up that open the breaker of "full+breaker", one for all clients [default: 5]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l breaker-cooldown -d 'How long that breaker stays open before a probe [default: 5s]' -r
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -s h -l help -d 'Print help'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "show" -d 'Print the tokens left in a budget'

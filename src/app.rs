@@ -13,7 +13,7 @@ use clap::{CommandFactory, FromArgMatches};
 use crate::budget::breaker::Breaker;
 use crate::budget::bucket::show_tokens;
 use crate::budget::{BreakerStore, Store};
-use crate::cli::{self, Cli, Format, Sub};
+use crate::cli::{self, Cli, Format, SimFormat, Sub};
 use crate::config::{self, Given, RunConfig, UsageError};
 use crate::event::{Report, Reports};
 use crate::exec::{self, RealExecutor};
@@ -355,21 +355,42 @@ fn schedule_command(args: &cli::ScheduleArgs, given: &Given) -> anyhow::Result<E
 
 /// `backoff simulate`.
 fn simulate_command(args: &cli::SimulateArgs, given: &Given) -> anyhow::Result<Exit> {
-    let setup = config::simulation(args, given, random_seed)?;
+    let plot_error = |path: &std::path::Path, e| {
+        UsageError(format!("cannot write --plot '{}': {e}", path.display()))
+    };
+    let setup = match config::simulation(args, given, random_seed)? {
+        config::Simulation::Contention(setup) => setup,
+        config::Simulation::Overload(setup) => {
+            let outcomes = simulate::overload::simulate(&setup);
+            let drawing = || svg::overload_svg(&setup, &outcomes);
+            let text = match args.format {
+                SimFormat::Table => table::overload_table(&setup, &outcomes),
+                SimFormat::Csv => table::overload_csv(&outcomes),
+                SimFormat::Json => table::overload_json(&setup, &outcomes),
+                SimFormat::Svg => drawing().map_err(|e| UsageError(format!("cannot draw: {e}")))?,
+            };
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            if let Some(path) = &args.plot {
+                drawing()
+                    .and_then(|d| std::fs::write(path, d).map_err(|e| e.to_string()))
+                    .map_err(|e| plot_error(path, e))?;
+            }
+            return Ok(Exit::SUCCESS);
+        }
+    };
     let cells = simulate::simulate(&setup);
     let text = match args.format {
-        Format::Table => {
+        SimFormat::Table => {
             let mut t = table::table(&setup, &cells);
             t.push_str(&table::terminal_charts(&setup, &cells));
             t
         }
-        Format::Csv => table::csv(&cells),
-        Format::Json => table::json_doc(&setup, &cells),
+        SimFormat::Csv => table::csv(&cells),
+        SimFormat::Json | SimFormat::Svg => table::json_doc(&setup, &cells),
     };
     let _ = std::io::stdout().write_all(text.as_bytes());
     if let Some(path) = &args.plot {
-        svg::svg(&setup, &cells, path)
-            .map_err(|e| UsageError(format!("cannot write --plot '{}': {e}", path.display())))?;
+        svg::svg(&setup, &cells, path).map_err(|e| plot_error(path, e))?;
     }
     Ok(Exit::SUCCESS)
 }

@@ -16,8 +16,8 @@ use crate::budget::{BreakerPlace, BreakerStore, Place, Store, redact};
 use crate::classify::{Preset, Rule, Rules};
 use crate::cli::values::RuleList;
 use crate::cli::{
-    BreakerArgs, BudgetArgs, BudgetStore, Cli, GoalArgs, PolicyArgs, RuleArgs, SimulateArgs,
-    StoreArgs, TimeArgs,
+    BreakerArgs, BudgetArgs, BudgetStore, Cli, GoalArgs, PolicyArgs, RuleArgs, SimFormat, SimModel,
+    SimScenario, SimStrategy, SimulateArgs, StoreArgs, TimeArgs,
 };
 use crate::exec::scan::{self, OutputRules};
 use crate::jitter::Jitter;
@@ -25,7 +25,8 @@ use crate::policy::{Policy, PolicyConfig};
 use crate::report::ci::StepFiles;
 use crate::report::{LogFormat, Verbosity};
 use crate::run::{Goal, Hints, Hooks};
-use crate::simulate;
+use crate::simulate::{self, overload};
+use clap::ValueEnum as _;
 
 /// backoff's own failure: bad usage or a bad value. Exit 125.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -399,39 +400,318 @@ pub fn rules(args: &RuleArgs, given: &Given) -> Result<Rules, UsageError> {
     })
 }
 
+/// What `backoff simulate` runs: one of its models, checked.
+#[derive(Debug, Clone)]
+pub enum Simulation {
+    /// Brooker's experiment.
+    Contention(simulate::Setup),
+    /// A server past its capacity.
+    Overload(overload::Setup),
+}
+
 /// Builds the setup of `backoff simulate`; `seed` supplies a random seed
-/// when none is given.
+/// when none is given. Options of the other model are refused.
 pub fn simulation(
     args: &SimulateArgs,
     given: &Given,
     seed: fn() -> u64,
-) -> Result<simulate::Setup, UsageError> {
-    if args.base.is_zero() {
-        return Err(invalid(given, "0", "--base", "must be above zero"));
+) -> Result<Simulation, UsageError> {
+    let seed = args.seed.unwrap_or_else(seed);
+    match args.model {
+        SimModel::Contention => contention(args, given, seed).map(Simulation::Contention),
+        SimModel::Overload => overload(args, given, seed).map(Simulation::Overload),
     }
-    if args.base > args.cap {
+}
+
+/// The options given on the command line that only the other model reads.
+fn other_model_options(args: &SimulateArgs) -> Vec<&'static str> {
+    let o = &args.overload;
+    let mut flags = Vec::new();
+    let mut note = |given: bool, flag: &'static str| {
+        if given {
+            flags.push(flag);
+        }
+    };
+    if args.model == SimModel::Contention {
+        note(o.scenario.is_some(), "--scenario");
+        note(o.rate.is_some(), "--rate");
+        note(o.capacity.is_some(), "--capacity");
+        note(o.queue.is_some(), "--queue");
+        note(o.timeout.is_some(), "--timeout");
+        note(o.brownout.is_some(), "--brownout");
+        note(o.outage_start.is_some(), "--outage-start");
+        note(o.outage_length.is_some(), "--outage-length");
+        note(o.horizon.is_some(), "--horizon");
+        note(o.max_retries.is_some(), "--max-retries");
+        note(o.budget_ratio.is_some(), "--budget-ratio");
+        note(o.budget_burst.is_some(), "--budget-burst");
+        note(o.breaker_failures.is_some(), "--breaker-failures");
+        note(o.breaker_cooldown.is_some(), "--breaker-cooldown");
+        note(args.format == SimFormat::Svg, "--format svg");
+    } else {
+        note(args.runs.is_some(), "--runs");
+        note(args.jitter.is_some(), "--jitter");
+    }
+    flags
+}
+
+/// Refuses the options of the other model, and the strategies it alone
+/// has.
+fn check_model(args: &SimulateArgs, given: &Given) -> Result<(), UsageError> {
+    let (this, other) = match args.model {
+        SimModel::Contention => ("contention", "overload"),
+        SimModel::Overload => ("overload", "contention"),
+    };
+    if let Some(flag) = other_model_options(args).first() {
+        let hint = if *flag == "--format svg" {
+            " (use --plot FILE)"
+        } else {
+            ""
+        };
+        return Err(UsageError(format!(
+            "'{flag}' is an option of '--model {other}', not of '--model {this}'{hint}"
+        )));
+    }
+    let only_other = |s: SimStrategy| match args.model {
+        SimModel::Contention => matches!(
+            s,
+            SimStrategy::Immediate | SimStrategy::FullBudget | SimStrategy::FullBreaker
+        ),
+        SimModel::Overload => s == SimStrategy::Policy,
+    };
+    if let Some(&s) = args.strategy.iter().find(|&&s| only_other(s)) {
+        let name = s
+            .to_possible_value()
+            .map_or_else(String::new, |v| v.get_name().to_owned());
         return Err(invalid(
             given,
-            show(args.base),
-            "--base",
-            format!("greater than --cap ({})", show(args.cap)),
+            name,
+            "--strategy",
+            format!("a strategy of '--model {other}' only"),
         ));
     }
-    let mut strategies = if args.strategy.is_empty() {
-        simulate::Strategy::BROOKER.to_vec()
-    } else {
-        args.strategy.clone()
-    };
+    Ok(())
+}
+
+/// The setup of the contention model.
+fn contention(
+    args: &SimulateArgs,
+    given: &Given,
+    seed: u64,
+) -> Result<simulate::Setup, UsageError> {
+    check_model(args, given)?;
+    let base = args.base.unwrap_or(Duration::from_millis(5));
+    let cap = args.cap.unwrap_or(Duration::from_secs(2));
+    check_delays(base, cap, given)?;
+    let mut strategies: Vec<simulate::Strategy> = args
+        .strategy
+        .iter()
+        .filter_map(|s| match s {
+            SimStrategy::None => Some(simulate::Strategy::None),
+            SimStrategy::Exponential => Some(simulate::Strategy::Exponential),
+            SimStrategy::Full => Some(simulate::Strategy::Full),
+            SimStrategy::Equal => Some(simulate::Strategy::Equal),
+            SimStrategy::Decorrelated => Some(simulate::Strategy::Decorrelated),
+            SimStrategy::Policy => Some(simulate::Strategy::Policy),
+            _ => None,
+        })
+        .collect();
+    if strategies.is_empty() {
+        strategies = simulate::Strategy::BROOKER.to_vec();
+    }
     strategies.dedup();
     Ok(simulate::Setup {
-        clients: args.clients.0.clone(),
-        runs: args.runs,
+        clients: args
+            .clients
+            .as_ref()
+            .map_or_else(|| (10..=190).step_by(10).collect(), |c| c.0.clone()),
+        runs: args.runs.unwrap_or(100),
         strategies,
-        base: args.base,
-        cap: args.cap,
-        policy: Policy::formula(args.base, args.cap, args.factor, args.jitter),
-        seed: args.seed.unwrap_or_else(seed),
+        base,
+        cap,
+        policy: Policy::formula(base, cap, args.factor, args.jitter.unwrap_or(Jitter::Full)),
+        seed,
     })
+}
+
+fn check_delays(base: Duration, cap: Duration, given: &Given) -> Result<(), UsageError> {
+    if base.is_zero() {
+        return Err(invalid(given, "0", "--base", "must be above zero"));
+    }
+    if base > cap {
+        return Err(invalid(
+            given,
+            show(base),
+            "--base",
+            format!("greater than --cap ({})", show(cap)),
+        ));
+    }
+    Ok(())
+}
+
+/// The setup of the overload model: the scenario's values, with those the
+/// command line gives instead.
+fn overload(args: &SimulateArgs, given: &Given, seed: u64) -> Result<overload::Setup, UsageError> {
+    check_model(args, given)?;
+    let o = &args.overload;
+    let base = args.base.unwrap_or(Duration::from_millis(100));
+    let cap = args.cap.unwrap_or(Duration::from_secs(30));
+    check_delays(base, cap, given)?;
+    let scenario = o.scenario.unwrap_or(SimScenario::Outage);
+    let clients = match args.clients.as_ref().map(|c| c.0.as_slice()) {
+        None => 1000,
+        Some(&[n]) => n,
+        Some(_) => {
+            return Err(UsageError(
+                "'--clients' takes one client count with '--model overload'".into(),
+            ));
+        }
+    };
+    let positive = |v: Option<f64>, default: f64, flag: &str, most: f64| match v {
+        None => Ok(default),
+        Some(x) if x.is_finite() && x > 0.0 && x <= most => Ok(x),
+        Some(x) => Err(invalid(
+            given,
+            x,
+            flag,
+            format!("must be above 0 and at most {most}"),
+        )),
+    };
+    let whole = |v: Option<i64>, default: u32, flag: &str, least: i64, most: i64| match v {
+        None => Ok(default),
+        Some(n) if (least..=most).contains(&n) => Ok(u32::try_from(n).unwrap_or(default)),
+        Some(n) => Err(invalid(
+            given,
+            n,
+            flag,
+            format!("must be a whole number from {least} to {most}"),
+        )),
+    };
+    let brownout = match o.brownout {
+        None => 0.0,
+        Some(f) if (0.0..=1.0).contains(&f) => f,
+        Some(f) => return Err(invalid(given, f, "--brownout", "must be from 0 to 1")),
+    };
+    let setup = overload::Setup {
+        scenario: match scenario {
+            SimScenario::Outage => "outage",
+            SimScenario::Metastable => "metastable",
+        },
+        clients,
+        rate: positive(o.rate, 1.0, "--rate", 1000.0)?,
+        capacity: positive(o.capacity, 2000.0, "--capacity", 1e7)?,
+        queue: whole(
+            o.queue,
+            if scenario == SimScenario::Metastable {
+                4000
+            } else {
+                1000
+            },
+            "--queue",
+            0,
+            10_000_000,
+        )?,
+        timeout: o.timeout.unwrap_or(Duration::from_secs(1)),
+        brownout,
+        outage_start: o.outage_start.unwrap_or(Duration::from_secs(10)),
+        outage_length: o.outage_length.unwrap_or(Duration::from_secs(10)),
+        horizon: o.horizon.unwrap_or(Duration::from_mins(1)),
+        max_retries: whole(o.max_retries, 3, "--max-retries", 0, 100)?,
+        base,
+        cap,
+        factor: args.factor,
+        bucket: Bucket {
+            burst: o.budget_burst.unwrap_or(10 * bucket::UNIT),
+            ratio: o.budget_ratio.unwrap_or(bucket::UNIT / 10),
+        },
+        breaker: Breaker {
+            failures: whole(o.breaker_failures, 5, "--breaker-failures", 1, 1_000_000)?,
+            cooldown_ms: u64::try_from(
+                o.breaker_cooldown
+                    .unwrap_or(Duration::from_secs(5))
+                    .as_millis(),
+            )
+            .unwrap_or(u64::MAX),
+        },
+        strategies: overload_strategies(&args.strategy),
+        seed,
+    };
+    check_overload_times(&setup, given)?;
+    Ok(setup)
+}
+
+/// The overload strategies asked for, or all of them.
+fn overload_strategies(asked: &[SimStrategy]) -> Vec<overload::Strategy> {
+    use overload::Strategy as S;
+    let mut strategies: Vec<S> = asked
+        .iter()
+        .filter_map(|s| match s {
+            SimStrategy::None => Some(S::None),
+            SimStrategy::Immediate => Some(S::Immediate),
+            SimStrategy::Exponential => Some(S::Exponential),
+            SimStrategy::Full => Some(S::Full),
+            SimStrategy::Equal => Some(S::Equal),
+            SimStrategy::Decorrelated => Some(S::Decorrelated),
+            SimStrategy::FullBudget => Some(S::FullBudget),
+            SimStrategy::FullBreaker => Some(S::FullBreaker),
+            SimStrategy::Policy => None,
+        })
+        .collect();
+    if strategies.is_empty() {
+        strategies = S::ALL.to_vec();
+    }
+    strategies.dedup();
+    strategies
+}
+
+/// The overload model's times and sizes: a horizon from 1s to an hour, an
+/// outage within it, a timeout and a cooldown of at least one tick, and at
+/// most ten million requests.
+fn check_overload_times(s: &overload::Setup, given: &Given) -> Result<(), UsageError> {
+    let tick = Duration::from_millis(overload::TICK_MS);
+    if s.horizon < Duration::from_secs(1) || s.horizon > Duration::from_hours(1) {
+        return Err(invalid(
+            given,
+            show(s.horizon),
+            "--horizon",
+            "must be from 1s to 1h",
+        ));
+    }
+    if s.outage_start + s.outage_length > s.horizon {
+        return Err(invalid(
+            given,
+            show(s.outage_length),
+            "--outage-length",
+            format!(
+                "an outage from {} must end within --horizon ({})",
+                show(s.outage_start),
+                show(s.horizon)
+            ),
+        ));
+    }
+    if s.timeout < tick {
+        return Err(invalid(
+            given,
+            show(s.timeout),
+            "--timeout",
+            "must be at least 10ms",
+        ));
+    }
+    if s.breaker.cooldown_ms < overload::TICK_MS {
+        return Err(invalid(
+            given,
+            format!("{}ms", s.breaker.cooldown_ms),
+            "--breaker-cooldown",
+            "must be at least 10ms",
+        ));
+    }
+    let requests = f64::from(s.clients) * s.rate * s.horizon.as_secs_f64();
+    if requests > 1e7 {
+        return Err(UsageError(format!(
+            "'--clients' × '--rate' × '--horizon' makes {requests:.0} requests: at most ten million"
+        )));
+    }
+    Ok(())
 }
 
 /// Opens the budget `key`: in Redis with `--budget-store`, else in a file

@@ -16,7 +16,6 @@ use crate::budget::FailMode;
 use crate::classify::Preset;
 use crate::jitter::Jitter;
 use crate::report::LogFormat;
-use crate::simulate::Strategy;
 
 pub mod values;
 
@@ -125,7 +124,7 @@ pub enum Sub {
     /// and mean waiting time. With --seed, also the delays one run would
     /// draw.
     Schedule(ScheduleArgs),
-    /// Reproduce the experiment that shows why jitter matters
+    /// Show why jitter matters, and what retries do to an overloaded server
     ///
     /// M. Brooker's "Exponential Backoff And Jitter" (AWS Architecture Blog,
     /// 2015): N clients contend to update one row under optimistic
@@ -134,7 +133,12 @@ pub enum Sub {
     /// count and strategy, the mean and spread over the runs of the server's
     /// write calls and of the time the last client succeeded, then draws
     /// them.
-    Simulate(SimulateArgs),
+    ///
+    /// With --model overload: clients at a steady rate, a server of fixed
+    /// capacity, an outage, and retries with or without a shared budget or
+    /// breaker. Prints, per strategy, the amplification during the outage,
+    /// the goodput and the time to recover (see the man page's SIMULATION).
+    Simulate(Box<SimulateArgs>),
     /// Show or reset a retry budget shared by processes (see --budget)
     #[command(subcommand)]
     Budget(BudgetCommand),
@@ -146,56 +150,188 @@ pub enum Sub {
 /// Options of `backoff simulate`.
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// Client counts: a list (10,50,100) or a range with a step (10-190/10).
-    #[arg(long, value_name = "LIST", default_value = "10-190/10", value_parser = values::client_counts)]
-    pub clients: ClientCounts,
+    /// The model: Brooker's experiment, or a server past its capacity
+    #[arg(long, value_enum, value_name = "MODEL", default_value = "contention")]
+    pub model: SimModel,
 
-    /// Runs per client count and strategy.
-    #[arg(long, value_name = "N", default_value = "100", value_parser = values::runs)]
-    pub runs: u32,
+    /// Client counts: a list (10,50,100) or a range with a step
+    /// (10-190/10); the overload model takes one count [default: 10-190/10;
+    /// overload: 1000]
+    #[arg(long, value_name = "LIST", value_parser = values::client_counts)]
+    pub clients: Option<ClientCounts>,
 
-    /// Strategies, comma-separated; "policy" is backoff's own policy from
-    /// --base, --cap, --factor and --jitter [default: none, exponential,
-    /// full, equal, decorrelated]
+    /// Runs per client count and strategy (contention) [default: 100]
+    #[arg(long, value_name = "N", value_parser = values::runs)]
+    pub runs: Option<u32>,
+
+    /// Strategies, comma-separated [default: contention: none, exponential,
+    /// full, equal, decorrelated; overload: all but policy]
     #[arg(long, value_enum, value_name = "LIST", value_delimiter = ',')]
-    pub strategy: Vec<Strategy>,
+    pub strategy: Vec<SimStrategy>,
 
-    /// Base of the delays (Brooker's 5ms).
-    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = values::duration,
+    /// Base of the delays [default: Brooker's 5ms; overload: 100ms]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration,
           allow_hyphen_values = true)]
-    pub base: Duration,
+    pub base: Option<Duration>,
 
-    /// Cap of the delays (Brooker's 2s).
-    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = values::duration,
+    /// Cap of the delays [default: Brooker's 2s; overload: 30s]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration,
           allow_hyphen_values = true)]
-    pub cap: Duration,
+    pub cap: Option<Duration>,
 
-    /// Growth per retry of the "policy" strategy.
+    /// Growth per retry of the "policy" strategy, and of every overload
+    /// strategy.
     #[arg(long, value_name = "F", default_value = "2", value_parser = values::factor,
           allow_hyphen_values = true)]
     pub factor: f64,
 
-    /// Jitter of the "policy" strategy.
-    #[arg(
-        long,
-        value_enum,
-        value_name = "KIND",
-        default_value = "full",
-        ignore_case = true
-    )]
-    pub jitter: Jitter,
+    /// Jitter of the "policy" strategy (contention) [default: full]
+    #[arg(long, value_enum, value_name = "KIND", ignore_case = true)]
+    pub jitter: Option<Jitter>,
 
     /// Seed of the simulation: same seed, same output [default: random]
     #[arg(long, value_name = "U64", value_parser = values::seed)]
     pub seed: Option<u64>,
 
-    /// Output format; a table is followed by a terminal chart.
+    /// Output format; a contention table is followed by a terminal chart.
     #[arg(long, value_enum, default_value = "table")]
-    pub format: Format,
+    pub format: SimFormat,
 
-    /// Also draw both charts into an SVG file.
+    /// Also draw the charts into an SVG file.
     #[arg(long, value_name = "FILE", value_parser = values::output_file)]
     pub plot: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub overload: OverloadArgs,
+}
+
+/// The options of `backoff simulate --model overload` (see the man page's
+/// SIMULATION for the model). Each defaults to its --scenario's value.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Overload model")]
+pub struct OverloadArgs {
+    /// A set of the values below, each of which may be given instead
+    /// [default: outage]
+    #[arg(long, value_enum, value_name = "NAME")]
+    pub scenario: Option<SimScenario>,
+
+    /// Requests a second each client makes, at a fixed interval [default: 1]
+    #[arg(long, value_name = "R", allow_hyphen_values = true)]
+    pub rate: Option<f64>,
+
+    /// Attempts a second the server works through [default: 2000]
+    #[arg(long, value_name = "R", allow_hyphen_values = true)]
+    pub capacity: Option<f64>,
+
+    /// Most attempts waiting in the server's queue; more are refused at
+    /// once [default: 1000; metastable: 4000]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub queue: Option<i64>,
+
+    /// How long a client waits for an attempt's answer [default: 1s]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub timeout: Option<Duration>,
+
+    /// The share of the capacity left during the outage, from 0 (none) to
+    /// 1 [default: 0]
+    #[arg(long, value_name = "F", allow_hyphen_values = true)]
+    pub brownout: Option<f64>,
+
+    /// When the capacity drops [default: 10s]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub outage_start: Option<Duration>,
+
+    /// How long it stays down [default: 10s]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub outage_length: Option<Duration>,
+
+    /// How long the simulation runs [default: 60s]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub horizon: Option<Duration>,
+
+    /// Retries after a request's first attempt [default: 3]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub max_retries: Option<i64>,
+
+    /// Tokens a success deposits in the budget of "full+budget", one for
+    /// all clients [default: 0.1]
+    #[arg(long, value_name = "R", value_parser = values::ratio, allow_hyphen_values = true)]
+    pub budget_ratio: Option<u64>,
+
+    /// Most tokens that budget holds, and starts with [default: 10]
+    #[arg(long, value_name = "N", value_parser = values::burst, allow_hyphen_values = true)]
+    pub budget_burst: Option<u64>,
+
+    /// Requests in a row that gave up that open the breaker of
+    /// "full+breaker", one for all clients [default: 5]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub breaker_failures: Option<i64>,
+
+    /// How long that breaker stays open before a probe [default: 5s]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub breaker_cooldown: Option<Duration>,
+}
+
+/// The models of `backoff simulate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimModel {
+    /// Brooker's experiment: clients contend to update one row.
+    Contention,
+    /// Clients at a steady rate, a server of fixed capacity, an outage.
+    Overload,
+}
+
+/// The preset parameter sets of the overload model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimScenario {
+    /// A full outage of 10s that the server survives.
+    Outage,
+    /// The same outage and a deeper queue: the overload outlives it.
+    Metastable,
+}
+
+/// The strategies of `backoff simulate`, of either model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimStrategy {
+    /// No backoff: contention reads again at once; overload does not retry.
+    None,
+    /// Overload: retries at once, with no delay.
+    Immediate,
+    /// e = min(cap, base · 2^n), no jitter.
+    Exponential,
+    /// Uniform in [0, e).
+    Full,
+    /// e/2 plus uniform in [0, e/2).
+    Equal,
+    /// min(cap, uniform in [base, 3 · previous sleep)), from base.
+    Decorrelated,
+    /// Contention: backoff's own policy, from --base, --cap, --factor and
+    /// --jitter.
+    Policy,
+    /// Overload: full jitter under a retry budget shared by all clients.
+    #[value(name = "full+budget")]
+    FullBudget,
+    /// Overload: full jitter behind a circuit breaker shared by all clients.
+    #[value(name = "full+breaker")]
+    FullBreaker,
+}
+
+/// Output formats of `simulate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimFormat {
+    /// Aligned columns for people.
+    Table,
+    /// One JSON document.
+    Json,
+    /// Comma-separated values with a header line.
+    Csv,
+    /// The overload model's chart, as SVG on stdout.
+    Svg,
 }
 
 /// `backoff budget show|reset KEY`.
@@ -791,7 +927,7 @@ mod tests {
         let cli = Cli::try_parse_from(["backoff", "schedule", "--jitter", "none"]).unwrap();
         assert!(matches!(cli.subcommand, Some(Sub::Schedule(_))));
         let cli = Cli::try_parse_from(["backoff", "simulate", "--runs", "3"]).unwrap();
-        assert!(matches!(cli.subcommand, Some(Sub::Simulate(ref a)) if a.runs == 3));
+        assert!(matches!(cli.subcommand, Some(Sub::Simulate(ref a)) if a.runs == Some(3)));
         let cli = Cli::try_parse_from(["backoff", "budget", "show", "k"]).unwrap();
         assert!(matches!(
             cli.subcommand,

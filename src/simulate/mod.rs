@@ -1,10 +1,13 @@
-//! `backoff simulate`: M. Brooker's "Exponential Backoff And Jitter"
-//! experiment (AWS Architecture Blog, 2015), run many times over client
-//! counts and strategies, spread over the machine's cores. The model of one
-//! run is in `model`; its outputs (tables, CSV, JSON, charts) in `table`
-//! and `svg`.
+//! `backoff simulate`: two models. The contention model is M. Brooker's
+//! "Exponential Backoff And Jitter" experiment (AWS Architecture Blog,
+//! 2015), run many times over client counts and strategies, spread over the
+//! machine's cores; the model of one run is in `model`. The overload model
+//! (`overload`) is a server past its capacity and the retries that keep it
+//! there. Their outputs (tables, CSV, JSON, charts) are in `table` and
+//! `svg`.
 
 pub mod model;
+pub mod overload;
 pub mod svg;
 pub mod table;
 
@@ -14,8 +17,8 @@ use std::time::Duration;
 use crate::policy::Policy;
 use crate::simulate::model::{RunResult, run_once};
 
-/// A backoff strategy of the experiment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// A backoff strategy of the contention experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strategy {
     /// No delay: read again at once.
     None,

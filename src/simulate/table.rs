@@ -1,10 +1,13 @@
 //! The text outputs of `backoff simulate`: tables, CSV, JSON and a terminal
-//! chart.
+//! chart of the contention model; the table, CSV and JSON of the overload
+//! model.
 
 use std::fmt::Write as _;
 
 use serde_json::json;
 
+use crate::budget::bucket::show_tokens;
+use crate::simulate::overload::{self, Outcome};
 use crate::simulate::{Cell, Setup, Strategy};
 
 /// The cells of one strategy, in client order.
@@ -182,4 +185,158 @@ pub fn terminal_charts(setup: &Setup, cells: &[Cell]) -> String {
         legend.join(", ")
     );
     out
+}
+
+/// `recovery_s` as text: seconds, or `never`.
+fn recovery(o: &Outcome) -> String {
+    o.recovery_s
+        .map_or_else(|| "never".to_owned(), |s| format!("{s:.2}"))
+}
+
+/// The overload model's parameters, in one line.
+fn overload_line(s: &overload::Setup) -> String {
+    let show = |d: std::time::Duration| humantime::format_duration(d).to_string();
+    let outage = if s.brownout == 0.0 {
+        "full outage".to_owned()
+    } else {
+        format!("brownout to {}", s.brownout)
+    };
+    format!(
+        "overload ({}): {} clients at {}/s, capacity {}/s, queue {}, timeout {}; {outage} \
+         from {} for {}; horizon {}; at most {} retries; seed {}",
+        s.scenario,
+        s.clients,
+        s.rate,
+        s.capacity,
+        s.queue,
+        show(s.timeout),
+        show(s.outage_start),
+        show(s.outage_length),
+        show(s.horizon),
+        s.max_retries,
+        s.seed
+    )
+}
+
+/// The overload model's table: a row per strategy.
+pub fn overload_table(setup: &overload::Setup, outcomes: &[Outcome]) -> String {
+    let mut rows = vec![
+        [
+            "strategy",
+            "amplification",
+            "goodput",
+            "recovery_s",
+            "skipped",
+            "wasted",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+    ];
+    for o in outcomes {
+        rows.push(vec![
+            o.strategy.name().to_owned(),
+            format!("{:.2}", o.amplification()),
+            format!("{:.3}", o.goodput()),
+            recovery(o),
+            o.skipped.to_string(),
+            o.wasted.to_string(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    let mut out = overload_line(setup);
+    out.push('\n');
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (cell, w))| {
+                if i == 0 {
+                    format!("{cell:<w$}")
+                } else {
+                    format!("{cell:>w$}")
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    out
+}
+
+/// The overload model's CSV: a row per strategy.
+pub fn overload_csv(outcomes: &[Outcome]) -> String {
+    let mut out = String::from(
+        "strategy,amplification,goodput,recovery_s,skipped,wasted,requests,attempts,succeeded\n",
+    );
+    for o in outcomes {
+        let _ = writeln!(
+            out,
+            "{},{:.4},{:.4},{},{},{},{},{},{}",
+            o.strategy.name(),
+            o.amplification(),
+            o.goodput(),
+            recovery(o),
+            o.skipped,
+            o.wasted,
+            o.requests,
+            o.attempts,
+            o.succeeded
+        );
+    }
+    out
+}
+
+/// Sums `v` over bins of `n` ticks, as a rate per second.
+pub(crate) fn per_second(v: &[u32], n: usize) -> Vec<f64> {
+    #[allow(clippy::cast_precision_loss)]
+    let scale = overload::TICKS_PER_S as f64 / n as f64;
+    v.chunks(n)
+        .map(|c| f64::from(c.iter().sum::<u32>()) * scale)
+        .collect()
+}
+
+/// The overload model's JSON: its parameters, and per strategy the
+/// measures and the offered load and goodput of every second.
+pub fn overload_json(s: &overload::Setup, outcomes: &[Outcome]) -> String {
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let doc = json!({
+        "model": "overload",
+        "scenario": s.scenario,
+        "clients": s.clients,
+        "rate": s.rate,
+        "capacity": s.capacity,
+        "queue": s.queue,
+        "timeout_ms": ms(s.timeout),
+        "brownout": s.brownout,
+        "outage_start_ms": ms(s.outage_start),
+        "outage_length_ms": ms(s.outage_length),
+        "horizon_ms": ms(s.horizon),
+        "max_retries": s.max_retries,
+        "base_ms": ms(s.base),
+        "cap_ms": ms(s.cap),
+        "factor": s.factor,
+        "budget_ratio": show_tokens(s.bucket.ratio).parse::<f64>().unwrap_or(0.0),
+        "budget_burst": show_tokens(s.bucket.burst).parse::<f64>().unwrap_or(0.0),
+        "breaker_failures": s.breaker.failures,
+        "breaker_cooldown_ms": s.breaker.cooldown_ms,
+        "seed": s.seed,
+        "strategies": outcomes.iter().map(|o| json!({
+            "strategy": o.strategy.name(),
+            "amplification": o.amplification(),
+            "goodput": o.goodput(),
+            "recovery_s": o.recovery_s,
+            "skipped": o.skipped,
+            "wasted": o.wasted,
+            "requests": o.requests,
+            "attempts": o.attempts,
+            "succeeded": o.succeeded,
+            "episode_requests": o.episode_requests,
+            "episode_attempts": o.episode_attempts,
+            "offered_per_s": per_second(&o.sent, overload::TICKS_PER_S),
+            "goodput_per_s": per_second(&o.good, overload::TICKS_PER_S),
+        })).collect::<Vec<_>>(),
+    });
+    format!("{doc:#}\n")
 }

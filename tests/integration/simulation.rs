@@ -1,4 +1,5 @@
-//! `backoff simulate`: the experiment's conclusions hold, and the outputs
+//! `backoff simulate`: the experiment's conclusions hold, the overload model
+//! shows the retry storm and what a budget and a breaker do, and the outputs
 //! are what they claim to be.
 
 use serde_json::Value;
@@ -151,4 +152,207 @@ fn bad_simulation_input_is_refused() {
     backoff(["simulate", "--base", "3s", "--cap", "1s"])
         .assert()
         .code(125);
+}
+
+/// The JSON document of an overload run.
+fn overload(args: &[&str]) -> Value {
+    let out = backoff(["simulate", "--model", "overload", "--format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn strategy<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["strategies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["strategy"] == name)
+        .unwrap_or_else(|| panic!("no {name}"))
+}
+
+const RETRYING_WITHOUT_A_LIMIT: [&str; 5] =
+    ["immediate", "exponential", "full", "equal", "decorrelated"];
+
+#[test]
+fn a_full_outage_makes_four_attempts_of_each_request_and_a_shared_budget_about_one() {
+    let doc = overload(&["--seed", "2015"]);
+    assert_eq!(doc["brownout"], 0.0);
+    assert_eq!(doc["max_retries"], 3);
+    for name in RETRYING_WITHOUT_A_LIMIT {
+        let a = strategy(&doc, name)["amplification"].as_f64().unwrap();
+        assert!((3.5..=4.0).contains(&a), "{name}: {a}");
+    }
+    assert_eq!(strategy(&doc, "none")["amplification"], 1.0);
+    // The budget: at most a retry per token of the burst, plus a tenth of
+    // a retry per request (a success deposits 0.1).
+    let budget = strategy(&doc, "full+budget");
+    let requests = budget["episode_requests"].as_f64().unwrap();
+    let bound = 1.0 + 0.1 + 10.0 / requests;
+    let a = budget["amplification"].as_f64().unwrap();
+    assert!(a <= bound, "full+budget: {a} > {bound}");
+    // The open breaker sends nothing for the requests it skips.
+    let breaker = strategy(&doc, "full+breaker");
+    assert!(breaker["skipped"].as_u64().unwrap() > 0);
+    assert!(breaker["amplification"].as_f64().unwrap() < 1.0);
+}
+
+#[test]
+fn in_the_metastable_scenario_only_a_budget_or_a_breaker_lets_retrying_clients_recover() {
+    let doc = overload(&["--scenario", "metastable", "--seed", "2015"]);
+    for name in RETRYING_WITHOUT_A_LIMIT {
+        let s = strategy(&doc, name);
+        assert!(s["recovery_s"].is_null(), "{name} recovered: {s}");
+        // Past the outage the server stays busy with attempts nobody waits for.
+        let goodput = s["goodput_per_s"].as_array().unwrap();
+        assert!(goodput[55].as_f64() == Some(0.0), "{name}: {goodput:?}");
+    }
+    for name in ["none", "full+budget", "full+breaker"] {
+        let r = strategy(&doc, name)["recovery_s"].as_f64();
+        assert!(r.is_some_and(|r| r < 10.0), "{name}: {r:?}");
+    }
+}
+
+#[test]
+fn the_overload_model_gives_the_same_output_for_the_same_seed() {
+    let run = |format| {
+        backoff([
+            "simulate", "--model", "overload", "--seed", "11", "--format", format,
+        ])
+        .args(["--clients", "300", "--capacity", "600", "--queue", "1200"])
+        .output()
+        .unwrap()
+        .stdout
+    };
+    for format in ["table", "csv", "json", "svg"] {
+        assert_eq!(run(format), run(format), "{format}");
+    }
+    let other = backoff([
+        "simulate", "--model", "overload", "--seed", "12", "--format", "json",
+    ])
+    .args(["--clients", "300", "--capacity", "600", "--queue", "1200"])
+    .output()
+    .unwrap()
+    .stdout;
+    assert_ne!(run("json"), other);
+}
+
+#[test]
+fn overload_csv_and_table_have_a_row_per_strategy_and_say_never() {
+    let out = backoff([
+        "simulate",
+        "--model",
+        "overload",
+        "--scenario",
+        "metastable",
+        "--seed",
+        "3",
+        "--format",
+        "csv",
+        "--strategy",
+        "full,full+budget",
+    ])
+    .output()
+    .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("strategy,amplification,goodput,recovery_s,skipped"));
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines[1].starts_with("full,") && lines[1].contains(",never,"),
+        "{text}"
+    );
+    assert!(lines[2].starts_with("full+budget,") && !lines[2].contains("never"));
+    let table = backoff(["simulate", "--model", "overload", "--seed", "3"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        table.starts_with("overload (outage): 1000 clients"),
+        "{table}"
+    );
+    assert!(table.contains("strategy      amplification  goodput  recovery_s"));
+    assert_eq!(table.lines().count(), 2 + 8);
+}
+
+#[test]
+fn overload_svg_goes_to_stdout_or_to_the_plot_file() {
+    let dir = TempDir::new("overload-plot");
+    let file = dir.join("overload.svg");
+    let out = backoff([
+        "simulate", "--model", "overload", "--seed", "5", "--format", "svg",
+    ])
+    .args([
+        "--clients",
+        "200",
+        "--capacity",
+        "400",
+        "--queue",
+        "200",
+        "--plot",
+    ])
+    .arg(&file)
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let drawing = String::from_utf8(out.stdout).unwrap();
+    assert!(drawing.starts_with("<svg"));
+    for label in [
+        "Offered load",
+        "Goodput",
+        "time (s)",
+        "full+budget",
+        "full+breaker",
+    ] {
+        assert!(drawing.contains(label), "the SVG lacks {label}");
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), drawing);
+}
+
+#[test]
+fn bad_overload_values_and_the_other_models_options_are_refused() {
+    for args in [
+        ["--capacity", "0"],
+        ["--capacity", "-5"],
+        ["--rate", "NaN"],
+        ["--brownout", "1.5"],
+        ["--brownout", "-0.1"],
+        ["--queue", "-1"],
+        ["--max-retries", "-1"],
+        ["--horizon", "0s"],
+        ["--outage-length", "2m"],
+        ["--timeout", "0s"],
+        ["--breaker-failures", "0"],
+        ["--budget-burst", "0"],
+        ["--clients", "10,20"],
+        ["--strategy", "policy"],
+        ["--runs", "5"],
+        ["--jitter", "equal"],
+    ] {
+        let out = backoff(["simulate", "--model", "overload"])
+            .args(args)
+            .assert()
+            .code(125)
+            .stderr(predicates::str::contains(format!("'{}'", args[0])))
+            .get_output()
+            .clone();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty());
+    }
+    for args in [
+        &["--capacity", "10"][..],
+        &["--scenario", "metastable"],
+        &["--max-retries", "3"],
+        &["--format", "svg"],
+        &["--strategy", "full+budget"],
+    ] {
+        backoff(["simulate"])
+            .args(args)
+            .assert()
+            .code(125)
+            .stderr(predicates::str::contains("'--model overload'"));
+    }
 }
