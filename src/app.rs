@@ -36,12 +36,15 @@ fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
             let _ = std::io::stdout().write_all(e.render().to_string().as_bytes());
             return Exit::SUCCESS;
         }
-        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = Std::Err.write_all(e.render().to_string().as_bytes());
-            return Exit::USAGE;
-        }
         _ => {}
     }
+    // The usage line of the (sub)command the error is about.
+    let usage = || {
+        let text = e.render().to_string();
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("Usage: ").map(str::to_owned))
+            .unwrap_or_else(|| "backoff --help".to_owned())
+    };
     let ctx = |k| match e.get(k) {
         Some(ContextValue::String(s)) => Some(s.clone()),
         _ => None,
@@ -51,6 +54,10 @@ fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
         ctx(ContextKind::InvalidArg),
         ctx(ContextKind::InvalidValue),
     ) {
+        (ErrorKind::InvalidValue, Some(arg), Some(value)) if value.is_empty() => {
+            let flag = arg.split(' ').next().unwrap_or(&arg).to_owned();
+            format!("{flag} needs a value")
+        }
         (ErrorKind::ValueValidation | ErrorKind::InvalidValue, Some(arg), Some(value)) => {
             let flag = arg.split(' ').next().unwrap_or(&arg).to_owned();
             let why = match e.kind() {
@@ -65,8 +72,16 @@ fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
             let source = cli::flag_source(&flag, |_| from_environment);
             format!("invalid value '{value}' for {source}: {why}")
         }
-        (ErrorKind::MissingRequiredArgument, _, _) => {
-            "no command given (usage: backoff [OPTIONS] [--] COMMAND [ARGS]...)".to_owned()
+        (ErrorKind::MissingRequiredArgument, _, _) => match e.get(ContextKind::InvalidArg) {
+            Some(ContextValue::Strings(missing))
+                if !missing.iter().any(|m| m.contains("COMMAND")) =>
+            {
+                format!("missing {} (usage: {})", missing.join(" "), usage())
+            }
+            _ => "no command given (usage: backoff [OPTIONS] [--] COMMAND [ARGS]...)".to_owned(),
+        },
+        (ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand, _, _) => {
+            format!("a subcommand is missing (usage: {})", usage())
         }
         _ => {
             let text = e.render().to_string();

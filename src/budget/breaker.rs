@@ -191,6 +191,10 @@ impl Breaker {
             until_ms: now_ms.saturating_add(self.cooldown_ms).max(1),
             probe_until_ms: 0,
         };
+        // A probe whose claim is no longer the stored one (it outlived its
+        // claim, and another run probed, or the circuit was reset) counts
+        // as any run does.
+        let probe = probe.filter(|&p| c.probe_until_ms == p);
         match (end, probe) {
             (RunEnd::Succeeded, _) => Circuit::default(),
             (RunEnd::GaveUp, Some(_)) => open(c.failures.saturating_add(1)),
@@ -205,11 +209,11 @@ impl Breaker {
                 }
             }
             // An interrupted probe lets the next process probe at once.
-            (RunEnd::Interrupted, Some(p)) if c.probe_until_ms == p => Circuit {
+            (RunEnd::Interrupted, Some(_)) => Circuit {
                 probe_until_ms: 0,
                 ..c
             },
-            (RunEnd::Interrupted, _) => c,
+            (RunEnd::Interrupted, None) => c,
         }
     }
 }
@@ -327,6 +331,39 @@ mod tests {
         );
         // A run that was not the probe changes nothing when interrupted.
         assert_eq!(B.record(probing, 1500, RunEnd::Interrupted, None), probing);
+    }
+
+    #[test]
+    fn a_probe_that_outlived_its_claim_counts_as_any_run() {
+        // Probe A's claim ran out; probe B closed the circuit; A fails.
+        let closed = Circuit::default();
+        let late = B.record(closed, 5000, RunEnd::GaveUp, Some(2030));
+        assert_eq!(
+            late,
+            Circuit {
+                failures: 1,
+                ..closed
+            },
+            "not reopened"
+        );
+        // B reopened it; A's failure does not move the opening on.
+        let reopened = B.record(
+            Circuit {
+                probe_until_ms: 3030,
+                ..OPEN
+            },
+            2500,
+            RunEnd::GaveUp,
+            Some(3030),
+        );
+        let after = B.record(reopened, 2600, RunEnd::GaveUp, Some(2030));
+        assert_eq!(
+            after,
+            Circuit {
+                failures: reopened.failures + 1,
+                ..reopened
+            }
+        );
     }
 
     #[test]

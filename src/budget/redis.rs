@@ -122,6 +122,8 @@ if op == 'admit' then
 elseif op == 'record' then
   local ended = ARGV[6]
   local claim = tonumber(ARGV[7])
+  -- A probe whose claim is no longer the stored one counts as any run.
+  if claim ~= nil and claim ~= p then claim = nil end
   if ended == 'succeeded' then
     f, o, u, p = 0, 0, 0, 0
   elseif ended == 'gave_up' then
@@ -129,7 +131,7 @@ elseif op == 'record' then
     if claim ~= nil or (o == 0 and f >= threshold) then
       o, u, p = math.max(now, 1), math.max(now + cooldown, 1), 0
     end
-  elseif claim ~= nil and p == claim then
+  elseif claim ~= nil then
     p = 0
   end
 elseif op == 'reset' then
@@ -298,6 +300,10 @@ fn cluster_nodes(url: &str) -> Result<Vec<String>, String> {
     } else {
         return Err("not a cluster URL".into());
     };
+    // One user info, before the first host: the same for every node.
+    if rest.rsplit_once('@').is_some_and(|(u, _)| u.contains(',')) {
+        return Err("give the user and password once, before the first host (redis+cluster://user:password@host:port,host:port; a ',' in a password is written %2C)".into());
+    }
     let (userinfo, hosts) = match rest.rsplit_once('@') {
         Some((u, h)) => (format!("{u}@"), h),
         None => (String::new(), rest),
@@ -670,7 +676,7 @@ impl RedisBreaker {
             Err(StoreError::Failed(why)) if why.contains("corrupt breaker state") => {
                 let key = self.key.trim_start_matches(REDIS_BREAKER_PREFIX);
                 Err(StoreError::Failed(format!(
-                    "{why}; 'backoff breaker reset {key}' repairs it"
+                    "{why}; 'backoff breaker reset {key}' with the same --budget-store repairs it"
                 )))
             }
             Err(e) => Err(e),

@@ -441,7 +441,7 @@ pub struct BreakerArgs {
     /// KEY, in the store of the budgets (--budget-dir or --budget-store):
     /// after --breaker-failures runs in a row that gave up, the circuit is
     /// open and runs end at once without running the command; after
-    /// --breaker-cooldown one run probes with one attempt, and its success
+    /// --breaker-cooldown one run probes without retries, and its success
     /// closes the circuit
     #[arg(long, value_name = "KEY", value_parser = values::budget_key)]
     pub breaker: Option<String>,

@@ -13,8 +13,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::budget::breaker::Admission;
 use crate::duration::human;
-use crate::event::Event;
+use crate::event::{BreakerNews, Event};
 use crate::exit::Exit;
 use crate::report::run_report::{AttemptRow, Recorder};
 use crate::report::{Labels, Verbosity, escape_controls, say, text};
@@ -139,7 +140,21 @@ pub fn ending(event: &Event<'_>) -> Option<String> {
         | Event::NoFailure { .. }
         | Event::CannotStart { .. }
         | Event::Interrupted { .. }
-        | Event::InterruptedWriting { .. } => text::text(event, Verbosity::Verbose),
+        | Event::InterruptedWriting { .. }
+        | Event::Breaker {
+            news:
+                BreakerNews::Admitted {
+                    admission: Admission::Skip { .. },
+                    ..
+                },
+            ..
+        } => text::text(event, Verbosity::Verbose),
+        Event::Breaker {
+            key,
+            news: BreakerNews::Unavailable { run: false },
+        } => Some(format!(
+            "circuit breaker '{key}' unavailable: the command was not run (--budget-store-fail closed)"
+        )),
         _ => None,
     }
 }
@@ -183,10 +198,13 @@ impl StepFiles {
 }
 
 /// The step's outcome in GitHub's own words: `success`, `failure`, or
-/// `cancelled` when a signal interrupted the run.
+/// `cancelled` when a signal interrupted the run, `skipped` when the
+/// circuit breaker did not let the command run.
 fn outcome(recorder: &Recorder, exit: Exit) -> &'static str {
     if recorder.reason() == "interrupted" {
         "cancelled"
+    } else if recorder.reason().starts_with("breaker_") {
+        "skipped"
     } else if exit == Exit::SUCCESS {
         "success"
     } else {
@@ -217,12 +235,25 @@ fn cell(s: &str) -> String {
     escape_controls(s).replace('|', "\\|")
 }
 
+/// `s` as literal Markdown text inside a line (a heading's, or one that
+/// starts with a word): control characters escaped, and every character
+/// Markdown or HTML could read as markup there behind a backslash.
+fn markdown_text(s: &str) -> String {
+    escape_controls(s)
+        .chars()
+        .flat_map(|c| {
+            let markup = "\\`*_[]<>|~&!".contains(c);
+            markup.then_some('\\').into_iter().chain([c])
+        })
+        .collect()
+}
+
 /// The step summary: a heading naming the command, how the run ended, and
 /// a table of its attempts.
 fn summary(name: &str, ending: Option<&str>, rows: &[AttemptRow]) -> String {
-    let mut doc = format!("### backoff: {}\n\n", escape_controls(name));
+    let mut doc = format!("### backoff: {}\n\n", markdown_text(name));
     if let Some(ending) = ending {
-        let _ = write!(doc, "{}\n\n", escape_controls(ending));
+        let _ = write!(doc, "{}\n\n", markdown_text(ending));
     }
     doc.push_str("| Attempt | Outcome | Duration | Delay after |\n| ---: | --- | ---: | ---: |\n");
     for r in rows {
@@ -395,6 +426,15 @@ mod tests {
                 delay_after: None,
             },
         ]
+    }
+
+    #[test]
+    fn the_summary_heading_shows_a_name_as_it_is() {
+        let doc = summary("a|b *x* <b>hi</b> [l](u) `c`", None, &[]);
+        assert!(
+            doc.starts_with("### backoff: a\\|b \\*x\\* \\<b\\>hi\\</b\\> \\[l\\](u) \\`c\\`\n"),
+            "{doc}"
+        );
     }
 
     #[test]

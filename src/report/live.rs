@@ -30,15 +30,34 @@ impl Default for Live {
 }
 
 impl Live {
-    /// Shows `text` as the status line, in place of the one shown.
-    pub fn show(&mut self, text: &str) {
+    /// Shows `head` then `tail` as the status line, in place of the one
+    /// shown. A line too long for the terminal loses the end of its head
+    /// (`…`), so that the tail, the time left, still shows.
+    pub fn show(&mut self, head: &str, tail: &str) {
         // Three columns short of the width (80 where it is unknown): room
         // for an echoed `^C` and the cursor, so that nothing wraps.
-        let width = self.term.size_checked().map_or(80, |(_, w)| w);
-        let line = console::truncate_str(text, usize::from(width).saturating_sub(3), "…");
+        let width = usize::from(self.term.size_checked().map_or(80, |(_, w)| w)).saturating_sub(3);
+        let tail_width = console::measure_text_width(tail);
+        let line = if tail_width + 10 <= width {
+            format!(
+                "{}{tail}",
+                console::truncate_str(head, width - tail_width, "…")
+            )
+        } else {
+            console::truncate_str(&format!("{head}{tail}"), width, "…").into_owned()
+        };
         let _ = self.term.clear_line();
         let _ = self.term.write_str(&line);
         self.shown = true;
+    }
+
+    /// Starts the next status line on a line of its own: after a hook,
+    /// whose output may have left the cursor anywhere on a line, so that
+    /// the status line never writes over it.
+    pub fn new_line(&mut self) {
+        if !self.shown {
+            let _ = self.term.write_line("");
+        }
     }
 
     /// Clears the status line, if one is shown, leaving the cursor at the

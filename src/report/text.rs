@@ -10,7 +10,7 @@ use std::io::Write;
 use crate::budget::breaker::{Admission, Circuit, RunEnd, State};
 use crate::classify::{Outcome, StopReason};
 use crate::duration::human;
-use crate::event::{BreakerNews, Ending, Event, HuntEnd, Next, Report};
+use crate::event::{BreakerNews, Ending, Event, HookKind, HuntEnd, Next, Report};
 use crate::report::ci::{self, Folds, Runner};
 use crate::report::live::{self, Live};
 use crate::report::{Labels, Verbosity, escape_controls};
@@ -128,15 +128,19 @@ impl<W: Write> Report for TextReport<W> {
     fn event(&mut self, event: &Event<'_>) {
         if let Some(live) = self.live.as_mut() {
             if let (Event::Countdown { left }, Some((head, word))) = (event, &self.status) {
-                let text = format!("{head}; {word} {}", live::seconds_left(*left));
-                live.show(&format!(
-                    "backoff: {}",
-                    escape_controls(&self.labels.apply(&text))
-                ));
+                let head = format!("backoff: {}", escape_controls(&self.labels.apply(head)));
+                live.show(&head, &format!("; {word} {}", live::seconds_left(*left)));
                 return;
             }
             // Nothing else is written over it.
             live.clear();
+            if let Event::Hook {
+                kind: HookKind::Retry,
+                ..
+            } = event
+            {
+                live.new_line();
+            }
             // The countdown tells of the last attempt, also after the lines
             // of a hook or a reset that came between.
             if let Some(status) = status(event) {
@@ -157,8 +161,17 @@ impl<W: Write> Report for TextReport<W> {
             return;
         };
         let level = match event {
+            // A retry, and a run an open circuit skipped.
             Event::Failed {
                 next: Next::Retry { .. },
+                ..
+            }
+            | Event::Breaker {
+                news:
+                    BreakerNews::Admitted {
+                        admission: Admission::Skip { .. },
+                        ..
+                    },
                 ..
             } => Some("warning"),
             Event::GaveUp { .. }
@@ -461,7 +474,7 @@ fn breaker_text(key: &str, news: BreakerNews, verbose: bool) -> Option<String> {
             before,
             ..
         } => format!(
-            "circuit '{key}' has been open since {}: this run probes it, with one attempt",
+            "circuit '{key}' has been open since {}: this run probes it, without retries",
             local_ms(before.opened_ms)
         ),
         BreakerNews::Admitted { before, now_ms, .. } if verbose => {
@@ -476,8 +489,8 @@ fn breaker_text(key: &str, news: BreakerNews, verbose: bool) -> Option<String> {
             probe: true,
             end: RunEnd::GaveUp,
             after,
-            ..
-        } => format!(
+            now_ms,
+        } if after.opened_ms == now_ms.max(1) => format!(
             "the probe failed: circuit '{key}' is open again until {}",
             local_ms(after.until_ms)
         ),

@@ -163,7 +163,7 @@ fn the_cycle(store: &Store<'_>) {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "probed\n");
     let text = stderr(&out);
     assert!(
-        text.contains("this run probes it, with one attempt"),
+        text.contains("this run probes it, without retries"),
         "{text}"
     );
     assert!(
@@ -478,4 +478,113 @@ fn bad_breaker_options_are_refused() {
         assert!(text.contains(message), "{args:?}: {text}");
         assert_eq!(text.lines().count(), 1, "{args:?}: {text}");
     }
+}
+
+/// A probe that outlives its claim: another run probes and closes the
+/// circuit, and the first probe's failure then counts as any run's, and
+/// does not reopen it.
+fn a_late_probe(store: &Store<'_>, dir: &TempDir) {
+    let key = "late";
+    let opts = ["--breaker-failures", "3", "--breaker-cooldown", "1s"];
+    store.half_open(key, 3);
+    let go = dir.join("go");
+    let mut first = Running::start_with_stderr({
+        let mut cmd = command(["--breaker", key]);
+        cmd.args(store.args())
+            .args(LIVE)
+            .args(opts)
+            .args(["--", "sh", "-c"])
+            .arg(format!(
+                "echo first probe >&2; while [ ! -e '{}' ]; do sleep 0.01; done; exit 1",
+                go.display()
+            ));
+        cmd
+    });
+    first.wait_for("first probe");
+    // Its claim runs out a cooldown after it began.
+    let claim = store.show(key)["probe_until"].as_str().unwrap().to_owned();
+    let claim = humantime::parse_rfc3339(&claim).unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    while SystemTime::now() <= claim {
+        assert!(Instant::now() < deadline, "the claim did not run out");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let second = store.run(key, &opts, "exit 0");
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("the probe succeeded"),
+        "{}",
+        stderr(&second)
+    );
+    std::fs::write(&go, "").unwrap();
+    let (status, _) = first.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        !first.stderr().join("\n").contains("open again"),
+        "{:?}",
+        first.stderr()
+    );
+    let shown = store.show(key);
+    assert_eq!(
+        (&shown["state"], &shown["failures"]),
+        (&"closed".into(), &1.into()),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_probe_that_outlived_its_claim_does_not_reopen_a_closed_circuit_in_a_file() {
+    let dir = TempDir::new("breaker-late");
+    a_late_probe(&Store::Dir(&dir.join("store")), &dir);
+}
+
+#[test]
+fn a_probe_that_outlived_its_claim_does_not_reopen_a_closed_circuit_in_redis() {
+    let dir = TempDir::new("breaker-late-redis");
+    let redis = Redis::start(None);
+    a_late_probe(&Store::Redis(&redis), &dir);
+}
+
+#[test]
+fn a_skipped_run_is_skipped_in_the_github_step_and_says_why_in_its_summary() {
+    let dir = TempDir::new("breaker-gh");
+    let store = Store::Dir(&dir.join("store"));
+    let output = dir.join("output");
+    let summary = dir.join("summary");
+    let run = || {
+        backoff([
+            "--breaker",
+            "gh",
+            "--breaker-failures",
+            "1",
+            "--attempts",
+            "1",
+        ])
+        .args(store.args())
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_OUTPUT", &output)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .args(["--", "false"])
+        .output()
+        .unwrap()
+    };
+    assert_eq!(run().status.code(), Some(1));
+    std::fs::remove_file(&output).unwrap();
+    std::fs::remove_file(&summary).unwrap();
+    let out = run();
+    assert_eq!(out.status.code(), Some(75));
+    let text = stderr(&out);
+    assert!(
+        text.starts_with("::warning title=backoff::circuit 'gh' is open since "),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&output).unwrap(),
+        "attempts=0\nretries=0\nexit_code=75\noutcome=skipped\nreason=breaker_open\n"
+    );
+    let doc = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        doc.contains("circuit 'gh' is open since ") && doc.contains("not running the command"),
+        "{doc}"
+    );
 }

@@ -238,7 +238,11 @@ fn a_cluster_shares_budgets_and_breakers_and_a_node_down_follows_the_fail_mode()
 
 #[test]
 fn bad_cluster_urls_are_refused() {
-    for url in ["redis+cluster://", "redis+cluster://127.0.0.1:1/3"] {
+    for url in [
+        "redis+cluster://",
+        "redis+cluster://127.0.0.1:1/3",
+        "redis+cluster://u:secret@127.0.0.1:1,u2:p2@127.0.0.1:2",
+    ] {
         let out = backoff(["--breaker", "k", "--budget-store", url, "--", "true"])
             .output()
             .unwrap();
@@ -246,5 +250,6 @@ fn bad_cluster_urls_are_refused() {
         let text = String::from_utf8_lossy(&out.stderr);
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(text.contains("--budget-store"), "{text}");
+        assert!(!text.contains("secret") && !text.contains("p2"), "{text}");
     }
 }

@@ -273,3 +273,28 @@ fn durations_below_a_microsecond_are_shown_as_they_are_not_as_zero() {
     .success()
     .stdout(predicates::str::contains("250ns"));
 }
+
+#[test]
+fn a_missing_value_key_or_subcommand_is_named_on_one_line() {
+    for (args, message) in [
+        (&["--name"][..], "backoff: --name needs a value\n"),
+        (&["--breaker"][..], "backoff: --breaker needs a value\n"),
+        (
+            &["breaker", "show"][..],
+            "backoff: missing <KEY> (usage: backoff breaker show <KEY>)\n",
+        ),
+        (
+            &["budget", "reset"][..],
+            "backoff: missing <KEY> (usage: backoff budget reset <KEY>)\n",
+        ),
+        (
+            &["breaker"][..],
+            "backoff: a subcommand is missing (usage: backoff breaker <COMMAND>)\n",
+        ),
+    ] {
+        let out = backoff(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(125), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), message, "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
