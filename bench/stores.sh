@@ -124,7 +124,7 @@ else
         cat "$scratch/redis.log" >&2
         exit 2
     fi
-    stores+=(--store "redis=redis://127.0.0.1:$port/0")
+    stores+=(--store "redis=redis://127.0.0.1:$port/0" --redis-pid "$redis_pid")
     notes+=("redis: $("$redis_server" --version | cut -d' ' -f1-3) on 127.0.0.1:$port, no persistence")
 fi
 
@@ -147,6 +147,7 @@ if ! {
     echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "decisions/s: all decisions over the wall time of the batch; vs_1: that over the rate of 1 process"
     echo "latency: of each decision, nearest rank; start_ms: until the last process began after the release"
+    echo "server_us: the Redis server's CPU time during the batch, per decision (10 ms ticks)"
     echo "tokens: each budget's level at the end was exactly the burst less one token per decision"
 } | tee "$results"; then
     rm -f -- "$results"

@@ -7,6 +7,7 @@
 //!
 //!     store_bench matrix [--store LABEL=WHERE]... [--procs 1,10,100,500]
 //!                        [--total DECISIONS] [--max-secs SECONDS]
+//!                        [--redis-pid PID]
 //!
 //! `WHERE` is a budget directory (an absolute path, mode 0700) or a
 //! `redis://` URL (also `rediss://` and `redis+cluster://`). For each store,
@@ -29,7 +30,9 @@
 //! The rate is every decision made over the wall time of the whole batch,
 //! from the release of the barrier to the end of the last worker's loop. A
 //! call the store could not answer within its 30 s timeout is counted as an
-//! error and not timed.
+//! error and not timed. With `--redis-pid`, the CPU time that the Redis
+//! server used during each Redis batch is given per decision: what one
+//! decision costs the server, wherever its clients run.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -360,6 +363,8 @@ struct Cell {
     max_ns: u64,
     /// Whether some worker stopped at the time limit.
     capped: bool,
+    /// The CPU time of the store's server during the batch.
+    server_cpu: Option<Duration>,
 }
 
 impl Cell {
@@ -376,8 +381,27 @@ fn percentile(sorted: &[u64], permille: usize) -> u64 {
     sorted.get(rank.max(1) - 1).copied().unwrap_or(0)
 }
 
+/// The CPU time that process `pid` has used, all its threads, from
+/// `/proc/PID/stat` (in ticks of 10 ms, Linux's `USER_HZ`).
+fn cpu_time(pid: u32) -> Result<Duration, String> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+    // The fields after the command's name, which is in parentheses.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(user), Some(system)) => Ok(Duration::from_millis((user + system) * 10)),
+        _ => Err(format!("{path}: no CPU times")),
+    }
+}
+
 /// Runs `procs` workers of `kind` against `place`, each making `each`
-/// decisions for at most `max`, and checks the store's state after them.
+/// decisions for at most `max`, and checks the store's state after them;
+/// `server` is the process of the store, whose CPU time is measured.
 fn cell(
     label: &str,
     place: &str,
@@ -385,6 +409,7 @@ fn cell(
     procs: u64,
     each: u64,
     max: Duration,
+    server: Option<u32>,
 ) -> Result<Cell, String> {
     let key = format!("store-bench-{}-{procs}", kind.name());
     let burst = procs * each + SPARE_TOKENS;
@@ -424,10 +449,15 @@ fn cell(
         }
         outs.push(out);
     }
+    let server_before = server.map(cpu_time).transpose()?;
     let released_ns = unix_ns();
     drop(release);
 
     let workers: Vec<Worker> = outs.iter_mut().map(read_worker).collect::<Result<_, _>>()?;
+    let server_cpu = match (server, server_before) {
+        (Some(pid), Some(before)) => Some(cpu_time(pid)?.saturating_sub(before)),
+        _ => None,
+    };
     for child in &mut batch.0 {
         let status = child.wait().map_err(|e| e.to_string())?;
         if !status.success() {
@@ -473,6 +503,7 @@ fn cell(
         p99_ns: percentile(&latencies, 990),
         max_ns: latencies.last().copied().unwrap_or(0),
         capped: done + failed < procs * each,
+        server_cpu,
     })
 }
 
@@ -511,12 +542,12 @@ fn micros(ns: u64) -> String {
     }
 }
 
-const HEADER: &str = "store        kind     procs   each  decisions  wall_s  decisions/s  vs_1  median_us   p99_us   max_us  errors  start_ms";
+const HEADER: &str = "store        kind     procs   each  decisions  wall_s  decisions/s  vs_1  median_us   p99_us   max_us  errors  start_ms  server_us";
 
 fn row(c: &Cell, one: Option<f64>) -> String {
     let vs = one.map_or_else(|| "-".to_owned(), |r| format!("{:.2}", c.rate() / r));
     format!(
-        "{:<12} {:<8} {:>5} {:>6} {:>10} {:>7.2} {:>12.0} {:>5} {:>10} {:>8} {:>8} {:>7} {:>9.1}{}",
+        "{:<12} {:<8} {:>5} {:>6} {:>10} {:>7.2} {:>12.0} {:>5} {:>10} {:>8} {:>8} {:>7} {:>9.1} {:>10}{}",
         c.label,
         c.kind.name(),
         c.procs,
@@ -530,6 +561,10 @@ fn row(c: &Cell, one: Option<f64>) -> String {
         micros(c.max_ns),
         c.failed,
         c.last_start.as_secs_f64() * 1000.0,
+        c.server_cpu.map_or_else(
+            || "-".to_owned(),
+            |cpu| micros(u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX) / c.done.max(1))
+        ),
         if c.capped { "  (time limit)" } else { "" }
     )
 }
@@ -540,6 +575,7 @@ fn matrix(args: &[String]) -> Result<(), String> {
     let mut procs = vec![1, 10, 100, 500];
     let mut total = 20_000;
     let mut max = Duration::from_secs(8);
+    let mut redis_pid = None;
     let mut args = args.iter();
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or(format!("{flag} needs a value"));
@@ -555,6 +591,10 @@ fn matrix(args: &[String]) -> Result<(), String> {
             }
             "--total" => total = number(value()?)?,
             "--max-secs" => max = Duration::from_secs(number(value()?)?),
+            "--redis-pid" => {
+                let v = value()?;
+                redis_pid = Some(v.parse::<u32>().map_err(|e| format!("{flag} '{v}': {e}"))?);
+            }
             _ => return Err(format!("unknown option '{flag}'")),
         }
     }
@@ -568,7 +608,8 @@ fn matrix(args: &[String]) -> Result<(), String> {
             for &n in &procs {
                 let each = (total / n).max(1);
                 eprintln!("store_bench: {label} {} with {n} processes", kind.name());
-                let c = cell(label, place, kind, n, each, max)?;
+                let server = redis_pid.filter(|_| is_redis(place));
+                let c = cell(label, place, kind, n, each, max, server)?;
                 if n == 1 {
                     one = Some(c.rate());
                 }
@@ -586,7 +627,7 @@ fn main() -> ExitCode {
         Some("matrix") => matrix(&args[1..]),
         _ => Err(
             "usage: store_bench matrix [--store LABEL=WHERE]... [--procs N,N...] \
-                  [--total DECISIONS] [--max-secs SECONDS]"
+                  [--total DECISIONS] [--max-secs SECONDS] [--redis-pid PID]"
                 .into(),
         ),
     };
