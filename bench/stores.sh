@@ -10,10 +10,10 @@
 #   bench/stores.sh [--quick]
 #
 #   --quick   a smoke run: 1, 10 and 100 processes, 2000 decisions a batch,
-#             at most 2 s each (about 20 s in all)
+#             at most 2 s each (about 10 s in all)
 #
 # The full run makes 100 000 decisions a batch (split among its processes),
-# each batch stopped after 5 s; it takes about 3 minutes on a 2-core
+# each batch stopped after 5 s; it takes about 2 minutes on a 2-core
 # machine. A budget's tokens are counted exactly at the end of each batch
 # and a breaker's circuit must still be closed: if not, the run aborts.
 #
@@ -94,8 +94,8 @@ else
 fi
 
 redis_server=${REDIS_SERVER_BIN:-$(command -v redis-server || true)}
-if [[ -z $redis_server ]]; then
-    notes+=("redis: skipped, redis-server is not installed (or set REDIS_SERVER_BIN)")
+if [[ -z $redis_server || ! -x $redis_server ]]; then
+    notes+=("redis: skipped, redis-server is not installed (${REDIS_SERVER_BIN:-not on PATH}; set REDIS_SERVER_BIN)")
 else
     # A free loopback port: one nobody answers on, and that the server then
     # takes (another try if something took it meanwhile).
