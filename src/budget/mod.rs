@@ -110,7 +110,13 @@ impl Store {
         }
     }
 
-    fn take_token(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
+    /// Takes a token for a retry: `Ok(false)` when there is none, and the
+    /// store's error as it is, where `take` follows the fail mode.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used, or a signal ends the wait.
+    pub fn take_token(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
         match &self.place {
             Place::File(f) => f.take(wait),
             #[cfg(feature = "redis")]

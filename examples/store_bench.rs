@@ -1,0 +1,641 @@
+//! How far the shared stores of retry budgets and circuit breakers scale:
+//! decisions per second and their latency against the number of processes
+//! deciding at once on one key, through backoff's own store code.
+//!
+//! Run by `bench/stores.sh`, which builds it, starts a Redis of its own and
+//! keeps the report (bench/README.md says more):
+//!
+//!     store_bench matrix [--store LABEL=WHERE]... [--procs 1,10,100,500]
+//!                        [--total DECISIONS] [--max-secs SECONDS]
+//!                        [--redis-pid PID]
+//!
+//! `WHERE` is a budget directory (an absolute path, mode 0700) or a
+//! `redis://` URL (also `rediss://` and `redis+cluster://`). For each store,
+//! each kind of decision and each process count N, the program starts N
+//! copies of itself (`store_bench worker ...`) that each open the store, make
+//! one call that changes nothing (which connects, for Redis), say they are
+//! ready, and wait on a pipe that the parent closes when all are: then each
+//! makes `DECISIONS / N` decisions on one key (or stops after `SECONDS`),
+//! timing each with `Instant`, and writes its latencies to its stdout.
+//!
+//! - A budget decision is `take` of a token for a retry. The bucket holds
+//!   exactly one token per decision and 1000 more, so none is ever refused,
+//!   and at the end the level must be the burst less one token (a million
+//!   millionths) per decision granted, exactly: anything else aborts.
+//! - A breaker decision is one run through `--breaker`: `admit` before the
+//!   run and `record` of its success after it, timed together, since every
+//!   run makes both calls. The circuit stays closed, and every `admit` must
+//!   let the run start: anything else aborts.
+//!
+//! The rate is every decision made over the wall time of the whole batch,
+//! from the release of the barrier to the end of the last worker's loop. A
+//! call the store could not answer within its 30 s timeout is counted as an
+//! error and not timed. With `--redis-pid`, the CPU time that the Redis
+//! server used during each Redis batch is given per decision: what one
+//! decision costs the server, wherever its clients run.
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use backoff_cli::budget::breaker::{Admission, Breaker, Circuit, RunEnd};
+use backoff_cli::budget::bucket::{Bucket, UNIT};
+use backoff_cli::budget::file::{FileBreaker, FileBudget};
+use backoff_cli::budget::{BreakerPlace, BreakerStore, FailMode, Place, Store, Unwatched};
+use backoff_cli::event::BreakerNews;
+use backoff_cli::run::CircuitBreaker;
+
+/// Long enough that a call waits out any queue rather than fail.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Tokens in the bucket beyond one per decision.
+const SPARE_TOKENS: u64 = 1000;
+
+/// A breaker that the bench never opens: every run succeeds.
+const BREAKER: Breaker = Breaker {
+    failures: 5,
+    cooldown_ms: 300_000,
+};
+
+/// What is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `take` of a retry budget.
+    Budget,
+    /// `admit` and `record` of a circuit breaker.
+    Breaker,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Budget => "budget",
+            Kind::Breaker => "breaker",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Kind, String> {
+        match s {
+            "budget" => Ok(Kind::Budget),
+            "breaker" => Ok(Kind::Breaker),
+            _ => Err(format!("unknown kind '{s}'")),
+        }
+    }
+}
+
+/// A budget or a breaker, opened as `backoff --budget` or `--breaker`
+/// opens it, with fail mode closed: a corrupt state is an error here, never
+/// a fresh bucket.
+enum Opened {
+    Budget(Store),
+    Breaker(BreakerStore),
+}
+
+/// Whether `place` names a Redis server rather than a directory.
+fn is_redis(place: &str) -> bool {
+    place.contains("://")
+}
+
+#[cfg(feature = "redis")]
+fn redis_budget(url: &str, key: &str, bucket: Bucket) -> Result<Place, String> {
+    use backoff_cli::budget::redis::RedisBudget;
+    RedisBudget::new(url, key, bucket, TIMEOUT, FailMode::Closed).map(|r| Place::Redis(Box::new(r)))
+}
+
+#[cfg(feature = "redis")]
+fn redis_breaker(url: &str, key: &str) -> Result<BreakerPlace, String> {
+    use backoff_cli::budget::redis::RedisBreaker;
+    RedisBreaker::new(url, key, BREAKER, TIMEOUT, FailMode::Closed)
+        .map(|r| BreakerPlace::Redis(Box::new(r)))
+}
+
+#[cfg(not(feature = "redis"))]
+fn redis_budget(_: &str, _: &str, _: Bucket) -> Result<Place, String> {
+    Err("built without the redis feature".into())
+}
+
+#[cfg(not(feature = "redis"))]
+fn redis_breaker(_: &str, _: &str) -> Result<BreakerPlace, String> {
+    Err("built without the redis feature".into())
+}
+
+impl Opened {
+    /// The store of `kind` for `key` at `place`; a budget holds `burst`
+    /// tokens.
+    fn open(kind: Kind, place: &str, key: &str, burst: u64) -> Result<Opened, String> {
+        let dir = || Some(PathBuf::from(place));
+        Ok(match kind {
+            Kind::Budget => {
+                let bucket = Bucket {
+                    burst: burst * UNIT,
+                    ratio: UNIT / 10,
+                };
+                let place = if is_redis(place) {
+                    redis_budget(place, key, bucket)?
+                } else {
+                    Place::File(FileBudget::open(
+                        dir(),
+                        key,
+                        bucket,
+                        TIMEOUT,
+                        FailMode::Closed,
+                    )?)
+                };
+                Opened::Budget(Store::new(place, FailMode::Closed))
+            }
+            Kind::Breaker => {
+                let place = if is_redis(place) {
+                    redis_breaker(place, key)?
+                } else {
+                    BreakerPlace::File(FileBreaker::open(
+                        dir(),
+                        key,
+                        BREAKER,
+                        TIMEOUT,
+                        FailMode::Closed,
+                    )?)
+                };
+                Opened::Breaker(BreakerStore::new(key, place, FailMode::Closed))
+            }
+        })
+    }
+
+    /// Fills the bucket, or closes the circuit.
+    fn reset(&self) -> Result<(), String> {
+        match self {
+            Opened::Budget(s) => s.reset(),
+            Opened::Breaker(s) => s.reset(),
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// A call that changes nothing: for Redis it connects and loads the
+    /// script, so that the timed decisions do not.
+    fn look(&self) -> Result<(), String> {
+        match self {
+            Opened::Budget(s) => s.level().map(drop),
+            Opened::Breaker(s) => s.show().map(drop),
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// One decision.
+    fn decide(&self) -> Decided {
+        match self {
+            Opened::Budget(s) => match s.take_token(&mut Unwatched) {
+                Ok(true) => Decided::Done,
+                Ok(false) => Decided::Wrong("a retry was refused: the bucket ran dry".into()),
+                Err(e) => Decided::Failed(e.to_string()),
+            },
+            Opened::Breaker(s) => match s.admit(&mut Unwatched) {
+                Ok(BreakerNews::Admitted {
+                    admission: Admission::Run,
+                    ..
+                }) => match s.record(RunEnd::Succeeded, None, &mut Unwatched) {
+                    Some(_) => Decided::Done,
+                    None => Decided::Failed("the run's end was not recorded".into()),
+                },
+                Ok(BreakerNews::Admitted { admission, .. }) => Decided::Wrong(format!(
+                    "a run was not let through a closed circuit: {}",
+                    admission.name()
+                )),
+                Ok(_) => Decided::Failed("the breaker's store was unavailable".into()),
+                Err(sig) => Decided::Failed(format!("interrupted by signal {sig}")),
+            },
+        }
+    }
+}
+
+/// How one decision went.
+enum Decided {
+    /// As expected.
+    Done,
+    /// The store gave no answer.
+    Failed(String),
+    /// An answer that a correct store cannot give here.
+    Wrong(String),
+}
+
+/// The time now, in Unix nanoseconds: the one clock the parent and its
+/// workers share.
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// What a worker reports.
+struct Worker {
+    /// When its loop started and ended, in Unix nanoseconds.
+    started_ns: u64,
+    ended_ns: u64,
+    /// Decisions made as expected.
+    done: u64,
+    /// Calls the store did not answer.
+    failed: u64,
+    /// Answers a correct store cannot give here.
+    wrong: u64,
+    /// The latency of each decision done, in nanoseconds.
+    latencies: Vec<u64>,
+}
+
+/// `store_bench worker KIND WHERE KEY DECISIONS BURST MAX_MS`: one process
+/// of a batch.
+fn worker(args: &[String]) -> Result<(), String> {
+    let [kind, place, key, decisions, burst, max_ms] = args else {
+        return Err("usage: store_bench worker KIND WHERE KEY DECISIONS BURST MAX_MS".into());
+    };
+    let number = |s: &str| s.parse::<u64>().map_err(|e| format!("'{s}': {e}"));
+    let decisions = number(decisions)?;
+    let max = Duration::from_millis(number(max_ms)?);
+    let store = Opened::open(Kind::parse(kind)?, place, key, number(burst)?)?;
+    store.look()?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ready")
+        .and_then(|()| out.flush())
+        .map_err(|e| e.to_string())?;
+    // The barrier: the parent closes the pipe when every worker is ready.
+    let mut byte = [0; 1];
+    while std::io::stdin()
+        .read(&mut byte)
+        .map_err(|e| e.to_string())?
+        != 0
+    {}
+
+    let started_ns = unix_ns();
+    let start = Instant::now();
+    let mut latencies = Vec::with_capacity(usize::try_from(decisions).unwrap_or(0));
+    let (mut failed, mut wrong) = (0, 0);
+    for _ in 0..decisions {
+        if start.elapsed() >= max {
+            break;
+        }
+        let t = Instant::now();
+        let decided = store.decide();
+        let took = t.elapsed();
+        match decided {
+            Decided::Done => latencies.push(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX)),
+            Decided::Failed(why) => {
+                if failed == 0 {
+                    eprintln!("store_bench: worker {}: {why}", std::process::id());
+                }
+                failed += 1;
+            }
+            Decided::Wrong(why) => {
+                eprintln!("store_bench: worker {}: {why}", std::process::id());
+                wrong += 1;
+            }
+        }
+    }
+    let ended_ns = unix_ns();
+
+    let mut text = format!(
+        "{started_ns} {ended_ns} {} {failed} {wrong}\n",
+        latencies.len()
+    );
+    for l in &latencies {
+        let _ = writeln!(text, "{l}");
+    }
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| e.to_string())
+}
+
+/// Reads what a worker wrote after its ready line.
+fn read_worker(out: &mut BufReader<ChildStdout>) -> Result<Worker, String> {
+    let mut text = String::new();
+    out.read_to_string(&mut text).map_err(|e| e.to_string())?;
+    let mut lines = text.lines();
+    let head: Vec<u64> = lines
+        .next()
+        .unwrap_or_default()
+        .split(' ')
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("a worker's report: {e}"))?;
+    let [started_ns, ended_ns, done, failed, wrong] = head[..] else {
+        return Err("a worker's report has no summary line".into());
+    };
+    let latencies: Vec<u64> = lines
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("a worker's latencies: {e}"))?;
+    if latencies.len() as u64 != done {
+        return Err("a worker's report lacks latencies".into());
+    }
+    Ok(Worker {
+        started_ns,
+        ended_ns,
+        done,
+        failed,
+        wrong,
+        latencies,
+    })
+}
+
+/// Workers that are killed and reaped if the batch ends early.
+struct Batch(Vec<Child>);
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// One measured batch.
+struct Cell {
+    label: String,
+    kind: Kind,
+    procs: u64,
+    each: u64,
+    done: u64,
+    failed: u64,
+    wall: Duration,
+    /// From the release to the start of the last worker's loop.
+    last_start: Duration,
+    median_ns: u64,
+    p99_ns: u64,
+    max_ns: u64,
+    /// Whether some worker stopped at the time limit.
+    capped: bool,
+    /// The CPU time of the store's server during the batch.
+    server_cpu: Option<Duration>,
+}
+
+impl Cell {
+    #[allow(clippy::cast_precision_loss)] // counts far below 2^52
+    fn rate(&self) -> f64 {
+        self.done as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+}
+
+/// The nearest-rank percentile of sorted values, `permille` thousandths
+/// of the way up.
+fn percentile(sorted: &[u64], permille: usize) -> u64 {
+    let rank = (permille * sorted.len()).div_ceil(1000);
+    sorted.get(rank.max(1) - 1).copied().unwrap_or(0)
+}
+
+/// The CPU time that process `pid` has used, all its threads, from
+/// `/proc/PID/stat` (in ticks of 10 ms, Linux's `USER_HZ`).
+fn cpu_time(pid: u32) -> Result<Duration, String> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+    // The fields after the command's name, which is in parentheses.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(user), Some(system)) => Ok(Duration::from_millis((user + system) * 10)),
+        _ => Err(format!("{path}: no CPU times")),
+    }
+}
+
+/// Runs `procs` workers of `kind` against `place`, each making `each`
+/// decisions for at most `max`, and checks the store's state after them;
+/// `server` is the process of the store, whose CPU time is measured.
+fn cell(
+    label: &str,
+    place: &str,
+    kind: Kind,
+    procs: u64,
+    each: u64,
+    max: Duration,
+    server: Option<u32>,
+) -> Result<Cell, String> {
+    let key = format!("store-bench-{}-{procs}", kind.name());
+    let burst = procs * each + SPARE_TOKENS;
+    let store = Opened::open(kind, place, &key, burst)?;
+    store.reset()?;
+
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let (barrier, release) = std::io::pipe().map_err(|e| e.to_string())?;
+    let mut batch = Batch(Vec::new());
+    let args = [
+        "worker".to_owned(),
+        kind.name().to_owned(),
+        place.to_owned(),
+        key.clone(),
+        each.to_string(),
+        burst.to_string(),
+        max.as_millis().to_string(),
+    ];
+    for _ in 0..procs {
+        let stdin = barrier.try_clone().map_err(|e| e.to_string())?;
+        let child = Command::new(&exe)
+            .args(&args)
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start worker {} of {procs}: {e}", batch.0.len() + 1))?;
+        batch.0.push(child);
+    }
+    drop(barrier);
+    let mut outs = Vec::new();
+    for child in &mut batch.0 {
+        let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut line = String::new();
+        out.read_line(&mut line).map_err(|e| e.to_string())?;
+        if line != "ready\n" {
+            return Err(format!("a worker did not get ready ({place})"));
+        }
+        outs.push(out);
+    }
+    let server_before = server.map(cpu_time).transpose()?;
+    let released_ns = unix_ns();
+    drop(release);
+
+    let workers: Vec<Worker> = outs.iter_mut().map(read_worker).collect::<Result<_, _>>()?;
+    let server_cpu = match (server, server_before) {
+        (Some(pid), Some(before)) => Some(cpu_time(pid)?.saturating_sub(before)),
+        _ => None,
+    };
+    for child in &mut batch.0 {
+        let status = child.wait().map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("a worker ended with {status}"));
+        }
+    }
+    batch.0.clear();
+
+    let done: u64 = workers.iter().map(|w| w.done).sum();
+    let failed: u64 = workers.iter().map(|w| w.failed).sum();
+    let wrong: u64 = workers.iter().map(|w| w.wrong).sum();
+    let ended_ns = workers
+        .iter()
+        .map(|w| w.ended_ns)
+        .max()
+        .unwrap_or(released_ns);
+    let last_start_ns = workers
+        .iter()
+        .map(|w| w.started_ns)
+        .max()
+        .unwrap_or(released_ns);
+    if wrong > 0 {
+        return Err(format!(
+            "{label} {} with {procs} processes: {wrong} answers a correct store cannot give",
+            kind.name()
+        ));
+    }
+    check_state(&store, burst, done, failed)
+        .map_err(|why| format!("{label} {} with {procs} processes: {why}", kind.name()))?;
+
+    let mut latencies: Vec<u64> = workers.into_iter().flat_map(|w| w.latencies).collect();
+    latencies.sort_unstable();
+    Ok(Cell {
+        label: label.to_owned(),
+        kind,
+        procs,
+        each,
+        done,
+        failed,
+        wall: Duration::from_nanos(ended_ns.saturating_sub(released_ns)),
+        last_start: Duration::from_nanos(last_start_ns.saturating_sub(released_ns)),
+        median_ns: percentile(&latencies, 500),
+        p99_ns: percentile(&latencies, 990),
+        max_ns: latencies.last().copied().unwrap_or(0),
+        capped: done + failed < procs * each,
+        server_cpu,
+    })
+}
+
+/// The tokens counted exactly: the level is the burst less one token per
+/// decision granted, to the millionth; the circuit is still closed.
+fn check_state(store: &Opened, burst: u64, done: u64, failed: u64) -> Result<(), String> {
+    match store {
+        Opened::Budget(s) => {
+            let level = s.level().map_err(|e| e.to_string())?;
+            let expected = (burst - done) * UNIT;
+            if level != expected {
+                return Err(format!(
+                    "the bucket holds {level} millionths of a token after {done} retries granted \
+                     ({failed} failed), not {expected}: tokens were lost or made"
+                ));
+            }
+        }
+        Opened::Breaker(s) => {
+            let (circuit, _) = s.show().map_err(|e| e.to_string())?;
+            if circuit != Circuit::default() {
+                return Err(format!("the circuit is not closed: {circuit:?}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Nanoseconds as microseconds, to three significant figures or so.
+#[allow(clippy::cast_precision_loss)] // latencies far below 2^52 ns
+fn micros(ns: u64) -> String {
+    let us = ns as f64 / 1000.0;
+    if us < 100.0 {
+        format!("{us:.1}")
+    } else {
+        format!("{us:.0}")
+    }
+}
+
+const HEADER: &str = "store        kind     procs   each  decisions  wall_s  decisions/s  vs_1  median_us   p99_us   max_us  errors  start_ms  server_us";
+
+fn row(c: &Cell, one: Option<f64>) -> String {
+    let vs = one.map_or_else(|| "-".to_owned(), |r| format!("{:.2}", c.rate() / r));
+    format!(
+        "{:<12} {:<8} {:>5} {:>6} {:>10} {:>7.2} {:>12.0} {:>5} {:>10} {:>8} {:>8} {:>7} {:>9.1} {:>10}{}",
+        c.label,
+        c.kind.name(),
+        c.procs,
+        c.each,
+        c.done,
+        c.wall.as_secs_f64(),
+        c.rate(),
+        vs,
+        micros(c.median_ns),
+        micros(c.p99_ns),
+        micros(c.max_ns),
+        c.failed,
+        c.last_start.as_secs_f64() * 1000.0,
+        c.server_cpu.map_or_else(
+            || "-".to_owned(),
+            |cpu| micros(u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX) / c.done.max(1))
+        ),
+        if c.capped { "  (time limit)" } else { "" }
+    )
+}
+
+/// `store_bench matrix ...`: every store, kind and process count.
+fn matrix(args: &[String]) -> Result<(), String> {
+    let mut stores: Vec<(String, String)> = Vec::new();
+    let mut procs = vec![1, 10, 100, 500];
+    let mut total = 20_000;
+    let mut max = Duration::from_secs(8);
+    let mut redis_pid = None;
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or(format!("{flag} needs a value"));
+        let number = |s: &str| s.parse::<u64>().map_err(|e| format!("{flag} '{s}': {e}"));
+        match flag.as_str() {
+            "--store" => {
+                let v = value()?;
+                let (label, place) = v.split_once('=').ok_or("--store LABEL=WHERE")?;
+                stores.push((label.to_owned(), place.to_owned()));
+            }
+            "--procs" => {
+                procs = value()?.split(',').map(number).collect::<Result<_, _>>()?;
+            }
+            "--total" => total = number(value()?)?,
+            "--max-secs" => max = Duration::from_secs(number(value()?)?),
+            "--redis-pid" => {
+                let v = value()?;
+                redis_pid = Some(v.parse::<u32>().map_err(|e| format!("{flag} '{v}': {e}"))?);
+            }
+            _ => return Err(format!("unknown option '{flag}'")),
+        }
+    }
+    if procs.contains(&0) {
+        return Err("--procs: a batch has at least one process".into());
+    }
+    println!("{HEADER}");
+    for (label, place) in &stores {
+        for kind in [Kind::Budget, Kind::Breaker] {
+            let mut one = None;
+            for &n in &procs {
+                let each = (total / n).max(1);
+                eprintln!("store_bench: {label} {} with {n} processes", kind.name());
+                let server = redis_pid.filter(|_| is_redis(place));
+                let c = cell(label, place, kind, n, each, max, server)?;
+                if n == 1 {
+                    one = Some(c.rate());
+                }
+                println!("{}", row(&c, one));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let ran = match args.first().map(String::as_str) {
+        Some("worker") => worker(&args[1..]),
+        Some("matrix") => matrix(&args[1..]),
+        _ => Err(
+            "usage: store_bench matrix [--store LABEL=WHERE]... [--procs N,N...] \
+                  [--total DECISIONS] [--max-secs SECONDS] [--redis-pid PID]"
+                .into(),
+        ),
+    };
+    match ran {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => {
+            eprintln!("store_bench: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
