@@ -304,7 +304,8 @@ fn corrupt_state(store: &Store<'_>) {
         .unwrap();
     assert_eq!(out.status.code(), Some(125));
     assert!(
-        stderr(&out).contains(&format!("'backoff breaker reset {key}' repairs it")),
+        stderr(&out).contains(&format!("'backoff breaker reset {key}'"))
+            && stderr(&out).contains("repairs it"),
         "{}",
         stderr(&out)
     );

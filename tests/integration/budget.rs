@@ -6,7 +6,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::{PATIENCE, Running, TempDir, backoff, command, past_first_attempt};
+use crate::support::{
+    PATIENCE, Running, TempDir, backoff, command, past_first_attempt, record_peak_rss,
+};
 
 fn show_micro(dir: &Path, key: &str, burst: &str) -> u64 {
     let out = backoff([
@@ -203,32 +205,6 @@ fn a_symlinked_state_file_is_never_followed_and_never_stops_the_command() {
     assert!(std::os::unix::fs::FileTypeExt::is_fifo(&kind));
 }
 
-/// Runs `cmd` to its end with stderr in `err`; returns its exit code and
-/// its peak resident memory in KiB, from wait4(2).
-#[expect(
-    clippy::zombie_processes,
-    reason = "wait4 reaps the child, to read its peak memory"
-)]
-fn peak_memory(mut cmd: std::process::Command, err: &Path) -> (i32, i64) {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(err).unwrap())
-        .spawn()
-        .unwrap();
-    let pid = i32::try_from(child.id()).unwrap();
-    let mut status = 0;
-    // SAFETY: wait4 reaps the child the test started (std never waits for
-    // it: `child` is not used again) and fills in a zeroed rusage.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        assert_eq!(libc::wait4(pid, &raw mut status, 0, &raw mut usage), pid);
-        usage
-    };
-    assert!(libc::WIFEXITED(status), "status {status}");
-    (libc::WEXITSTATUS(status), usage.ru_maxrss)
-}
-
 #[test]
 fn a_corrupt_truncated_or_huge_state_is_reported_once_and_becomes_a_fresh_bucket() {
     let dir = TempDir::new("budget-corrupt");
@@ -251,14 +227,24 @@ fn a_corrupt_truncated_or_huge_state_is_reported_once_and_becomes_a_fresh_bucket
                 .set_len(1 << 30)
                 .unwrap();
         }
-        let mut cmd = command(["--budget", key, "--base", "1ms", "--max-retries", "2"]);
-        cmd.arg("--budget-dir")
+        // The last attempt follows the last decision: it records backoff's
+        // peak memory after every read of the state.
+        let rss = dir.join("rss");
+        let out = command(["--budget", key, "--base", "1ms", "--max-retries", "2"])
+            .arg("--budget-dir")
             .arg(&store)
-            .args(["--", "sh", "-c", "exit 3"]);
-        let err = dir.join("stderr");
-        let (code, peak_kib) = peak_memory(cmd, &err);
-        let stderr = std::fs::read_to_string(&err).unwrap();
-        assert_eq!(code, 3, "{key}: {stderr}");
+            .args(["--", "sh", "-c"])
+            .arg(format!("{}; exit 3", record_peak_rss(&rss)))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(3), "{key}: {stderr}");
+        let peak_kib: u64 = std::fs::read_to_string(&rss)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         assert_eq!(
             stderr.matches("is corrupt").count(),
             1,

@@ -6,7 +6,7 @@ use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 use std::process::Stdio;
 
-use crate::support::{TempDir, command, command_after};
+use crate::support::{TempDir, command, command_after, record_peak_rss};
 
 const SIZE: usize = 100 << 20;
 
@@ -44,15 +44,6 @@ fn same_bytes(a: &Path, b: &Path) -> bool {
             return false;
         }
     }
-}
-
-/// A shell line that records backoff's peak resident memory (`VmHWM`, in
-/// KiB) into `file`: the command's parent is backoff.
-fn record_peak_rss(file: &Path) -> String {
-    format!(
-        "grep VmHWM /proc/$PPID/status | tr -dc 0-9 > '{}'",
-        file.display()
-    )
 }
 
 fn peak_kib(dir: &TempDir) -> u64 {

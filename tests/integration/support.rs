@@ -394,3 +394,14 @@ pub fn past_first_attempt(cmd: Command) -> Running {
     reaped(pid);
     run
 }
+
+/// A shell line that records backoff's peak resident memory (`VmHWM`, in
+/// KiB) into `file`: the command's parent is backoff. (A child's
+/// `ru_maxrss` would count its parent's memory: a process started with
+/// vfork inherits the high-water mark of the test process's memory.)
+pub fn record_peak_rss(file: &Path) -> String {
+    format!(
+        "grep VmHWM /proc/$PPID/status | tr -dc 0-9 > '{}'",
+        file.display()
+    )
+}
