@@ -519,11 +519,12 @@ impl StepRunner {
             .env("RUNNER_TEMP", &runner_temp)
             .env("PATH", &self.path)
             // The build is kept, so that the suite's next run reuses it,
-            // and made without the release profile's whole-program
-            // optimisation, which takes most of its time: the step runs as
-            // written, only the compiler works less.
+            // and made without the release profile's optimisation, which
+            // takes most of its time: the step runs as written, only the
+            // compiler works less.
             .env("CARGO_TARGET_DIR", root.join("target/action-test"))
             .env("CARGO_PROFILE_RELEASE_LTO", "false")
+            .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0")
             .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16");
         if let Some(env) = step["env"].as_object() {
             for (k, v) in env {
