@@ -442,39 +442,37 @@ fn run_loop(
 impl Loop<'_, '_> {
     /// Attempts and delays, until the run ends.
     fn go(&mut self) -> Exit {
-        let run = self;
-        let plan = run.plan;
-        let start = run.start;
+        let plan = self.plan;
         loop {
-            match run.attempt() {
+            match self.attempt() {
                 Step::Done(exit) => return exit,
                 Step::Again { delay, retry } => {
                     // --on-retry runs at the start of the delay, and its time
                     // counts against it.
-                    let began = run.exec.now();
-                    if retry && let Err(signal) = run.hook(HookKind::Retry, Some(delay)) {
-                        return run.interrupted(signal, None);
+                    let began = self.exec.now();
+                    if retry && let Err(signal) = self.hook(HookKind::Retry, Some(delay)) {
+                        return self.interrupted(signal, None);
                     }
-                    let now = run.exec.now();
+                    let now = self.exec.now();
                     // The hook may have taken the time left: then no attempt
                     // starts, as after a budget's decision.
                     if retry
                         && plan.hooks.on_retry.is_some()
-                        && let (Some(d), Some(last)) = (run.deadline, run.last)
+                        && let (Some(d), Some(last)) = (self.deadline, self.last)
                         && now >= d
                     {
                         let event = Event::GaveUp {
-                            attempts: run.count.attempts,
-                            total: now.saturating_duration_since(start),
+                            attempts: self.count.attempts,
+                            total: now.saturating_duration_since(self.start),
                             outcome: last,
                             reason: Ending::Deadline,
                             short_of: None,
                         };
-                        return run.end(&event, exit_for(last, plan.preserve_status));
+                        return self.end(&event, exit_for(last, plan.preserve_status));
                     }
                     let spent = now.saturating_duration_since(began);
-                    if let Some(signal) = run.pause(delay.saturating_sub(spent)) {
-                        return run.interrupted(signal, None);
+                    if let Some(signal) = self.pause(delay.saturating_sub(spent)) {
+                        return self.interrupted(signal, None);
                     }
                 }
             }

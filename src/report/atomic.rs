@@ -88,6 +88,36 @@ fn refused(why: &str) -> io::Error {
     io::Error::other(format!("it is {why}, not a regular file (left as it is)"))
 }
 
+/// Appends `bytes` to `path` in one write (a CI runner's step file),
+/// creating it if need be. Only what is, or becomes, a regular file is
+/// opened: never through a symbolic link, never a device (opening one can
+/// act on it), and never waiting for a FIFO's reader.
+///
+/// # Errors
+///
+/// `not a regular file` for anything else; or the system's error.
+pub fn append(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let not_regular = || io::Error::other("not a regular file");
+    if refusal(path)?.is_some() {
+        return Err(not_regular());
+    }
+    let mut file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o666)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            // A symbolic link, or a FIFO without a reader, put there since.
+            Some(libc::ELOOP | libc::ENXIO) => not_regular(),
+            _ => e,
+        })?;
+    if !file.metadata()?.is_file() {
+        return Err(not_regular());
+    }
+    file.write_all(bytes)
+}
+
 /// Checks, before anything runs, that `path` can be a file backoff writes
 /// at exit: `/dev/stdout`, `/dev/stderr`, or a path in an existing
 /// directory where there is nothing yet or a regular file.

@@ -7,9 +7,6 @@
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::fs::OpenOptions;
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -18,7 +15,7 @@ use crate::duration::human;
 use crate::event::{BreakerNews, Event};
 use crate::exit::Exit;
 use crate::report::run_report::{AttemptRow, Recorder};
-use crate::report::{Labels, Verbosity, escape_controls, say, text};
+use crate::report::{Labels, Verbosity, atomic, escape_controls, say, text};
 
 /// Which runner's folds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -312,37 +309,9 @@ pub fn gitlab_table(rows: &[AttemptRow]) -> String {
 /// one write, creating it if need be, and says on one line why not when
 /// it cannot.
 fn append(var: &str, path: &Path, text: &str) {
-    if let Err(e) = try_append(path, text.as_bytes()) {
+    if let Err(e) = atomic::append(path, text.as_bytes()) {
         say(&format!("cannot write ${var} '{}': {e}", path.display()));
     }
-}
-
-/// Opens only what is, or becomes, a regular file: never through a
-/// symbolic link, never a device (opening one can act on it), and never
-/// waiting for a FIFO's reader.
-fn try_append(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let not_regular = || io::Error::other("not a regular file");
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if !m.is_file() => return Err(not_regular()),
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
-    let mut file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o666)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            // A symbolic link, or a FIFO without a reader, put there since.
-            Some(libc::ELOOP | libc::ENXIO) => not_regular(),
-            _ => e,
-        })?;
-    if !file.metadata()?.is_file() {
-        return Err(not_regular());
-    }
-    file.write_all(bytes)
 }
 
 #[cfg(test)]
