@@ -1,5 +1,6 @@
 //! The man pages and shell completions are generated from the clap
-//! definition and checked in. This test fails when they are stale; to
+//! definition, and the Debian package's copyright file from the licence
+//! texts, and checked in. This test fails when they are stale; to
 //! regenerate them, run:
 //!
 //!     BACKOFF_REGENERATE=1 cargo test --test integration generated
@@ -7,6 +8,7 @@
 //! The man page's hand-written sections (environment, exit status, signals,
 //! processes, examples) live below.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use backoff_cli::cli::Cli;
@@ -376,7 +378,40 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
             crate::completions::script(shell),
         ));
     }
+    files.push((root.join("dist/debian/copyright"), debian_copyright(root)));
     files
+}
+
+/// The Debian package's copyright file, in Debian's machine-readable
+/// format: who holds the copyright, the licence choice, and the full text
+/// of both licences (each line indented by a space, an empty line as " .").
+fn debian_copyright(root: &Path) -> Vec<u8> {
+    let read = |name: &str| std::fs::read_to_string(root.join(name)).unwrap();
+    let mit = read("LICENSE-MIT");
+    let holder = mit
+        .lines()
+        .find_map(|line| line.strip_prefix("Copyright (c) "))
+        .expect("LICENSE-MIT names the copyright holder");
+    let mut out = format!(
+        "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\
+         Upstream-Name: backoff\n\
+         \n\
+         Files: *\n\
+         Copyright: {holder}\n\
+         License: MIT or Apache-2.0\n"
+    );
+    for (name, text) in [("MIT", mit), ("Apache-2.0", read("LICENSE-APACHE"))] {
+        writeln!(out, "\nLicense: {name}").unwrap();
+        for line in text.trim_end().lines() {
+            let line = line.trim_end();
+            if line.is_empty() {
+                out.push_str(" .\n");
+            } else {
+                writeln!(out, " {line}").unwrap();
+            }
+        }
+    }
+    out.into_bytes()
 }
 
 #[test]

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Makes the Debian package of backoff from the static binary of
+# dist/build-static.sh:
+#
+#   target/dist/backoff_VERSION-1_DEBARCH.deb
+#
+# Usage, from anywhere:
+#   dist/deb.sh            # this machine's architecture
+#   dist/deb.sh aarch64    # arm64, cross-built (see dist/build-static.sh)
+#
+# It needs cargo-deb (`cargo install --locked cargo-deb`). What goes where
+# is in Cargo.toml, [package.metadata.deb]: /usr/bin/backoff, the man pages
+# in /usr/share/man/man1, the bash, zsh and fish completions where Debian's
+# bash-completion, zsh and fish look for them, and both licence texts in
+# /usr/share/doc/backoff/copyright. Before it prints the package's path, it
+# checks that the package holds all of that.
+set -euo pipefail
+cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
+
+arch=${1:-$(uname -m)}
+target=$arch-unknown-linux-musl
+out=target/dist
+
+if ! cargo deb --version >/dev/null 2>&1; then
+    echo "dist: cargo-deb is needed for the Debian package: cargo install --locked cargo-deb" >&2
+    exit 1
+fi
+dist/build-static.sh "$arch" >/dev/null
+mkdir -p "$out"
+# cargo-deb prints the path of the package it wrote.
+deb=$(cargo deb --locked --no-build --target "$target" --output "$out/")
+
+# The package must hold what this script promises.
+listing=$(dpkg-deb --contents "$deb")
+for path in ./usr/bin/backoff ./usr/share/man/man1/backoff.1.gz \
+    ./usr/share/bash-completion/completions/backoff \
+    ./usr/share/zsh/vendor-completions/_backoff \
+    ./usr/share/fish/vendor_completions.d/backoff.fish \
+    ./usr/share/doc/backoff/copyright; do
+    if ! grep -q " $path\$" <<<"$listing"; then
+        echo "dist: $path is missing from $deb" >&2
+        exit 1
+    fi
+done
+copyright=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/backoff/copyright)
+for licence in "License: MIT" "License: Apache-2.0" " Permission is hereby granted" \
+    "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION"; do
+    if ! grep -qF -- "$licence" <<<"$copyright"; then
+        echo "dist: the copyright file of $deb lacks \"$licence\"" >&2
+        exit 1
+    fi
+done
+echo "$deb"
