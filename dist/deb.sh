@@ -12,14 +12,18 @@
 # is in Cargo.toml, [package.metadata.deb]: /usr/bin/backoff, the man pages
 # in /usr/share/man/man1, the bash, zsh and fish completions where Debian's
 # bash-completion, zsh and fish look for them, and both licence texts in
-# /usr/share/doc/backoff/copyright. Before it prints the package's path, it
-# checks that the package holds all of that.
+# /usr/share/doc/backoff/copyright. Its files are dated by the last commit
+# (SOURCE_DATE_EPOCH, when set, wins), so that the same sources make the
+# same package. Before it prints the package's path, it checks that the
+# package holds all of that.
 set -euo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
 
 arch=${1:-$(uname -m)}
 target=$arch-unknown-linux-musl
 out=target/dist
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
+export SOURCE_DATE_EPOCH
 
 if ! cargo deb --version >/dev/null 2>&1; then
     echo "dist: cargo-deb is needed for the Debian package: cargo install --locked cargo-deb" >&2
