@@ -68,9 +68,8 @@ static=
 case ${BACKOFF_STATIC:-} in
 none) ;;
 "")
-    if static_rel=$(env -u CARGO_TARGET_DIR dist/build-static.sh 2>/tmp/backoff-bench-static.log); then
-        static=$repo_root/$static_rel
-    else
+    if ! static=$(env -u CARGO_TARGET_DIR dist/build-static.sh 2>/tmp/backoff-bench-static.log); then
+        static=
         echo "bench: the release artefact is not measured: dist/build-static.sh failed" \
             "(see /tmp/backoff-bench-static.log)" >&2
     fi

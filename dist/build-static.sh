@@ -7,8 +7,9 @@
 #   dist/build-static.sh            # this machine's architecture
 #   dist/build-static.sh aarch64    # Linux on 64-bit ARM, cross-built
 #
-# It prints the path of the binary it made:
-#   target/ARCH-unknown-linux-musl/release/backoff
+# It prints the absolute path of the binary it made:
+#   .../target/ARCH-unknown-linux-musl/release/backoff
+# (under CARGO_TARGET_DIR instead of target/ when that is set).
 #
 # It needs the Rust target (`rustup target add ARCH-unknown-linux-musl`,
 # done here when missing) and a C compiler for the TLS code of the Redis
@@ -28,6 +29,13 @@ cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
 
 host=$(uname -m)
 arch=${1:-$host}
+case $arch in
+x86_64 | aarch64) ;;
+*)
+    echo "dist: no release for the architecture '$arch': x86_64 or aarch64 (Debian's amd64 and arm64)" >&2
+    exit 1
+    ;;
+esac
 target=$arch-unknown-linux-musl
 
 if ! rustup target list --installed | grep -qx "$target"; then
@@ -41,7 +49,7 @@ if [ "$arch" = "$host" ]; then
 else
     cross=$arch-linux-gnu-gcc
     if ! command -v "$cross" >/dev/null; then
-        echo "dist: no C compiler for $arch ($cross); on Debian: apt-get install gcc-$arch-linux-gnu" >&2
+        echo "dist: no C compiler for $arch ($cross); on Debian: apt-get install gcc-${arch//_/-}-linux-gnu" >&2
         exit 1
     fi
     if ! command -v "qemu-$arch" >/dev/null; then
@@ -53,7 +61,11 @@ else
 fi
 
 cargo build --locked --release --target "$target" >&2
-bin=target/$target/release/backoff
+# Where cargo put it: CARGO_TARGET_DIR or a configured target-dir may move
+# it out of ./target (cargo-deb follows cargo in the same way).
+target_dir=$(cargo metadata --format-version 1 --no-deps --locked |
+    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+bin=${target_dir:-$PWD/target}/$target/release/backoff
 
 dist/check-binary.sh "$arch" "$bin"
 echo "$bin"

@@ -31,4 +31,5 @@ case $description in
     ;;
 esac
 "${run[@]}" "$bin" --version >&2
+# shellcheck disable=SC2016 # expanded by the inner sh
 "${run[@]}" "$bin" -q --base 1ms --max-retries 1 -- sh -c '[ "$BACKOFF_ATTEMPT" = 2 ]'

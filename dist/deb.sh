@@ -29,10 +29,15 @@ if ! cargo deb --version >/dev/null 2>&1; then
     echo "dist: cargo-deb is needed for the Debian package: cargo install --locked cargo-deb" >&2
     exit 1
 fi
+# It also refuses an architecture there is no release for.
 dist/build-static.sh "$arch" >/dev/null
 mkdir -p "$out"
-# cargo-deb prints the path of the package it wrote.
-deb=$(cargo deb --locked --no-build --target "$target" --output "$out/")
+# cargo-deb prints the path of the package it wrote, last.
+deb=$(cargo deb --locked --no-build --target "$target" --output "$out/" | tail -n 1)
+if [ ! -f "$deb" ]; then
+    echo "dist: cargo-deb did not say where it wrote the package (it said: $deb)" >&2
+    exit 1
+fi
 
 # The package must hold what this script promises.
 listing=$(dpkg-deb --contents "$deb")
@@ -47,7 +52,7 @@ for path in ./usr/bin/backoff ./usr/share/man/man1/backoff.1.gz \
     fi
 done
 copyright=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/backoff/copyright)
-for licence in "License: MIT" "License: Apache-2.0" " Permission is hereby granted" \
+for licence in "License: Expat" "License: Apache-2.0" " Permission is hereby granted" \
     "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION"; do
     if ! grep -qF -- "$licence" <<<"$copyright"; then
         echo "dist: the copyright file of $deb lacks \"$licence\"" >&2

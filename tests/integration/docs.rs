@@ -398,9 +398,10 @@ fn debian_copyright(root: &Path) -> Vec<u8> {
          \n\
          Files: *\n\
          Copyright: {holder}\n\
-         License: MIT or Apache-2.0\n"
+         License: Expat or Apache-2.0\n"
     );
-    for (name, text) in [("MIT", mit), ("Apache-2.0", read("LICENSE-APACHE"))] {
+    // Debian's name for the MIT licence is Expat.
+    for (name, text) in [("Expat", mit), ("Apache-2.0", read("LICENSE-APACHE"))] {
         writeln!(out, "\nLicense: {name}").unwrap();
         for line in text.trim_end().lines() {
             let line = line.trim_end();
