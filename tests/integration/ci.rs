@@ -96,9 +96,14 @@ fn summary_rows(summary: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// Whether `cell` is a duration as backoff writes them (`12ms`, `1.20s`).
+/// Whether `cell` is a duration as backoff writes them (`914us`, `12ms`,
+/// `1.20s`).
 fn is_duration(cell: &str) -> bool {
-    cell.ends_with("ms") || (cell.ends_with('s') && cell[..cell.len() - 1].parse::<f64>().is_ok())
+    // A fast attempt takes under a millisecond.
+    ["ns", "us", "ms", "s"].iter().any(|unit| {
+        cell.strip_suffix(unit)
+            .is_some_and(|n| n.parse::<f64>().is_ok())
+    })
 }
 
 /// `OPTIONS -- sh -c SCRIPT`, the options split at spaces.
