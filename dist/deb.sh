@@ -12,7 +12,8 @@
 # is in Cargo.toml, [package.metadata.deb]: /usr/bin/backoff, the man pages
 # in /usr/share/man/man1, the bash, zsh and fish completions where Debian's
 # bash-completion, zsh and fish look for them, and both licence texts in
-# /usr/share/doc/backoff/copyright. Its files are dated by the last commit
+# /usr/share/doc/backoff/copyright, with the notices of the third-party code
+# in the binary beside it. Its files are dated by the last commit
 # (SOURCE_DATE_EPOCH, when set, wins), so that the same sources make the
 # same package. Before it prints the package's path, it checks that the
 # package holds all of that.
@@ -45,7 +46,7 @@ for path in ./usr/bin/backoff ./usr/share/man/man1/backoff.1.gz \
     ./usr/share/bash-completion/completions/backoff \
     ./usr/share/zsh/vendor-completions/_backoff \
     ./usr/share/fish/vendor_completions.d/backoff.fish \
-    ./usr/share/doc/backoff/copyright; do
+    ./usr/share/doc/backoff/copyright ./usr/share/doc/backoff/THIRD-PARTY-NOTICES; do
     if ! grep -q " $path\$" <<<"$listing"; then
         echo "dist: $path is missing from $deb" >&2
         exit 1

@@ -8,7 +8,8 @@
 #
 # The archive holds one directory of the same name with the static
 # binary of dist/build-static.sh, the man pages, the bash, zsh, fish and
-# elvish completions, README.md, CHANGELOG.md and both licence texts. Its
+# elvish completions, README.md, CHANGELOG.md, both licence texts and the
+# notices of the third-party code in the binary (THIRD-PARTY-NOTICES). Its
 # members are owned by root and dated by the last commit (SOURCE_DATE_EPOCH,
 # when set, wins), so that the same sources make the same archive.
 #
@@ -48,7 +49,8 @@ archive() {
     install -m 644 man/*.1 "$stage/man/"
     install -m 644 completions/_backoff completions/backoff.bash completions/backoff.fish \
         completions/backoff.elv "$stage/completions/"
-    install -m 644 README.md CHANGELOG.md LICENSE-MIT LICENSE-APACHE "$stage/"
+    install -m 644 README.md CHANGELOG.md LICENSE-MIT LICENSE-APACHE \
+        dist/THIRD-PARTY-NOTICES "$stage/"
     tar -C "$work/$arch" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" \
         -cf - "$name" | gzip -n -9 > "$out/$name.tar.gz"
     (cd "$out" && sha256sum "$name.tar.gz" > "$name.tar.gz.sha256")
@@ -61,7 +63,7 @@ archive() {
     unpacked=$check/$name
     for f in backoff man/backoff.1 completions/_backoff completions/backoff.bash \
         completions/backoff.fish completions/backoff.elv README.md CHANGELOG.md \
-        LICENSE-MIT LICENSE-APACHE; do
+        LICENSE-MIT LICENSE-APACHE THIRD-PARTY-NOTICES; do
         if [ ! -s "$unpacked/$f" ]; then
             echo "dist: $f is missing from $name.tar.gz" >&2
             exit 1

@@ -1,6 +1,7 @@
 //! The man pages and shell completions are generated from the clap
-//! definition, and the Debian package's copyright file from the licence
-//! texts, and checked in. This test fails when they are stale; to
+//! definition, the Debian package's copyright file from the licence texts,
+//! and the release's third-party notices from the crates it is built from
+//! (notices.rs), and checked in. This test fails when they are stale; to
 //! regenerate them, run:
 //!
 //!     BACKOFF_REGENERATE=1 cargo test --test integration generated
@@ -379,6 +380,10 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
         ));
     }
     files.push((root.join("dist/debian/copyright"), debian_copyright(root)));
+    files.push((
+        root.join("dist/THIRD-PARTY-NOTICES"),
+        crate::notices::third_party_notices(root),
+    ));
     files
 }
 
@@ -395,6 +400,9 @@ fn debian_copyright(root: &Path) -> Vec<u8> {
     let mut out = format!(
         "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\
          Upstream-Name: backoff\n\
+         Comment: The binary also holds the code of the crates, the Rust standard\n \
+         library and the musl C library named, with their licences, in\n \
+         /usr/share/doc/backoff/THIRD-PARTY-NOTICES.\n\
          \n\
          Files: *\n\
          Copyright: {holder}\n\
