@@ -20,6 +20,7 @@ const ENVIRONMENT: &str = r".SH ENVIRONMENT
 .TP
 \fBBACKOFF_BASE\fR, \fBBACKOFF_CAP\fR, \fBBACKOFF_FACTOR\fR, \fBBACKOFF_JITTER\fR, \fBBACKOFF_MAX_RETRIES\fR, \fBBACKOFF_TIMEOUT\fR, \fBBACKOFF_MAX_TIME\fR, \fBBACKOFF_BUDGET_STORE\fR
 Defaults for the options of the same name. A flag on the command line wins over the environment.
+\fBBACKOFF_BUDGET_STORE\fR, whose URL may hold a password, is removed from the environment of the command and of the hooks; the others are passed on (they hold no secret, and a backoff that the command runs follows them too), so a backoff inside that should share the store is given \fB\-\-budget\-store\fR itself.
 A bare number in \fBBACKOFF_TIMEOUT\fR is seconds (the form backoff gives its command, below); elsewhere a duration needs its unit.
 .TP
 \fBBACKOFF_TIMESTAMPS\fR
