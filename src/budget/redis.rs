@@ -64,8 +64,8 @@ end
 const CLOCK: &str = "local t = redis.call('TIME') return {t[1], t[2]}";
 
 /// How long what a connection read of the server's clock is used, before it
-/// is read again: the two clocks drift apart by less than a millisecond in
-/// that time.
+/// is read again: clocks kept by NTP drift apart by a few milliseconds at
+/// most in that time.
 const CLOCK_AGE: Duration = Duration::from_mins(1);
 
 /// How many redirections of a cluster a call follows (a slot moved while
@@ -324,8 +324,9 @@ impl Clock {
         })
     }
 
-    /// The server's time by which `cutoff` has surely not yet come (the
-    /// server's clock may be read late, never early).
+    /// A time on the server's clock that comes at the local instant
+    /// `cutoff` or before it: a script that runs by it runs by `cutoff`
+    /// (the clock may have been read late, never early).
     fn at(self, cutoff: Instant) -> u64 {
         let since = cutoff.saturating_duration_since(self.read_by).as_millis();
         self.server_ms
@@ -445,7 +446,8 @@ impl Call {
     }
 
     /// Runs `lua` on the call's key with `args`, following a cluster's
-    /// redirections.
+    /// redirections (ASK, MOVED), which never ran it; any other error is
+    /// the answer, since a call that failed otherwise may have been applied.
     fn evaluate(
         &mut self,
         link: &mut Link,
