@@ -11,10 +11,25 @@
 //! most the timeout, and a signal ends the wait at once. A call abandoned
 //! that way ends by itself (its socket's timeouts are the same), and its
 //! connection is never used again.
+//!
+//! A decision that reaches the server after backoff stopped waiting for it
+//! (a server frozen, then thawed, reads what was sent meanwhile) must change
+//! nothing: each call carries its expiry on the server's clock, and every
+//! script refuses a call past it. A connection reads the server's clock once
+//! (and again after a while), so the expiry is the local deadline moved onto
+//! the server's clock, a little early so that an answer still has time to
+//! come back.
+//!
+//! In a Redis Cluster, a call follows the redirections of a slot being moved
+//! within its time: ASK (the key has gone to the node that imports the slot:
+//! ASKING there, then the script) and MOVED (the slot is served elsewhere:
+//! the script there, and a fresh slot map for the next call). Neither
+//! redirection ran the script, so following them never applies a decision
+//! twice; nothing else is tried again.
 
 use std::cell::RefCell;
 use std::os::fd::AsFd;
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use crate::budget::breaker::{Admission, Breaker, Circuit, RunEnd};
@@ -33,6 +48,29 @@ pub const REDIS_BREAKER_PREFIX: &str = "backoff:breaker:";
 /// An idle budget key expires after this long, so that abandoned keys do
 /// not pile up; every update starts the time again.
 pub const REDIS_IDLE_TTL: Duration = Duration::from_hours(7 * 24);
+
+/// The first lines of every decision's script: its last argument is the
+/// call's expiry, on the server's clock in Unix milliseconds, and a call
+/// that reaches the server after it changes nothing.
+const EXPIRY: &str = r"
+local clock = redis.call('TIME')
+if tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) > tonumber(ARGV[#ARGV]) then
+  return redis.error_reply('EXPIRED the decision reached the store after its deadline')
+end
+";
+
+/// The server's clock, read on the node of the key (KEYS[1]): {seconds,
+/// microseconds}.
+const CLOCK: &str = "local t = redis.call('TIME') return {t[1], t[2]}";
+
+/// How long what a connection read of the server's clock is used, before it
+/// is read again: clocks kept by NTP drift apart by a few milliseconds at
+/// most in that time.
+const CLOCK_AGE: Duration = Duration::from_mins(1);
+
+/// How many redirections of a cluster a call follows (a slot moved while
+/// it is moved again), within its time.
+const REDIRECTIONS: usize = 5;
 
 /// The bucket update, run atomically by Redis. KEYS[1] is the bucket;
 /// ARGV: operation (take, deposit, show, reset), burst and ratio in
@@ -157,7 +195,7 @@ pub struct RedisBudget {
     bucket: Bucket,
     /// A corrupt state becomes a full bucket (`--budget-store-fail open`).
     repair: bool,
-    script: redis::Script,
+    script: Lua,
 }
 
 impl std::fmt::Debug for RedisBudget {
@@ -203,6 +241,104 @@ impl Link {
             Link::Cluster(c) => c.as_mut(),
         }
     }
+
+    /// Runs `eval` on the cluster's node at `node` (`host:port`), after
+    /// ASKING there when `asking`.
+    fn redirected(
+        &mut self,
+        node: &str,
+        asking: bool,
+        eval: &redis::Cmd,
+    ) -> redis::RedisResult<Vec<String>> {
+        let not_a_cluster = || {
+            redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "a redirection from a server that is not a cluster",
+            ))
+        };
+        let Link::Cluster(c) = self else {
+            return Err(not_a_cluster());
+        };
+        let (host, port) = node
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h.to_owned(), p.parse().ok()?)))
+            .ok_or_else(not_a_cluster)?;
+        let route = || {
+            redis::cluster_routing::RoutingInfo::SingleNode(
+                redis::cluster_routing::SingleNodeRoutingInfo::ByAddress {
+                    host: host.clone(),
+                    port,
+                },
+            )
+        };
+        if asking {
+            c.route_command(&redis::cmd("ASKING"), route())?;
+        }
+        redis::from_redis_value(c.route_command(eval, route())?).map_err(redis::RedisError::from)
+    }
+}
+
+/// A script of the store's, and its text, which a redirected call sends
+/// whole (the node it goes to may not have it yet).
+#[derive(Clone)]
+struct Lua {
+    script: redis::Script,
+    code: Arc<str>,
+}
+
+impl Lua {
+    fn new(code: String) -> Lua {
+        Lua {
+            script: redis::Script::new(&code),
+            code: code.into(),
+        }
+    }
+
+    /// A decision's script: `body`, refusing a call past its expiry.
+    fn decision(body: &str) -> Lua {
+        Lua::new(format!("{EXPIRY}{body}"))
+    }
+}
+
+/// What a connection read of the server's clock: its time, in Unix
+/// milliseconds, and a local instant by which it had been read. The
+/// server's time at a later instant `t` is at least `server_ms + (t -
+/// read_by)`.
+#[derive(Clone, Copy)]
+struct Clock {
+    server_ms: u64,
+    read_by: Instant,
+}
+
+impl Clock {
+    /// The clock as `CLOCK` answered it by `read_by`.
+    fn read(reply: &[String], read_by: Instant) -> Option<Clock> {
+        let [seconds, micros] = reply else {
+            return None;
+        };
+        let seconds: u64 = seconds.parse().ok()?;
+        let micros: u64 = micros.parse().ok()?;
+        Some(Clock {
+            server_ms: seconds.checked_mul(1000)?.checked_add(micros / 1000)?,
+            read_by,
+        })
+    }
+
+    /// A time on the server's clock that comes at the local instant
+    /// `cutoff` or before it: a script that runs by it runs by `cutoff`
+    /// (the clock may have been read late, never early).
+    fn at(self, cutoff: Instant) -> u64 {
+        let since = cutoff.saturating_duration_since(self.read_by).as_millis();
+        self.server_ms
+            .saturating_add(u64::try_from(since).unwrap_or(u64::MAX))
+    }
+}
+
+/// The latest instant at which a call ending at `deadline`, of a store
+/// whose timeout is `timeout`, may still be applied: a tenth of the timeout
+/// before the deadline, the time its answer has to come back.
+fn cutoff(deadline: Instant, timeout: Duration) -> Instant {
+    deadline.checked_sub(timeout / 10).unwrap_or(deadline)
 }
 
 impl Backend {
@@ -223,26 +359,38 @@ impl Backend {
 /// key, with its arguments.
 struct Call {
     backend: Backend,
-    connection: Option<Link>,
-    script: redis::Script,
+    connection: Option<Connection>,
+    script: Lua,
+    clock: Lua,
     key: String,
     args: Vec<String>,
     deadline: Instant,
+    /// The last moment the script may be applied (`cutoff`).
+    cutoff: Instant,
+    /// A cluster redirected the call with MOVED: its slot map is stale.
+    moved: bool,
+}
+
+/// A connection to the store, and what it read of the server's clock.
+struct Connection {
+    link: Link,
+    clock: Option<Clock>,
 }
 
 /// What a call answered (the script's reply, every item as a string), or
 /// why not, and the connection to use next time, if it is still sound.
-type Answer = (Result<Vec<String>, String>, Option<Link>);
+type Answer = (Result<Vec<String>, String>, Option<Connection>);
 
 impl Call {
     /// Connects if need be and runs the script, every step bounded by the
     /// time left before the deadline.
     fn run(mut self) -> Answer {
         let answer = self.invoke();
-        let connection = if answer.is_ok() {
+        let connection = if answer.is_ok() && !self.moved {
             self.connection
         } else {
-            // Start afresh next time: the connection may be broken.
+            // Start afresh next time: the connection may be broken, or its
+            // slot map stale.
             None
         };
         (answer, connection)
@@ -255,29 +403,86 @@ impl Call {
             (Some(code), Some(detail)) => format!("{code} {detail}"),
             _ => e.to_string(),
         };
-        let left = || {
-            let left = self.deadline.saturating_duration_since(Instant::now());
+        let deadline = self.deadline;
+        let left = move || {
+            let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 Err("timed out".to_owned())
             } else {
                 Ok(left)
             }
         };
-        if self.connection.is_none() {
-            let c = self.backend.connect(left()?).map_err(|e| why(&e))?;
-            self.connection = Some(c);
-        }
-        let Some(connection) = self.connection.as_mut() else {
-            return Err("no connection".into());
+        let mut connection = match self.connection.take() {
+            Some(c) => c,
+            None => Connection {
+                link: self.backend.connect(left()?).map_err(|e| why(&e))?,
+                clock: None,
+            },
         };
-        connection.set_timeouts(left()?).map_err(|e| why(&e))?;
-        let mut invocation = self.script.key(&self.key);
-        for arg in &self.args {
+        connection.link.set_timeouts(left()?).map_err(|e| why(&e))?;
+        let clock = match connection.clock {
+            Some(c) if c.read_by.elapsed() < CLOCK_AGE => c,
+            _ => {
+                let clock = self.clock.clone();
+                let reply = self
+                    .evaluate(&mut connection.link, &clock, &[])
+                    .map_err(|e| why(&e))?;
+                Clock::read(&reply, Instant::now())
+                    .ok_or_else(|| "unexpected reply to TIME".to_owned())?
+            }
+        };
+        connection.clock = Some(clock);
+        if self.cutoff <= Instant::now() {
+            return Err("timed out".to_owned());
+        }
+        let mut args = self.args.clone();
+        args.push(clock.at(self.cutoff).to_string());
+        let script = self.script.clone();
+        let answer = self
+            .evaluate(&mut connection.link, &script, &args)
+            .map_err(|e| why(&e))?;
+        self.connection = Some(connection);
+        Ok(answer)
+    }
+
+    /// Runs `lua` on the call's key with `args`, following a cluster's
+    /// redirections (ASK, MOVED), which never ran it; any other error is
+    /// the answer, since a call that failed otherwise may have been applied.
+    fn evaluate(
+        &mut self,
+        link: &mut Link,
+        lua: &Lua,
+        args: &[String],
+    ) -> redis::RedisResult<Vec<String>> {
+        let mut invocation = lua.script.key(&self.key);
+        for arg in args {
             invocation.arg(arg);
         }
-        invocation
-            .invoke(connection.as_connection())
-            .map_err(|e| why(&e))
+        let mut answer = invocation.invoke(link.as_connection());
+        for _ in 0..REDIRECTIONS {
+            let asking = match answer.as_ref().map_err(redis::RedisError::kind) {
+                Err(redis::ErrorKind::Server(redis::ServerErrorKind::Ask)) => true,
+                Err(redis::ErrorKind::Server(redis::ServerErrorKind::Moved)) => false,
+                _ => return answer,
+            };
+            let Some((node, _slot)) = answer
+                .as_ref()
+                .err()
+                .and_then(redis::RedisError::redirect_node)
+            else {
+                return answer;
+            };
+            let node = node.to_owned();
+            self.moved |= !asking;
+            let eval = redis::cmd("EVAL")
+                .arg(&*lua.code)
+                .arg(1)
+                .arg(&self.key)
+                .arg(args)
+                .to_owned();
+            answer = link.redirected(&node, asking, &eval);
+        }
+        answer
     }
 }
 
@@ -287,7 +492,8 @@ struct Server {
     url: String,
     backend: Backend,
     timeout: Duration,
-    connection: RefCell<Option<Link>>,
+    connection: RefCell<Option<Connection>>,
+    clock: Lua,
 }
 
 /// The nodes of a `redis+cluster://[user:password@]host:port,host:port`
@@ -362,6 +568,7 @@ impl Server {
             backend,
             timeout,
             connection: RefCell::new(None),
+            clock: Lua::new(CLOCK.to_owned()),
         })
     }
 
@@ -369,7 +576,7 @@ impl Server {
     /// through `wait`, for its answer, at most the timeout.
     fn call(
         &self,
-        script: &redis::Script,
+        script: &Lua,
         key: &str,
         args: Vec<String>,
         wait: &mut dyn Wait,
@@ -380,9 +587,12 @@ impl Server {
             backend: self.backend.clone(),
             connection: self.connection.take(),
             script: script.clone(),
+            clock: self.clock.clone(),
             key: key.to_owned(),
             args,
             deadline,
+            cutoff: cutoff(deadline, self.timeout),
+            moved: false,
         };
         // The thread closes `done` when it has answered (or died).
         let (ready, done) = std::io::pipe().map_err(|e| failed(e.to_string()))?;
@@ -434,7 +644,7 @@ impl RedisBudget {
             key: format!("{REDIS_PREFIX}{key}"),
             bucket,
             repair: fail == FailMode::Open,
-            script: redis::Script::new(SCRIPT),
+            script: Lua::decision(SCRIPT),
         })
     }
 
@@ -518,7 +728,7 @@ pub struct RedisBreaker {
     breaker: Breaker,
     /// A corrupt state becomes a closed circuit (`--budget-store-fail open`).
     repair: bool,
-    script: redis::Script,
+    script: Lua,
 }
 
 impl std::fmt::Debug for RedisBreaker {
@@ -557,7 +767,7 @@ impl RedisBreaker {
             key: format!("{REDIS_BREAKER_PREFIX}{key}"),
             breaker,
             repair: fail == FailMode::Open,
-            script: redis::Script::new(BREAKER_SCRIPT),
+            script: Lua::decision(BREAKER_SCRIPT),
         })
     }
 
@@ -700,5 +910,43 @@ impl RedisBreaker {
     /// Where the breaker lives, without the password.
     pub fn describe(&self) -> String {
         format!("{} key {}", self.server.url(), self.key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_expiry_is_the_cutoff_on_the_servers_clock_never_later() {
+        let earlier = Instant::now();
+        let read_by = earlier + Duration::from_secs(1);
+        let reply = ["1764600000".to_owned(), "250999".to_owned()];
+        let clock = Clock::read(&reply, read_by).unwrap();
+        assert_eq!(clock.server_ms, 1_764_600_000_250);
+        assert_eq!(clock.at(read_by), 1_764_600_000_250);
+        let later = read_by + Duration::from_micros(1999);
+        assert_eq!(clock.at(later), 1_764_600_000_251, "rounded down");
+        assert_eq!(clock.at(earlier), clock.server_ms);
+        for bad in [&["x", "1"][..], &["1"], &["1", "2", "3"], &["-1", "0"]] {
+            let bad: Vec<String> = bad.iter().map(|s| (*s).to_owned()).collect();
+            assert!(Clock::read(&bad, read_by).is_none(), "{bad:?}");
+        }
+        let huge = [u64::MAX.to_string(), "0".to_owned()];
+        assert!(Clock::read(&huge, read_by).is_none());
+        let max = Clock {
+            server_ms: u64::MAX,
+            read_by,
+        };
+        assert_eq!(max.at(later), u64::MAX);
+    }
+
+    #[test]
+    fn a_call_is_applied_at_the_latest_a_tenth_of_the_timeout_before_its_deadline() {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        assert_eq!(
+            cutoff(deadline, Duration::from_millis(250)) + Duration::from_millis(25),
+            deadline
+        );
     }
 }

@@ -48,14 +48,21 @@ fn unix_time(deadline: Instant, now: Instant, wall: SystemTime) -> Option<String
     Some(format!("{}.{:03}", since.as_secs(), since.subsec_millis()))
 }
 
+/// backoff's own variables that may hold a secret (the store URL's
+/// password), never passed on to a command or a hook. The policy variables
+/// (`BACKOFF_BASE`, ...) are passed on: they hold nothing secret, and a
+/// backoff the command starts in turn follows them too.
+const SECRET_VARIABLES: [&str; 1] = ["BACKOFF_BUDGET_STORE"];
+
 /// Backoff's own environment, as the standard library reads it, without
-/// inherited variables named in `strip`, then `vars` (those with a value).
+/// its secrets and inherited variables named in `strip`, then `vars` (those
+/// with a value).
 fn environment_with<'a>(
     strip: &[&str],
     vars: impl IntoIterator<Item = (&'a str, Option<String>)>,
 ) -> io::Result<Vec<CString>> {
     let mut env: Vec<CString> = std::env::vars_os()
-        .filter(|(name, _)| !strip.iter().any(|v| name == *v))
+        .filter(|(name, _)| !strip.iter().chain(&SECRET_VARIABLES).any(|v| name == *v))
         .map(|(name, value)| env_entry(&name, &value))
         .collect::<io::Result<_>>()?;
     for (name, value) in vars {

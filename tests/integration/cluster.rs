@@ -253,3 +253,96 @@ fn bad_cluster_urls_are_refused() {
         assert!(!text.contains("secret") && !text.contains("p2"), "{text}");
     }
 }
+
+#[test]
+fn a_slot_moved_while_twenty_processes_share_its_key_keeps_the_count_exact() {
+    let cluster = Cluster::start();
+    let url = cluster.url();
+    let key = "backoff:budget:moving";
+    let from = cluster.owner(key);
+    let to = cluster
+        .nodes
+        .iter()
+        .map(|(p, _)| *p)
+        .find(|p| *p != from)
+        .unwrap();
+    let slot = cli(from, &["cluster", "keyslot", key]);
+    let id = |port: u16| cli(port, &["cluster", "myid"]);
+    let dir = TempDir::new("cluster-moving");
+    let log = dir.join("attempts");
+    // Each process fails 21 times with retries 50ms apart, a token each:
+    // 20 × 20 of the 1000 tokens, whatever the slot does meanwhile, and
+    // --budget-store-fail closed stops a process at the first decision that
+    // fails.
+    let children: Vec<Child> = (0..20)
+        .map(|_| {
+            command(["--budget", "moving", "--budget-burst", "1000"])
+                .args(["--budget-store", &url, "--budget-store-fail", "closed"])
+                .args(LIVE)
+                .args(["--base", "50ms", "--cap", "50ms", "--jitter", "none"])
+                .args(["--attempts", "21", "--", "sh", "-c"])
+                .arg(format!("echo x >> '{}'; exit 3", log.display()))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let attempts = || std::fs::read_to_string(&log).map_or(0, |t| t.lines().count());
+    let after = |count: usize| {
+        let deadline = Instant::now() + PATIENCE;
+        while attempts() < count {
+            assert!(
+                Instant::now() < deadline,
+                "the processes stopped retrying at {}",
+                attempts()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    // The slot is migrated as `redis-cli --cluster reshard` does it: the
+    // key moves while its slot is migrating (ASK), then the slot is the new
+    // node's (MOVED, for the processes' old slot maps).
+    after(40);
+    assert_eq!(
+        cli(to, &["cluster", "setslot", &slot, "importing", &id(from)]),
+        "OK"
+    );
+    assert_eq!(
+        cli(from, &["cluster", "setslot", &slot, "migrating", &id(to)]),
+        "OK"
+    );
+    let port = to.to_string();
+    let moved = cli(from, &["migrate", "127.0.0.1", &port, key, "0", "5000"]);
+    assert_eq!(moved, "OK");
+    let asked = attempts();
+    after(asked + 60);
+    for (node, _) in &cluster.nodes {
+        assert_eq!(
+            cli(*node, &["cluster", "setslot", &slot, "node", &id(to)]),
+            "OK"
+        );
+    }
+    let settled = attempts();
+    assert!(settled < 20 * 21 - 60, "the slot moved too late to matter");
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{stderr}");
+        assert!(!stderr.contains("unavailable"), "{stderr}");
+    }
+    assert_eq!(
+        attempts(),
+        20 * 21,
+        "every retry granted (ASK after {asked}, MOVED after {settled})"
+    );
+    let out = backoff(["budget", "show", "moving", "--budget-burst", "1000"])
+        .args(["--budget-store", &url])
+        .args(LIVE)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("moving: 600 of 1000 tokens"),
+        "{out:?}"
+    );
+}

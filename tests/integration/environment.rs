@@ -183,3 +183,25 @@ fn a_bare_number_in_backoff_timeout_is_seconds_as_backoff_tells_its_command() {
         "invalid value '1.' for",
     );
 }
+
+#[test]
+fn the_store_url_never_reaches_the_command_or_a_hook_but_the_policy_does() {
+    let dir = TempDir::new("env-secret");
+    let seen = dir.join("seen");
+    // No --budget or --breaker: the store is not used, and its URL, given
+    // to a fleet's every run, is no error.
+    let record = format!(
+        "echo \"${{BACKOFF_BUDGET_STORE-unset}} ${{BACKOFF_CAP-unset}}\" >> '{}'",
+        seen.display()
+    );
+    backoff(["--base", "1ms", "--max-retries", "1"])
+        .env("BACKOFF_BUDGET_STORE", "redis://:s3cretpw@127.0.0.1:1/0")
+        .env("BACKOFF_CAP", "2ms")
+        .args(["--on-retry", &record, "--on-give-up", &record])
+        .args(["--", "sh", "-c"])
+        .arg(format!("{record}; exit 3"))
+        .assert()
+        .code(3);
+    // Two attempts, the retry's hook and the give-up's.
+    assert_eq!(dir.lines("seen"), vec!["unset 2ms"; 4]);
+}

@@ -5,7 +5,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{PATIENCE, TempDir, backoff, command, past_first_attempt, send};
+use crate::support::{PATIENCE, TempDir, backoff, command, eventually, past_first_attempt, send};
 
 /// A redis-server of the test's own, stopped when dropped.
 pub struct Redis {
@@ -611,4 +611,38 @@ fn a_corrupt_state_in_redis_becomes_a_fresh_bucket_and_reset_repairs_any() {
             .success();
         assert_eq!(level(&redis.url(), key), 10_000_000, "{key}");
     }
+}
+
+#[test]
+fn a_decision_given_up_on_a_frozen_store_takes_no_token_when_the_store_thaws() {
+    let redis = Redis::start(None);
+    let pid = i32::try_from(redis.child.id()).unwrap();
+    // The first retry takes a token (4 of 5 left); the second attempt
+    // freezes the server, so the second retry's decision is sent but not
+    // answered, and backoff gives up on it (closed: no retry) and exits.
+    let out = backoff(["--budget", "late", "--budget-burst", "5"])
+        .args([
+            "--budget-store",
+            &redis.url(),
+            "--budget-store-timeout",
+            "2s",
+        ])
+        .args(["--budget-store-fail", "closed", "--base", "1ms"])
+        .args(["--max-retries", "5", "--", "sh", "-c"])
+        .arg(format!(
+            "[ \"$BACKOFF_ATTEMPT\" = 2 ] && kill -STOP {pid}; exit 3"
+        ))
+        .timeout(PATIENCE)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("timed out after 2.00s"), "{stderr}");
+    // The server thaws and reads the decision backoff gave up on; it has
+    // dealt with it once backoff's connection is gone.
+    send(pid, libc::SIGCONT);
+    eventually("the abandoned connection closed", || {
+        redis_cli(&redis, &["info", "clients"]).contains("connected_clients:1\r")
+    });
+    assert_eq!(level(&redis.url(), "late"), 4_000_000, "{stderr}");
 }
