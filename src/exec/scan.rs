@@ -1,6 +1,7 @@
 //! What an attempt printed, as far as classification cares: output rules
-//! (`--retry-if-output`, `--stop-if-output`), a server's `Retry-After` hint,
-//! and the HTTP status curl reported. Pure: bytes in, observations out; the
+//! (`--retry-if-output`, `--stop-if-output`), a server's hints
+//! (`Retry-After`, rate limits) in the last response's headers, and the
+//! HTTP status curl reported. Pure: bytes in, observations out; the
 //! copying itself happens in `copy`.
 
 use std::time::{Duration, SystemTime};
@@ -78,7 +79,7 @@ pub struct OutputRules {
     /// Whether `retry_after` is a pattern of the user's.
     retry_after_pattern: bool,
     /// With `retry_after`: rate-limit fields, whose reset is a hint when no
-    /// request is left.
+    /// request is left (or, on a 429 or 503, when they do not say).
     rate_limits: Option<[Regex; 3]>,
     http_status: bool,
     /// Where header lines in the output count.
@@ -1031,6 +1032,31 @@ mod tests {
             ),
             Some(4)
         );
+    }
+
+    #[test]
+    fn a_header_file_of_many_large_responses_is_read_whole_in_bounded_memory() {
+        // Fifty redirects of 300 KB of headers each, then the last response.
+        let mut file = Vec::new();
+        let filler = format!("X-Filler: {}\r\n", "f".repeat(10_000));
+        for n in 0..51 {
+            let status = if n < 50 { "302 Found" } else { "503 Busy" };
+            file.extend_from_slice(format!("HTTP/1.1 {status}\r\n").as_bytes());
+            file.extend_from_slice(filler.repeat(29).as_bytes());
+            if n % 2 == 0 {
+                file.extend_from_slice(format!("Retry-After: {n}\r\n\r\n").as_bytes());
+            }
+        }
+        let r = rules().with_headers(Headers::Elsewhere);
+        let mut s = LineScanner::headers_file();
+        let mut seen = Observed::default();
+        for piece in file.chunks(64 * 1024) {
+            s.feed(&r, piece, &mut seen);
+            assert!(s.partial.len() <= MAX_LINE);
+        }
+        s.finish(&r, &mut seen);
+        assert_eq!(seen.retry_after.as_deref(), Some("50"));
+        assert_eq!(seen.http_status, Some(503));
     }
 
     #[test]
