@@ -501,11 +501,12 @@ fn scan_line(rules: &OutputRules, line: &[u8], from: usize, seen: &mut Observed,
             .ok()
             .and_then(|s| s.parse().ok());
     }
+    // The user's own pattern finds its hint on any line; a header only in
+    // a response's head.
+    if rules.retry_after_pattern {
+        scan_retry_after(rules, line, from, seen);
+    }
     if !rules.reads_heads() || head.headers(rules) == Headers::Elsewhere {
-        // Only the user's own pattern finds a hint here.
-        if rules.retry_after_pattern {
-            scan_retry_after(rules, line, from, seen);
-        }
         return;
     }
     // A status line starts a new response, whose headers alone count.
@@ -524,12 +525,13 @@ fn scan_line(rules: &OutputRules, line: &[u8], from: usize, seen: &mut Observed,
     if head.open && ends_head(&line[from..]) {
         head.open = false;
     }
-    if rules.retry_after_pattern || head.counts(rules) {
+    if !head.counts(rules) {
+        return;
+    }
+    if !rules.retry_after_pattern {
         scan_retry_after(rules, line, from, seen);
     }
-    if head.counts(rules)
-        && let Some([reset, remaining, field]) = &rules.rate_limits
-    {
+    if let Some([reset, remaining, field]) = &rules.rate_limits {
         scan_rate_limits(line, from, [reset, remaining, field], seen);
     }
 }
