@@ -1061,6 +1061,35 @@ mod tests {
         assert_eq!(seen.http_status, Some(503));
     }
 
+    proptest::proptest! {
+        /// Whatever a server puts in its rate-limit and Retry-After fields,
+        /// and whatever the clock says, a hint is found or not, without a
+        /// panic, and never above the longest wait there is.
+        #[test]
+        fn any_hint_field_and_any_clock_give_a_bounded_wait_or_none(
+            name in proptest::sample::select(vec![
+                "RateLimit", "RateLimit-Reset", "X-RateLimit-Reset",
+                "RateLimit-Remaining", "Retry-After", "RateLimit-Policy",
+            ]),
+            value in "[0-9a-z\"=;, .\\\\-]{0,60}",
+            status in proptest::sample::select(vec![200u16, 403, 429, 503]),
+            now_secs in proptest::num::u64::ANY,
+        ) {
+            let r = rules();
+            let text = format!("HTTP/1.1 {status} x\r\n{name}: {value}\r\nRateLimit-Reset: {value}\r\n");
+            let mut s = LineScanner::default();
+            let mut seen = Observed::default();
+            s.feed(&r, text.as_bytes(), &mut seen);
+            s.finish(&r, &mut seen);
+            let now = SystemTime::UNIX_EPOCH
+                .checked_add(Duration::from_secs(now_secs))
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            if let Some(h) = hint(&seen, now) {
+                proptest::prop_assert!(h.wait <= MAX_DURATION);
+            }
+        }
+    }
+
     #[test]
     fn a_body_is_not_read_as_headers() {
         let r = rules();
