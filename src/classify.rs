@@ -4,8 +4,9 @@
 
 use std::ffi::OsString;
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use crate::duration::MAX_DURATION;
 use crate::signal;
 
 /// How a process ended, as its parent saw it.
@@ -131,13 +132,17 @@ pub struct Observed {
     /// Whether `retry_after` came from `--retry-after-pattern`, whose value
     /// may also be a Unix time.
     pub retry_after_pattern: bool,
-    /// The last rate-limit reset seen (`X-RateLimit-Reset`,
-    /// `RateLimit-Reset`, or the `t=` of an IETF `RateLimit` field), as
-    /// printed: seconds, or a Unix time.
-    pub rate_reset: Option<String>,
-    /// The last count of requests left seen (`X-RateLimit-Remaining`,
-    /// `RateLimit-Remaining`, or the `r=` of a `RateLimit` field).
+    /// The last response's rate-limit reset field (`X-RateLimit-Reset`,
+    /// `RateLimit-Reset`).
+    pub rate_reset: Option<Reset>,
+    /// The last response's count of requests left (`X-RateLimit-Remaining`,
+    /// `RateLimit-Remaining`).
     pub rate_remaining: Option<u64>,
+    /// The resets of the policies of the last response's `RateLimit` field
+    /// with no request left: the longest of them.
+    pub policies_spent: Longest,
+    /// The resets of its policies that say nothing of the requests left.
+    pub policies_unsaid: Longest,
     /// The delay the server's hints ask for, as of the attempt's end.
     pub hint: Option<Hint>,
     /// An `--until-output` pattern matched a line.
@@ -182,7 +187,104 @@ impl HintSource {
 impl Observed {
     /// Whether the server said that no request is left until the reset.
     pub fn rate_limited(&self) -> bool {
-        self.rate_remaining == Some(0)
+        self.rate_remaining == Some(0) || self.policies_spent.is_some()
+    }
+
+    /// Forgets what the headers of a response said: a new response began
+    /// (a redirect was followed, or a `100 Continue` came first), and only
+    /// the last response's headers count. What `--retry-after-pattern`
+    /// found is no header, and stays.
+    pub fn new_response(&mut self) {
+        if !self.retry_after_pattern {
+            self.retry_after = None;
+        }
+        self.rate_reset = None;
+        self.rate_remaining = None;
+        self.policies_spent = Longest::default();
+        self.policies_unsaid = Longest::default();
+    }
+
+    /// The wait the rate-limit fields ask for: the reset of the policy with
+    /// the longest wait among those with no request left, and, on a 429 or
+    /// 503, among those that do not say how many are left.
+    pub fn rate_limit_wait(&self, now: SystemTime) -> Option<Duration> {
+        let refused = matches!(self.http_status, Some(429 | 503));
+        let mut longest = self.policies_spent;
+        if refused {
+            longest.merge(self.policies_unsaid);
+        }
+        if let Some(reset) = self.rate_reset
+            && (self.rate_remaining == Some(0) || (refused && self.rate_remaining.is_none()))
+        {
+            longest.add(reset);
+        }
+        longest.wait(now)
+    }
+}
+
+/// When a rate limit resets, as the server said it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reset {
+    /// After this long.
+    After(Duration),
+    /// At this Unix time.
+    At(Duration),
+}
+
+impl Reset {
+    /// The wait until the reset, seen at `now`; a time past asks for none.
+    pub fn wait(self, now: SystemTime) -> Duration {
+        match self {
+            Reset::After(d) => d,
+            Reset::At(at) => {
+                let now = now
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .unwrap_or_default();
+                at.saturating_sub(now)
+            }
+        }
+        .min(MAX_DURATION)
+    }
+}
+
+/// The latest of some resets, in bounded memory however many there are: a
+/// delay and a Unix time are compared only once the time is known.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Longest {
+    after: Option<Duration>,
+    at: Option<Duration>,
+}
+
+impl Longest {
+    /// Adds a reset.
+    pub fn add(&mut self, reset: Reset) {
+        let (slot, d) = match reset {
+            Reset::After(d) => (&mut self.after, d),
+            Reset::At(d) => (&mut self.at, d),
+        };
+        *slot = Some(slot.map_or(d, |old| old.max(d)));
+    }
+
+    /// Adds the resets of `other`.
+    pub fn merge(&mut self, other: Longest) {
+        other
+            .after
+            .map(Reset::After)
+            .into_iter()
+            .chain(other.at.map(Reset::At))
+            .for_each(|r| self.add(r));
+    }
+
+    /// Whether any reset was added.
+    pub fn is_some(&self) -> bool {
+        self.after.is_some() || self.at.is_some()
+    }
+
+    /// The longest wait of the resets, seen at `now`.
+    pub fn wait(&self, now: SystemTime) -> Option<Duration> {
+        let after = self.after.map(|d| Reset::After(d).wait(now));
+        let at = self.at.map(|d| Reset::At(d).wait(now));
+        after.max(at)
     }
 }
 

@@ -19,7 +19,7 @@ use crate::cli::{
     BreakerArgs, BudgetArgs, BudgetStore, Cli, GoalArgs, PolicyArgs, RuleArgs, SimFormat, SimModel,
     SimScenario, SimStrategy, SimulateArgs, StoreArgs, TimeArgs,
 };
-use crate::exec::scan::{self, OutputRules};
+use crate::exec::scan::{self, Headers, OutputRules};
 use crate::jitter::Jitter;
 use crate::policy::{Policy, PolicyConfig};
 use crate::report::ci::StepFiles;
@@ -939,6 +939,16 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         streams.preset,
     )
     .map_err(|why| UsageError(format!("invalid output rules: {why}")))?;
+    // When the preset has curl write the headers to a file of its own, they
+    // are read there alone: what curl prints is the body and its errors.
+    let dump_headers = curl_preset && !crate::classify::curl_shows_headers(&cli.command);
+    let output_rules = output_rules.map(|r| {
+        if dump_headers {
+            r.with_headers(Headers::Elsewhere)
+        } else {
+            r
+        }
+    });
     let verbosity = if cli.output.quiet {
         Verbosity::Quiet
     } else if cli.output.verbose {
@@ -966,7 +976,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
                 && !streams.stream_stdout
                 && crate::classify::curl_writes_body_to_stdout(&cli.command)),
         curl_without_fail: curl_preset && !crate::classify::curl_fails_on_http_errors(&cli.command),
-        dump_headers: curl_preset && !crate::classify::curl_shows_headers(&cli.command),
+        dump_headers,
         replay_stdin: streams.replay_stdin,
         foreground: cli.foreground,
         verbosity,

@@ -124,19 +124,26 @@ impl RealExecutor {
         RealExecutor { headers, ..self }
     }
 
-    /// Matches the headers curl dumped for the last attempt, at most
-    /// `MAX_HEADERS` bytes of them, as if it had printed them.
+    /// Matches the headers curl dumped for the last attempt, as if it had
+    /// printed them: all of them, read a chunk at a time (curl allows a
+    /// response 300 KB of headers, and follows redirects), of which only
+    /// what the last response says is kept.
     fn scan_headers(&mut self, seen: &mut Observed) {
-        const MAX_HEADERS: u64 = 256 * 1024;
         let (Some(file), Some(rules)) = (&self.headers, &self.copier.rules) else {
             return;
         };
-        let mut text = Vec::new();
-        if let Ok(f) = file.reopen() {
-            let _ = std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_HEADERS), &mut text);
+        let mut scanner = scan::LineScanner::headers_file();
+        if let Ok(mut f) = file.reopen() {
+            let mut chunk = vec![0; copy::CHUNK];
+            loop {
+                match io::Read::read(&mut f, &mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => scanner.feed(rules, &chunk[..n], seen),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
         }
-        let mut scanner = scan::LineScanner::default();
-        scanner.feed(rules, &text, seen);
         scanner.finish(rules, seen);
         // The next attempt's headers start afresh.
         let _ = file.as_file().set_len(0);

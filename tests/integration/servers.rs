@@ -926,3 +926,188 @@ fn the_git_preset_against_git_daemon_clones_what_exists_and_stops_on_what_does_n
     crate::support::send(-i32::try_from(daemon.id()).unwrap(), libc::SIGKILL);
     let _ = daemon.wait();
 }
+
+/// Runs `backoff --preset curl` (or wget) with `flags` and hints taken
+/// whole (no jitter), 20 s to run in and one retry at most, on `program`
+/// and its `args` then the server's URL; returns the exit code, what
+/// backoff said, and how many requests the server got.
+fn run_against(script: Vec<Reply>, preset: &str, program: &[&str]) -> (Option<i32>, String, usize) {
+    let server = Server::start(script);
+    let out = backoff([
+        "--preset",
+        preset,
+        "--retry-after-jitter",
+        "0",
+        "--max-time",
+        "20s",
+        "--max-retries",
+        "1",
+        "--base",
+        "1ms",
+        "--",
+    ])
+    .args(program)
+    .arg(&server.url)
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), err, server.requests().len())
+}
+
+#[test]
+fn a_retry_after_on_a_redirect_hop_does_not_apply_to_the_final_response() {
+    // A 302 that asks for 60 s, to a 503 that asks for nothing: the policy's
+    // delay, not the redirect's, comes before the retry that gets the 200.
+    let script = || {
+        vec![
+            Reply::new(302, "")
+                .header("Location", "/again")
+                .header("Retry-After", "60")
+                .header("X-RateLimit-Remaining", "0")
+                .header("X-RateLimit-Reset", "60"),
+            Reply::new(503, "busy\n"),
+            Reply::new(200, "ok\n"),
+        ]
+    };
+    for program in [
+        &["curl", "-fsSL"][..],
+        &["curl", "-fsSL", "-D", "/dev/stderr"],
+        &["curl", "-fsSLi"],
+        &["curl", "-fsSLv"],
+    ] {
+        let (code, err, requests) = run_against(script(), "curl", program);
+        assert_eq!(code, Some(0), "{program:?}: {err}");
+        assert!(!err.contains("from the server"), "{program:?}: {err}");
+        assert_eq!(requests, 3, "{program:?}");
+    }
+    let (code, err, requests) = run_against(
+        script(),
+        "wget",
+        &["wget", "--tries=1", "-nv", "-S", "-O", "-"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("from the server"), "{err}");
+    assert_eq!(requests, 3);
+}
+
+#[test]
+fn a_body_that_curl_prints_with_fail_with_body_is_not_read_as_headers() {
+    let script = || {
+        vec![
+            Reply::new(503, "Retry-After: 3600\nRateLimit: \"a\";r=0;t=3600\n"),
+            Reply::new(200, "ok\n"),
+        ]
+    };
+    for program in [
+        &["curl", "-sS", "--fail-with-body"][..],
+        &["curl", "-sS", "--fail-with-body", "-D", "/dev/stderr"],
+        &["curl", "-sSi", "--fail-with-body"],
+    ] {
+        let (code, err, requests) = run_against(script(), "curl", program);
+        assert_eq!(code, Some(0), "{program:?}: {err}");
+        assert!(!err.contains("from the server"), "{program:?}: {err}");
+        assert_eq!(requests, 2, "{program:?}");
+    }
+}
+
+#[test]
+fn a_retry_after_behind_more_than_256_kib_of_headers_is_read() {
+    // 280 KB of headers (curl takes up to 300 KB), then the hint.
+    let mut busy = Reply::new(503, "busy\n");
+    for n in 0..28 {
+        busy = busy.header(&format!("X-Filler-{n}"), &"f".repeat(10_000));
+    }
+    let busy = busy.header("Retry-After", "1");
+    for program in [&["curl", "-fsS"][..], &["curl", "-fsSL"]] {
+        let (code, err, requests) =
+            run_against(vec![busy.clone(), Reply::new(200, "ok\n")], "curl", program);
+        assert_eq!(code, Some(0), "{program:?}: {err}");
+        assert!(
+            err.contains("retrying in 1.00s (Retry-After from the server)"),
+            "{program:?}: {err}"
+        );
+        assert_eq!(requests, 2, "{program:?}");
+    }
+}
+
+#[test]
+fn rate_limits_in_every_form_ask_for_the_longest_wait_of_a_policy_with_nothing_left() {
+    let micros = epoch_in(90) * 1_000_000;
+    let cases: Vec<(u16, Vec<(&str, String)>)> = vec![
+        // Two policies: the one with nothing left, not the last.
+        (
+            429,
+            vec![("RateLimit", "\"a\";r=0;t=60, \"b\";r=5;t=1".to_owned())],
+        ),
+        (
+            429,
+            vec![("RateLimit", "\"a\";r=0;t=60, \"b\";r=0;t=2".to_owned())],
+        ),
+        (
+            429,
+            vec![
+                ("RateLimit-Policy", "\"a\";q=10;w=60".to_owned()),
+                ("RateLimit", "\"a\";r=0;t=60".to_owned()),
+            ],
+        ),
+        // A Unix time in microseconds is a time, not 1000 years.
+        (
+            429,
+            vec![
+                ("RateLimit-Remaining", "0".to_owned()),
+                ("RateLimit-Reset", micros.to_string()),
+            ],
+        ),
+        // An earlier draft's forms: separate fields, and one dictionary.
+        (
+            429,
+            vec![
+                ("RateLimit-Limit", "10".to_owned()),
+                ("RateLimit-Remaining", "0".to_owned()),
+                ("RateLimit-Reset", "60".to_owned()),
+                ("RateLimit-Policy", "10;w=60".to_owned()),
+            ],
+        ),
+        (
+            429,
+            vec![("RateLimit", "limit=10, remaining=0, reset=60".to_owned())],
+        ),
+        // A 429 or a 503 with a reset and no count of requests left.
+        (429, vec![("X-RateLimit-Reset", epoch_in(90).to_string())]),
+        (503, vec![("RateLimit-Reset", "60".to_owned())]),
+    ];
+    for (status, headers) in cases {
+        let mut reply = Reply::new(status, "");
+        for (name, value) in &headers {
+            reply = reply.header(name, value);
+        }
+        let (code, err, requests) = run_against(
+            vec![reply, Reply::new(200, "ok\n")],
+            "curl",
+            &["curl", "-fsS"],
+        );
+        // The wait (about a minute) would pass --max-time: backoff gives up
+        // at once, and says how long the server asked for.
+        assert_eq!(code, Some(22), "{headers:?}: {err}");
+        assert_eq!(requests, 1, "{headers:?}: {err}");
+        // 60 s, or a Unix time 90 s ahead less the time taken.
+        let wait = err
+            .split("the next retry in ")
+            .nth(1)
+            .and_then(|w| w.split(' ').next())
+            .unwrap_or_default();
+        assert!(
+            err.contains("would pass --max-time 20.0s") && wait.starts_with("1m"),
+            "{headers:?}: {err}"
+        );
+    }
+    // A 403 with a reset but no word of the requests left is no rate limit.
+    let (code, err, requests) = run_against(
+        vec![Reply::new(403, "").header("X-RateLimit-Reset", "60")],
+        "curl",
+        &["curl", "-fsS"],
+    );
+    assert_eq!(code, Some(22), "{err}");
+    assert!(err.contains("HTTP 403 is not worth retrying"), "{err}");
+    assert_eq!(requests, 1);
+}
