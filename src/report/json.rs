@@ -41,7 +41,7 @@ pub fn outcome_json(o: Outcome) -> Value {
 }
 
 pub(crate) fn rfc3339(t: SystemTime) -> String {
-    humantime::format_rfc3339_millis(t).to_string()
+    crate::report::utc_rfc3339(t)
 }
 
 /// Writes one JSON object per event, each on its own line, in one write.
