@@ -7,7 +7,9 @@
 //! circuit, and its failure opens it for another cooldown. A probe that
 //! never reports (killed) holds the circuit for one cooldown at most; then
 //! the next process probes. A run that succeeds closes the circuit and
-//! resets the count, probe or not.
+//! resets the count, probe or not. Stored times are trusted at most one
+//! cooldown ahead of the clock reading them (a clock stepped back waits one
+//! cooldown, not as long as the step), and none is past year 9999.
 
 /// The latest time a circuit may hold: the last millisecond of year 9999,
 /// the last one RFC 3339 can write. A stored state with a later time is
