@@ -1,9 +1,10 @@
 //! Retry budgets and circuit breakers kept in one small file per key,
-//! shared by the processes of one machine, updated under an exclusive lock. Nothing is opened until the
-//! budget is used; the directory and the file are opened without following a
-//! symbolic link, and neither is trusted when it belongs to another user or
-//! others may write to it. The lock is waited for
-//! at most the store's timeout, in short slices that a signal cuts short; at
+//! shared by the processes of one machine, updated under an exclusive lock.
+//! Nothing is opened until the budget is used; the directory and the file
+//! are opened without following a symbolic link, and neither is trusted
+//! when it belongs to another user or others may write to it. The lock is
+//! waited for at most the store's timeout, in short slices that a signal
+//! cuts short; at
 //! most a record's size of the file is read, and a file that does not hold a
 //! valid state is replaced by a fresh bucket or left alone, as the fail mode
 //! says, and never stops the command.
@@ -363,6 +364,7 @@ impl FileBreaker {
     pub fn admit(&self, wait: &mut dyn Wait) -> Result<(Admission, Circuit, u64), StoreError> {
         self.file.with_state(Access::Change, wait, |state| {
             let now = now_ms();
+            // The circuit as this run trusts it, as its lines tell it.
             let before = self
                 .circuit_of(state)?
                 .clamped(now, self.breaker.cooldown_ms);
@@ -482,8 +484,8 @@ impl StateFile {
     }
 
     /// Opens the state file without following a symbolic link and checks
-    /// that it is a regular file of this user's that others cannot write to. `Ok(None)`: there is none,
-    /// and none was to be created.
+    /// that it is a regular file of this user's that others cannot write
+    /// to. `Ok(None)`: there is none, and none was to be created.
     fn open_file(&self, access: Access) -> Result<Option<(File, PathBuf)>, StoreError> {
         let Some((dir, dir_path)) = self.open_dir(access)? else {
             return Ok(None);

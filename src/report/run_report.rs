@@ -13,7 +13,8 @@ use crate::budget::breaker::{Admission, Circuit};
 use crate::classify::{Hint, Limit, Outcome};
 use crate::event::{BreakerNews, Ending, Event, HookKind, HuntEnd, Next, Report};
 use crate::exit::Exit;
-use crate::report::json::{SCHEMA_VERSION, outcome_json, rfc3339, run_end_name};
+use crate::report::json::{SCHEMA_VERSION, outcome_json, run_end_name};
+use crate::report::utc_rfc3339;
 use crate::signal;
 
 /// How many of the first attempts (and hooks) the report lists, and how
@@ -379,7 +380,7 @@ impl Recorder {
             .map(|a| {
                 json!({
                     "attempt": a.number,
-                    "start": rfc3339(a.start),
+                    "start": utc_rfc3339(a.start),
                     "duration_seconds": a.duration.map(|d| d.as_secs_f64()),
                     "outcome": a.outcome.map(outcome_json),
                     "delay_after_seconds": a.delay_after.map(|d| d.as_secs_f64()),
@@ -392,8 +393,8 @@ impl Recorder {
         json!({
             "schema": SCHEMA_VERSION,
             "name": self.name,
-            "start": rfc3339(started),
-            "end": rfc3339(now),
+            "start": utc_rfc3339(started),
+            "end": utc_rfc3339(now),
             "duration_seconds": now.duration_since(started).unwrap_or_default().as_secs_f64(),
             "attempts": attempts,
             "attempts_omitted": self.attempts.left_out,
