@@ -549,8 +549,12 @@ impl Report for Recorder {
                     self.end_attempt(number, outcome, Some(elapsed));
                 } else if let Some(a) = self.attempts.last_mut() {
                     // The delay after the last attempt was cut short.
-                    let ended = a.start + a.duration.unwrap_or_default();
-                    let slept = (self.clock)().duration_since(ended).unwrap_or_default();
+                    // No clock value makes it panic: at the clock's end,
+                    // nothing was slept.
+                    let ended = a.start.checked_add(a.duration.unwrap_or_default());
+                    let slept = ended
+                        .and_then(|e| (self.clock)().duration_since(e).ok())
+                        .unwrap_or_default();
                     a.delay_after = a.delay_after.map(|d| d.min(slept));
                 }
                 self.reason = Ending::Interrupted.name();
