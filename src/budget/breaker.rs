@@ -7,7 +7,14 @@
 //! circuit, and its failure opens it for another cooldown. A probe that
 //! never reports (killed) holds the circuit for one cooldown at most; then
 //! the next process probes. A run that succeeds closes the circuit and
-//! resets the count, probe or not.
+//! resets the count, probe or not. Stored times are trusted at most one
+//! cooldown ahead of the clock reading them (a clock stepped back waits one
+//! cooldown, not as long as the step), and none is past year 9999.
+
+/// The latest time a circuit may hold: the last millisecond of year 9999,
+/// the last one RFC 3339 can write. A stored state with a later time is
+/// corrupt, and no time stored is later (a clock past it stores this).
+pub const LATEST_MS: u64 = 253_402_300_799_999;
 
 /// The limits of a breaker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +85,31 @@ impl State {
 }
 
 impl Circuit {
+    /// The circuit, if it is one a store may hold: no time past
+    /// `LATEST_MS`. Anything else in a store is corrupt.
+    pub fn checked(self) -> Option<Circuit> {
+        [self.opened_ms, self.until_ms, self.probe_until_ms]
+            .iter()
+            .all(|&t| t <= LATEST_MS)
+            .then_some(self)
+    }
+
+    /// The circuit as a process whose clock reads `now_ms` may trust it: a
+    /// time further ahead than `cooldown_ms` (a clock stepped back since it
+    /// was stored, or a state written by hand) comes back to one cooldown
+    /// from now, and an opening in the future to now. A circuit reopens at
+    /// most one cooldown from now, whatever was stored.
+    #[must_use]
+    pub fn clamped(self, now_ms: u64, cooldown_ms: u64) -> Circuit {
+        let latest = now_ms.saturating_add(cooldown_ms).min(LATEST_MS);
+        Circuit {
+            failures: self.failures,
+            opened_ms: self.opened_ms.min(now_ms.clamp(1, LATEST_MS)),
+            until_ms: self.until_ms.min(latest),
+            probe_until_ms: self.probe_until_ms.min(latest),
+        }
+    }
+
     /// Its state at `now_ms`.
     pub fn state(self, now_ms: u64) -> State {
         if self.opened_ms == 0 {
@@ -144,6 +176,7 @@ impl Breaker {
     /// Decides whether a run starting at `now_ms` may start the command,
     /// and the state to store.
     pub fn admit(self, c: Circuit, now_ms: u64) -> (Admission, Circuit) {
+        let c = c.clamped(now_ms, self.cooldown_ms);
         match c.state(now_ms) {
             State::Closed => (Admission::Run, c),
             State::Open { since_ms, until_ms } => (
@@ -169,7 +202,7 @@ impl Breaker {
                 probe_until_ms: None,
                 ..
             } => {
-                let until_ms = now_ms.saturating_add(self.cooldown_ms).max(1);
+                let until_ms = self.reopening(now_ms);
                 (
                     Admission::Probe { until_ms },
                     Circuit {
@@ -181,20 +214,27 @@ impl Breaker {
         }
     }
 
+    /// One cooldown after `now_ms`: when a circuit opened (or a probe's
+    /// claim made) then ends; never 0 (closed) nor past `LATEST_MS`.
+    fn reopening(self, now_ms: u64) -> u64 {
+        now_ms.saturating_add(self.cooldown_ms).clamp(1, LATEST_MS)
+    }
+
     /// The state after a run that was admitted ended at `now_ms`; `probe`
     /// is its claim's end when it was the probe.
     pub fn record(self, c: Circuit, now_ms: u64, end: RunEnd, probe: Option<u64>) -> Circuit {
         // 0 means closed: a clock at the epoch still opens.
         let open = |failures| Circuit {
             failures,
-            opened_ms: now_ms.max(1),
-            until_ms: now_ms.saturating_add(self.cooldown_ms).max(1),
+            opened_ms: now_ms.clamp(1, LATEST_MS),
+            until_ms: self.reopening(now_ms),
             probe_until_ms: 0,
         };
         // A probe whose claim is no longer the stored one (it outlived its
         // claim, and another run probed, or the circuit was reset) counts
         // as any run does.
         let probe = probe.filter(|&p| c.probe_until_ms == p);
+        let c = c.clamped(now_ms, self.cooldown_ms);
         match (end, probe) {
             (RunEnd::Succeeded, _) => Circuit::default(),
             (RunEnd::GaveUp, Some(_)) => open(c.failures.saturating_add(1)),
@@ -380,5 +420,102 @@ mod tests {
         );
         assert_eq!(one.admit(c, 6).0, Admission::Probe { until_ms: 11 });
         assert_eq!(State::Closed.gauge(), 0);
+    }
+
+    #[test]
+    fn a_clock_stepped_back_waits_one_cooldown_at_most() {
+        let day = 24 * 3600 * 1000;
+        // Stored by a clock 30 days ahead of this one.
+        let ahead = Circuit {
+            failures: 3,
+            opened_ms: 30 * day,
+            until_ms: 30 * day + 1000,
+            probe_until_ms: 0,
+        };
+        let (admission, stored) = B.admit(ahead, 5000);
+        assert_eq!(
+            admission,
+            Admission::Skip {
+                since_ms: 5000,
+                until_ms: 6000,
+                probing: false
+            }
+        );
+        assert_eq!(B.admit(stored, 6000).0, Admission::Probe { until_ms: 7000 });
+        // A probe's claim from the future is cut the same way.
+        let claim = Circuit {
+            probe_until_ms: 30 * day,
+            ..OPEN
+        };
+        assert_eq!(
+            B.admit(claim, 2000).0,
+            Admission::Skip {
+                since_ms: 30,
+                until_ms: 3000,
+                probing: true
+            }
+        );
+        // ...and its own probe still counts as the probe.
+        assert_eq!(
+            B.record(claim, 2000, RunEnd::Succeeded, Some(30 * day)),
+            Circuit::default()
+        );
+        assert_eq!(
+            B.record(claim, 2000, RunEnd::Interrupted, Some(30 * day))
+                .probe_until_ms,
+            0
+        );
+        // Nothing past year 9999 is ever stored, whatever the clock says.
+        let late = B.record(Circuit::default(), u64::MAX, RunEnd::GaveUp, None);
+        let late = B.record(late, u64::MAX, RunEnd::GaveUp, None);
+        let late = B.record(late, u64::MAX, RunEnd::GaveUp, None);
+        assert_eq!((late.opened_ms, late.until_ms), (LATEST_MS, LATEST_MS));
+        assert_eq!(late.checked(), Some(late));
+        assert_eq!(
+            Circuit {
+                until_ms: LATEST_MS + 1,
+                ..late
+            }
+            .checked(),
+            None
+        );
+    }
+
+    fn any_circuit() -> impl proptest::strategy::Strategy<Value = Circuit> {
+        use proptest::prelude::*;
+        let time = prop_oneof![any::<u64>(), 0..=LATEST_MS, Just(0), Just(LATEST_MS)];
+        (any::<u32>(), time.clone(), time.clone(), time).prop_map(|(f, o, u, p)| Circuit {
+            failures: f,
+            opened_ms: o,
+            until_ms: u,
+            probe_until_ms: p,
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_stored_circuit_or_clock_breaks_the_rules(
+            c in any_circuit(),
+            now in proptest::prop_oneof![proptest::prelude::any::<u64>(), 0..=LATEST_MS],
+            cooldown_ms in 1..=u64::try_from(crate::duration::MAX_DURATION.as_millis()).unwrap(),
+            failures in 1u32..=u32::MAX,
+            end in proptest::sample::select(vec![RunEnd::Succeeded, RunEnd::GaveUp, RunEnd::Interrupted]),
+            claim in proptest::option::of(proptest::prelude::any::<u64>()),
+        ) {
+            let b = Breaker { failures, cooldown_ms };
+            let reach = now.saturating_add(cooldown_ms).clamp(1, LATEST_MS);
+            let (admission, admitted) = b.admit(c, now);
+            let recorded = b.record(c, now, end, claim.or(Some(c.probe_until_ms)));
+            for after in [admitted, recorded, c.clamped(now, cooldown_ms)] {
+                proptest::prop_assert_eq!(after.checked(), Some(after));
+                // It reopens, and a claim ends, one cooldown from now at most.
+                proptest::prop_assert!(after.until_ms <= reach && after.probe_until_ms <= reach);
+                proptest::prop_assert!(after.opened_ms <= now.clamp(1, LATEST_MS));
+                let _ = after.state(now).name();
+            }
+            if let Admission::Skip { until_ms, .. } | Admission::Probe { until_ms } = admission {
+                proptest::prop_assert!(until_ms <= reach);
+            }
+        }
     }
 }

@@ -1,9 +1,10 @@
 //! Retry budgets and circuit breakers kept in one small file per key,
-//! shared by the processes of one machine, updated under an exclusive lock. Nothing is opened until the
-//! budget is used; the directory and the file are opened without following a
-//! symbolic link, and neither is trusted when it belongs to another user (or,
-//! for the directory, when others may write to it). The lock is waited for
-//! at most the store's timeout, in short slices that a signal cuts short; at
+//! shared by the processes of one machine, updated under an exclusive lock.
+//! Nothing is opened until the budget is used; the directory and the file
+//! are opened without following a symbolic link, and neither is trusted
+//! when it belongs to another user or others may write to it. The lock is
+//! waited for at most the store's timeout, in short slices that a signal
+//! cuts short; at
 //! most a record's size of the file is read, and a file that does not hold a
 //! valid state is replaced by a fresh bucket or left alone, as the fail mode
 //! says, and never stops the command.
@@ -248,7 +249,8 @@ fn breaker_record(c: Circuit) -> String {
     )
 }
 
-/// Parses a breaker record; `None` if it is not exactly one.
+/// Parses a breaker record; `None` if it is not exactly one of a circuit a
+/// store may hold (`Circuit::checked`).
 fn parse_breaker(text: &[u8]) -> Option<Circuit> {
     let text = std::str::from_utf8(text).ok()?;
     let rest = text
@@ -273,12 +275,13 @@ fn parse_breaker(text: &[u8]) -> Option<Circuit> {
             .then(|| digits.parse::<u64>().ok())
             .flatten()
     };
-    Some(Circuit {
+    Circuit {
         failures: u32::try_from(number(failures, 10)?).ok()?,
         opened_ms: number(opened, 20)?,
         until_ms: number(until, 20)?,
         probe_until_ms: number(probe, 20)?,
-    })
+    }
+    .checked()
 }
 
 /// The length of a breaker record.
@@ -360,8 +363,11 @@ impl FileBreaker {
     /// When the state file cannot be used, or a signal ends the wait.
     pub fn admit(&self, wait: &mut dyn Wait) -> Result<(Admission, Circuit, u64), StoreError> {
         self.file.with_state(Access::Change, wait, |state| {
-            let before = self.circuit_of(state)?;
             let now = now_ms();
+            // The circuit as this run trusts it, as its lines tell it.
+            let before = self
+                .circuit_of(state)?
+                .clamped(now, self.breaker.cooldown_ms);
             let (admission, after) = self.breaker.admit(before, now);
             Ok((Some(after), (admission, before, now)))
         })
@@ -478,8 +484,8 @@ impl StateFile {
     }
 
     /// Opens the state file without following a symbolic link and checks
-    /// that it is a regular file of this user's. `Ok(None)`: there is none,
-    /// and none was to be created.
+    /// that it is a regular file of this user's that others cannot write
+    /// to. `Ok(None)`: there is none, and none was to be created.
     fn open_file(&self, access: Access) -> Result<Option<(File, PathBuf)>, StoreError> {
         let Some((dir, dir_path)) = self.open_dir(access)? else {
             return Ok(None);
@@ -500,6 +506,10 @@ impl StateFile {
         }
         if meta.uid() != effective_uid() {
             return Err(refuse(&path, "belongs to another user"));
+        }
+        // As the directory: a state others may write is no one's to trust.
+        if meta.permissions().mode() & 0o022 != 0 {
+            return Err(refuse(&path, "is writable by other users"));
         }
         Ok(Some((file, path)))
     }
@@ -614,7 +624,7 @@ mod tests {
             Circuit::default(),
             Circuit {
                 failures: u32::MAX,
-                opened_ms: u64::MAX,
+                opened_ms: crate::budget::breaker::LATEST_MS,
                 until_ms: 1,
                 probe_until_ms: 1_796_144_602_783,
             },
@@ -629,6 +639,12 @@ mod tests {
             good.replace("until 0", "until  "),
             good.trim_end().to_owned(),
             good.replace("failures 0000000000", "failures 9999999999"),
+            // Past year 9999.
+            good.replace("until 00000000000000000000", "until 00000253402300800000"),
+            good.replace(
+                "opened 00000000000000000000",
+                &format!("opened {}", u64::MAX),
+            ),
         ] {
             assert_eq!(parse_breaker(bad.as_bytes()), None, "{bad:?}");
         }
@@ -647,6 +663,34 @@ mod tests {
             "backoff-budget v1 micro-tokens 0000000000000000000x\n",
         ] {
             assert_eq!(parse(bad.as_bytes()), None, "{bad:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_are_a_state_or_corrupt(text in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..130)) {
+            let _ = parse(&text);
+            if let Some(c) = parse_breaker(&text) {
+                proptest::prop_assert_eq!(c.checked(), Some(c));
+                proptest::prop_assert_eq!(breaker_record(c).into_bytes(), text);
+            }
+        }
+
+        #[test]
+        fn any_breaker_record_is_read_back_only_when_a_store_may_hold_it(
+            failures in proptest::prelude::any::<u64>(),
+            times in proptest::array::uniform3(proptest::prop_oneof![
+                proptest::prelude::any::<u64>(),
+                0..=crate::budget::breaker::LATEST_MS + 1,
+            ]),
+        ) {
+            let [opened, until, probe] = times;
+            let text = format!(
+                "backoff-breaker v1 failures {failures:010} opened {opened:020} until {until:020} probe {probe:020}\n"
+            );
+            let valid = u32::try_from(failures).is_ok()
+                && times.iter().all(|&t| t <= crate::budget::breaker::LATEST_MS);
+            proptest::prop_assert_eq!(parse_breaker(text.as_bytes()).is_some(), valid, "{}", text);
         }
     }
 }

@@ -129,20 +129,37 @@ local threshold = tonumber(ARGV[2])
 local cooldown = tonumber(ARGV[3])
 local f, o, u, p = 0, 0, 0, 0
 local repaired = 0
+local latest = 253402300799999
 local function n(x) return string.format('%.0f', x) end
 if op ~= 'reset' then
   local raw = redis.call('GET', KEYS[1])
   if raw then
     local a, b, c, d = string.match(raw, '^v1 (%d+) (%d+) (%d+) (%d+)$')
-    if a == nil then
+    local valid = a ~= nil
+    if valid then
+      f, o, u, p = tonumber(a), tonumber(b), tonumber(c), tonumber(d)
+      -- No time past year 9999, no count past 32 bits: anything else is corrupt.
+      valid = f <= 4294967295 and o <= latest and u <= latest and p <= latest
+    end
+    if not valid then
       if op == 'show' or ARGV[5] ~= 'repair' then
         return redis.error_reply('corrupt breaker state at ' .. KEYS[1])
       end
+      f, o, u, p = 0, 0, 0, 0
       repaired = 1
-    else
-      f, o, u, p = tonumber(a), tonumber(b), tonumber(c), tonumber(d)
     end
   end
+end
+local stored = {n(f), n(o), n(u), n(p)}
+local stored_probe = p
+-- A time further ahead than one cooldown (a clock stepped back) comes back
+-- to one cooldown from now, an opening in the future to now; show tells
+-- the state as it is stored.
+if op ~= 'show' then
+  local reach = math.min(now + cooldown, latest)
+  o = math.min(o, math.min(math.max(now, 1), latest))
+  u = math.min(u, reach)
+  p = math.min(p, reach)
 end
 local before = {n(f), n(o), n(u), n(p)}
 local decision, since, untl = 'none', 0, 0
@@ -154,20 +171,20 @@ if op == 'admit' then
   elseif now < p then
     decision, since, untl = 'skip_probing', o, p
   else
-    p = math.max(now + cooldown, 1)
+    p = math.min(math.max(now + cooldown, 1), latest)
     decision, since, untl = 'probe', o, p
   end
 elseif op == 'record' then
   local ended = ARGV[6]
   local claim = tonumber(ARGV[7])
   -- A probe whose claim is no longer the stored one counts as any run.
-  if claim ~= nil and claim ~= p then claim = nil end
+  if claim ~= nil and claim ~= stored_probe then claim = nil end
   if ended == 'succeeded' then
     f, o, u, p = 0, 0, 0, 0
   elseif ended == 'gave_up' then
     f = math.min(f + 1, 4294967295)
     if claim ~= nil or (o == 0 and f >= threshold) then
-      o, u, p = math.max(now, 1), math.max(now + cooldown, 1), 0
+      o, u, p = math.min(math.max(now, 1), latest), math.min(math.max(now + cooldown, 1), latest), 0
     end
   elseif claim ~= nil then
     p = 0
@@ -178,7 +195,7 @@ end
 local after = {n(f), n(o), n(u), n(p)}
 local changed = repaired == 1 or op == 'reset'
 for i = 1, 4 do
-  if before[i] ~= after[i] then changed = true end
+  if stored[i] ~= after[i] then changed = true end
 end
 if changed and op ~= 'show' then
   redis.call('SET', KEYS[1], 'v1 ' .. table.concat(after, ' '), 'EX', tonumber(ARGV[4]))
@@ -749,6 +766,41 @@ struct BreakerReply {
     now_ms: u64,
 }
 
+/// Reads the breaker script's reply, and whether it repaired a corrupt
+/// state; `None` for anything that is not a reply the script makes (a
+/// circuit no store may hold included).
+fn breaker_reply(reply: &[String]) -> Option<(BreakerReply, bool)> {
+    let number = |s: &String| s.parse::<u64>().ok();
+    let [
+        decision,
+        since,
+        until,
+        failures,
+        opened,
+        reopens,
+        probe,
+        now,
+        repaired,
+    ] = reply
+    else {
+        return None;
+    };
+    let circuit = Circuit {
+        failures: u32::try_from(number(failures)?).ok()?,
+        opened_ms: number(opened)?,
+        until_ms: number(reopens)?,
+        probe_until_ms: number(probe)?,
+    };
+    let reply = BreakerReply {
+        decision: decision.clone(),
+        since_ms: number(since)?,
+        until_ms: number(until)?,
+        circuit: circuit.checked()?,
+        now_ms: number(now)?,
+    };
+    Some((reply, repaired == "1"))
+}
+
 impl RedisBreaker {
     /// A breaker `key` at `url`, as `RedisBudget::new` opens a budget.
     ///
@@ -796,41 +848,17 @@ impl RedisBreaker {
             probe.map(|p| p.to_string()).unwrap_or_default(),
         ];
         let reply = self.server.call(&self.script, &self.key, args, wait)?;
-        let corrupt = || StoreError::Failed("unexpected reply from the breaker script".to_owned());
-        let number = |s: &String| s.parse::<u64>().map_err(|_| corrupt());
-        let [
-            decision,
-            since,
-            until,
-            failures,
-            opened,
-            reopens,
-            probe,
-            now,
-            repaired,
-        ] = &reply[..]
-        else {
-            return Err(corrupt());
-        };
-        if repaired == "1" {
+        let (reply, repaired) = breaker_reply(&reply).ok_or_else(|| {
+            StoreError::Failed("unexpected reply from the breaker script".to_owned())
+        })?;
+        if repaired {
             crate::report::say(&format!(
                 "circuit breaker store {}: corrupt breaker state at {}; starting closed",
                 self.url(),
                 self.key
             ));
         }
-        Ok(BreakerReply {
-            decision: decision.clone(),
-            since_ms: number(since)?,
-            until_ms: number(until)?,
-            circuit: Circuit {
-                failures: u32::try_from(number(failures)?).map_err(|_| corrupt())?,
-                opened_ms: number(opened)?,
-                until_ms: number(reopens)?,
-                probe_until_ms: number(probe)?,
-            },
-            now_ms: number(now)?,
-        })
+        Ok(reply)
     }
 
     /// Decides whether this run may start the command: the answer, the
@@ -916,6 +944,8 @@ impl RedisBreaker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::budget::breaker::LATEST_MS;
+    use proptest::prelude::*;
 
     #[test]
     fn the_expiry_is_the_cutoff_on_the_servers_clock_never_later() {
@@ -948,5 +978,49 @@ mod tests {
             cutoff(deadline, Duration::from_millis(250)) + Duration::from_millis(25),
             deadline
         );
+    }
+
+    #[test]
+    fn the_script_knows_the_latest_time_a_circuit_may_hold() {
+        assert!(BREAKER_SCRIPT.contains(&format!("local latest = {LATEST_MS}\n")));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_reply_is_a_circuit_a_store_may_hold_or_unexpected(
+            reply in proptest::collection::vec(
+                proptest::prop_oneof![
+                    "[0-9]{1,25}",
+                    any::<u64>().prop_map(|n| n.to_string()),
+                    any::<String>(),
+                ],
+                0..11,
+            ),
+        ) {
+            if let Some((r, _)) = breaker_reply(&reply) {
+                proptest::prop_assert_eq!(r.circuit.checked(), Some(r.circuit));
+                proptest::prop_assert_eq!(reply.len(), 9);
+            }
+        }
+    }
+
+    #[test]
+    fn a_reply_with_a_time_past_year_9999_is_unexpected() {
+        let reply = |until: u64| {
+            [
+                "skip",
+                "1",
+                "2",
+                "3",
+                "1",
+                &until.to_string(),
+                "0",
+                "5",
+                "0",
+            ]
+            .map(String::from)
+        };
+        assert!(breaker_reply(&reply(LATEST_MS)).is_some());
+        assert!(breaker_reply(&reply(LATEST_MS + 1)).is_none());
     }
 }

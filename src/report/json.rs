@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::budget::breaker::{Admission, Circuit, RunEnd};
 use crate::classify::{Outcome, Status, os_error};
 use crate::event::{BreakerNews, Event, Next, Report};
-use crate::report::Verbosity;
+use crate::report::{Verbosity, utc_rfc3339};
 use crate::signal;
 
 /// The version of the event and report schemas, bumped on any change that
@@ -38,10 +38,6 @@ pub fn outcome_json(o: Outcome) -> Value {
         Outcome::CannotRun => json!({"kind": "cannot_run"}),
         Outcome::Unstarted(e) => json!({"kind": "backoff_error", "error": os_error(e)}),
     }
-}
-
-pub(crate) fn rfc3339(t: SystemTime) -> String {
-    humantime::format_rfc3339_millis(t).to_string()
 }
 
 /// Writes one JSON object per event, each on its own line, in one write.
@@ -193,7 +189,7 @@ pub(crate) fn unix_ms(ms: u64) -> Value {
     if ms == 0 {
         return Value::Null;
     }
-    json!(rfc3339(
+    json!(utc_rfc3339(
         SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(ms)
     ))
 }
@@ -378,7 +374,7 @@ impl<W: Write> Report for JsonReport<W> {
         }
         let mut v = event_json(event, self.verbosity == Verbosity::Verbose);
         v["schema"] = json!(SCHEMA_VERSION);
-        v["time"] = json!(rfc3339((self.clock)()));
+        v["time"] = json!(utc_rfc3339((self.clock)()));
         v["name"] = json!(self.name);
         let mut line = v.to_string();
         line.push('\n');

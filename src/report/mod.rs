@@ -17,7 +17,7 @@ use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::sys::{fd, localtime};
 
@@ -99,32 +99,75 @@ pub fn say(message: &str) {
 
 /// `t` as an RFC 3339 local time with milliseconds and the zone's offset:
 /// `2026-12-01T17:03:22.783+01:00` (`+00:00` where the local time is UTC),
-/// or the UTC time (`…Z`) when the system cannot tell the offset.
+/// or the UTC time (`…Z`) when the system cannot tell the offset. Any
+/// clock value can be written (see `utc_rfc3339`).
 pub fn local_rfc3339(t: SystemTime) -> String {
     match localtime::utc_offset(t) {
         Some(offset) => with_offset(t, offset),
-        None => humantime::format_rfc3339_millis(t).to_string(),
+        None => utc_rfc3339(t),
     }
+}
+
+/// `t` as an RFC 3339 UTC time with milliseconds:
+/// `2026-12-01T16:03:22.783Z`. Every value of the clock can be written:
+/// a time before 1970 as well, and a year outside 0000 to 9999, which RFC
+/// 3339 has no word for, with its sign and all its digits, as ISO 8601's
+/// expanded years (`+10000-01-01T00:00:00.000Z`).
+pub fn utc_rfc3339(t: SystemTime) -> String {
+    format!("{}Z", civil(unix_millis(t)))
+}
+
+/// `t` in Unix milliseconds, negative before 1970 (rounded down, as a
+/// clock's reading is).
+fn unix_millis(t: SystemTime) -> i128 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i128::try_from(d.as_millis()).unwrap_or(i128::MAX),
+        Err(e) => {
+            let before = e.duration().as_nanos().div_ceil(1_000_000);
+            -i128::try_from(before).unwrap_or(i128::MAX)
+        }
+    }
+}
+
+/// Unix milliseconds as a calendar date and time, without a zone:
+/// `2026-12-01T17:03:22.783`. Exact for any value a clock can hold (the
+/// proleptic Gregorian calendar's day count of H. Hinnant's
+/// `civil_from_days`); in `i128`, nothing overflows.
+fn civil(ms: i128) -> String {
+    const DAY: i128 = 86_400_000;
+    let (days, of_day) = (ms.div_euclid(DAY), ms.rem_euclid(DAY));
+    // Days since 0000-03-01, in eras of 400 years (146,097 days).
+    let z = days + 719_468;
+    let (era, doe) = (z.div_euclid(146_097), z.rem_euclid(146_097));
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i128::from(month <= 2);
+    let year = if (0..=9999).contains(&year) {
+        format!("{year:04}")
+    } else {
+        format!("{year:+05}")
+    };
+    format!(
+        "{year}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}",
+        of_day / 3_600_000,
+        of_day / 60_000 % 60,
+        of_day / 1000 % 60,
+        of_day % 1000
+    )
 }
 
 /// `t` in the zone `offset` seconds east of UTC, as RFC 3339 with
 /// milliseconds. An offset's seconds, which RFC 3339 cannot write, are
 /// dropped from it, not from the time.
 fn with_offset(t: SystemTime, offset: i64) -> String {
-    let shift = Duration::from_secs(offset.unsigned_abs());
-    let local = if offset >= 0 {
-        t.checked_add(shift)
-    } else {
-        t.checked_sub(shift)
-    };
-    let Some(local) = local else {
-        return humantime::format_rfc3339_millis(t).to_string();
-    };
-    let utc = humantime::format_rfc3339_millis(local).to_string();
+    let local = unix_millis(t).saturating_add(i128::from(offset) * 1000);
     let minutes = offset.unsigned_abs() / 60;
     format!(
         "{}{}{:02}:{:02}",
-        utc.trim_end_matches('Z'),
+        civil(local),
         if offset < 0 { '-' } else { '+' },
         minutes / 60,
         minutes % 60
@@ -272,6 +315,64 @@ mod tests {
             "2026-12-01T13:33:22.783-03:30"
         );
         assert_eq!(with_offset(t, 20_700), "2026-12-01T22:48:22.783+05:45");
+    }
+
+    #[test]
+    fn every_clock_value_has_a_time_and_the_calendar_is_exact() {
+        let epoch = SystemTime::UNIX_EPOCH;
+        let after = |ms| epoch + Duration::from_millis(ms);
+        assert_eq!(utc_rfc3339(epoch), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            utc_rfc3339(after(1_796_144_602_783)),
+            "2026-12-01T17:03:22.783Z"
+        );
+        // Just after the epoch, west of UTC: the evening before.
+        assert_eq!(
+            with_offset(after(1000), -5 * 3600),
+            "1969-12-31T19:00:01.000-05:00"
+        );
+        // Before 1970, rounded down to the millisecond.
+        let before = epoch - Duration::from_micros(1500);
+        assert_eq!(utc_rfc3339(before), "1969-12-31T23:59:59.998Z");
+        assert_eq!(
+            utc_rfc3339(epoch - Duration::from_hours(17_268_672)),
+            "0000-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            utc_rfc3339(after(951_782_400_000)),
+            "2000-02-29T00:00:00.000Z"
+        );
+        assert_eq!(
+            utc_rfc3339(after(253_402_300_799_999)),
+            "9999-12-31T23:59:59.999Z"
+        );
+        assert_eq!(
+            utc_rfc3339(after(253_402_300_800_000)),
+            "+10000-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            utc_rfc3339(epoch - Duration::from_hours(17_268_672) - Duration::from_secs(1)),
+            "-0001-12-31T23:59:59.000Z"
+        );
+        // The extremes a clock can hold.
+        for t in [
+            after(u64::MAX),
+            epoch + Duration::from_secs(i64::MAX as u64),
+        ] {
+            assert!(utc_rfc3339(t).ends_with('Z'));
+            let _ = local_rfc3339(t);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_calendar_agrees_with_humantime_where_it_can_write(ms in 0u64..253_402_300_800_000) {
+            let t = SystemTime::UNIX_EPOCH + Duration::from_millis(ms);
+            proptest::prop_assert_eq!(
+                utc_rfc3339(t),
+                humantime::format_rfc3339_millis(t).to_string()
+            );
+        }
     }
 
     #[test]

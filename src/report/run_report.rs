@@ -1,7 +1,10 @@
 //! The run report (`--report FILE`): a recorder that follows the events of
 //! a run, and the JSON document it makes at exit. The recorder also feeds
-//! `--metrics-file` (see `metrics`).
+//! `--metrics-file` (see `metrics`). What it keeps is bounded, however long
+//! the run (`--forever`, `--until-failure`): the first and last `KEPT`
+//! attempts and hooks, with counts for the rest.
 
+use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
@@ -10,8 +13,94 @@ use crate::budget::breaker::{Admission, Circuit};
 use crate::classify::{Hint, Limit, Outcome};
 use crate::event::{BreakerNews, Ending, Event, HookKind, HuntEnd, Next, Report};
 use crate::exit::Exit;
-use crate::report::json::{SCHEMA_VERSION, outcome_json, rfc3339, run_end_name};
+use crate::report::json::{SCHEMA_VERSION, outcome_json, run_end_name};
+use crate::report::utc_rfc3339;
 use crate::signal;
+
+/// How many of the first attempts (and hooks) the report lists, and how
+/// many of the last: those between are counted, not listed.
+pub const KEPT: usize = 100;
+
+/// The first and last `KEPT` items of a sequence that grows, and how many
+/// between were left out: memory that does not grow with the sequence.
+#[derive(Debug, Clone)]
+struct Kept<T> {
+    first: Vec<T>,
+    last: VecDeque<T>,
+    left_out: u64,
+}
+
+impl<T> Kept<T> {
+    fn new() -> Kept<T> {
+        Kept {
+            first: Vec::new(),
+            last: VecDeque::new(),
+            left_out: 0,
+        }
+    }
+
+    /// Adds `item`; returns the one it leaves out, if any (never the newest
+    /// one, which is the one still changing).
+    fn push(&mut self, item: T) -> Option<T> {
+        if self.first.len() < KEPT {
+            self.first.push(item);
+            return None;
+        }
+        let gone = if self.last.len() == KEPT {
+            self.left_out += 1;
+            self.last.pop_front()
+        } else {
+            None
+        };
+        self.last.push_back(item);
+        gone
+    }
+
+    /// How many were pushed, kept or not.
+    fn count(&self) -> u64 {
+        (self.first.len() + self.last.len()) as u64 + self.left_out
+    }
+
+    /// The kept ones, in order.
+    fn iter(&self) -> impl DoubleEndedIterator<Item = &T> {
+        self.first.iter().chain(self.last.iter())
+    }
+
+    fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut T> {
+        self.first.iter_mut().chain(self.last.iter_mut())
+    }
+
+    fn last_mut(&mut self) -> Option<&mut T> {
+        self.iter_mut().next_back()
+    }
+}
+
+/// What the attempts left out of the report add to its totals.
+#[derive(Debug, Clone, Default)]
+struct Tally {
+    successes: u64,
+    /// By the `outcome` label of the metrics.
+    outcomes: Vec<(&'static str, u64)>,
+    slept: Duration,
+}
+
+impl Tally {
+    fn add(&mut self, a: &AttemptRecord) {
+        self.successes += u64::from(a.passed);
+        if a.outcome.is_some() {
+            count(&mut self.outcomes, a.kind(), 1);
+        }
+        self.slept = self.slept.saturating_add(a.delay_after.unwrap_or_default());
+    }
+}
+
+/// Adds `n` to the count of `kind` in `counts`.
+fn count(counts: &mut Vec<(&'static str, u64)>, kind: &'static str, n: u64) {
+    match counts.iter_mut().find(|(k, _)| *k == kind) {
+        Some((_, c)) => *c += n,
+        None => counts.push((kind, n)),
+    }
+}
 
 /// One attempt, as the report shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,7 +157,9 @@ pub struct Recorder {
     name: String,
     clock: fn() -> SystemTime,
     started: Option<SystemTime>,
-    attempts: Vec<AttemptRecord>,
+    attempts: Kept<AttemptRecord>,
+    /// The attempts left out of `attempts`, counted.
+    left_out: Tally,
     reason: &'static str,
     /// Bytes of held stdout dropped at the deadline.
     undelivered: u64,
@@ -79,7 +170,7 @@ pub struct Recorder {
     /// `--reset-after` resets.
     resets: u64,
     /// The hooks that ran: which, after which attempt, how, how long.
-    hooks: Vec<(HookKind, u64, Option<Outcome>, Duration)>,
+    hooks: Kept<(HookKind, u64, Option<Outcome>, Duration)>,
     /// What the circuit breaker did, with `--breaker`.
     breaker: Option<BreakerRecord>,
     /// How the run ended, in the words of its last line.
@@ -118,13 +209,14 @@ impl Recorder {
             name,
             clock,
             started: None,
-            attempts: Vec::new(),
+            attempts: Kept::new(),
+            left_out: Tally::default(),
             reason: "interrupted",
             undelivered: 0,
             retries: 0,
             last_failed: false,
             resets: 0,
-            hooks: Vec::new(),
+            hooks: Kept::new(),
             breaker: None,
             ending: None,
         }
@@ -212,6 +304,26 @@ impl Recorder {
         };
     }
 
+    /// Attempt `number` started; the oldest of the last ones kept may go,
+    /// into the counts.
+    fn attempt_started(&mut self, number: u64) {
+        if self.last_failed {
+            self.retries += 1;
+        }
+        let gone = self.attempts.push(AttemptRecord {
+            number,
+            start: (self.clock)(),
+            duration: None,
+            outcome: None,
+            delay_after: None,
+            hint: None,
+            passed: false,
+        });
+        if let Some(a) = gone {
+            self.left_out.add(&a);
+        }
+    }
+
     /// A successful attempt after which the command runs again.
     fn passed(&mut self, attempt: u64, outcome: Outcome, elapsed: Duration, next: Next) {
         self.end_attempt(attempt, outcome, Some(elapsed));
@@ -232,7 +344,7 @@ impl Recorder {
 
     /// Attempts that succeeded.
     pub fn successes(&self) -> u64 {
-        self.attempts.iter().filter(|a| a.passed).count() as u64
+        self.left_out.successes + self.attempts.iter().filter(|a| a.passed).count() as u64
     }
 
     /// `--reset-after` resets.
@@ -243,12 +355,9 @@ impl Recorder {
     /// How many attempts ended each way, by the `outcome` label of the
     /// metrics, in a fixed order.
     pub fn outcomes(&self) -> Vec<(&'static str, u64)> {
-        let mut counts: Vec<(&'static str, u64)> = Vec::new();
+        let mut counts = self.left_out.outcomes.clone();
         for a in self.attempts.iter().filter(|a| a.outcome.is_some()) {
-            match counts.iter_mut().find(|(k, _)| *k == a.kind()) {
-                Some((_, n)) => *n += 1,
-                None => counts.push((a.kind(), 1)),
-            }
+            count(&mut counts, a.kind(), 1);
         }
         counts.sort_unstable();
         counts
@@ -257,8 +366,9 @@ impl Recorder {
     /// Seconds slept between attempts (a delay cut short by a signal
     /// counts for the part that was slept).
     pub fn backoff_seconds(&self) -> f64 {
-        let slept: Duration = self.attempts.iter().filter_map(|a| a.delay_after).sum();
-        slept.as_secs_f64()
+        let kept = self.attempts.iter().filter_map(|a| a.delay_after);
+        kept.fold(self.left_out.slept, Duration::saturating_add)
+            .as_secs_f64()
     }
 
     /// The `--report` document for a run that exits with `exit`.
@@ -270,7 +380,7 @@ impl Recorder {
             .map(|a| {
                 json!({
                     "attempt": a.number,
-                    "start": rfc3339(a.start),
+                    "start": utc_rfc3339(a.start),
                     "duration_seconds": a.duration.map(|d| d.as_secs_f64()),
                     "outcome": a.outcome.map(outcome_json),
                     "delay_after_seconds": a.delay_after.map(|d| d.as_secs_f64()),
@@ -283,10 +393,11 @@ impl Recorder {
         json!({
             "schema": SCHEMA_VERSION,
             "name": self.name,
-            "start": rfc3339(started),
-            "end": rfc3339(now),
+            "start": utc_rfc3339(started),
+            "end": utc_rfc3339(now),
             "duration_seconds": now.duration_since(started).unwrap_or_default().as_secs_f64(),
             "attempts": attempts,
+            "attempts_omitted": self.attempts.left_out,
             "retry_count": self.retry_count(),
             "success_count": self.successes(),
             "reset_count": self.resets,
@@ -296,6 +407,7 @@ impl Recorder {
                 "outcome": outcome.map(outcome_json),
                 "duration_seconds": elapsed.as_secs_f64(),
             })).collect::<Vec<_>>(),
+            "hooks_omitted": self.hooks.left_out,
             "breaker": self.breaker_json(),
             "backoff_seconds": self.backoff_seconds(),
             "final_status": exit.shell_code(),
@@ -308,7 +420,8 @@ impl Recorder {
         })
     }
 
-    /// The attempts, one row each, in order.
+    /// The attempts the report lists (the first and last `KEPT`), one row
+    /// each, in order.
     pub fn rows(&self) -> impl Iterator<Item = AttemptRow> + '_ {
         self.attempts.iter().map(|a| AttemptRow {
             number: a.number,
@@ -340,7 +453,7 @@ impl Recorder {
 
     /// Attempts made.
     pub fn attempts(&self) -> u64 {
-        self.attempts.len() as u64
+        self.attempts.count()
     }
 
     /// Whether the run succeeded.
@@ -361,20 +474,7 @@ impl Report for Recorder {
         }
         match *event {
             Event::Start { .. } => self.started = Some((self.clock)()),
-            Event::AttemptStarted { attempt, .. } => {
-                if self.last_failed {
-                    self.retries += 1;
-                }
-                self.attempts.push(AttemptRecord {
-                    number: attempt,
-                    start: (self.clock)(),
-                    duration: None,
-                    outcome: None,
-                    delay_after: None,
-                    hint: None,
-                    passed: false,
-                });
-            }
+            Event::AttemptStarted { attempt, .. } => self.attempt_started(attempt),
             Event::Passed {
                 attempt,
                 outcome,
@@ -388,9 +488,10 @@ impl Report for Recorder {
                 outcome,
                 elapsed,
                 ..
-            } => self
-                .hooks
-                .push((kind, self.attempts.len() as u64, outcome, elapsed)),
+            } => {
+                let after = self.attempts.count();
+                let _ = self.hooks.push((kind, after, outcome, elapsed));
+            }
             Event::NoFailure { reason, last, .. } => {
                 if let Some((number, outcome, elapsed)) = last {
                     self.end_attempt(number, outcome, Some(elapsed));
@@ -448,8 +549,12 @@ impl Report for Recorder {
                     self.end_attempt(number, outcome, Some(elapsed));
                 } else if let Some(a) = self.attempts.last_mut() {
                     // The delay after the last attempt was cut short.
-                    let ended = a.start + a.duration.unwrap_or_default();
-                    let slept = (self.clock)().duration_since(ended).unwrap_or_default();
+                    // No clock value makes it panic: at the clock's end,
+                    // nothing was slept.
+                    let ended = a.start.checked_add(a.duration.unwrap_or_default());
+                    let slept = ended
+                        .and_then(|e| (self.clock)().duration_since(e).ok())
+                        .unwrap_or_default();
                     a.delay_after = a.delay_after.map(|d| d.min(slept));
                 }
                 self.reason = Ending::Interrupted.name();
@@ -524,5 +629,26 @@ mod tests {
         assert_eq!(doc["reason"], "exhausted");
         assert_eq!(doc["final_status"], 9);
         assert_eq!(doc["attempts"][1]["delay_after_seconds"], 0.2);
+    }
+
+    #[test]
+    fn the_first_and_last_are_kept_and_the_rest_counted() {
+        let mut kept = Kept::new();
+        let mut gone = Vec::new();
+        for n in 0..KEPT as u64 * 3 + 5 {
+            gone.extend(kept.push(n));
+        }
+        let listed: Vec<u64> = kept.iter().copied().collect();
+        assert_eq!(listed.len(), 2 * KEPT);
+        assert_eq!(listed[KEPT - 1], KEPT as u64 - 1);
+        assert_eq!(listed[KEPT], KEPT as u64 * 2 + 5);
+        assert_eq!(kept.last_mut().copied(), Some(KEPT as u64 * 3 + 4));
+        assert_eq!(kept.count(), KEPT as u64 * 3 + 5);
+        assert_eq!(kept.left_out, gone.len() as u64);
+        assert_eq!(
+            gone.first(),
+            Some(&(KEPT as u64)),
+            "oldest of the last first"
+        );
     }
 }

@@ -28,22 +28,26 @@ impl Store<'_> {
     /// Sets the circuit `key` to one that opened after `failures` runs and
     /// whose cooldown ended a minute ago: the next run probes it.
     fn half_open(&self, key: &str, failures: u32) {
-        let ago = now_ms() - 120_000;
-        let until = now_ms() - 60_000;
+        self.set(key, failures, now_ms() - 120_000, now_ms() - 60_000);
+    }
+
+    /// Stores the circuit `key` as opened at `opened` (Unix milliseconds)
+    /// after `failures` runs, to reopen at `until`, with no probe.
+    fn set(&self, key: &str, failures: u32, opened: u64, until: u64) {
         match self {
             Store::Dir(d) => {
                 std::fs::create_dir_all(d).unwrap();
                 std::fs::write(
                     d.join(format!("{key}.breaker")),
                     format!(
-                        "backoff-breaker v1 failures {failures:010} opened {ago:020} until {until:020} probe {:020}\n",
+                        "backoff-breaker v1 failures {failures:010} opened {opened:020} until {until:020} probe {:020}\n",
                         0
                     ),
                 )
                 .unwrap();
             }
             Store::Redis(r) => {
-                let value = format!("v1 {failures} {ago} {until} 0");
+                let value = format!("v1 {failures} {opened} {until} 0");
                 assert_eq!(
                     redis_cli(r, &["set", &format!("backoff:breaker:{key}"), &value]),
                     "OK"
@@ -588,4 +592,147 @@ fn a_skipped_run_is_skipped_in_the_github_step_and_says_why_in_its_summary() {
         doc.contains("circuit 'gh' is open since ") && doc.contains("not running the command"),
         "{doc}"
     );
+}
+
+/// A state past year 9999 is corrupt, as any other: said once, the fail
+/// mode applies, `show` refuses it in one line; nothing panics.
+fn past_year_9999(store: &Store<'_>) {
+    let key = "far";
+    // Year 11476.
+    let far = 300_000_000_000_000;
+    store.set(key, 3, far, far);
+    let out = store.run(key, &[], "echo ran");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+    let text = stderr(&out);
+    let said: Vec<&str> = text.lines().collect();
+    assert_eq!(said.len(), 1, "said once: {said:?}");
+    assert!(
+        said[0].contains("corrupt") && said[0].contains("starting closed"),
+        "{said:?}"
+    );
+    store.set(key, 3, far, far);
+    let out = store.run(key, &["--budget-store-fail", "closed"], "echo ran");
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    for format in ["text", "json"] {
+        let out = backoff(["breaker", "show", key, "--format", format])
+            .args(store.args())
+            .args(LIVE)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+        assert!(stderr(&out).contains("corrupt"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_breaker_file_past_year_9999_is_corrupt() {
+    let dir = TempDir::new("breaker-far");
+    past_year_9999(&Store::Dir(&dir.join("store")));
+}
+
+#[test]
+fn a_breaker_key_past_year_9999_is_corrupt() {
+    let redis = Redis::start(None);
+    past_year_9999(&Store::Redis(&redis));
+}
+
+/// A circuit stored by a clock 30 days ahead (the same as this clock
+/// stepped back 30 days) reopens one cooldown from now at most.
+fn stored_by_a_clock_ahead(store: &Store<'_>) {
+    let key = "ahead";
+    let month = 30 * 24 * 3600 * 1000;
+    store.set(key, 3, now_ms() + month, now_ms() + month + 2000);
+    let cooldown = ["--breaker-cooldown", "2s"];
+    let started = Instant::now();
+    let out = store.run(key, &cooldown, "echo ran");
+    assert_eq!(
+        out.status.code(),
+        Some(75),
+        "open for now: {}",
+        stderr(&out)
+    );
+    // The run stored the reopening it trusted: one cooldown away.
+    let shown = store.show(key);
+    assert_eq!(shown["state"], "open", "{shown}");
+    let until = humantime::parse_rfc3339(shown["until"].as_str().unwrap()).unwrap();
+    assert!(
+        until <= SystemTime::now() + Duration::from_secs(2),
+        "{shown}"
+    );
+    // Probed once the cooldown has passed, not in a month.
+    let deadline = started + PATIENCE;
+    loop {
+        let out = store.run(key, &cooldown, "echo ran");
+        if out.status.code() == Some(0) {
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+            assert!(
+                stderr(&out).contains("this run probes it"),
+                "{}",
+                stderr(&out)
+            );
+            break;
+        }
+        assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+        assert!(
+            Instant::now() < deadline,
+            "still open after {PATIENCE:?}: {}",
+            stderr(&out)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(store.show(key)["state"], "closed");
+}
+
+#[test]
+fn a_breaker_file_from_a_clock_30_days_ahead_waits_one_cooldown_at_most() {
+    let dir = TempDir::new("breaker-ahead");
+    stored_by_a_clock_ahead(&Store::Dir(&dir.join("store")));
+}
+
+#[test]
+fn a_breaker_key_from_a_clock_30_days_ahead_waits_one_cooldown_at_most() {
+    let redis = Redis::start(None);
+    stored_by_a_clock_ahead(&Store::Redis(&redis));
+}
+
+#[test]
+fn a_breaker_file_others_may_write_is_not_trusted() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("breaker-0666");
+    let store_dir = dir.join("store");
+    let store = Store::Dir(&store_dir);
+    // Open for an hour, by whoever could write it.
+    store.set("shared", 3, now_ms(), now_ms() + 3_600_000);
+    let file = store_dir.join("shared.breaker");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = store.run("shared", &[], "echo ran");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+    let text = stderr(&out);
+    assert!(
+        text.contains(&format!("'{}' is writable by other users", file.display()))
+            && text.contains("running the command"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let out = store.run("shared", &["--budget-store-fail", "closed"], "echo ran");
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    for cmd in ["show", "reset"] {
+        let out = backoff(["breaker", cmd, "shared"])
+            .args(store.args())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(125), "{cmd}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("is writable by other users"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // The mode an owner fixes is trusted again.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(store.show("shared")["state"], "open");
 }

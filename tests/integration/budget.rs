@@ -610,3 +610,29 @@ fn with_no_home_or_an_untrusted_default_directory_the_command_still_runs() {
     assert_eq!(dir.lines("attempts").len(), 2, "{stderr}");
     assert!(!state.join("k.budget").exists());
 }
+
+#[test]
+fn a_state_file_others_may_write_is_not_trusted() {
+    let dir = TempDir::new("budget-0666");
+    let store = private_dir(&dir);
+    // No token left, as anyone could have written it.
+    let file = store.join("k.budget");
+    std::fs::write(&file, format!("backoff-budget v1 micro-tokens {:020}\n", 0)).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = budgeted(&store, "k", "exit 4", &[]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let why = format!("'{}' is writable by other users", file.display());
+    assert_eq!(stderr.matches(&why).count(), 1, "said once: {stderr}");
+    assert_eq!(stderr.matches("failed (exit 4)").count(), 3, "{stderr}");
+    backoff(["budget", "show", "k", "--budget-dir"])
+        .arg(&store)
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains(why.as_str()));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        format!("backoff-budget v1 micro-tokens {:020}\n", 0),
+        "left alone"
+    );
+}

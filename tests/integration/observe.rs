@@ -7,7 +7,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::{PATIENCE, Running, TempDir, backoff, command, command_after, events};
+use crate::support::{
+    PATIENCE, Running, TempDir, backoff, command, command_after, events, record_peak_rss,
+};
 
 #[test]
 fn every_event_of_a_three_attempt_run_is_a_json_line_that_agrees_with_the_run() {
@@ -632,4 +634,62 @@ fn the_wait_for_a_metrics_files_lock_is_bounded() {
         Ended::Code(0),
     );
     assert!(took >= std::time::Duration::from_secs(5), "{took:?}");
+}
+
+/// backoff's high-water mark (KiB) at attempt 200 and at attempt 2,500 of
+/// a run with `args` whose command fails at attempt 2,500 and only then
+/// (`fail_until`: fails before it and succeeds then instead), no delay
+/// between attempts.
+fn peaks(dir: &TempDir, args: &[&str], fail_until: bool) -> (u64, u64) {
+    let (early, late) = (dir.join("early"), dir.join("late"));
+    let (before, at_last) = if fail_until { (1, 0) } else { (0, 1) };
+    let script = format!(
+        "case $BACKOFF_ATTEMPT in 200) {};; 2500) {}; exit {at_last};; esac; exit {before}",
+        record_peak_rss(&early),
+        record_peak_rss(&late)
+    );
+    let out = command(["-q", "--jitter", "none", "--base", "1ns", "--cap", "1ns"])
+        .args(args)
+        .args(["--", "sh", "-c", &script])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(at_last), "{out:?}");
+    let read = |f: &Path| -> u64 { std::fs::read_to_string(f).unwrap().trim().parse().unwrap() };
+    (read(&early), read(&late))
+}
+
+#[test]
+fn forever_and_until_failure_runs_keep_what_they_know_of_each_attempt_bounded() {
+    let dir = TempDir::new("memory");
+    let report = dir.join("report.json");
+    let runs = [
+        peaks(&dir, &["--forever"], true),
+        peaks(
+            &dir,
+            &["--until-failure", "--report", &report.display().to_string()],
+            false,
+        ),
+    ];
+    // 2,300 attempts more, which took some 100 bytes each.
+    for (early, late) in runs {
+        assert!(
+            late <= early + 128,
+            "{early} KiB at attempt 200, {late} KiB at attempt 2500"
+        );
+    }
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let listed = doc["attempts"].as_array().unwrap();
+    assert_eq!(listed.len(), 200);
+    assert_eq!(doc["attempts_omitted"], 2300);
+    assert_eq!(
+        (
+            listed[99]["attempt"].as_u64(),
+            listed[100]["attempt"].as_u64()
+        ),
+        (Some(100), Some(2401)),
+        "the first 100 and the last 100"
+    );
+    assert_eq!(doc["success_count"], 2499, "the totals count every attempt");
+    assert_eq!(doc["retry_count"], 0);
 }

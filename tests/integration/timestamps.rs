@@ -177,3 +177,110 @@ fn json_events_are_unchanged() {
     };
     assert_eq!(keys(true), keys(false));
 }
+
+/// `faketime` (libfaketime), which sets the clock of a dynamically linked
+/// program; `None`, said in one line, where it cannot: it is not installed,
+/// or the binary under test is static.
+fn faketime(test: &str) -> Option<std::path::PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("faketime"))
+            .find(|p| p.is_file())
+    });
+    let Some(found) = found else {
+        eprintln!("skipped {test}: faketime is not installed");
+        return None;
+    };
+    if !has_interpreter(&crate::support::bin()) {
+        eprintln!("skipped {test}: the binary is static, faketime cannot set its clock");
+        return None;
+    }
+    Some(found)
+}
+
+/// Whether the ELF file at `path` names a program interpreter (is linked
+/// dynamically): a `PT_INTERP` among its 64-bit program headers.
+fn has_interpreter(path: &std::path::Path) -> bool {
+    let elf = std::fs::read(path).unwrap();
+    let word = |at: usize, len: usize| {
+        let mut bytes = [0u8; 8];
+        bytes[..len].copy_from_slice(&elf[at..at + len]);
+        usize::try_from(u64::from_le_bytes(bytes)).unwrap()
+    };
+    assert_eq!(&elf[..5], b"\x7fELF\x02", "a 64-bit ELF file");
+    let (phoff, phentsize, phnum) = (word(0x20, 8), word(0x36, 2), word(0x38, 2));
+    (0..phnum).any(|i| word(phoff + i * phentsize, 4) == 3)
+}
+
+/// backoff under `faketime` at Unix time `at`, with `env` and `args`.
+fn at_time(
+    faketime: &std::path::Path,
+    at: &str,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> std::process::Output {
+    let mut cmd = std::process::Command::new(faketime);
+    cmd.arg(format!("@{at}"))
+        .arg(crate::support::bin())
+        .args(args);
+    for key in ["FAKETIME", "TZ"] {
+        cmd.env_remove(key);
+    }
+    cmd.envs(env.iter().copied());
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    out
+}
+
+#[test]
+fn just_after_the_epoch_west_of_utc_the_lines_show_the_evening_before() {
+    let Some(faketime) = faketime("the epoch test") else {
+        return;
+    };
+    let out = at_time(
+        &faketime,
+        "1",
+        &[("TZ", "EST5")],
+        &["--timestamps", "--attempts", "1", "--", "false"],
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    all_match(&err, r"^backoff: 1969-12-31T19:00:0\d\.\d{3}-05:00 ");
+}
+
+#[test]
+fn before_1970_json_events_and_the_report_show_the_time() {
+    let Some(faketime) = faketime("the 1969 test") else {
+        return;
+    };
+    let out = at_time(
+        &faketime,
+        "-86400",
+        &[],
+        &[
+            "--log-format",
+            "json",
+            "--report",
+            "/dev/stdout",
+            "--attempts",
+            "1",
+            "--",
+            "false",
+        ],
+    );
+    let day = "1969-12-31T00:0";
+    let all = events(&out.stderr);
+    assert!(!all.is_empty());
+    for e in &all {
+        assert!(e["time"].as_str().unwrap().starts_with(day), "{e}");
+    }
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for t in [
+        &report["start"],
+        &report["end"],
+        &report["attempts"][0]["start"],
+    ] {
+        assert!(t.as_str().unwrap().starts_with(day), "{report}");
+    }
+}
