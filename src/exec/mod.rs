@@ -145,11 +145,32 @@ impl RealExecutor {
 
 impl RealExecutor {
     /// Tells the guard which process group to kill if backoff is killed
-    /// (0: none).
+    /// (0: none). A guard that is gone is replaced, as a supervisor
+    /// restarts what it watches, and the new one is told instead: its death
+    /// must cost no attempt, and protection is lost only if none can start.
     fn watch_group(&mut self, pgid: u32) {
-        if let Some(guard) = &mut self.guard {
-            guard.watch(pgid);
+        let Some(guard) = &mut self.guard else {
+            return;
+        };
+        if guard.watch(pgid).is_ok() {
+            return;
         }
+        // Reaps the dead one.
+        self.guard = None;
+        self.guard = match Guard::start() {
+            Ok(mut guard) => {
+                say("the guard process died; a new one was started");
+                let _ = guard.watch(pgid);
+                Some(guard)
+            }
+            Err(e) => {
+                say(&format!(
+                    "the guard process died and cannot be started again ({}): if backoff is killed, processes the command started may outlive it",
+                    describe(&e)
+                ));
+                None
+            }
+        };
     }
 }
 

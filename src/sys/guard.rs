@@ -72,10 +72,19 @@ impl Guard {
     }
 
     /// The process group to kill if backoff dies now; 0 for none.
-    pub fn watch(&mut self, pgid: u32) {
+    ///
+    /// # Errors
+    ///
+    /// `BrokenPipe` when the guard is gone (killed by hand or by the OOM
+    /// killer): it watches nothing any more.
+    pub fn watch(&mut self, pgid: u32) -> io::Result<()> {
         // Four bytes are written at once or not at all (less than
-        // PIPE_BUF); a guard that is gone cannot be helped.
-        let _ = self.tell.write(&pgid.to_ne_bytes());
+        // PIPE_BUF); a full pipe (a guard stopped, not reading) loses them,
+        // but the guard is still there.
+        match self.tell.write(&pgid.to_ne_bytes()) {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(e),
+            _ => Ok(()),
+        }
     }
 }
 

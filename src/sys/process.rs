@@ -135,10 +135,16 @@ pub fn spawn(mut command: Command, exec: Exec, announce: Option<RawFd>) -> io::R
             let pid = u32::try_from(rustix::process::getpid().as_raw_nonzero().get())
                 .unwrap_or(0)
                 .to_ne_bytes();
-            // SAFETY: `fd` is the guard's pipe, open in the child until it
-            // executes; a write of 4 bytes to a pipe is whole or nothing, and
-            // one lost (a full pipe) is made good by the parent's own.
-            unsafe { libc::write(fd, pid.as_ptr().cast(), pid.len()) };
+            // std has given SIGPIPE its default disposition back by now: a
+            // guard that was killed must not kill the command before it
+            // starts, so the write fails with EPIPE instead.
+            signals::without_sigpipe(|| {
+                // SAFETY: `fd` is the guard's pipe, open in the child until
+                // it executes; a write of 4 bytes to a pipe is whole or
+                // nothing, and one lost (a full pipe, a dead guard) is made
+                // good by the parent's own.
+                unsafe { libc::write(fd, pid.as_ptr().cast(), pid.len()) };
+            });
         }
         Err(exec.execute())
     };

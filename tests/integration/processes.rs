@@ -301,3 +301,52 @@ fn a_failed_fork_is_backoffs_own_failure_retried_and_said_and_so_is_the_guards()
         "{err}"
     );
 }
+
+/// The pid of the guard process of the backoff `parent`: its child named
+/// `backoff-guard`.
+#[cfg(target_os = "linux")]
+fn guard_of(parent: i32) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.find_map(|entry| {
+        let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let (head, tail) = stat.rsplit_once(')')?;
+        let ppid: i32 = tail.split_whitespace().nth(1)?.parse().ok()?;
+        (head.ends_with("(backoff-guard") && ppid == parent).then_some(pid)
+    })
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_killed_guard_costs_no_attempt_and_a_new_one_watches_the_next() {
+    use crate::support::{PATIENCE, Running, TempDir, command, eventually, gone, send};
+    let dir = TempDir::new("guard-killed");
+    // Attempt 1 fails once the guard is dead; attempt 2 waits to be killed
+    // with backoff.
+    let script = format!(
+        "if [ \"$BACKOFF_ATTEMPT\" = 1 ]; then echo first; i=0; \
+         while [ ! -e '{go}' ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done; exit 1; fi; \
+         echo pid=$$; exec sleep 300",
+        go = dir.join("go").display()
+    );
+    let mut cmd = command(["--base", "1ms", "--max-retries", "1", "--"]);
+    cmd.args(["sh", "-c", &script]);
+    let mut run = Running::start(cmd);
+    run.wait_for("first");
+    let guard = guard_of(run.pid()).expect("a guard process");
+    send(guard, libc::SIGKILL);
+    eventually("the guard to die", || gone(guard));
+    std::fs::write(dir.join("go"), "").unwrap();
+    // The second attempt runs; before, it died by SIGPIPE before it could
+    // execute anything, and backoff exited 141 without a word.
+    let line = run.wait_for("pid=");
+    let attempt: i32 = line.trim_start_matches("pid=").parse().unwrap();
+    run.wait_for("the guard process died; a new one was started");
+    // The new guard knows the attempt's group: SIGKILL of backoff ends it.
+    let new = guard_of(run.pid()).expect("a new guard process");
+    assert_ne!(new, guard);
+    run.signal(libc::SIGKILL);
+    run.wait_exit(PATIENCE);
+    eventually("the second attempt to be killed by the new guard", || {
+        gone(attempt)
+    });
+}
