@@ -310,8 +310,8 @@ fn guard_of(parent: i32) -> Option<i32> {
         let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         let (head, tail) = stat.rsplit_once(')')?;
-        let ppid: i32 = tail.split_whitespace().nth(1)?.parse().ok()?;
-        (head.ends_with("(backoff-guard") && ppid == parent).then_some(pid)
+        let parent_of: i32 = tail.split_whitespace().nth(1)?.parse().ok()?;
+        (head.ends_with("(backoff-guard") && parent_of == parent).then_some(pid)
     })
 }
 
