@@ -234,3 +234,49 @@ fn a_zero_hook_timeout_is_refused() {
     assert_eq!(code, Some(125));
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+#[test]
+fn a_signal_during_on_give_up_is_what_the_report_and_step_outputs_say() {
+    let dir = TempDir::new("hooks");
+    let mut cmd = command([
+        "--max-retries",
+        "0",
+        "--report",
+        &dir.join("report.json").display().to_string(),
+        "--on-give-up",
+        "echo give-up pid $$ >&2; exec sleep 60",
+        "--",
+        "false",
+    ]);
+    cmd.env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_OUTPUT", dir.join("output"));
+    let mut run = Running::start(cmd);
+    let line = run.wait_for("give-up pid ");
+    let pid: i32 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    run.signal(libc::SIGTERM);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGTERM),
+        "{:?}",
+        run.seen
+    );
+    crate::support::eventually("the hook to be gone", || gone(pid));
+    assert!(
+        run.stderr()
+            .iter()
+            .any(|l| l.contains("interrupted by SIGTERM during the --on-give-up hook")),
+        "{:?}",
+        run.seen
+    );
+    // Before, they said `exhausted` and `failure` beside exit 143.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["reason"], "interrupted");
+    assert_eq!(report["final_status"], 143);
+    assert_eq!(report["final_signal"], "TERM");
+    let outputs = std::fs::read_to_string(dir.join("output")).unwrap();
+    assert!(outputs.contains("exit_code=143\n"), "{outputs}");
+    assert!(outputs.contains("outcome=cancelled\n"), "{outputs}");
+    assert!(outputs.contains("reason=interrupted\n"), "{outputs}");
+}
