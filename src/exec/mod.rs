@@ -25,6 +25,7 @@ use crate::classify::{Observed, Outcome, Status, os_error};
 use crate::report::say;
 use crate::run::{self, AttemptSpec, Ended, Executor, Released, Wait};
 use crate::sys::guard::Guard;
+use crate::sys::process;
 use crate::sys::signals::{self, SignalWatch};
 use copy::Copier;
 use scan::OutputRules;
@@ -174,6 +175,34 @@ impl RealExecutor {
     }
 }
 
+impl RealExecutor {
+    /// Waits for what is left of the hook group `pgid` (its shell reaped,
+    /// the rest sent SIGTERM) to end, as long as `--kill-after` at most,
+    /// then kills it, as systemd ends a unit's processes; a terminating
+    /// signal meanwhile kills it at once, and is returned.
+    fn end_leftovers(&mut self, pgid: u32) -> Option<libc::c_int> {
+        let deadline = Instant::now().checked_add(self.options.kill_after);
+        // Those processes are not backoff's children: nothing tells when
+        // they end, so the group is looked at again, less often as it lasts.
+        let mut step = Duration::from_millis(1);
+        let mut got = None;
+        while process::group_running(pgid) {
+            let now = Instant::now();
+            if got.is_some() || deadline.is_some_and(|d| now >= d) {
+                let _ = signals::signal_group(pgid, libc::SIGKILL);
+                break;
+            }
+            let wake = now
+                .checked_add(step)
+                .map(|at| deadline.map_or(at, |d| at.min(d)))
+                .or(deadline);
+            got = Self::pending_termination(self.watch.wait(wake));
+            step = step.saturating_mul(2).min(Duration::from_millis(50));
+        }
+        got
+    }
+}
+
 /// How a child that was waited for ended.
 fn ended(waited: wait::Waited) -> Ended {
     let st = status(waited.status);
@@ -295,14 +324,23 @@ impl Executor for RealExecutor {
         let options = self.options;
         self.options.foreground = false;
         self.options.idle_timeout = None;
-        let waited = self.wait(&child, Vec::new(), Some(hook.limit));
+        let mut waited = self.wait(&child, Vec::new(), Some(hook.limit));
         self.options = options;
         let pgid = child.id();
+        // Nothing of a hook outlives it (`sleep 300 &` would run beside the
+        // next attempt, and past backoff's end): its shell is not reaped
+        // yet, so the group's id is still the hook's alone.
         if waited.interrupted.is_some() || waited.timed_out.is_some() {
             let _ = signals::signal_group(pgid, libc::SIGKILL);
+        } else {
+            let _ = signals::signal_group(pgid, libc::SIGTERM);
+            let _ = signals::signal_group(pgid, libc::SIGCONT);
         }
-        self.watch_group(0);
         let _ = child.wait();
+        // What is left holds the group's id: the guard keeps it meanwhile.
+        let signal = self.end_leftovers(pgid);
+        waited.interrupted = waited.interrupted.or(signal);
+        self.watch_group(0);
         ended(waited)
     }
 

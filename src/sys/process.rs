@@ -200,6 +200,41 @@ pub fn stopped_by(pid: u32) -> Option<libc::c_int> {
     status.stopping_signal()
 }
 
+/// Whether a process of the group `pgid` is alive, not only a zombie that
+/// nobody has reaped yet (where no init reaps, such zombies stay). Where
+/// `/proc` cannot tell, any process counts.
+pub fn group_running(pgid: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        return dir.flatten().any(|entry| {
+            let name = entry.file_name();
+            let Some(number) = name
+                .to_str()
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                return false;
+            };
+            std::fs::read_to_string(format!("/proc/{number}/stat"))
+                .is_ok_and(|stat| alive_in(&stat, pgid))
+        });
+    }
+    signals::group_exists(pgid)
+}
+
+/// Whether the `/proc/PID/stat` line `stat` is of a process of the group
+/// `pgid` that is not a zombie. The name, in parentheses, may hold any
+/// character: the fields are read after its last `)`.
+fn alive_in(stat: &str, pgid: u32) -> bool {
+    let Some((_, fields)) = stat.rsplit_once(')') else {
+        return false;
+    };
+    // State, parent, group.
+    let mut fields = fields.split_whitespace();
+    let state = fields.next();
+    let group = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
+    group == Some(pgid) && state.is_some_and(|s| s != "Z" && s != "X")
+}
+
 fn c_string(s: &OsStr) -> io::Result<CString> {
     CString::new(s.as_bytes()).map_err(|_| {
         io::Error::new(
@@ -259,6 +294,16 @@ mod tests {
             candidates(OsStr::new("")).unwrap_err().kind(),
             io::ErrorKind::NotFound
         );
+    }
+
+    #[test]
+    fn a_group_member_is_read_after_the_last_parenthesis_and_zombies_do_not_count() {
+        assert!(alive_in("42 (sleep) S 1 40 40 0 -1", 40));
+        assert!(!alive_in("42 (sleep) S 1 41 41 0 -1", 40));
+        assert!(!alive_in("42 (sleep) Z 1 40 40 0 -1", 40));
+        assert!(alive_in("42 (a) b (c) R 1 40 40", 40));
+        assert!(!alive_in("42 (cut", 40));
+        assert!(!alive_in("", 40));
     }
 
     #[test]

@@ -280,3 +280,59 @@ fn a_signal_during_on_give_up_is_what_the_report_and_step_outputs_say() {
     assert!(outputs.contains("outcome=cancelled\n"), "{outputs}");
     assert!(outputs.contains("reason=interrupted\n"), "{outputs}");
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn what_a_hook_starts_in_the_background_ends_with_it() {
+    // One that ends on SIGTERM, one that ignores it and is killed after
+    // --kill-after; neither may see the next attempt, nor outlive backoff.
+    let dir = TempDir::new("hooks");
+    let log = dir.join("seen");
+    let mut cmd = command([
+        "--base",
+        "1ms",
+        "--max-retries",
+        "1",
+        "--kill-after",
+        "200ms",
+        "--on-retry",
+        &format!(
+            "sleep 300 & echo hook pid $! >&2; \
+             (trap '' TERM; echo > '{ready}'; exec sleep 301) & echo hook pid $! >&2; \
+             i=0; while [ ! -e '{ready}' ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done",
+            ready = dir.join("ready").display()
+        ),
+        "--",
+        "sh",
+        "-c",
+    ]);
+    cmd.arg(format!(
+        "[ \"$BACKOFF_ATTEMPT\" = 1 ] && exit 1; ps -eo pid=,stat= > '{}'; echo second",
+        log.display()
+    ));
+    let mut run = Running::start(cmd);
+    let pids: Vec<i32> = run
+        .wait_for_lines("hook pid ", 2)
+        .iter()
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    run.wait_for("second");
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(0), "{:?}", run.seen);
+    let seen = std::fs::read_to_string(&log).unwrap();
+    let alive: Vec<i32> = pids.iter().copied().filter(|&p| !gone(p)).collect();
+    for &pid in &alive {
+        crate::support::send(pid, libc::SIGKILL);
+    }
+    assert!(alive.is_empty(), "{alive:?} outlived backoff");
+    for pid in pids {
+        assert!(
+            // A zombie (where no init reaps) has ended.
+            !seen.lines().any(|l| {
+                let mut f = l.split_whitespace();
+                f.next() == Some(&pid.to_string()) && f.next().is_some_and(|s| !s.starts_with('Z'))
+            }),
+            "{pid} ran beside the next attempt:\n{seen}"
+        );
+    }
+}
