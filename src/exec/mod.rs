@@ -297,7 +297,7 @@ impl Executor for RealExecutor {
         // Once the command is reaped, its id may name another group as soon
         // as its own is empty: the guard must not kill by it any more.
         self.watch_group(0);
-        let _ = child.wait();
+        let _ = process::reap(&mut child);
         self.lingering = None;
         if !self.options.foreground && !ended_by_backoff && signals::group_exists(pgid) {
             self.lingering = Some(pgid);
@@ -336,7 +336,7 @@ impl Executor for RealExecutor {
             let _ = signals::signal_group(pgid, libc::SIGTERM);
             let _ = signals::signal_group(pgid, libc::SIGCONT);
         }
-        let _ = child.wait();
+        let _ = process::reap(&mut child);
         // What is left holds the group's id: the guard keeps it meanwhile.
         let signal = self.end_leftovers(pgid);
         waited.interrupted = waited.interrupted.or(signal);

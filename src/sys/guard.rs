@@ -23,7 +23,7 @@ use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use crate::sys::fd::set_nonblocking;
-use crate::sys::signals;
+use crate::sys::{process, signals};
 
 /// backoff's end of the pipe to its guard.
 pub struct Guard {
@@ -57,6 +57,7 @@ impl Guard {
                 drop(listen);
                 // A guard that stopped reading never holds backoff up.
                 set_nonblocking(&tell)?;
+                process::adopt(u32::try_from(pid).unwrap_or(0));
                 Ok(Guard {
                     tell: File::from(OwnedFd::from(tell)),
                     pid,
@@ -98,6 +99,7 @@ impl Drop for Guard {
             libc::kill(self.pid, libc::SIGKILL);
             libc::waitpid(self.pid, std::ptr::null_mut(), 0);
         }
+        process::forget(u32::try_from(self.pid).unwrap_or(0));
     }
 }
 

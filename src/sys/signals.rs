@@ -108,7 +108,8 @@ impl SignalWatch {
         Ok(SignalWatch { wake })
     }
 
-    /// The signals that arrived since the last call, in order.
+    /// The signals that arrived since the last call, in order. On SIGCHLD,
+    /// orphans that ended are reaped (see `process::reap_orphans`).
     pub fn pending(&mut self) -> Vec<c_int> {
         let mut got = Vec::new();
         let mut buf = [0u8; 64];
@@ -118,6 +119,9 @@ impl SignalWatch {
                 // A short read emptied the pipe.
                 break;
             }
+        }
+        if got.contains(&libc::SIGCHLD) {
+            crate::sys::process::reap_orphans();
         }
         got
     }

@@ -255,6 +255,8 @@ A command in a process group of its own that reads the terminal (or writes to it
 .PP
 "Dies by the signal" means that backoff restores the signal's default action and raises it, so that a calling shell sees a signal death (130 for SIGINT, 143 for SIGTERM) and a shell loop stops on Ctrl\-C. No core file is written.
 .PP
+As PID 1 of a container or PID namespace (an entrypoint without an init, \fBunshare \-\-pid \-\-fork\fR), backoff is what \fBtini\fR or \fBdocker \-\-init\fR would be: it reaps every orphan the system hands it (the processes a command's double fork leaves), whenever one ends, without taking the status of its own attempts, hooks or guard; and it needs no init in front of it for signals, since it has a handler for each one it acts on (the system gives PID 1 no signal it has no handler for): \fBkill 1\fR stops it as \fBkill\fR stops it elsewhere, and is passed on in the same way. A PID 1 cannot die by a signal: where backoff would, it exits with 128 + N (143 for SIGTERM). It does not make itself a subreaper elsewhere: orphans go to PID 1 as usual.
+.PP
 In GitHub Actions and similar runners, a cancelled step sends SIGINT to the step's shell only; start backoff with \fBexec backoff ...\fR so that it receives the signal itself.
 "#;
 
