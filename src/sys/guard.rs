@@ -12,6 +12,10 @@
 //! guard with SIGKILL and reaps it, so a normal end leaves alone what the
 //! contract leaves alone.
 //!
+//! A guard that is killed (by hand, by the OOM killer) is noticed the next
+//! time it is told a group: the write fails with EPIPE, and the executor
+//! starts a new one (`exec`), so that its death costs no attempt.
+//!
 //! The forked guard does nothing but system calls that are safe after a
 //! fork (dup2, close, read, kill, _exit): it allocates nothing and touches
 //! none of backoff's state. Every signal it can block stays blocked, as it

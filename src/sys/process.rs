@@ -13,6 +13,11 @@
 //!
 //! Everything the child uses is prepared by the parent: after a fork the
 //! child may not allocate.
+//!
+//! It also keeps the list of backoff's own children not yet reaped, so that
+//! the orphans the system hands to a PID 1 can be reaped without taking
+//! the status of one of them (`reap_orphans`), and tells whether anything
+//! of a process group is still running (`group_running`).
 
 use std::ffi::{CString, OsStr, OsString, c_char};
 use std::io;
@@ -273,8 +278,12 @@ pub fn stopped_by(pid: u32) -> Option<libc::c_int> {
 
 /// Whether a process of the group `pgid` is alive, not only a zombie that
 /// nobody has reaped yet (where no init reaps, such zombies stay). Where
-/// `/proc` cannot tell, any process counts.
+/// `/proc` cannot tell, any process counts. (The group is looked for in
+/// `/proc` only when it exists at all.)
 pub fn group_running(pgid: u32) -> bool {
+    if !signals::group_exists(pgid) {
+        return false;
+    }
     #[cfg(target_os = "linux")]
     if let Ok(dir) = std::fs::read_dir("/proc") {
         return dir.flatten().any(|entry| {
