@@ -336,3 +336,37 @@ fn what_a_hook_starts_in_the_background_ends_with_it() {
         );
     }
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn sigkill_of_backoff_while_a_hooks_leftovers_are_ended_kills_them_too() {
+    let dir = TempDir::new("hooks");
+    let mut cmd = command([
+        "--base",
+        "30s",
+        "--kill-after",
+        "60s",
+        "--on-retry",
+        &format!(
+            "(trap '' TERM; echo > '{ready}'; exec sleep 302) & echo left $! >&2; echo shell $$ >&2; \
+             i=0; while [ ! -e '{ready}' ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done",
+            ready = dir.join("ready").display()
+        ),
+        "--",
+        "false",
+    ]);
+    cmd.env_remove("BACKOFF_MAX_RETRIES");
+    let mut run = Running::start(cmd);
+    let pid = |line: String| -> i32 { line.rsplit(' ').next().unwrap().parse().unwrap() };
+    let left = pid(run.wait_for("left "));
+    let shell = pid(run.wait_for("shell "));
+    // The hook's shell is reaped: backoff waits --kill-after for what it
+    // left, which ignores SIGTERM; the guard still watches the group.
+    // (Before, the guard was told to watch nothing any more.)
+    crate::support::reaped(shell);
+    run.signal(libc::SIGKILL);
+    run.wait_exit(PATIENCE);
+    crate::support::eventually("the hook's leftover to be killed by the guard", || {
+        gone(left)
+    });
+}
