@@ -171,6 +171,14 @@ pub enum Event<'a> {
         /// The signal backoff received.
         signal: i32,
     },
+    /// A signal came while a hook that closes the run (`--on-give-up`,
+    /// `--on-success`) ran: the run ends by it, whatever it was to end with.
+    InterruptedHook {
+        /// The signal backoff received.
+        signal: i32,
+        /// The hook it came during.
+        kind: HookKind,
+    },
     /// A signal ended the run.
     Interrupted {
         /// The signal backoff received.

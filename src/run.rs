@@ -760,12 +760,16 @@ impl Loop<'_, '_> {
 
     /// Runs the hook `kind` that closes a run ending with `exit` (for
     /// `--on-give-up`, for `reason`). Its failure leaves `exit` as it is; a
-    /// terminating signal during it ends backoff by that signal.
+    /// terminating signal during it ends backoff by that signal, and the
+    /// reports are told, so that what they say agrees with the exit status.
     fn closing(&mut self, kind: HookKind, reason: Option<Ending>, exit: Exit) -> Exit {
         self.reason = reason;
         match self.hook(kind, None) {
             Ok(()) => exit,
-            Err(signal) => Exit::Signal(signal),
+            Err(signal) => {
+                self.report.event(&Event::InterruptedHook { signal, kind });
+                Exit::Signal(signal)
+            }
         }
     }
 

@@ -25,6 +25,7 @@ use crate::classify::{Observed, Outcome, Status, os_error};
 use crate::report::say;
 use crate::run::{self, AttemptSpec, Ended, Executor, Released, Wait};
 use crate::sys::guard::Guard;
+use crate::sys::process;
 use crate::sys::signals::{self, SignalWatch};
 use copy::Copier;
 use scan::OutputRules;
@@ -152,11 +153,60 @@ impl RealExecutor {
 
 impl RealExecutor {
     /// Tells the guard which process group to kill if backoff is killed
-    /// (0: none).
+    /// (0: none). A guard that is gone is replaced, as a supervisor
+    /// restarts what it watches, and the new one is told instead: its death
+    /// must cost no attempt, and protection is lost only if none can start.
     fn watch_group(&mut self, pgid: u32) {
-        if let Some(guard) = &mut self.guard {
-            guard.watch(pgid);
+        let Some(guard) = &mut self.guard else {
+            return;
+        };
+        if guard.watch(pgid).is_ok() {
+            return;
         }
+        // Reaps the dead one.
+        self.guard = None;
+        self.guard = match Guard::start() {
+            Ok(mut guard) => {
+                say("the guard process died; a new one was started");
+                let _ = guard.watch(pgid);
+                Some(guard)
+            }
+            Err(e) => {
+                say(&format!(
+                    "the guard process died and cannot be started again ({}): if backoff is killed, processes the command started may outlive it",
+                    describe(&e)
+                ));
+                None
+            }
+        };
+    }
+}
+
+impl RealExecutor {
+    /// Waits for what is left of the hook group `pgid` (its shell reaped,
+    /// the rest sent SIGTERM) to end, as long as `--kill-after` at most,
+    /// then kills it, as systemd ends a unit's processes; a terminating
+    /// signal meanwhile kills it at once, and is returned.
+    fn end_leftovers(&mut self, pgid: u32) -> Option<libc::c_int> {
+        let deadline = Instant::now().checked_add(self.options.kill_after);
+        // Those processes are not backoff's children: nothing tells when
+        // they end, so the group is looked at again, less often as it lasts.
+        let mut step = Duration::from_millis(1);
+        let mut got = None;
+        while process::group_running(pgid) {
+            let now = Instant::now();
+            if got.is_some() || deadline.is_some_and(|d| now >= d) {
+                let _ = signals::signal_group(pgid, libc::SIGKILL);
+                break;
+            }
+            let wake = now
+                .checked_add(step)
+                .map(|at| deadline.map_or(at, |d| at.min(d)))
+                .or(deadline);
+            got = Self::pending_termination(self.watch.wait(wake));
+            step = step.saturating_mul(2).min(Duration::from_millis(50));
+        }
+        got
     }
 }
 
@@ -254,7 +304,7 @@ impl Executor for RealExecutor {
         // Once the command is reaped, its id may name another group as soon
         // as its own is empty: the guard must not kill by it any more.
         self.watch_group(0);
-        let _ = child.wait();
+        let _ = process::reap(&mut child);
         self.lingering = None;
         if !self.options.foreground && !ended_by_backoff && signals::group_exists(pgid) {
             self.lingering = Some(pgid);
@@ -281,14 +331,23 @@ impl Executor for RealExecutor {
         let options = self.options;
         self.options.foreground = false;
         self.options.idle_timeout = None;
-        let waited = self.wait(&child, Vec::new(), Some(hook.limit));
+        let mut waited = self.wait(&child, Vec::new(), Some(hook.limit));
         self.options = options;
         let pgid = child.id();
+        // Nothing of a hook outlives it (`sleep 300 &` would run beside the
+        // next attempt, and past backoff's end): its shell is not reaped
+        // yet, so the group's id is still the hook's alone.
         if waited.interrupted.is_some() || waited.timed_out.is_some() {
             let _ = signals::signal_group(pgid, libc::SIGKILL);
+        } else {
+            let _ = signals::signal_group(pgid, libc::SIGTERM);
+            let _ = signals::signal_group(pgid, libc::SIGCONT);
         }
+        let _ = process::reap(&mut child);
+        // What is left holds the group's id: the guard keeps it meanwhile.
+        let signal = self.end_leftovers(pgid);
+        waited.interrupted = waited.interrupted.or(signal);
         self.watch_group(0);
-        let _ = child.wait();
         ended(waited)
     }
 

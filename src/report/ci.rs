@@ -138,6 +138,7 @@ pub fn ending(event: &Event<'_>) -> Option<String> {
         | Event::CannotStart { .. }
         | Event::Interrupted { .. }
         | Event::InterruptedWriting { .. }
+        | Event::InterruptedHook { .. }
         | Event::Breaker {
             news:
                 BreakerNews::Admitted {

@@ -257,6 +257,15 @@ fn breaker_json(key: &str, news: BreakerNews) -> Value {
     }
 }
 
+/// The event of a signal that ended the run `during` what.
+fn interrupted(signal: i32, during: &str) -> Value {
+    json!({
+        "event": "interrupted",
+        "signal": signal::short_name(signal),
+        "during": during,
+    })
+}
+
 /// The JSON object for an event (without the common fields).
 fn event_json(event: &Event<'_>, verbose: bool) -> Value {
     match *event {
@@ -343,22 +352,22 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
         }),
         Event::Undelivered { bytes } => json!({"event": "undelivered", "bytes": bytes}),
         Event::OutputLost { why } => json!({"event": "output_lost", "error": why}),
-        Event::InterruptedWriting { signal } => json!({
-            "event": "interrupted",
-            "signal": signal::short_name(signal),
-            "during": "output",
-        }),
+        Event::InterruptedWriting { signal } => interrupted(signal, "output"),
         Event::Breaker { key, news } => breaker_json(key, news),
         // Told only to a report that counts down, which JSON does not.
         Event::Countdown { left } => json!({
             "event": "countdown",
             "left_seconds": left.as_secs_f64(),
         }),
-        Event::Interrupted { signal, attempt } => json!({
-            "event": "interrupted",
-            "signal": signal::short_name(signal),
-            "during": if attempt.is_some() { "attempt" } else { "delay" },
-        }),
+        Event::InterruptedHook { signal, kind } => interrupted(signal, kind.name()),
+        Event::Interrupted { signal, attempt } => interrupted(
+            signal,
+            if attempt.is_some() {
+                "attempt"
+            } else {
+                "delay"
+            },
+        ),
     }
 }
 

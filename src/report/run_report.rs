@@ -543,7 +543,9 @@ impl Report for Recorder {
             Event::Undelivered { bytes } => self.undelivered = bytes,
             Event::Breaker { key, news } => self.breaker(key, news),
             Event::OutputLost { .. } | Event::Countdown { .. } => {}
-            Event::InterruptedWriting { .. } => self.reason = Ending::Interrupted.name(),
+            Event::InterruptedWriting { .. } | Event::InterruptedHook { .. } => {
+                self.reason = Ending::Interrupted.name();
+            }
             Event::Interrupted { attempt, .. } => {
                 if let Some((number, outcome, elapsed)) = attempt {
                     self.end_attempt(number, outcome, Some(elapsed));

@@ -313,6 +313,11 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
         }
         Event::OutputLost { .. } | Event::Undelivered { .. } => return held_text(event),
         Event::InterruptedWriting { .. } if normal => return held_text(event),
+        Event::InterruptedHook { signal, kind } if normal => format!(
+            "interrupted by SIG{} during the {} hook",
+            signal::short_name(signal),
+            kind.flag()
+        ),
         Event::Interrupted { signal, attempt } if normal => format!(
             "interrupted by SIG{} {}; not retrying",
             signal::short_name(signal),

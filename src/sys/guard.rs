@@ -12,6 +12,10 @@
 //! guard with SIGKILL and reaps it, so a normal end leaves alone what the
 //! contract leaves alone.
 //!
+//! A guard that is killed (by hand, by the OOM killer) is noticed the next
+//! time it is told a group: the write fails with EPIPE, and the executor
+//! starts a new one (`exec`), so that its death costs no attempt.
+//!
 //! The forked guard does nothing but system calls that are safe after a
 //! fork (dup2, close, read, kill, _exit): it allocates nothing and touches
 //! none of backoff's state. Every signal it can block stays blocked, as it
@@ -23,7 +27,7 @@ use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use crate::sys::fd::set_nonblocking;
-use crate::sys::signals;
+use crate::sys::{process, signals};
 
 /// backoff's end of the pipe to its guard.
 pub struct Guard {
@@ -57,6 +61,7 @@ impl Guard {
                 drop(listen);
                 // A guard that stopped reading never holds backoff up.
                 set_nonblocking(&tell)?;
+                process::adopt(u32::try_from(pid).unwrap_or(0));
                 Ok(Guard {
                     tell: File::from(OwnedFd::from(tell)),
                     pid,
@@ -72,10 +77,19 @@ impl Guard {
     }
 
     /// The process group to kill if backoff dies now; 0 for none.
-    pub fn watch(&mut self, pgid: u32) {
+    ///
+    /// # Errors
+    ///
+    /// `BrokenPipe` when the guard is gone (killed by hand or by the OOM
+    /// killer): it watches nothing any more.
+    pub fn watch(&mut self, pgid: u32) -> io::Result<()> {
         // Four bytes are written at once or not at all (less than
-        // PIPE_BUF); a guard that is gone cannot be helped.
-        let _ = self.tell.write(&pgid.to_ne_bytes());
+        // PIPE_BUF); a full pipe (a guard stopped, not reading) loses them,
+        // but the guard is still there.
+        match self.tell.write(&pgid.to_ne_bytes()) {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(e),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -89,6 +103,7 @@ impl Drop for Guard {
             libc::kill(self.pid, libc::SIGKILL);
             libc::waitpid(self.pid, std::ptr::null_mut(), 0);
         }
+        process::forget(u32::try_from(self.pid).unwrap_or(0));
     }
 }
 

@@ -1,6 +1,6 @@
 //! The thin layer over the operating system: signals (`signals`), starting
-//! the command (`process`), the guard that outlives a killed backoff
-//! (`guard`), descriptors (`fd`), sealed files in memory (`memfd`) and the
+//! the command and reaping orphans (`process`), the guard that outlives a
+//! killed backoff (`guard`), descriptors (`fd`), sealed files in memory (`memfd`) and the
 //! local time zone's offset (`localtime`).
 //! Every `unsafe` block of backoff is in this module, each with a
 //! `// SAFETY:` comment, and every system call that std has no word for;

@@ -13,6 +13,11 @@
 //!
 //! Everything the child uses is prepared by the parent: after a fork the
 //! child may not allocate.
+//!
+//! It also keeps the list of backoff's own children not yet reaped, so that
+//! the orphans the system hands to a PID 1 can be reaped without taking
+//! the status of one of them (`reap_orphans`), and tells whether anything
+//! of a process group is still running (`group_running`).
 
 use std::ffi::{CString, OsStr, OsString, c_char};
 use std::io;
@@ -20,6 +25,7 @@ use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
+use std::sync::{Mutex, PoisonError};
 
 use crate::sys::signals;
 
@@ -135,10 +141,16 @@ pub fn spawn(mut command: Command, exec: Exec, announce: Option<RawFd>) -> io::R
             let pid = u32::try_from(rustix::process::getpid().as_raw_nonzero().get())
                 .unwrap_or(0)
                 .to_ne_bytes();
-            // SAFETY: `fd` is the guard's pipe, open in the child until it
-            // executes; a write of 4 bytes to a pipe is whole or nothing, and
-            // one lost (a full pipe) is made good by the parent's own.
-            unsafe { libc::write(fd, pid.as_ptr().cast(), pid.len()) };
+            // std has given SIGPIPE its default disposition back by now: a
+            // guard that was killed must not kill the command before it
+            // starts, so the write fails with EPIPE instead.
+            signals::without_sigpipe(|| {
+                // SAFETY: `fd` is the guard's pipe, open in the child until
+                // it executes; a write of 4 bytes to a pipe is whole or
+                // nothing, and one lost (a full pipe, a dead guard) is made
+                // good by the parent's own.
+                unsafe { libc::write(fd, pid.as_ptr().cast(), pid.len()) };
+            });
         }
         Err(exec.execute())
     };
@@ -149,7 +161,77 @@ pub fn spawn(mut command: Command, exec: Exec, announce: Option<RawFd>) -> io::R
     // No handler of backoff's may run in the child before the hook has
     // reset them: the child starts with every signal blocked.
     let _blocked = signals::block_all();
-    command.spawn()
+    let child = command.spawn()?;
+    adopt(child.id());
+    Ok(child)
+}
+
+/// backoff's own children not yet reaped (the attempt, a hook, the
+/// guard): the reaper of orphans leaves them to be waited for, by pid, by
+/// what started them.
+static OURS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+fn ours() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    OURS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Counts `pid` among backoff's own children, until it is forgotten.
+pub fn adopt(pid: u32) {
+    ours().push(pid);
+}
+
+/// `pid`, one of backoff's own children, has been reaped.
+pub fn forget(pid: u32) {
+    ours().retain(|&p| p != pid);
+}
+
+/// Waits for `child`, one of backoff's own, reaps it, and then the orphans
+/// that may have ended behind it.
+///
+/// # Errors
+///
+/// As `Child::wait`.
+pub fn reap(child: &mut Child) -> io::Result<std::process::ExitStatus> {
+    let status = child.wait();
+    forget(child.id());
+    reap_orphans();
+    status
+}
+
+/// Reaps every child that has ended and is not one of backoff's own: as
+/// PID 1 (a container's entrypoint, `unshare --pid --fork`) backoff is
+/// given every orphan of its PID namespace, the processes that a command's
+/// double fork left, and each would stay a zombie, as `tini` and
+/// `docker --init` know. Called on SIGCHLD, and after one of backoff's own
+/// is reaped (an orphan that ended behind it is found only then). Elsewhere
+/// there is nothing to reap: without a subreaper, orphans go to PID 1.
+pub fn reap_orphans() {
+    let ours = ours();
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid place for waitid to fill
+        // in; WNOWAIT leaves the child as it is, to be reaped below only if
+        // it is not backoff's own; si_pid is read from what waitid filled.
+        let pid = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let options = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+            if libc::waitid(libc::P_ALL, 0, &raw mut info, options) != 0 {
+                // ECHILD: no child at all.
+                return;
+            }
+            info.si_pid()
+        };
+        // 0: none has ended. One of backoff's own first: it is waited for
+        // by its owner, who calls this again then.
+        let Ok(orphan) = u32::try_from(pid) else {
+            return;
+        };
+        if orphan == 0 || ours.contains(&orphan) {
+            return;
+        }
+        // SAFETY: `pid` is a child that has ended and is no one's to wait
+        // for: reaping it takes no status from backoff.
+        unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+    }
 }
 
 /// How the child `pid` ended, if it has, without reaping it: until it is
@@ -192,6 +274,45 @@ pub fn stopped_by(pid: u32) -> Option<libc::c_int> {
     .ok()
     .flatten()?;
     status.stopping_signal()
+}
+
+/// Whether a process of the group `pgid` is alive, not only a zombie that
+/// nobody has reaped yet (where no init reaps, such zombies stay). Where
+/// `/proc` cannot tell, any process counts. (The group is looked for in
+/// `/proc` only when it exists at all.)
+pub fn group_running(pgid: u32) -> bool {
+    if !signals::group_exists(pgid) {
+        return false;
+    }
+    #[cfg(target_os = "linux")]
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        return dir.flatten().any(|entry| {
+            let name = entry.file_name();
+            let Some(number) = name
+                .to_str()
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                return false;
+            };
+            std::fs::read_to_string(format!("/proc/{number}/stat"))
+                .is_ok_and(|stat| alive_in(&stat, pgid))
+        });
+    }
+    signals::group_exists(pgid)
+}
+
+/// Whether the `/proc/PID/stat` line `stat` is of a process of the group
+/// `pgid` that is not a zombie. The name, in parentheses, may hold any
+/// character: the fields are read after its last `)`.
+fn alive_in(stat: &str, pgid: u32) -> bool {
+    let Some((_, fields)) = stat.rsplit_once(')') else {
+        return false;
+    };
+    // State, parent, group.
+    let mut fields = fields.split_whitespace();
+    let state = fields.next();
+    let group = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
+    group == Some(pgid) && state.is_some_and(|s| s != "Z" && s != "X")
 }
 
 fn c_string(s: &OsStr) -> io::Result<CString> {
@@ -253,6 +374,16 @@ mod tests {
             candidates(OsStr::new("")).unwrap_err().kind(),
             io::ErrorKind::NotFound
         );
+    }
+
+    #[test]
+    fn a_group_member_is_read_after_the_last_parenthesis_and_zombies_do_not_count() {
+        assert!(alive_in("42 (sleep) S 1 40 40 0 -1", 40));
+        assert!(!alive_in("42 (sleep) S 1 41 41 0 -1", 40));
+        assert!(!alive_in("42 (sleep) Z 1 40 40 0 -1", 40));
+        assert!(alive_in("42 (a) b (c) R 1 40 40", 40));
+        assert!(!alive_in("42 (cut", 40));
+        assert!(!alive_in("", 40));
     }
 
     #[test]

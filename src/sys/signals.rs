@@ -108,7 +108,8 @@ impl SignalWatch {
         Ok(SignalWatch { wake })
     }
 
-    /// The signals that arrived since the last call, in order.
+    /// The signals that arrived since the last call, in order. On SIGCHLD,
+    /// orphans that ended are reaped (see `process::reap_orphans`).
     pub fn pending(&mut self) -> Vec<c_int> {
         let mut got = Vec::new();
         let mut buf = [0u8; 64];
@@ -118,6 +119,9 @@ impl SignalWatch {
                 // A short read emptied the pipe.
                 break;
             }
+        }
+        if got.contains(&libc::SIGCHLD) {
+            crate::sys::process::reap_orphans();
         }
         got
     }
@@ -242,6 +246,26 @@ pub fn prepare_exec() {
         }
     }
     set_mask(libc::SIG_SETMASK, &empty_set());
+}
+
+/// Runs `f` with SIGPIPE ignored, then gives SIGPIPE its default
+/// disposition: in a starting child, where std has made it the default
+/// already, a write to a pipe whose reader is gone then fails with `EPIPE`
+/// instead of killing the child. Async-signal-safe: no allocation, no lock.
+pub fn without_sigpipe<T>(f: impl FnOnce() -> T) -> T {
+    let set = |disposition| {
+        // SAFETY: a disposition of SIG_IGN or SIG_DFL installs no handler;
+        // `action` is a zeroed C struct with it set.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = disposition;
+            libc::sigaction(libc::SIGPIPE, &raw const action, std::ptr::null_mut());
+        }
+    };
+    set(libc::SIG_IGN);
+    let done = f();
+    set(libc::SIG_DFL);
+    done
 }
 
 /// Sends `sig` to the process group `pgid`. Refuses groups that are not a

@@ -234,3 +234,139 @@ fn a_zero_hook_timeout_is_refused() {
     assert_eq!(code, Some(125));
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+#[test]
+fn a_signal_during_on_give_up_is_what_the_report_and_step_outputs_say() {
+    let dir = TempDir::new("hooks");
+    let mut cmd = command([
+        "--max-retries",
+        "0",
+        "--report",
+        &dir.join("report.json").display().to_string(),
+        "--on-give-up",
+        "echo give-up pid $$ >&2; exec sleep 60",
+        "--",
+        "false",
+    ]);
+    cmd.env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_OUTPUT", dir.join("output"));
+    let mut run = Running::start(cmd);
+    let line = run.wait_for("give-up pid ");
+    let pid: i32 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    run.signal(libc::SIGTERM);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGTERM),
+        "{:?}",
+        run.seen
+    );
+    crate::support::eventually("the hook to be gone", || gone(pid));
+    assert!(
+        run.stderr()
+            .iter()
+            .any(|l| l.contains("interrupted by SIGTERM during the --on-give-up hook")),
+        "{:?}",
+        run.seen
+    );
+    // Before, they said `exhausted` and `failure` beside exit 143.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["reason"], "interrupted");
+    assert_eq!(report["final_status"], 143);
+    assert_eq!(report["final_signal"], "TERM");
+    let outputs = std::fs::read_to_string(dir.join("output")).unwrap();
+    assert!(outputs.contains("exit_code=143\n"), "{outputs}");
+    assert!(outputs.contains("outcome=cancelled\n"), "{outputs}");
+    assert!(outputs.contains("reason=interrupted\n"), "{outputs}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn what_a_hook_starts_in_the_background_ends_with_it() {
+    // One that ends on SIGTERM, one that ignores it and is killed after
+    // --kill-after; neither may see the next attempt, nor outlive backoff.
+    let dir = TempDir::new("hooks");
+    let log = dir.join("seen");
+    let mut cmd = command([
+        "--base",
+        "1ms",
+        "--max-retries",
+        "1",
+        "--kill-after",
+        "200ms",
+        "--on-retry",
+        &format!(
+            "sleep 300 & echo hook pid $! >&2; \
+             (trap '' TERM; echo > '{ready}'; exec sleep 301) & echo hook pid $! >&2; \
+             i=0; while [ ! -e '{ready}' ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done",
+            ready = dir.join("ready").display()
+        ),
+        "--",
+        "sh",
+        "-c",
+    ]);
+    cmd.arg(format!(
+        "[ \"$BACKOFF_ATTEMPT\" = 1 ] && exit 1; ps -eo pid=,stat= > '{}'; echo second",
+        log.display()
+    ));
+    let mut run = Running::start(cmd);
+    let pids: Vec<i32> = run
+        .wait_for_lines("hook pid ", 2)
+        .iter()
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    run.wait_for("second");
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(0), "{:?}", run.seen);
+    let seen = std::fs::read_to_string(&log).unwrap();
+    let alive: Vec<i32> = pids.iter().copied().filter(|&p| !gone(p)).collect();
+    for &pid in &alive {
+        crate::support::send(pid, libc::SIGKILL);
+    }
+    assert!(alive.is_empty(), "{alive:?} outlived backoff");
+    for pid in pids {
+        assert!(
+            // A zombie (where no init reaps) has ended.
+            !seen.lines().any(|l| {
+                let mut f = l.split_whitespace();
+                f.next() == Some(&pid.to_string()) && f.next().is_some_and(|s| !s.starts_with('Z'))
+            }),
+            "{pid} ran beside the next attempt:\n{seen}"
+        );
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn sigkill_of_backoff_while_a_hooks_leftovers_are_ended_kills_them_too() {
+    let dir = TempDir::new("hooks");
+    let mut cmd = command([
+        "--base",
+        "30s",
+        "--kill-after",
+        "60s",
+        "--on-retry",
+        &format!(
+            "(trap '' TERM; echo > '{ready}'; exec sleep 302) & echo left $! >&2; echo shell $$ >&2; \
+             i=0; while [ ! -e '{ready}' ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done",
+            ready = dir.join("ready").display()
+        ),
+        "--",
+        "false",
+    ]);
+    cmd.env_remove("BACKOFF_MAX_RETRIES");
+    let mut run = Running::start(cmd);
+    let pid = |line: String| -> i32 { line.rsplit(' ').next().unwrap().parse().unwrap() };
+    let left = pid(run.wait_for("left "));
+    let shell = pid(run.wait_for("shell "));
+    // The hook's shell is reaped: backoff waits --kill-after for what it
+    // left, which ignores SIGTERM; the guard still watches the group.
+    // (Before, the guard was told to watch nothing any more.)
+    crate::support::reaped(shell);
+    run.signal(libc::SIGKILL);
+    run.wait_exit(PATIENCE);
+    crate::support::eventually("the hook's leftover to be killed by the guard", || {
+        gone(left)
+    });
+}

@@ -301,3 +301,140 @@ fn a_failed_fork_is_backoffs_own_failure_retried_and_said_and_so_is_the_guards()
         "{err}"
     );
 }
+
+/// The pid of the guard process of the backoff `parent`: its child named
+/// `backoff-guard`.
+#[cfg(target_os = "linux")]
+fn guard_of(parent: i32) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.find_map(|entry| {
+        let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let (head, tail) = stat.rsplit_once(')')?;
+        let parent_of: i32 = tail.split_whitespace().nth(1)?.parse().ok()?;
+        (head.ends_with("(backoff-guard") && parent_of == parent).then_some(pid)
+    })
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_killed_guard_costs_no_attempt_and_a_new_one_watches_the_next() {
+    use crate::support::{PATIENCE, Running, TempDir, command, eventually, gone, send};
+    let dir = TempDir::new("guard-killed");
+    // Attempt 1 fails once the guard is dead; attempt 2 waits to be killed
+    // with backoff.
+    let script = format!(
+        "if [ \"$BACKOFF_ATTEMPT\" = 1 ]; then echo first; i=0; \
+         while [ ! -e '{go}' ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done; exit 1; fi; \
+         echo pid=$$; exec sleep 300",
+        go = dir.join("go").display()
+    );
+    let mut cmd = command(["--base", "1ms", "--max-retries", "1", "--"]);
+    cmd.args(["sh", "-c", &script]);
+    let mut run = Running::start(cmd);
+    run.wait_for("first");
+    let guard = guard_of(run.pid()).expect("a guard process");
+    send(guard, libc::SIGKILL);
+    eventually("the guard to die", || gone(guard));
+    std::fs::write(dir.join("go"), "").unwrap();
+    // The second attempt runs; before, it died by SIGPIPE before it could
+    // execute anything, and backoff exited 141 without a word.
+    let line = run.wait_for("pid=");
+    let attempt: i32 = line.trim_start_matches("pid=").parse().unwrap();
+    run.wait_for("the guard process died; a new one was started");
+    // The new guard knows the attempt's group: SIGKILL of backoff ends it.
+    let new = guard_of(run.pid()).expect("a new guard process");
+    assert_ne!(new, guard);
+    run.signal(libc::SIGKILL);
+    run.wait_exit(PATIENCE);
+    eventually("the second attempt to be killed by the new guard", || {
+        gone(attempt)
+    });
+}
+
+/// backoff with `args` as PID 1 of a new PID namespace (as a container's
+/// entrypoint without an init), with a /proc of its own; `None`, said on
+/// one line, where `unshare` cannot make one.
+#[cfg(target_os = "linux")]
+fn as_pid_1(args: &[&str]) -> Option<std::process::Command> {
+    const UNSHARE: [&str; 3] = ["--pid", "--fork", "--mount-proc"];
+    let works = std::process::Command::new("unshare")
+        .args(UNSHARE)
+        .arg("true")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !works {
+        eprintln!("skipped: unshare --pid --fork --mount-proc is unavailable or not permitted");
+        return None;
+    }
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(UNSHARE).arg(crate::support::bin()).args(args);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    Some(cmd)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn as_pid_1_backoff_reaps_the_orphans_of_every_attempt() {
+    // Each failed attempt leaves an orphan by a double fork; the last one
+    // counts the zombies in the namespace until there are none (bounded).
+    let script = "if [ \"$BACKOFF_ATTEMPT\" -lt 10 ]; then sh -c 'sleep 0 & exit 0'; exit 1; fi; \
+                  i=0; while :; do z=$(cat /proc/[0-9]*/stat 2>/dev/null | grep -c ') Z '); \
+                  [ \"$z\" -eq 0 ] || [ $i -ge 1000 ] && break; sleep 0.01; i=$((i+1)); done; \
+                  echo \"zombies $z\"";
+    let Some(mut cmd) = as_pid_1(&[
+        "--base",
+        "1ms",
+        "--max-retries",
+        "9",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]) else {
+        return;
+    };
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Before, each attempt's orphan stayed a zombie: "zombies 9".
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "zombies 0\n", "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn as_pid_1_backoff_is_stopped_by_kill_1_and_passes_it_on() {
+    // The kernel gives PID 1 only the signals it has a handler for.
+    let handled = "trap 'echo got TERM; exit 7' TERM; kill -TERM 1; \
+                   i=0; while [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done; exit 1";
+    let Some(mut cmd) = as_pid_1(&["--base", "30s", "--", "sh", "-c", handled]) else {
+        return;
+    };
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "got TERM\n", "{err}");
+    assert!(
+        err.contains("interrupted by SIGTERM during the attempt"),
+        "{err}"
+    );
+    assert_eq!(out.status.code(), Some(7), "{err}");
+    // A command that dies by it: backoff cannot die by a signal as PID 1,
+    // and exits 128 + N instead.
+    let Some(mut cmd) = as_pid_1(&[
+        "--base",
+        "30s",
+        "--",
+        "sh",
+        "-c",
+        "kill -INT 1; exec sleep 20",
+    ]) else {
+        return;
+    };
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("interrupted by SIGINT during the attempt"),
+        "{err}"
+    );
+    assert_eq!(out.status.code(), Some(130), "{err}");
+}
