@@ -226,7 +226,7 @@ backoff dies by signal \fIN\fR when the last attempt was killed by it (not by ba
 The last attempt timed out (\fB\-\-timeout\fR, or cut short by \fB\-\-max\-time\fR). With \fB\-\-preserve\-status\fR, the command's own status instead, as \fBtimeout\fR(1) does.
 .TP
 \fB125\fR
-backoff itself failed: bad usage, a bad value, an internal error (then nothing was run); the held stdout of a run that succeeded was lost (\fB\-\-hold\-stdout\fR); or backoff could not start the command for want of a resource of its own (a process slot, open files, memory) on every attempt it made. Such a failure to start is retried like a transient one, whatever the rules say (they are about the command), and reported as backoff's: \fBfailed (backoff could not start it: Too many open files)\fR.
+backoff itself failed: bad usage, a bad value (said in one line that quotes the value as it was given and says where it came from: the flag, the environment variable or the default; advice in the line, followed as written, works), an internal error (then nothing was run); the held stdout of a run that succeeded was lost (\fB\-\-hold\-stdout\fR); or backoff could not start the command for want of a resource of its own (a process slot, open files, memory) on every attempt it made. Such a failure to start is retried like a transient one, whatever the rules say (they are about the command), and reported as backoff's: \fBfailed (backoff could not start it: Too many open files)\fR.
 .TP
 \fB126\fR
 The command exists but cannot be run; or the input replayed by \fB\-\-replay\-stdin\fR was changed by an earlier attempt, and the next attempt was not run.
