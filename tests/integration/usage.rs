@@ -451,3 +451,42 @@ fn every_piece_of_advice_followed_literally_works() {
     let (code, stderr) = run_with(&["budget", "show", "k", "--budget-dir", &budget_dir], &[]);
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+#[test]
+fn an_oversized_set_of_output_patterns_is_refused_before_it_is_all_compiled() {
+    let dir = TempDir::new("patterns");
+    let peak = dir.join("peak");
+    // Each of these takes some 20 MB compiled (Unicode's \w, 300 times).
+    let patterns: Vec<String> = (0..80).map(|i| format!(r"\w{{3{i:02}}}")).collect();
+    let mut cmd = std::process::Command::new("/usr/bin/time");
+    cmd.args(["-f", "%M", "-o"])
+        .arg(&peak)
+        .arg(crate::support::bin());
+    cmd.args(["--attempts", "1"]);
+    for p in &patterns {
+        cmd.args(["--until-output", p]);
+    }
+    let out = cmd
+        .args(["--", "true"])
+        .output()
+        .expect("GNU time at /usr/bin/time");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(r"backoff: invalid value '\w{3")
+            && stderr.contains(
+                "for '--until-output': the output patterns together take more than 2 MiB compiled"
+            ),
+        "{stderr}"
+    );
+    // GNU time says how the command exited first, then the peak in KiB.
+    let said = std::fs::read_to_string(&peak).unwrap();
+    let kib: u64 = said
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .parse()
+        .expect(&said);
+    assert!(kib < 50 << 10, "peak {kib} KiB");
+}
