@@ -247,6 +247,8 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
             hold_stdout: cfg.hold_stdout,
             timeout: cfg.limits.timeout,
             idle_timeout: cfg.limits.idle_timeout,
+            folded: matches!(cfg.log_format, LogFormat::Github | LogFormat::Gitlab)
+                && cfg.verbosity != crate::report::Verbosity::Quiet,
         },
         cfg.output_rules.clone(),
         stdin,

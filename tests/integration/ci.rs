@@ -750,3 +750,27 @@ fn say_took(step: usize, took: Duration) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "action step {step} took {took:.1?}");
 }
+
+#[test]
+fn a_fold_closes_on_a_line_of_its_own_after_an_unfinished_last_line() {
+    for (format, end) in [
+        ("github", "::endgroup::"),
+        ("gitlab", "\x1b[0Ksection_end:"),
+    ] {
+        let mut cmd = in_gitlab_job(&sh(
+            &format!("--log-format {format} --attempts 2 {NO_DELAY}"),
+            "printf 'half a line' >&2; exit 1",
+        ));
+        cmd.env("GITHUB_ACTIONS", "true");
+        let out = finished(cmd);
+        assert_eq!(out.status.code(), Some(1));
+        let lines = stderr_lines(&out);
+        let halves: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i] == "half a line")
+            .collect();
+        assert_eq!(halves.len(), 2, "{format}: {lines:#?}");
+        for i in halves {
+            assert!(lines[i + 1].starts_with(end), "{format}: {lines:#?}");
+        }
+    }
+}
