@@ -382,10 +382,11 @@ fn every_piece_of_advice_followed_literally_works() {
     let budget_dir = dir.path().to_str().unwrap().to_owned();
     std::fs::write(dir.join("k.budget"), "garbage").unwrap();
     let no_home = [("HOME", ""), ("XDG_STATE_HOME", "")];
+    let plot = format!("{budget_dir}/plot.svg");
     // What is refused (or said), the advice in its message, and the
     // command line that follows it, which must be neither refused nor
     // given the same advice.
-    let cases: [Advice; 8] = [
+    let cases: [Advice; 9] = [
         (
             &["--base", "0s", "--", "true"],
             &[],
@@ -431,10 +432,16 @@ fn every_piece_of_advice_followed_literally_works() {
             &["budget", "reset", "k", "--budget-dir", &budget_dir],
         ),
         (
+            &["--bogus", "--", "true"],
+            &[],
+            "(see 'backoff --help')",
+            &["--help"],
+        ),
+        (
             &["simulate", "--format", "svg"],
             &[],
             "(use --plot FILE)",
-            &["simulate", "--plot", &format!("{budget_dir}/plot.svg")],
+            &["simulate", "--clients", "2", "--runs", "1", "--plot", &plot],
         ),
     ];
     for (bad, env, advice, fixed) in cases {
