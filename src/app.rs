@@ -247,6 +247,8 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
             hold_stdout: cfg.hold_stdout,
             timeout: cfg.limits.timeout,
             idle_timeout: cfg.limits.idle_timeout,
+            folded: matches!(cfg.log_format, LogFormat::Github | LogFormat::Gitlab)
+                && cfg.verbosity != crate::report::Verbosity::Quiet,
         },
         cfg.output_rules.clone(),
         stdin,
@@ -348,7 +350,11 @@ fn write_summaries(
 /// gitlab format, ends the job log with the table of attempts (not with -q).
 fn write_ci(cfg: &RunConfig, recorder: &Recorder, exit: Exit) {
     if let Some(step) = &cfg.github_step {
-        step.write(recorder, exit);
+        step.write(
+            recorder,
+            exit,
+            &ci::delimiter([random_seed(), random_seed()]),
+        );
     }
     if cfg.log_format == LogFormat::Gitlab && cfg.verbosity != crate::report::Verbosity::Quiet {
         let rows: Vec<_> = recorder.rows().collect();

@@ -42,6 +42,8 @@ impl std::error::Error for UsageError {}
 
 /// A bad value of `flag`, named by where `given` says it came from: the
 /// flag, or the environment variable that gave it.
+/// The value is quoted as it was given (`0ms`, not `0`), and a default is
+/// said to be one.
 fn invalid(
     given: &Given,
     value: impl fmt::Display,
@@ -49,7 +51,31 @@ fn invalid(
     why: impl fmt::Display,
 ) -> UsageError {
     let source = crate::cli::flag_source(flag, |id| given.from_environment(id));
-    UsageError(format!("invalid value '{value}' for {source}: {why}"))
+    let (value, whence) = match given.typed(flag) {
+        Some((text, ValueSource::DefaultValue)) => (text.to_owned(), " (its default)"),
+        Some((text, _)) => (text.to_owned(), ""),
+        None => (value.to_string(), ""),
+    };
+    UsageError(format!(
+        "invalid value '{value}' for {source}{whence}: {why}"
+    ))
+}
+
+/// The flag `flag` (`--cap`) with its value as it was given, and where
+/// from when not from the command line (`--cap (50ms, its default)`), for
+/// a refusal that names another flag's value.
+fn flag_as_given(given: &Given, flag: &str, value: Duration) -> String {
+    let id = flag.trim_start_matches('-').replace('-', "_");
+    let env = crate::cli::flag_source(flag, |_| given.from_environment(&id));
+    match given.typed(flag) {
+        Some((text, ValueSource::DefaultValue)) => format!("{flag} ({text}, its default)"),
+        Some((text, ValueSource::EnvVariable)) => {
+            let name = env.split(' ').next().unwrap_or_default();
+            format!("{flag} ({text}, from {name})")
+        }
+        Some((text, _)) => format!("{flag} ({text})"),
+        None => format!("{flag} ({})", show(value)),
+    }
 }
 
 /// Time limits, checked.
@@ -153,6 +179,30 @@ fn from_command_line(m: &ArgMatches, id: &str) -> bool {
 
 /// The ids of the arguments whose value the environment gave, in the
 /// matches of the innermost subcommand (`budget show`).
+/// The text and the source of each argument with one value, in the
+/// matches of the innermost subcommand. A store's URL is left out: it may
+/// hold a secret, which a refusal quotes only redacted.
+fn texts(mut m: &ArgMatches) -> Vec<(String, String, ValueSource)> {
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    let mut texts = Vec::new();
+    for id in m.ids().map(clap::Id::as_str) {
+        if id == "budget_store" {
+            continue;
+        }
+        let (Ok(Some(mut raw)), Some(source)) = (m.try_get_raw(id), m.value_source(id)) else {
+            continue;
+        };
+        if let (Some(text), None) = (raw.next(), raw.next()) {
+            texts.push((id.to_owned(), text.to_string_lossy().into_owned(), source));
+        }
+    }
+    texts
+}
+
+/// The ids of the arguments whose value the environment gave, in the
+/// matches of the innermost subcommand (`budget show`).
 fn from_environment(mut m: &ArgMatches) -> Vec<String> {
     while let Some((_, sub)) = m.subcommand() {
         m = sub;
@@ -179,6 +229,10 @@ pub struct Given {
     shape: Vec<&'static str>,
     /// The ids of the arguments whose value is an environment variable's.
     environment: Vec<String>,
+    /// The text of each argument with one value, as given (on the command
+    /// line, in the environment, or as its default), and where it came
+    /// from; a refusal quotes it rather than the value it was read as.
+    texts: Vec<(String, String, ValueSource)>,
 }
 
 impl Given {
@@ -201,6 +255,7 @@ impl Given {
                 .filter(|id| from_command_line(m, id))
                 .collect(),
             environment: from_environment(m),
+            texts: texts(m),
         }
     }
 
@@ -209,6 +264,7 @@ impl Given {
     pub fn other(m: &ArgMatches) -> Given {
         Given {
             environment: from_environment(m),
+            texts: texts(m),
             ..Given::default()
         }
     }
@@ -236,6 +292,15 @@ impl Given {
     /// Whether the environment gave the value of the argument `id`.
     pub fn from_environment(&self, id: &str) -> bool {
         self.environment.iter().any(|e| e == id)
+    }
+
+    /// The text of `flag`'s value as it was given, and where from.
+    fn typed(&self, flag: &str) -> Option<(&str, ValueSource)> {
+        let id = flag.strip_prefix("--")?.replace('-', "_");
+        self.texts
+            .iter()
+            .find(|(i, _, _)| *i == id)
+            .map(|(_, text, source)| (text.as_str(), *source))
     }
 }
 
@@ -309,7 +374,7 @@ fn shape(args: &PolicyArgs, given: &Given) -> Result<Policy, UsageError> {
                     given,
                     "decorrelated",
                     "--jitter",
-                    "decorrelated jitter draws from the previous delay, not from a bound; with --delays use full, equal or none",
+                    "decorrelated jitter draws from the previous delay, not from a bound; with --delays give --jitter full, equal or none",
                 ));
             }
             if bounds.0.iter().any(Duration::is_zero) && jitter != Jitter::None {
@@ -356,7 +421,7 @@ fn check_formula(args: &PolicyArgs, given: &Given) -> Result<(), UsageError> {
             given,
             show(args.base),
             "--base",
-            format!("greater than --cap ({})", show(args.cap)),
+            format!("greater than {}", flag_as_given(given, "--cap", args.cap)),
         ));
     }
     if args.base.is_zero() && !(args.jitter == Jitter::None && args.cap.is_zero()) {
@@ -364,7 +429,7 @@ fn check_formula(args: &PolicyArgs, given: &Given) -> Result<(), UsageError> {
             given,
             "0",
             "--base",
-            "must be above zero (for no delay at all, give --jitter none --cap 0)",
+            "must be above zero (for no delay at all, add --cap 0s --jitter none)",
         ));
     }
     Ok(())
@@ -543,7 +608,7 @@ fn check_delays(base: Duration, cap: Duration, given: &Given) -> Result<(), Usag
             given,
             show(base),
             "--base",
-            format!("greater than --cap ({})", show(cap)),
+            format!("greater than {}", flag_as_given(given, "--cap", cap)),
         ));
     }
     Ok(())

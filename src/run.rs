@@ -91,6 +91,11 @@ pub trait Executor: Wait {
     fn attempt(&mut self, spec: &AttemptSpec) -> Ended;
     /// Waits for `delay`; returns the terminating signal that cut it short.
     fn pause(&mut self, delay: Duration) -> Option<i32>;
+    /// Waits as `pause` does, and also returns (with `None`) early when the
+    /// terminal's size changes, so that the countdown is drawn again at once.
+    fn pause_or_resize(&mut self, delay: Duration) -> Option<i32> {
+        self.pause(delay)
+    }
     /// The monotonic clock.
     fn now(&self) -> Instant;
     /// The last attempt failed and retries remain: clean up after it now,
@@ -498,7 +503,7 @@ impl Loop<'_, '_> {
             // Until the figure shown, the seconds left rounded up, changes.
             let shown = left.as_secs() + u64::from(left.subsec_nanos() > 0);
             let step = left.saturating_sub(Duration::from_secs(shown - 1));
-            if let Some(signal) = self.exec.pause(step) {
+            if let Some(signal) = self.exec.pause_or_resize(step) {
                 return Some(signal);
             }
         }

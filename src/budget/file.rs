@@ -223,7 +223,7 @@ impl FileBudget {
                 State::Fresh => Ok((None, burst)),
                 State::Held(level) => Ok((None, level.min(burst))),
                 State::Corrupt(why) => Err(StoreError::Failed(format!(
-                    "{why}; 'backoff budget reset {}' repairs it",
+                    "{why}; 'backoff budget reset {}' with the same --budget-dir repairs it",
                     self.key
                 ))),
             })
@@ -404,7 +404,7 @@ impl FileBreaker {
                 State::Fresh => Ok((None, (Circuit::default(), now_ms()))),
                 State::Held(c) => Ok((None, (c, now_ms()))),
                 State::Corrupt(why) => Err(StoreError::Failed(format!(
-                    "{why}; 'backoff breaker reset {}' repairs it",
+                    "{why}; 'backoff breaker reset {}' with the same --budget-dir repairs it",
                     self.key
                 ))),
             })
@@ -447,7 +447,7 @@ impl StateFile {
     fn open_dir(&self, access: Access) -> Result<Option<(File, &Path)>, StoreError> {
         let Some(dir) = self.dir.as_deref() else {
             return Err(StoreError::Failed(
-                "no budget directory: neither XDG_STATE_HOME nor HOME is set; give --budget-dir"
+                "no budget directory: neither XDG_STATE_HOME nor HOME is set; give --budget-dir DIR"
                     .into(),
             ));
         };

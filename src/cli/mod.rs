@@ -607,7 +607,7 @@ pub struct GoalArgs {
     /// An attempt succeeds only if its exit counts as success and it printed
     /// a line (stdout or stderr) matching REGEX; otherwise its outcome is
     /// "unmet", retried unless a rule says otherwise. Repeatable: any of them.
-    #[arg(long, value_name = "REGEX", value_parser = values::regex, allow_hyphen_values = true)]
+    #[arg(long, value_name = "REGEX", value_parser = values::output_regex, allow_hyphen_values = true)]
     pub until_output: Vec<Regex>,
 
     /// Success needs N successful attempts in a row; a failure resets the
@@ -695,12 +695,12 @@ pub struct TimeArgs {
 pub struct StreamArgs {
     /// Retry an attempt that printed a line (stdout or stderr) matching
     /// REGEX; repeatable. The output still reaches you live, unchanged.
-    #[arg(long, value_name = "REGEX", value_parser = values::regex, allow_hyphen_values = true)]
+    #[arg(long, value_name = "REGEX", value_parser = values::output_regex, allow_hyphen_values = true)]
     pub retry_if_output: Vec<Regex>,
 
     /// Never retry an attempt that printed a line matching REGEX; beats
     /// every retry rule; repeatable.
-    #[arg(long, value_name = "REGEX", value_parser = values::regex, allow_hyphen_values = true)]
+    #[arg(long, value_name = "REGEX", value_parser = values::output_regex, allow_hyphen_values = true)]
     pub stop_if_output: Vec<Regex>,
 
     /// Honour a server's Retry-After header line in the output (seconds or

@@ -138,26 +138,80 @@ pub fn signal(s: &str) -> Result<i32, String> {
     signal::parse(s.trim()).ok_or_else(|| "unknown signal".to_owned())
 }
 
+/// The most the output patterns of a run (`--until-output`,
+/// `--retry-if-output`, `--stop-if-output`) may take compiled, all
+/// together: the `regex` crate's own limit for one. Each pattern is
+/// compiled within what the ones before it left, so that a set too large
+/// is refused at the pattern that passes the limit, before the rest is
+/// compiled, in a few milliseconds and megabytes.
+pub const PATTERNS_MAX: usize = 2 << 20;
+
+/// What the output patterns parsed so far left of `PATTERNS_MAX`. (clap
+/// calls a value parser with the value alone: this is the one state the
+/// parsers share, for the one run a process parses.)
+static PATTERNS_LEFT: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(PATTERNS_MAX);
+
+/// Parses an output pattern: a regular expression, as `regex` does, that
+/// fits in what the patterns before it left of `PATTERNS_MAX`.
+pub fn output_regex(s: &str) -> Result<regex::bytes::Regex, String> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let left = PATTERNS_LEFT.load(Relaxed);
+    let (r, size) = sized_regex(s, left)?.ok_or_else(|| {
+        format!(
+            "the output patterns together take more than {} MiB compiled",
+            PATTERNS_MAX >> 20
+        )
+    })?;
+    PATTERNS_LEFT.fetch_sub(size.min(left), Relaxed);
+    Ok(r)
+}
+
+/// `s` compiled within a size limit of at most `limit` bytes, and that
+/// limit: the smallest of 4 KiB, 8 KiB, ... in which it fits (at most twice
+/// its size; a compilation past its limit stops there, so that the tries
+/// cost about as much as the last). `None` when it needs more than `limit`.
+fn sized_regex(s: &str, limit: usize) -> Result<Option<(regex::bytes::Regex, usize)>, String> {
+    let mut tier: usize = 4 << 10;
+    loop {
+        let size = tier.min(limit);
+        match compiled(s, size) {
+            Ok(r) => return Ok(Some((r, size))),
+            Err(regex::Error::CompiledTooBig(_)) if size < limit => {
+                tier = tier.saturating_mul(2);
+            }
+            Err(regex::Error::CompiledTooBig(_)) => return Ok(None),
+            Err(e) => return Err(regex_error(&e)),
+        }
+    }
+}
+
+fn compiled(s: &str, size_limit: usize) -> Result<regex::bytes::Regex, regex::Error> {
+    regex::bytes::RegexBuilder::new(s)
+        .size_limit(size_limit)
+        .build()
+}
+
 /// Parses a regular expression (the `regex` crate's syntax), matched
 /// against the bytes of one line.
 pub fn regex(s: &str) -> Result<regex::bytes::Regex, String> {
-    regex::bytes::RegexBuilder::new(s)
-        .size_limit(16 << 20)
-        .build()
-        .map_err(|e| {
-            // The crate's message spans several lines; keep the last, which
-            // says what is wrong.
-            let text = e.to_string();
-            let why = text
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid regex")
-                .trim()
-                .trim_start_matches("error: ")
-                .to_owned();
-            format!("invalid regex: {why}")
-        })
+    compiled(s, 16 << 20).map_err(|e| regex_error(&e))
+}
+
+/// The last line of the `regex` crate's message, which says what is wrong.
+fn regex_error(e: &regex::Error) -> String {
+    // The crate's message spans several lines; keep the last, which
+    // says what is wrong.
+    let text = e.to_string();
+    let why = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid regex")
+        .trim()
+        .trim_start_matches("error: ")
+        .to_owned();
+    format!("invalid regex: {why}")
 }
 
 /// Parses a regular expression that has a capture group for the value.
@@ -384,6 +438,21 @@ fn code(s: &str, item: &str) -> Result<u8, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pattern_is_charged_the_smallest_limit_it_fits_in() {
+        let (r, size) = sized_regex("ab+c", 1 << 20).unwrap().unwrap();
+        assert!(r.is_match(b"xabbbc"));
+        assert_eq!(size, 4 << 10);
+        let (_, size) = sized_regex(r"\w{10}", 16 << 20).unwrap().unwrap();
+        assert!((8 << 10..=4 << 20).contains(&size), "{size}");
+        assert!(sized_regex(r"\w{500}", PATTERNS_MAX).unwrap().is_none());
+        assert!(
+            sized_regex("(", PATTERNS_MAX)
+                .unwrap_err()
+                .starts_with("invalid regex: ")
+        );
+    }
     use proptest::prelude::*;
 
     #[test]

@@ -65,6 +65,12 @@ pub(super) struct Pipe {
     /// output is read, matched and dropped, so that the command runs on as
     /// if it had been written.
     dropping: bool,
+    /// In a CI fold: the output is read (never moved unread), and a last
+    /// line it leaves unfinished is ended when the pipe is done.
+    ends_lines: bool,
+    /// With `ends_lines`: whether the last byte passed on ended a line
+    /// (true before any).
+    at_line_start: bool,
 }
 
 impl Pipe {
@@ -97,6 +103,33 @@ impl Pipe {
             to,
             stream,
             dropping: false,
+            ends_lines: false,
+            at_line_start: true,
+        }
+    }
+
+    /// This pipe, in a CI fold: see `ends_lines`.
+    pub(super) fn ending_lines(self) -> Pipe {
+        Pipe {
+            ends_lines: true,
+            ..self
+        }
+    }
+
+    /// Notes the bytes passed on, for `ends_lines`.
+    fn passed(&mut self, data: &[u8]) {
+        if let Some(&last) = data.last() {
+            self.at_line_start = last == b'\n';
+        }
+    }
+
+    /// The pipe is done: ends the line its output left unfinished, if it
+    /// ends lines (on backoff's stderr, where the fold's markers go, as
+    /// backoff writes its own lines).
+    fn done(&mut self) {
+        if self.ends_lines && !self.at_line_start && !self.dropping {
+            let _ = std::io::Write::write_all(&mut crate::report::Std::Err, b"\n");
+            self.at_line_start = true;
         }
     }
 
@@ -155,8 +188,9 @@ impl Copier {
         if self.buffer.len() < CHUNK {
             self.buffer.resize(CHUNK, 0);
         }
-        // Nothing to match: the kernel moves the output, unread.
-        let unread = self.rules.is_none();
+        // Nothing to match: the kernel moves the output, unread (unless the
+        // end of its last line must be seen).
+        let unread = self.rules.is_none() && !pipe.ends_lines;
         if pipe.tee && !pipe.dropping {
             let passed = if unread {
                 fd::splice(pipe.from.as_fd(), pipe.to.as_fd(), CHUNK)
@@ -228,6 +262,7 @@ impl Copier {
                 if let Some(rules) = &self.rules {
                     pipe.scanner.feed(rules, data, seen);
                 }
+                pipe.passed(data);
                 if pipe.dropping {
                     return Copied::Data;
                 }
@@ -275,6 +310,7 @@ impl Copier {
         if let Some(rules) = &self.rules {
             pipe.scanner.feed(rules, &self.buffer[..got], seen);
         }
+        pipe.passed(&self.buffer[..got]);
         Copied::Data
     }
 
@@ -307,6 +343,7 @@ impl Copier {
             if let Some(rules) = &self.rules {
                 pipe.scanner.finish(rules, seen);
             }
+            pipe.done();
             false
         });
     }
@@ -343,6 +380,7 @@ impl Copier {
                 if let Some(rules) = &self.rules {
                     pipes[i].scanner.finish(rules, seen);
                 }
+                pipes[i].done();
                 pipes.remove(i);
             }
         }

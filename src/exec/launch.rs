@@ -167,12 +167,14 @@ impl RealExecutor {
         let rules = self.copier.rules.is_some();
         // `--idle-timeout` sees both streams, to know when output last came.
         let idle = self.options.idle_timeout.is_some();
+        // In a CI fold, stderr goes through backoff, to end its last line.
+        let folded = self.options.folded;
         // Both streams bound for one place (`2>&1`, a terminal) share one
         // pipe, so that their order there stays the command's.
-        let shared = (rules || idle)
+        let shared = (rules || idle || folded)
             && self.held.is_none()
             && fd::same_file(io::stdout().as_fd(), io::stderr().as_fd());
-        if rules || idle || self.held.is_some() {
+        if rules || idle || self.held.is_some() || shared {
             let to = match &self.held {
                 Some(held) => Out::blocking(held.try_clone()?),
                 None => Out::new(io::stdout().as_fd())?,
@@ -183,6 +185,8 @@ impl RealExecutor {
             let pipe = Pipe::new(from, to, stream);
             pipes.push(if self.held.is_some() {
                 pipe.holding()
+            } else if shared && folded {
+                pipe.ending_lines()
             } else {
                 pipe
             });
@@ -191,10 +195,11 @@ impl RealExecutor {
             }
             command.stdout(end);
         }
-        if (rules || idle) && !shared {
+        if (rules || idle || folded) && !shared {
             let to = Out::new(io::stderr().as_fd())?;
             let (from, end) = captured()?;
-            pipes.push(Pipe::new(from, to, "stderr"));
+            let pipe = Pipe::new(from, to, "stderr");
+            pipes.push(if folded { pipe.ending_lines() } else { pipe });
             command.stderr(end);
         }
         // The write ends belong to the command alone: `command` is dropped

@@ -47,6 +47,11 @@ pub struct Options {
     /// `--idle-timeout`: an attempt that writes nothing to stdout or stderr
     /// for this long times out.
     pub idle_timeout: Option<Duration>,
+    /// Each attempt is in a fold of a CI log (`--log-format github` or
+    /// `gitlab`): its stderr goes through backoff, which ends a last line
+    /// the attempt left unfinished, so that the marker that closes the fold
+    /// starts a line of its own.
+    pub folded: bool,
 }
 
 /// Runs attempts of one command for real.
@@ -152,6 +157,25 @@ impl RealExecutor {
 }
 
 impl RealExecutor {
+    /// Waits for `delay`, or until a terminating signal (returned) arrives;
+    /// with `resize`, also until the terminal's size changes.
+    fn paused(&mut self, delay: Duration, resize: bool) -> Option<i32> {
+        let deadline = Instant::now().checked_add(delay);
+        loop {
+            let got = self.watch.wait(deadline);
+            if got.is_empty() {
+                return None;
+            }
+            let resized = got.contains(&libc::SIGWINCH);
+            if let Some(sig) = Self::pending_termination(got) {
+                return Some(sig);
+            }
+            if resize && resized {
+                return None;
+            }
+        }
+    }
+
     /// Tells the guard which process group to kill if backoff is killed
     /// (0: none). A guard that is gone is replaced, as a supervisor
     /// restarts what it watches, and the new one is told instead: its death
@@ -364,16 +388,11 @@ impl Executor for RealExecutor {
     }
 
     fn pause(&mut self, delay: Duration) -> Option<i32> {
-        let deadline = Instant::now().checked_add(delay);
-        loop {
-            let got = self.watch.wait(deadline);
-            if got.is_empty() {
-                return None;
-            }
-            if let Some(sig) = Self::pending_termination(got) {
-                return Some(sig);
-            }
-        }
+        self.paused(delay, false)
+    }
+
+    fn pause_or_resize(&mut self, delay: Duration) -> Option<i32> {
+        self.paused(delay, true)
     }
 
     fn now(&self) -> Instant {

@@ -97,11 +97,41 @@ fn refused(why: &str) -> io::Error {
 ///
 /// `not a regular file` for anything else; or the system's error.
 pub fn append(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    opened_to_append(path, false)?.write_all(bytes)
+}
+
+/// Appends what `make` makes of what the file at `path` holds already, in
+/// one write, as `append` does: `make` is given all of it when it holds at
+/// most `MAX_PREVIOUS` bytes (and `true`), else only its last byte (and
+/// `false`).
+///
+/// # Errors
+///
+/// As `append`'s, or the system's error when the file cannot be read.
+pub fn append_after(path: &Path, make: impl FnOnce(&[u8], bool) -> Vec<u8>) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut file = opened_to_append(path, true)?;
+    let mut previous = Vec::new();
+    (&file).take(MAX_PREVIOUS + 1).read_to_end(&mut previous)?;
+    let whole = previous.len() as u64 <= MAX_PREVIOUS;
+    if !whole {
+        let mut last = [0];
+        let n = file.read_at(&mut last, file.metadata()?.len().saturating_sub(1))?;
+        previous = last[..n].to_vec();
+    }
+    file.write_all(&make(&previous, whole))
+}
+
+/// The regular file `path` opened to append to (and to be read, with
+/// `read`), created if need be: never through a symbolic link, never a
+/// device (opening one can act on it), never waiting for a FIFO's reader.
+fn opened_to_append(path: &Path, read: bool) -> io::Result<File> {
     let not_regular = || io::Error::other("not a regular file");
     if refusal(path)?.is_some() {
         return Err(not_regular());
     }
-    let mut file = OpenOptions::new()
+    let file = OpenOptions::new()
+        .read(read)
         .append(true)
         .create(true)
         .mode(0o666)
@@ -115,7 +145,7 @@ pub fn append(path: &Path, bytes: &[u8]) -> io::Result<()> {
     if !file.metadata()?.is_file() {
         return Err(not_regular());
     }
-    file.write_all(bytes)
+    Ok(file)
 }
 
 /// Checks, before anything runs, that `path` can be a file backoff writes

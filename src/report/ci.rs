@@ -183,16 +183,77 @@ impl StepFiles {
 
     /// Appends the run's outputs and its summary. A file that cannot be
     /// written is said on one line, and nothing else changes.
-    pub fn write(&self, recorder: &Recorder, exit: Exit) {
+    /// `delimiter` ends each output's value (see `outputs`).
+    pub fn write(&self, recorder: &Recorder, exit: Exit, delimiter: &str) {
         if let Some(path) = &self.output {
-            append("GITHUB_OUTPUT", path, &outputs(recorder, exit));
+            let ours = outputs(recorder, exit, delimiter);
+            let written = atomic::append_after(path, |previous, whole| {
+                let mut text = reopened(previous, whole).into_bytes();
+                text.extend_from_slice(ours.as_bytes());
+                text
+            });
+            if let Err(e) = written {
+                cannot_write("GITHUB_OUTPUT", path, &e);
+            }
         }
         if let Some(path) = &self.summary {
-            let rows: Vec<AttemptRow> = recorder.rows().collect();
+            let rows = SummaryRows::of(recorder.rows());
             let doc = summary(recorder.name(), recorder.ending(), &rows);
             append("GITHUB_STEP_SUMMARY", path, &doc);
         }
     }
+}
+
+/// A delimiter for the values of `$GITHUB_OUTPUT` that no value and no
+/// line the command wrote holds, made of the random `bits`.
+pub fn delimiter(bits: [u64; 2]) -> String {
+    format!("ghadelimiter_{:016x}{:016x}", bits[0], bits[1])
+}
+
+/// What `$GITHUB_OUTPUT` needs after what it holds (`previous`, all of it
+/// if `whole`, else its last byte) for backoff's outputs to be read as
+/// backoff wrote them, whatever an attempt killed while writing it left:
+/// a newline after a line left unfinished, and the delimiter of a
+/// `NAME<<DELIMITER` value left open. The file is read as the runner reads
+/// it: line by line (a `\r` before the `\n` is no part of the line), empty
+/// lines skipped, `NAME=VALUE` when `=` comes before any `<<`, else
+/// `NAME<<DELIMITER` and the value's lines up to one that is `DELIMITER`.
+fn reopened(previous: &[u8], whole: bool) -> String {
+    let unfinished = previous.last().is_some_and(|&b| b != b'\n');
+    let mut open: Option<&[u8]> = None;
+    if whole {
+        for line in previous.split(|&b| b == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if let Some(delimiter) = open {
+                if line == delimiter {
+                    open = None;
+                }
+            } else {
+                let equals = find(line, b"=");
+                if let Some(heredoc) = find(line, b"<<")
+                    && equals.is_none_or(|e| heredoc < e)
+                    && heredoc > 0
+                    && heredoc + 2 < line.len()
+                {
+                    open = Some(&line[heredoc + 2..]);
+                }
+            }
+        }
+    }
+    let mut text = String::new();
+    if unfinished {
+        text.push('\n');
+    }
+    if let Some(delimiter) = open {
+        text.push_str(&String::from_utf8_lossy(delimiter));
+        text.push('\n');
+    }
+    text
+}
+
+/// Where `needle` first starts in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// The step's outcome in GitHub's own words: `success`, `failure`, or
@@ -210,16 +271,20 @@ fn outcome(recorder: &Recorder, exit: Exit) -> &'static str {
     }
 }
 
-/// The step's outputs, one `key=value` line each.
-fn outputs(recorder: &Recorder, exit: Exit) -> String {
-    format!(
-        "attempts={}\nretries={}\nexit_code={}\noutcome={}\nreason={}\n",
-        recorder.attempts(),
-        recorder.retry_count(),
-        exit.shell_code(),
-        outcome(recorder, exit),
-        recorder.reason()
-    )
+/// The step's outputs, each as `key<<DELIMITER`, its value, and
+/// `DELIMITER`: a form that a line left unfinished before cannot run into.
+fn outputs(recorder: &Recorder, exit: Exit, delimiter: &str) -> String {
+    let mut text = String::new();
+    for (key, value) in [
+        ("attempts", recorder.attempts().to_string()),
+        ("retries", recorder.retry_count().to_string()),
+        ("exit_code", exit.shell_code().to_string()),
+        ("outcome", outcome(recorder, exit).to_owned()),
+        ("reason", recorder.reason().to_owned()),
+    ] {
+        let _ = write!(text, "{key}<<{delimiter}\n{value}\n{delimiter}\n");
+    }
+    text
 }
 
 /// A duration as backoff's lines write it, or `–` where there is none.
@@ -246,23 +311,82 @@ fn markdown_text(s: &str) -> String {
         .collect()
 }
 
+/// How many of the first attempts, and of the last, the step summary
+/// shows: with the line that tells how many were left out between them,
+/// the summary stays under `SUMMARY_MAX` (GitHub takes up to 1 MiB).
+const SUMMARY_HEAD: usize = 100;
+const SUMMARY_TAIL: usize = 100;
+
+/// The most the step summary holds (a row is under 100 bytes; the name and
+/// the ending are cut at `SUMMARY_TEXT` characters each).
+pub const SUMMARY_MAX: usize = 64 << 10;
+
+/// The most characters of the name, or of the ending, the summary shows.
+const SUMMARY_TEXT: usize = 1000;
+
+/// The rows the step summary shows: the first and the last attempts, and
+/// how many were left out between them; only those are kept, however many
+/// attempts there were.
+#[derive(Debug, Default)]
+struct SummaryRows {
+    head: Vec<AttemptRow>,
+    tail: std::collections::VecDeque<AttemptRow>,
+    left_out: u64,
+}
+
+impl SummaryRows {
+    fn of(rows: impl Iterator<Item = AttemptRow>) -> SummaryRows {
+        let mut kept = SummaryRows::default();
+        for row in rows {
+            if kept.head.len() < SUMMARY_HEAD {
+                kept.head.push(row);
+                continue;
+            }
+            if kept.tail.len() == SUMMARY_TAIL {
+                kept.tail.pop_front();
+                kept.left_out += 1;
+            }
+            kept.tail.push_back(row);
+        }
+        kept
+    }
+}
+
+/// `s` cut to `SUMMARY_TEXT` characters, with `…` where it was cut.
+fn shortened(s: &str) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(SUMMARY_TEXT) {
+        Some((at, _)) => format!("{}…", &s[..at]).into(),
+        None => s.into(),
+    }
+}
+
 /// The step summary: a heading naming the command, how the run ended, and
-/// a table of its attempts.
-fn summary(name: &str, ending: Option<&str>, rows: &[AttemptRow]) -> String {
-    let mut doc = format!("### backoff: {}\n\n", markdown_text(name));
+/// a table of its attempts (the first and the last, with a row that says
+/// how many were left out between them).
+fn summary(name: &str, ending: Option<&str>, rows: &SummaryRows) -> String {
+    let mut doc = format!("### backoff: {}\n\n", markdown_text(&shortened(name)));
     if let Some(ending) = ending {
-        let _ = write!(doc, "{}\n\n", markdown_text(ending));
+        let _ = write!(doc, "{}\n\n", markdown_text(&shortened(ending)));
     }
     doc.push_str("| Attempt | Outcome | Duration | Delay after |\n| ---: | --- | ---: | ---: |\n");
-    for r in rows {
+    let row = |doc: &mut String, r: &AttemptRow| {
         let _ = writeln!(
             doc,
             "| {} | {} | {} | {} |",
             r.number,
-            cell(&r.outcome),
+            cell(&shortened(&r.outcome)),
             or_dash(r.duration),
             or_dash(r.delay_after)
         );
+    };
+    for r in &rows.head {
+        row(&mut doc, r);
+    }
+    if rows.left_out > 0 {
+        let _ = writeln!(doc, "| … | {} attempts left out | | |", rows.left_out);
+    }
+    for r in &rows.tail {
+        row(&mut doc, r);
     }
     doc.push('\n');
     doc
@@ -311,8 +435,14 @@ pub fn gitlab_table(rows: &[AttemptRow]) -> String {
 /// it cannot.
 fn append(var: &str, path: &Path, text: &str) {
     if let Err(e) = atomic::append(path, text.as_bytes()) {
-        say(&format!("cannot write ${var} '{}': {e}", path.display()));
+        cannot_write(var, path, &e);
     }
+}
+
+/// Says on one line that the file at `path`, named by `var`, was not
+/// written, and why.
+fn cannot_write(var: &str, path: &Path, e: &std::io::Error) {
+    say(&format!("cannot write ${var} '{}': {e}", path.display()));
 }
 
 #[cfg(test)]
@@ -400,7 +530,11 @@ mod tests {
 
     #[test]
     fn the_summary_heading_shows_a_name_as_it_is() {
-        let doc = summary("a|b *x* <b>hi</b> [l](u) `c`", None, &[]);
+        let doc = summary(
+            "a|b *x* <b>hi</b> [l](u) `c`",
+            None,
+            &SummaryRows::default(),
+        );
         assert!(
             doc.starts_with("### backoff: a\\|b \\*x\\* \\<b\\>hi\\</b\\> \\[l\\](u) \\`c\\`\n"),
             "{doc}"
@@ -412,7 +546,7 @@ mod tests {
         let doc = summary(
             "job",
             Some("giving up after 2 attempts in 1.20s: exit 1"),
-            &rows(),
+            &SummaryRows::of(rows().into_iter()),
         );
         assert_eq!(
             doc,
@@ -423,6 +557,48 @@ mod tests {
              | 1 | exit 1 | 12ms | 312ms |\n\
              | 2 | a\\|b\\n | – | – |\n\n"
         );
+    }
+
+    #[test]
+    fn a_long_run_s_summary_keeps_the_first_and_last_rows_under_its_cap() {
+        let many = (1..=50_000).map(|number| AttemptRow {
+            number,
+            outcome: "signal TERM, condition not met".to_owned(),
+            duration: Some(Duration::from_millis(1234)),
+            delay_after: Some(Duration::from_secs(86_399)),
+        });
+        let rows = SummaryRows::of(many);
+        assert_eq!(rows.head.len() + rows.tail.len(), 200);
+        let long = "n".repeat(100_000);
+        let doc = summary(&long, Some(&long), &rows);
+        assert!(doc.len() < SUMMARY_MAX, "{}", doc.len());
+        assert!(doc.contains("\n| 100 | signal TERM"), "{doc}");
+        assert!(doc.contains("\n| … | 49800 attempts left out | | |\n| 49901 | "));
+        assert!(doc.contains("\n| 50000 | "));
+    }
+
+    #[test]
+    fn what_github_output_needs_before_backoff_s_outputs() {
+        let cases: [(&str, &str); 11] = [
+            ("", ""),
+            ("a=1\n", ""),
+            ("a=1", "\n"),
+            ("a<<EOF\nx\nEOF\n", ""),
+            ("a<<EOF\nx\nEOF", "\n"),
+            ("a<<EOF\nx\n", "EOF\n"),
+            ("a<<EOF\r\nx", "\nEOF\n"),
+            ("a<<E", "\nE\n"),
+            // `=` first: a plain value, whatever follows.
+            ("a=b<<EOF\n", ""),
+            ("a<<X=Y\n", "X=Y\n"),
+            ("b<<EOF\n\nc<<D\n", "EOF\n"),
+        ];
+        for (previous, want) in cases {
+            assert_eq!(reopened(previous.as_bytes(), true), want, "{previous:?}");
+        }
+        // Only the last byte of a larger file.
+        assert_eq!(reopened(b"x", false), "\n");
+        assert_eq!(reopened(b"\n", false), "");
     }
 
     #[test]

@@ -13,11 +13,15 @@ use std::time::Duration;
 use console::Term;
 
 use crate::report::Std;
+use std::os::fd::AsFd as _;
 
 /// The status line, while one is shown.
 pub struct Live {
     term: Term,
     shown: bool,
+    /// The columns of the line shown: after the terminal shrinks, it may
+    /// span several of its rows, all of which are cleared.
+    written: usize,
 }
 
 impl Default for Live {
@@ -25,8 +29,16 @@ impl Default for Live {
         Live {
             term: Term::read_write_pair(std::io::stdin(), Std::Err),
             shown: false,
+            written: 0,
         }
     }
+}
+
+/// How many rows above the cursor a line of `written` columns spans on a
+/// terminal `width` columns wide, once the terminal has wrapped it (as
+/// tmux, xterm and VTE do when they shrink), the cursor after its end.
+fn rows_above(written: usize, width: usize) -> usize {
+    written.saturating_sub(1).checked_div(width).unwrap_or(0)
 }
 
 impl Live {
@@ -34,9 +46,16 @@ impl Live {
     /// shown. A line too long for the terminal loses the end of its head
     /// (`…`), so that the tail, the time left, still shows.
     pub fn show(&mut self, head: &str, tail: &str) {
+        // In the background of an interactive shell, the terminal is the
+        // user's: nothing is drawn (nor cleared) over the prompt.
+        if !crate::sys::fd::in_foreground(std::io::stderr().as_fd()) {
+            self.shown = false;
+            return;
+        }
         // Three columns short of the width (80 where it is unknown): room
         // for an echoed `^C` and the cursor, so that nothing wraps.
-        let width = usize::from(self.term.size_checked().map_or(80, |(_, w)| w)).saturating_sub(3);
+        let columns = usize::from(self.term.size_checked().map_or(80, |(_, w)| w));
+        let width = columns.saturating_sub(3);
         let tail_width = console::measure_text_width(tail);
         let line = if tail_width + 10 <= width {
             format!(
@@ -46,9 +65,22 @@ impl Live {
         } else {
             console::truncate_str(&format!("{head}{tail}"), width, "…").into_owned()
         };
-        let _ = self.term.clear_line();
+        self.erase(columns);
         let _ = self.term.write_str(&line);
         self.shown = true;
+        self.written = console::measure_text_width(&line);
+    }
+
+    /// Clears the line shown, on every row of the terminal it now spans,
+    /// leaving the cursor at the start of the first.
+    fn erase(&mut self, columns: usize) {
+        let _ = self.term.clear_line();
+        if self.shown {
+            let above = rows_above(self.written, columns);
+            if above > 0 {
+                let _ = self.term.clear_last_lines(above);
+            }
+        }
     }
 
     /// Starts the next status line on a line of its own: after a hook,
@@ -63,8 +95,10 @@ impl Live {
     /// Clears the status line, if one is shown, leaving the cursor at the
     /// start of its (now empty) line.
     pub fn clear(&mut self) {
-        if std::mem::take(&mut self.shown) {
-            let _ = self.term.clear_line();
+        if self.shown {
+            let columns = usize::from(self.term.size_checked().map_or(80, |(_, w)| w));
+            self.erase(columns);
+            self.shown = false;
         }
     }
 }
@@ -89,6 +123,16 @@ pub fn seconds_left(left: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_wider_than_the_terminal_spans_the_rows_above_the_cursor() {
+        assert_eq!(rows_above(0, 80), 0);
+        assert_eq!(rows_above(77, 80), 0);
+        assert_eq!(rows_above(80, 80), 0);
+        assert_eq!(rows_above(81, 80), 1);
+        assert_eq!(rows_above(97, 40), 2);
+        assert_eq!(rows_above(97, 0), 0);
+    }
 
     #[test]
     fn the_time_left_is_rounded_up_to_whole_seconds() {

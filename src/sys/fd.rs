@@ -60,6 +60,18 @@ pub fn tee(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
     }
 }
 
+/// Whether `fd` is a terminal whose foreground process group is
+/// backoff's: false for a backoff in the background of an interactive
+/// shell, which must not draw over the user's prompt.
+pub fn in_foreground(fd: BorrowedFd<'_>) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: tcgetpgrp reads the terminal of a descriptor that `fd` keeps
+    // open (a descriptor that is no terminal gives -1), and getpgrp cannot
+    // fail.
+    let (terminal, own) = unsafe { (libc::tcgetpgrp(fd.as_raw_fd()), libc::getpgrp()) };
+    terminal == own
+}
+
 /// Whether `a` and `b` are the same file, pipe or terminal (their device
 /// and inode agree); false when either cannot be asked.
 pub fn same_file(a: impl AsFd, b: impl AsFd) -> bool {

@@ -16,13 +16,15 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use crate::signal::{TERMINATING, real_time};
 use crate::sys::fd::set_nonblocking;
 
-/// The signals backoff watches: those that end a run, job control, and the
-/// end of a child.
+/// The signals backoff watches: those that end a run, job control, the
+/// end of a child, and a change of the terminal's size (which redraws the
+/// countdown).
 fn watched() -> impl Iterator<Item = c_int> {
     TERMINATING.iter().copied().chain(real_time()).chain([
         libc::SIGTSTP,
         libc::SIGCONT,
         libc::SIGCHLD,
+        libc::SIGWINCH,
     ])
 }
 

@@ -283,7 +283,7 @@ fn a_corrupt_truncated_or_huge_state_is_reported_once_and_becomes_a_fresh_bucket
         .assert()
         .code(125)
         .stderr(predicates::str::contains(
-            "'backoff budget reset closed' repairs it",
+            "'backoff budget reset closed' with the same --budget-dir repairs it",
         ));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a state\n");
     backoff(["budget", "reset", "closed", "--budget-dir"])

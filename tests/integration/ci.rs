@@ -36,18 +36,47 @@ fn stderr_lines(out: &Output) -> Vec<String> {
         .collect()
 }
 
-/// The `key=value` lines of a `$GITHUB_OUTPUT` file, each key once.
+/// The outputs of a `$GITHUB_OUTPUT` file, each key once, read as the
+/// runner reads the file: line by line (without a `\r` before the `\n`),
+/// empty lines skipped, `NAME=VALUE` when `=` comes before any `<<`, else
+/// `NAME<<DELIMITER` and the lines of the value up to one that is
+/// `DELIMITER`; anything else fails the step, and fails here.
 fn outputs(path: &Path) -> BTreeMap<String, String> {
     let text = std::fs::read_to_string(path).expect("read GITHUB_OUTPUT");
     let mut map = BTreeMap::new();
-    for line in text.lines() {
-        let (k, v) = line
-            .split_once('=')
-            .unwrap_or_else(|| panic!("not key=value: {line:?} in {text:?}"));
-        assert!(
-            map.insert(k.to_owned(), v.to_owned()).is_none(),
-            "{k} twice: {text:?}"
-        );
+    let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
+    while let Some(line) = lines.next() {
+        if line.is_empty() {
+            continue;
+        }
+        let equals = line.find('=');
+        let (k, v) = match line.find("<<") {
+            Some(h) if equals.is_none_or(|e| h < e) => {
+                let (k, delimiter) = (&line[..h], &line[h + 2..]);
+                assert!(
+                    !k.is_empty() && !delimiter.is_empty(),
+                    "invalid {line:?} in {text:?}"
+                );
+                let mut value = Vec::new();
+                loop {
+                    let l = lines
+                        .next()
+                        .unwrap_or_else(|| panic!("no delimiter {delimiter:?} in {text:?}"));
+                    if l == delimiter {
+                        break;
+                    }
+                    value.push(l);
+                }
+                (k, value.join("\n"))
+            }
+            _ => {
+                let (k, v) = line
+                    .split_once('=')
+                    .unwrap_or_else(|| panic!("invalid {line:?} in {text:?}"));
+                (k, v.to_owned())
+            }
+        };
+        assert!(map.insert(k.to_owned(), v).is_none(), "{k} twice: {text:?}");
     }
     map
 }
@@ -247,6 +276,59 @@ fn a_step_interrupted_by_sigterm_is_cancelled_in_its_outputs() {
     let rows = summary_rows(&summary);
     assert_eq!(rows.len(), 1, "{summary}");
     assert_eq!(rows[0][1], "signal TERM", "{summary}");
+}
+
+#[test]
+fn the_outputs_are_read_whatever_an_attempt_left_unfinished_in_github_output() {
+    // What an attempt killed while writing its own output leaves, and the
+    // value the runner then reads for it.
+    for (left, value) in [
+        ("mine=half", "half"),
+        ("mine=one\r", "one"),
+        ("mine<<EOF\nfirst\nsecond", "first\nsecond"),
+        ("mine<<EOF\nfirst\n", "first"),
+        ("mine<<EO", ""),
+        ("mine<<EOF\nEOF", ""),
+    ] {
+        let dir = TempDir::new("gh-unfinished");
+        let script = format!("printf '%s' '{left}' >> \"$GITHUB_OUTPUT\"; exit 4");
+        let out = finished(in_github_step(
+            &dir,
+            &sh("-q --attempts 2 --base 1ms", &script),
+        ));
+        assert_eq!(out.status.code(), Some(4), "{left:?}");
+        let mut want = expected(2, 1, 4, "failure", "exhausted");
+        let got = outputs(&dir.join("output"));
+        // The value the first attempt left is read, open or not, and the
+        // second attempt's lines (the same again) are part of it.
+        let mine = got
+            .get("mine")
+            .unwrap_or_else(|| panic!("{left:?}: {got:?}"));
+        assert!(mine.starts_with(value), "{left:?}: {mine:?}");
+        want.insert("mine".to_owned(), mine.clone());
+        assert_eq!(got, want, "{left:?}");
+    }
+}
+
+#[test]
+fn a_long_run_s_step_summary_shows_its_first_and_last_attempts() {
+    let dir = TempDir::new("gh-long");
+    let out = finished(in_github_step(
+        &dir,
+        &sh(&format!("-q --attempts 250 {NO_DELAY}"), "exit 1"),
+    ));
+    assert_eq!(out.status.code(), Some(1));
+    let summary = std::fs::read_to_string(dir.join("summary")).unwrap();
+    let rows = summary_rows(&summary);
+    let numbers: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    let want: Vec<String> = (1..=100)
+        .map(|n| n.to_string())
+        .chain(["…".to_owned()])
+        .chain((151..=250).map(|n| n.to_string()))
+        .collect();
+    assert_eq!(numbers, want, "{summary}");
+    assert_eq!(rows[100][1], "50 attempts left out", "{summary}");
+    assert_eq!(rows[101][1], "exit 1", "{summary}");
 }
 
 #[test]
@@ -667,4 +749,28 @@ fn the_composite_action_installs_backoff_and_retries_the_script_until_it_passes(
 fn say_took(step: usize, took: Duration) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "action step {step} took {took:.1?}");
+}
+
+#[test]
+fn a_fold_closes_on_a_line_of_its_own_after_an_unfinished_last_line() {
+    for (format, end) in [
+        ("github", "::endgroup::"),
+        ("gitlab", "\x1b[0Ksection_end:"),
+    ] {
+        let mut cmd = in_gitlab_job(&sh(
+            &format!("--log-format {format} --attempts 2 {NO_DELAY}"),
+            "printf 'half a line' >&2; exit 1",
+        ));
+        cmd.env("GITHUB_ACTIONS", "true");
+        let out = finished(cmd);
+        assert_eq!(out.status.code(), Some(1));
+        let lines = stderr_lines(&out);
+        let halves: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i] == "half a line")
+            .collect();
+        assert_eq!(halves.len(), 2, "{format}: {lines:#?}");
+        for i in halves {
+            assert!(lines[i + 1].starts_with(end), "{format}: {lines:#?}");
+        }
+    }
 }

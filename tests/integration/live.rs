@@ -277,3 +277,87 @@ fn no_countdown_reaches_a_pipe() {
         "{stderr:?}"
     );
 }
+
+#[test]
+fn after_the_terminal_shrinks_the_countdown_is_drawn_again_without_pieces_of_the_old() {
+    let dir = TempDir::new("live-resize");
+    let name = "a name of some thirty columns";
+    let term = Terminal::start(
+        "resize",
+        100,
+        &flaky(
+            &dir,
+            &["--name", name, "--delays", "30s", "--jitter", "none"],
+        ),
+    );
+    let countdown = |l: &str| {
+        l.starts_with(&format!(
+            "backoff: {name}: attempt 1/7 failed (exit 1); retrying in "
+        ))
+    };
+    term.wait_for("the countdown", countdown);
+    let out = term.run(&["resize-window", "-x", "40"]);
+    assert!(out.status.success(), "tmux: {out:?}");
+    // Drawn again to the new width, its head cut.
+    let cut = |l: &str| {
+        l.starts_with("backoff: a name") && l.contains('…') && l.contains("; retrying in ")
+    };
+    let screen = term.wait_for("the countdown cut to 40 columns", cut);
+    let row = screen.iter().find(|l| cut(l)).unwrap();
+    assert!(row.chars().count() <= 37, "{row:?}");
+    // The failure's own line (wrapped at 40 columns) and the countdown
+    // start rows with `backoff: `; a piece of the old countdown would too.
+    let starts: Vec<&String> = screen
+        .iter()
+        .filter(|l| l.starts_with("backoff: "))
+        .collect();
+    assert_eq!(starts.len(), 2, "{screen:#?}");
+    assert!(
+        !screen
+            .iter()
+            .any(|l| l.contains("retrying in 30s") && !cut(l)),
+        "{screen:#?}"
+    );
+    let _ = term.run(&["send-keys", "C-c"]);
+    term.wait_end();
+}
+
+#[test]
+fn a_backoff_in_the_background_of_an_interactive_shell_draws_no_countdown() {
+    let dir = TempDir::new("live-bg");
+    let shell = [
+        "env".to_owned(),
+        "PS1=$ ".to_owned(),
+        "bash".to_owned(),
+        "--norc".to_owned(),
+        "--noprofile".to_owned(),
+        "-i".to_owned(),
+    ];
+    let term = Terminal::start("background", 100, &shell);
+    term.wait_for("the prompt", |l| l.starts_with('$'));
+    let argv = flaky(&dir, &["--delays", "2s", "--jitter", "none"]);
+    let line: Vec<String> = argv
+        .iter()
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect();
+    let job = format!("{} &", line.join(" "));
+    let out = term.run(&["send-keys", "-l", &job]);
+    assert!(out.status.success(), "tmux: {out:?}");
+    let _ = term.run(&["send-keys", "Enter"]);
+    // From the failure of the first run to the output of the second, the
+    // screen is sampled: no countdown shows.
+    term.wait_for("the failure", |l| {
+        l.starts_with("backoff: attempt 1/7 failed (exit 1) after ")
+    });
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let screen = term.screen();
+        assert!(screen.iter().all(|l| !is_countdown(l)), "{screen:#?}");
+        if screen.iter().any(|l| l == "output of run 2") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no second run: {screen:#?}");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let _ = term.run(&["send-keys", "exit", "Enter"]);
+}

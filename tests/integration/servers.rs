@@ -326,7 +326,9 @@ fn output_rules_too_large_to_search_together_are_refused() {
     cmd.args(["--", "true"])
         .assert()
         .code(125)
-        .stderr(predicate::str::contains("invalid output rules"));
+        .stderr(predicate::str::contains(
+            "for '--stop-if-output': the output patterns together take more than 2 MiB compiled",
+        ));
 }
 
 #[test]

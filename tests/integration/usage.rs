@@ -298,3 +298,202 @@ fn a_missing_value_key_or_subcommand_is_named_on_one_line() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// backoff's stderr for `args` with the environment `env` (and none of the
+/// caller's `BACKOFF_` variables), and its exit code.
+fn run_with(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut cmd = backoff(args);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("BACKOFF_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.envs(env.iter().copied());
+    let out = cmd.output().unwrap();
+    (out.status.code(), String::from_utf8(out.stderr).unwrap())
+}
+
+#[test]
+fn refusals_quote_the_value_as_given_and_say_where_it_came_from() {
+    for (args, env, line) in [
+        (
+            &["--base", "0ms"][..],
+            &[][..],
+            "invalid value '0ms' for '--base': must be above zero",
+        ),
+        (
+            &["--cap", "50ms"],
+            &[],
+            "invalid value '100ms' for '--base' (its default): greater than --cap (50ms)",
+        ),
+        (
+            &["--base", "1m30s", "--cap", "1m"],
+            &[],
+            "invalid value '1m30s' for '--base': greater than --cap (1m)",
+        ),
+        (
+            &[],
+            &[("BACKOFF_CAP", "1ms")],
+            "invalid value '100ms' for '--base' (its default): greater than --cap (1ms, from BACKOFF_CAP)",
+        ),
+        (
+            &[],
+            &[("BACKOFF_BASE", "0s")],
+            "invalid value '0s' for BACKOFF_BASE (from the environment, for '--base'): must be above zero",
+        ),
+        (
+            &["--timeout", "0s"],
+            &[],
+            "invalid value '0s' for '--timeout': must be above zero",
+        ),
+        (
+            &["--delays", "0ms,1s"],
+            &[],
+            "invalid value '0ms,1s' for '--delays': a bound of zero needs --jitter none",
+        ),
+        (
+            &["--poll", "0s", "--jitter", "full"],
+            &[],
+            "invalid value '0s' for '--poll': an interval of zero needs --jitter none",
+        ),
+    ] {
+        let (code, stderr) = run_with(&[args, &["--", "true"]].concat(), env);
+        assert_eq!(code, Some(125), "{args:?} {env:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with(&format!("backoff: {line}")),
+            "{args:?} {env:?}: {stderr:?} is not {line:?}"
+        );
+    }
+}
+
+/// A command line, its environment, the advice its message gives, and the
+/// command line that follows the advice.
+type Advice<'a> = (
+    &'a [&'a str],
+    &'a [(&'a str, &'a str)],
+    &'a str,
+    &'a [&'a str],
+);
+
+#[test]
+fn every_piece_of_advice_followed_literally_works() {
+    let dir = TempDir::new("advice");
+    let budget_dir = dir.path().to_str().unwrap().to_owned();
+    std::fs::write(dir.join("k.budget"), "garbage").unwrap();
+    let no_home = [("HOME", ""), ("XDG_STATE_HOME", "")];
+    let plot = format!("{budget_dir}/plot.svg");
+    // What is refused (or said), the advice in its message, and the
+    // command line that follows it, which must be neither refused nor
+    // given the same advice.
+    let cases: [Advice; 9] = [
+        (
+            &["--base", "0s", "--", "true"],
+            &[],
+            "add --cap 0s --jitter none",
+            &[
+                "--base", "0s", "--cap", "0s", "--jitter", "none", "--", "true",
+            ],
+        ),
+        (
+            &["--delays", "0s,1s", "--", "true"],
+            &[],
+            "needs --jitter none",
+            &["--delays", "0s,1s", "--jitter", "none", "--", "true"],
+        ),
+        (
+            &["--poll", "0s", "--jitter", "full", "--", "true"],
+            &[],
+            "needs --jitter none",
+            &["--poll", "0s", "--jitter", "none", "--", "true"],
+        ),
+        (
+            &["--delays", "1s", "--jitter", "decorrelated", "--", "true"],
+            &[],
+            "give --jitter full, equal or none",
+            &["--delays", "1s", "--jitter", "full", "--", "true"],
+        ),
+        (
+            &["--attempts", "99999999999", "--", "true"],
+            &[],
+            "use --forever for no limit",
+            &["--forever", "--", "true"],
+        ),
+        (
+            &["--budget", "j", "--", "true"],
+            &no_home,
+            "give --budget-dir DIR",
+            &["--budget", "j", "--budget-dir", &budget_dir, "--", "true"],
+        ),
+        (
+            &["budget", "show", "k", "--budget-dir", &budget_dir],
+            &[],
+            "'backoff budget reset k' with the same --budget-dir repairs it",
+            &["budget", "reset", "k", "--budget-dir", &budget_dir],
+        ),
+        (
+            &["--bogus", "--", "true"],
+            &[],
+            "(see 'backoff --help')",
+            &["--help"],
+        ),
+        (
+            &["simulate", "--format", "svg"],
+            &[],
+            "(use --plot FILE)",
+            &["simulate", "--clients", "2", "--runs", "1", "--plot", &plot],
+        ),
+    ];
+    for (bad, env, advice, fixed) in cases {
+        let (_, stderr) = run_with(bad, env);
+        assert!(
+            stderr.contains(advice),
+            "{bad:?}: {stderr:?} lacks {advice:?}"
+        );
+        let (code, stderr) = run_with(fixed, env);
+        assert_ne!(code, Some(125), "{fixed:?}: {stderr}");
+        assert!(!stderr.contains(advice), "{fixed:?}: {stderr}");
+    }
+    // The repaired budget is shown.
+    let (code, stderr) = run_with(&["budget", "show", "k", "--budget-dir", &budget_dir], &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn an_oversized_set_of_output_patterns_is_refused_before_it_is_all_compiled() {
+    let dir = TempDir::new("patterns");
+    let peak = dir.join("peak");
+    // Each of these takes some 20 MB compiled (Unicode's \w, 300 times).
+    let patterns: Vec<String> = (0..80).map(|i| format!(r"\w{{3{i:02}}}")).collect();
+    let mut cmd = std::process::Command::new("/usr/bin/time");
+    cmd.args(["-f", "%M", "-o"])
+        .arg(&peak)
+        .arg(crate::support::bin());
+    cmd.args(["--attempts", "1"]);
+    for p in &patterns {
+        cmd.args(["--until-output", p]);
+    }
+    let out = cmd
+        .args(["--", "true"])
+        .output()
+        .expect("GNU time at /usr/bin/time");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(r"backoff: invalid value '\w{3")
+            && stderr.contains(
+                "for '--until-output': the output patterns together take more than 2 MiB compiled"
+            ),
+        "{stderr}"
+    );
+    // GNU time says how the command exited first, then the peak in KiB.
+    let said = std::fs::read_to_string(&peak).unwrap();
+    let kib: u64 = said
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .parse()
+        .expect(&said);
+    assert!(kib < 50 << 10, "peak {kib} KiB");
+}
