@@ -357,8 +357,7 @@ fn write_ci(cfg: &RunConfig, recorder: &Recorder, exit: Exit) {
         );
     }
     if cfg.log_format == LogFormat::Gitlab && cfg.verbosity != crate::report::Verbosity::Quiet {
-        let rows: Vec<_> = recorder.rows().collect();
-        let _ = Std::Err.write_all(ci::gitlab_table(&rows).as_bytes());
+        let _ = Std::Err.write_all(ci::gitlab_table(recorder.rows()).as_bytes());
     }
 }
 

@@ -324,9 +324,11 @@ pub const SUMMARY_MAX: usize = 64 << 10;
 /// The most characters of the name, or of the ending, the summary shows.
 const SUMMARY_TEXT: usize = 1000;
 
-/// The rows the step summary shows: the first and the last attempts, and
-/// how many were left out between them; only those are kept, however many
-/// attempts there were.
+/// The rows the step summary and the GitLab table show: the first and the
+/// last attempts, and how many were left out between them; only those are
+/// kept, however many attempts there were. The rows given may already
+/// leave attempts out (the run's recorder keeps the first and last ones):
+/// what is left out is told by the attempts' numbers.
 #[derive(Debug, Default)]
 struct SummaryRows {
     head: Vec<AttemptRow>,
@@ -344,11 +346,21 @@ impl SummaryRows {
             }
             if kept.tail.len() == SUMMARY_TAIL {
                 kept.tail.pop_front();
-                kept.left_out += 1;
             }
             kept.tail.push_back(row);
         }
+        if let (Some(last), Some(next)) = (kept.head.last(), kept.tail.front()) {
+            kept.left_out = next.number.saturating_sub(last.number).saturating_sub(1);
+        }
         kept
+    }
+
+    /// Each row shown, after the count of attempts left out just before it
+    /// (0 for none).
+    fn shown(&self) -> impl Iterator<Item = (u64, &AttemptRow)> {
+        let gap = |i: usize| if i == 0 { self.left_out } else { 0 };
+        let tail = self.tail.iter().enumerate().map(move |(i, r)| (gap(i), r));
+        self.head.iter().map(|r| (0, r)).chain(tail)
     }
 }
 
@@ -379,13 +391,10 @@ fn summary(name: &str, ending: Option<&str>, rows: &SummaryRows) -> String {
             or_dash(r.delay_after)
         );
     };
-    for r in &rows.head {
-        row(&mut doc, r);
-    }
-    if rows.left_out > 0 {
-        let _ = writeln!(doc, "| … | {} attempts left out | | |", rows.left_out);
-    }
-    for r in &rows.tail {
+    for (left_out, r) in rows.shown() {
+        if left_out > 0 {
+            let _ = writeln!(doc, "| … | {left_out} attempts left out | | |");
+        }
         row(&mut doc, r);
     }
     doc.push('\n');
@@ -393,22 +402,32 @@ fn summary(name: &str, ending: Option<&str>, rows: &SummaryRows) -> String {
 }
 
 /// The table of attempts at the end of a GitLab CI job log: aligned
-/// columns, each line starting `backoff: `.
-pub fn gitlab_table(rows: &[AttemptRow]) -> String {
+/// columns, each line starting `backoff: `; the first and last attempts,
+/// with a row that says how many were left out between them.
+pub fn gitlab_table(rows: impl Iterator<Item = AttemptRow>) -> String {
+    let rows = SummaryRows::of(rows);
     let mut table: Vec<[String; 4]> = vec![[
         "attempt".to_owned(),
         "outcome".to_owned(),
         "duration".to_owned(),
         "delay after".to_owned(),
     ]];
-    table.extend(rows.iter().map(|r| {
-        [
+    for (left_out, r) in rows.shown() {
+        if left_out > 0 {
+            table.push([
+                "…".to_owned(),
+                format!("{left_out} attempts left out"),
+                String::new(),
+                String::new(),
+            ]);
+        }
+        table.push([
             r.number.to_string(),
             escape_controls(&r.outcome).into_owned(),
             or_dash(r.duration),
             or_dash(r.delay_after),
-        ]
-    }));
+        ]);
+    }
     let mut widths = [0; 4];
     for row in &table {
         for (w, c) in widths.iter_mut().zip(row) {
@@ -578,6 +597,30 @@ mod tests {
     }
 
     #[test]
+    fn attempts_the_recorder_left_out_are_counted_by_their_numbers() {
+        let row = |number| AttemptRow {
+            number,
+            outcome: "exit 1".to_owned(),
+            duration: None,
+            delay_after: None,
+        };
+        let rows = SummaryRows::of((1..=100).chain(151..=250).map(row));
+        assert_eq!(rows.left_out, 50);
+        let gaps: Vec<u64> = rows
+            .shown()
+            .map(|(gap, _)| gap)
+            .filter(|&g| g > 0)
+            .collect();
+        assert_eq!(gaps, [50]);
+        assert_eq!(SummaryRows::of((1..=3).map(row)).left_out, 0);
+        let table = gitlab_table((1..=100).chain(151..=250).map(row));
+        assert!(
+            table.contains("\nbackoff: …        50 attempts left out\nbackoff: 151 "),
+            "{table}"
+        );
+    }
+
+    #[test]
     fn what_github_output_needs_before_backoff_s_outputs() {
         let cases: [(&str, &str); 11] = [
             ("", ""),
@@ -604,7 +647,7 @@ mod tests {
     #[test]
     fn the_gitlab_table_is_aligned() {
         assert_eq!(
-            gitlab_table(&rows()),
+            gitlab_table(rows().into_iter()),
             "backoff: attempt  outcome  duration  delay after\n\
              backoff: 1        exit 1   12ms      312ms\n\
              backoff: 2        a|b\\n    –         –\n"

@@ -332,6 +332,42 @@ fn a_long_run_s_step_summary_shows_its_first_and_last_attempts() {
 }
 
 #[test]
+fn a_long_run_s_gitlab_table_shows_its_first_and_last_attempts() {
+    let mut cmd = in_gitlab_job(&sh(&format!("--attempts 250 {NO_DELAY}"), "exit 1"));
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let lines = stderr_lines(&out);
+    let header = lines
+        .iter()
+        .rposition(|l| l.starts_with("backoff: attempt  outcome"))
+        .unwrap_or_else(|| panic!("no table: {lines:#?}"));
+    let first: Vec<&str> = lines[header + 1..]
+        .iter()
+        .map(|l| {
+            l.strip_prefix("backoff: ")
+                .unwrap()
+                .split_whitespace()
+                .next()
+                .unwrap()
+        })
+        .collect();
+    let want: Vec<String> = (1..=100)
+        .map(|n| n.to_string())
+        .chain(["…".to_owned()])
+        .chain((151..=250).map(|n| n.to_string()))
+        .collect();
+    assert_eq!(first, want);
+    assert!(
+        lines[header + 101].contains("50 attempts left out"),
+        "{}",
+        lines[header + 101]
+    );
+}
+
+#[test]
 fn a_symlink_or_a_fifo_as_a_step_file_is_refused_and_left_alone() {
     let dir = TempDir::new("gh-refused");
     let target = dir.join("target");
