@@ -41,7 +41,7 @@ fn stderr_lines(out: &Output) -> Vec<String> {
 /// empty lines skipped, `NAME=VALUE` when `=` comes before any `<<`, else
 /// `NAME<<DELIMITER` and the lines of the value up to one that is
 /// `DELIMITER`; anything else fails the step, and fails here.
-fn outputs(path: &Path) -> BTreeMap<String, String> {
+pub(crate) fn outputs(path: &Path) -> BTreeMap<String, String> {
     let text = std::fs::read_to_string(path).expect("read GITHUB_OUTPUT");
     let mut map = BTreeMap::new();
     let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
@@ -82,7 +82,7 @@ fn outputs(path: &Path) -> BTreeMap<String, String> {
 }
 
 /// The expected outputs, as a map.
-fn expected(
+pub(crate) fn expected(
     attempts: u64,
     retries: u64,
     code: i32,
