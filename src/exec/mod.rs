@@ -163,6 +163,22 @@ impl RealExecutor {
         if guard.watch(pgid).is_ok() {
             return;
         }
+        self.replace_guard(pgid);
+    }
+
+    /// On SIGCHLD: replaces a guard that has died at once, telling the new
+    /// one `pgid`, rather than when it is next told a group. An attempt may
+    /// run for days: it must not run unguarded that long, and as PID 1 the
+    /// dead guard, a child of backoff's own not reaped, would hold up the
+    /// reaping of every orphan behind it.
+    fn keep_guard(&mut self, pgid: u32) {
+        if self.guard.as_ref().is_some_and(Guard::has_ended) {
+            self.replace_guard(pgid);
+        }
+    }
+
+    /// Replaces the guard, which is gone, with a new one told `pgid`.
+    fn replace_guard(&mut self, pgid: u32) {
         // Reaps the dead one.
         self.guard = None;
         self.guard = match Guard::start() {
@@ -203,7 +219,11 @@ impl RealExecutor {
                 .checked_add(step)
                 .map(|at| deadline.map_or(at, |d| at.min(d)))
                 .or(deadline);
-            got = Self::pending_termination(self.watch.wait(wake));
+            let signals = self.watch.wait(wake);
+            if signals.contains(&libc::SIGCHLD) {
+                self.keep_guard(pgid);
+            }
+            got = Self::pending_termination(signals);
             step = step.saturating_mul(2).min(Duration::from_millis(50));
         }
         got
@@ -369,6 +389,9 @@ impl Executor for RealExecutor {
             let got = self.watch.wait(deadline);
             if got.is_empty() {
                 return None;
+            }
+            if got.contains(&libc::SIGCHLD) {
+                self.keep_guard(0);
             }
             if let Some(sig) = Self::pending_termination(got) {
                 return Some(sig);

@@ -351,6 +351,32 @@ fn a_killed_guard_costs_no_attempt_and_a_new_one_watches_the_next() {
     });
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn a_guard_killed_during_an_attempt_is_replaced_before_the_attempt_ends() {
+    use crate::support::{PATIENCE, Running, command, eventually, gone, send};
+    // One long attempt: the guard is killed while it runs.
+    let mut cmd = command(["--max-retries", "0", "--", "sh", "-c"]);
+    cmd.arg("echo pid=$$; exec sleep 300");
+    let mut run = Running::start(cmd);
+    let line = run.wait_for("pid=");
+    let attempt: i32 = line.trim_start_matches("pid=").parse().unwrap();
+    let guard = guard_of(run.pid()).expect("a guard process");
+    send(guard, libc::SIGKILL);
+    // Before, the death was noticed only once the attempt had ended: the
+    // attempt ran unguarded meanwhile (and, as PID 1, no orphan was reaped
+    // behind the dead guard).
+    run.wait_for("the guard process died; a new one was started");
+    assert!(!gone(attempt), "the attempt ended: {:?}", run.seen);
+    let new = guard_of(run.pid()).expect("a new guard process");
+    assert_ne!(new, guard);
+    run.signal(libc::SIGKILL);
+    run.wait_exit(PATIENCE);
+    eventually("the attempt to be killed by the new guard", || {
+        gone(attempt)
+    });
+}
+
 /// backoff with `args` as PID 1 of a new PID namespace (as a container's
 /// entrypoint without an init), with a /proc of its own; `None`, said on
 /// one line, where `unshare` cannot make one.
@@ -398,6 +424,33 @@ fn as_pid_1_backoff_reaps_the_orphans_of_every_attempt() {
     let err = String::from_utf8_lossy(&out.stderr);
     // Before, each attempt's orphan stayed a zombie: "zombies 9".
     assert_eq!(String::from_utf8_lossy(&out.stdout), "zombies 0\n", "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn as_pid_1_backoff_reaps_orphans_during_an_attempt_after_its_guard_is_killed() {
+    // The dead guard, backoff's own child, is the first that has ended: the
+    // orphans that end behind it must be reaped all the same, while the
+    // attempt still runs.
+    let script = "echo start >&2; pkill -KILL -x backoff-guard; \
+                  i=0; while ! pgrep -x backoff-guard >/dev/null && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; \
+                  for n in 1 2 3 4 5 6 7 8 9 10; do sh -c 'sleep 0 & exit 0'; done; \
+                  i=0; while :; do z=$(cat /proc/[0-9]*/stat 2>/dev/null | grep -c ') Z '); \
+                  [ \"$z\" -eq 0 ] || [ $i -ge 1000 ] && break; sleep 0.01; i=$((i+1)); done; \
+                  echo \"zombies $z\"";
+    let Some(mut cmd) = as_pid_1(&["--max-retries", "0", "--", "sh", "-c", script]) else {
+        return;
+    };
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Before, the ten orphans (and the guard) stayed zombies until the
+    // attempt ended: "zombies 11".
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "zombies 0\n", "{err}");
+    assert!(
+        err.contains("the guard process died; a new one was started"),
+        "{err}"
+    );
     assert_eq!(out.status.code(), Some(0), "{err}");
 }
 
