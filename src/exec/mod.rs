@@ -14,7 +14,7 @@ mod wait;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant, SystemTime};
@@ -205,26 +205,38 @@ impl RealExecutor {
     /// signal meanwhile kills it at once, and is returned.
     fn end_leftovers(&mut self, pgid: u32) -> Option<libc::c_int> {
         let deadline = Instant::now().checked_add(self.options.kill_after);
-        // Those processes are not backoff's children: nothing tells when
-        // they end, so the group is looked at again, less often as it lasts.
+        // Where their ends cannot be waited for, the group is looked at
+        // again, less often as it lasts.
         let mut step = Duration::from_millis(1);
         let mut got = None;
-        while process::group_running(pgid) {
+        loop {
+            let alive = process::group_alive(pgid);
+            let fds: &[OwnedFd] = match &alive {
+                process::Alive::None => break,
+                process::Alive::Watched(fds) => fds,
+                process::Alive::Unwatched => &[],
+            };
             let now = Instant::now();
             if got.is_some() || deadline.is_some_and(|d| now >= d) {
                 let _ = signals::signal_group(pgid, libc::SIGKILL);
                 break;
             }
-            let wake = now
-                .checked_add(step)
-                .map(|at| deadline.map_or(at, |d| at.min(d)))
-                .or(deadline);
-            let signals = self.watch.wait(wake);
+            let wake = if fds.is_empty() {
+                step = step.saturating_mul(2).min(Duration::from_millis(50));
+                now.checked_add(step)
+                    .map(|at| deadline.map_or(at, |d| at.min(d)))
+                    .or(deadline)
+            } else {
+                deadline
+            };
+            // Until one of them ends (then the group is looked at again),
+            // a signal, or the deadline.
+            let watched: Vec<_> = fds.iter().map(|fd| (fd.as_fd(), false)).collect();
+            let (signals, _) = self.watch.wait_io(wake, &watched);
             if signals.contains(&libc::SIGCHLD) {
                 self.keep_guard(pgid);
             }
             got = Self::pending_termination(signals);
-            step = step.saturating_mul(2).min(Duration::from_millis(50));
         }
         got
     }

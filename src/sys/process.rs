@@ -17,11 +17,11 @@
 //! It also keeps the list of backoff's own children not yet reaped, so that
 //! the orphans the system hands to a PID 1 can be reaped without taking
 //! the status of one of them (`reap_orphans`), and tells whether anything
-//! of a process group is still running (`group_running`).
+//! of a process group is still running (`group_alive`).
 
 use std::ffi::{CString, OsStr, OsString, c_char};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
@@ -276,29 +276,58 @@ pub fn stopped_by(pid: u32) -> Option<libc::c_int> {
     status.stopping_signal()
 }
 
-/// Whether a process of the group `pgid` is alive, not only a zombie that
-/// nobody has reaped yet (where no init reaps, such zombies stay). Where
-/// `/proc` cannot tell, any process counts. (The group is looked for in
-/// `/proc` only when it exists at all.)
-pub fn group_running(pgid: u32) -> bool {
+/// What is alive of a process group: not only zombies that nobody has
+/// reaped yet (where no init reaps, such zombies stay).
+pub enum Alive {
+    /// Nothing.
+    None,
+    /// These processes, each a descriptor (a pidfd) that becomes readable
+    /// when it ends, so that their end is waited for, not polled.
+    Watched(Vec<OwnedFd>),
+    /// Something, that cannot be watched (no `/proc`, no pidfd): only
+    /// looking again tells when it ends.
+    Unwatched,
+}
+
+/// What is alive of the group `pgid`. (The group is looked for in `/proc`
+/// only when it exists at all.)
+pub fn group_alive(pgid: u32) -> Alive {
     if !signals::group_exists(pgid) {
-        return false;
+        return Alive::None;
     }
     #[cfg(target_os = "linux")]
     if let Ok(dir) = std::fs::read_dir("/proc") {
-        return dir.flatten().any(|entry| {
-            let name = entry.file_name();
-            let Some(number) = name
+        use rustix::process::{Pid, PidfdFlags, pidfd_open};
+        let mut fds = Vec::new();
+        for entry in dir.flatten() {
+            let Some(number) = entry
+                .file_name()
                 .to_str()
                 .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|n| n.parse::<i32>().ok())
             else {
-                return false;
+                continue;
             };
-            std::fs::read_to_string(format!("/proc/{number}/stat"))
+            if !std::fs::read_to_string(format!("/proc/{number}/stat"))
                 .is_ok_and(|stat| alive_in(&stat, pgid))
-        });
+            {
+                continue;
+            }
+            match Pid::from_raw(number).map(|p| pidfd_open(p, PidfdFlags::empty())) {
+                Some(Ok(fd)) => fds.push(fd),
+                // It has ended since.
+                Some(Err(rustix::io::Errno::SRCH)) => {}
+                // A kernel without pidfds (before 5.3).
+                _ => return Alive::Unwatched,
+            }
+        }
+        return if fds.is_empty() {
+            Alive::None
+        } else {
+            Alive::Watched(fds)
+        };
     }
-    signals::group_exists(pgid)
+    Alive::Unwatched
 }
 
 /// Whether the `/proc/PID/stat` line `stat` is of a process of the group
