@@ -535,8 +535,8 @@ pub fn curl_header_streams(args: &[OsString]) -> [bool; 2] {
             _ => None,
         };
         match dump.as_deref() {
-            Some("-" | "/dev/stdout" | "/dev/fd/1") => streams[0] = true,
-            Some("%" | "/dev/stderr" | "/dev/fd/2") => streams[1] = true,
+            Some("-" | "/dev/stdout" | "/dev/fd/1" | "/proc/self/fd/1") => streams[0] = true,
+            Some("%" | "/dev/stderr" | "/dev/fd/2" | "/proc/self/fd/2") => streams[1] = true,
             Some(_) => {}
             None => {
                 let w = word.split('=').next().unwrap_or_default();
