@@ -381,8 +381,10 @@ fn a_guard_killed_during_an_attempt_is_replaced_before_the_attempt_ends() {
 /// entrypoint without an init), with a /proc of its own; `None`, said on
 /// one line, where `unshare` cannot make one.
 #[cfg(target_os = "linux")]
-fn as_pid_1(args: &[&str]) -> Option<std::process::Command> {
-    const UNSHARE: [&str; 3] = ["--pid", "--fork", "--mount-proc"];
+fn as_pid_1(args: &[&str]) -> Option<assert_cmd::Command> {
+    // --kill-child: a backoff left when unshare is killed at the deadline
+    // is killed too.
+    const UNSHARE: [&str; 4] = ["--pid", "--fork", "--mount-proc", "--kill-child"];
     let works = std::process::Command::new("unshare")
         .args(UNSHARE)
         .arg("true")
@@ -396,6 +398,9 @@ fn as_pid_1(args: &[&str]) -> Option<std::process::Command> {
     cmd.args(UNSHARE).arg(crate::support::bin()).args(args);
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    // A backoff that hangs fails the test, within a deadline.
+    let mut cmd = assert_cmd::Command::from_std(cmd);
+    cmd.timeout(crate::support::PATIENCE);
     Some(cmd)
 }
 
