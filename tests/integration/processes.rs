@@ -449,11 +449,15 @@ fn as_pid_1_backoff_reaps_orphans_during_an_attempt_after_its_guard_is_killed() 
     // The dead guard, backoff's own child, is the first that has ended: the
     // orphans that end behind it must be reaped all the same, while the
     // attempt still runs.
-    let script = "echo start >&2; pkill -KILL -x backoff-guard; \
+    // The guard is named only once it has run: it is waited for, killed,
+    // and its successor waited for.
+    let script = "echo start >&2; \
                   i=0; while ! pgrep -x backoff-guard >/dev/null && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; \
+                  pkill -KILL -x backoff-guard; \
+                  i=0; while ! pgrep -r S -x backoff-guard >/dev/null && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; \
                   for n in 1 2 3 4 5 6 7 8 9 10; do sh -c 'sleep 0 & exit 0'; done; \
                   i=0; while :; do z=$(cat /proc/[0-9]*/stat 2>/dev/null | grep -c ') Z '); \
-                  [ \"$z\" -eq 0 ] || [ $i -ge 1000 ] && break; sleep 0.01; i=$((i+1)); done; \
+                  [ \"$z\" -eq 0 ] || [ $i -ge 500 ] && break; sleep 0.01; i=$((i+1)); done; \
                   echo \"zombies $z\"";
     let Some(mut cmd) = as_pid_1(&["--max-retries", "0", "--", "sh", "-c", script]) else {
         return;
