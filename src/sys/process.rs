@@ -299,6 +299,8 @@ pub fn group_alive(pgid: u32) -> Alive {
     if let Ok(dir) = std::fs::read_dir("/proc") {
         use rustix::process::{Pid, PidfdFlags, pidfd_open};
         let mut fds = Vec::new();
+        // Whether /proc shows any process of the group, a zombie included.
+        let mut members = false;
         for entry in dir.flatten() {
             let Some(number) = entry
                 .file_name()
@@ -308,9 +310,14 @@ pub fn group_alive(pgid: u32) -> Alive {
             else {
                 continue;
             };
-            if !std::fs::read_to_string(format!("/proc/{number}/stat"))
-                .is_ok_and(|stat| alive_in(&stat, pgid))
-            {
+            let Some(alive) = std::fs::read_to_string(format!("/proc/{number}/stat"))
+                .ok()
+                .and_then(|stat| member_of(&stat, pgid))
+            else {
+                continue;
+            };
+            members = true;
+            if !alive {
                 continue;
             }
             match Pid::from_raw(number).map(|p| pidfd_open(p, PidfdFlags::empty())) {
@@ -321,27 +328,28 @@ pub fn group_alive(pgid: u32) -> Alive {
                 _ => return Alive::Unwatched,
             }
         }
-        return if fds.is_empty() {
-            Alive::None
-        } else {
-            Alive::Watched(fds)
+        return match (fds.is_empty(), members) {
+            (false, _) => Alive::Watched(fds),
+            (true, true) => Alive::None,
+            // The group exists, but not in this /proc: that of another PID
+            // namespace (`unshare --pid` without a /proc of its own).
+            (true, false) => Alive::Unwatched,
         };
     }
     Alive::Unwatched
 }
 
 /// Whether the `/proc/PID/stat` line `stat` is of a process of the group
-/// `pgid` that is not a zombie. The name, in parentheses, may hold any
-/// character: the fields are read after its last `)`.
-fn alive_in(stat: &str, pgid: u32) -> bool {
-    let Some((_, fields)) = stat.rsplit_once(')') else {
-        return false;
-    };
+/// `pgid`: `Some(true)` for one that is alive, `Some(false)` for a zombie.
+/// The name, in parentheses, may hold any character: the fields are read
+/// after its last `)`.
+fn member_of(stat: &str, pgid: u32) -> Option<bool> {
+    let (_, fields) = stat.rsplit_once(')')?;
     // State, parent, group.
     let mut fields = fields.split_whitespace();
-    let state = fields.next();
+    let state = fields.next()?;
     let group = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
-    group == Some(pgid) && state.is_some_and(|s| s != "Z" && s != "X")
+    (group == Some(pgid)).then(|| state != "Z" && state != "X")
 }
 
 fn c_string(s: &OsStr) -> io::Result<CString> {
@@ -407,12 +415,12 @@ mod tests {
 
     #[test]
     fn a_group_member_is_read_after_the_last_parenthesis_and_zombies_do_not_count() {
-        assert!(alive_in("42 (sleep) S 1 40 40 0 -1", 40));
-        assert!(!alive_in("42 (sleep) S 1 41 41 0 -1", 40));
-        assert!(!alive_in("42 (sleep) Z 1 40 40 0 -1", 40));
-        assert!(alive_in("42 (a) b (c) R 1 40 40", 40));
-        assert!(!alive_in("42 (cut", 40));
-        assert!(!alive_in("", 40));
+        assert_eq!(member_of("42 (sleep) S 1 40 40 0 -1", 40), Some(true));
+        assert_eq!(member_of("42 (sleep) S 1 41 41 0 -1", 40), None);
+        assert_eq!(member_of("42 (sleep) Z 1 40 40 0 -1", 40), Some(false));
+        assert_eq!(member_of("42 (a) b (c) R 1 40 40", 40), Some(true));
+        assert_eq!(member_of("42 (cut", 40), None);
+        assert_eq!(member_of("", 40), None);
     }
 
     #[test]

@@ -393,26 +393,84 @@ fn a_guard_killed_during_an_attempt_is_replaced_before_the_attempt_ends() {
 /// one line, where `unshare` cannot make one.
 #[cfg(target_os = "linux")]
 fn as_pid_1(args: &[&str]) -> Option<assert_cmd::Command> {
+    in_pid_namespace(&["--mount-proc"], args)
+}
+
+/// backoff with `args` as PID 1 of a new PID namespace, with `unshare`'s
+/// `flags` too; `None`, said on one line, where `unshare` cannot make one.
+#[cfg(target_os = "linux")]
+fn in_pid_namespace(flags: &[&str], args: &[&str]) -> Option<assert_cmd::Command> {
     // --kill-child: a backoff left when unshare is killed at the deadline
     // is killed too.
-    const UNSHARE: [&str; 4] = ["--pid", "--fork", "--mount-proc", "--kill-child"];
+    const UNSHARE: [&str; 3] = ["--pid", "--fork", "--kill-child"];
     let works = std::process::Command::new("unshare")
         .args(UNSHARE)
+        .args(flags)
         .arg("true")
         .output()
         .is_ok_and(|o| o.status.success());
     if !works {
-        eprintln!("skipped: unshare --pid --fork --mount-proc is unavailable or not permitted");
+        eprintln!("skipped: unshare --pid --fork {flags:?} is unavailable or not permitted");
         return None;
     }
     let mut cmd = std::process::Command::new("unshare");
-    cmd.args(UNSHARE).arg(crate::support::bin()).args(args);
+    cmd.args(UNSHARE)
+        .args(flags)
+        .arg(crate::support::bin())
+        .args(args);
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default());
     // A backoff that hangs fails the test, within a deadline.
     let mut cmd = assert_cmd::Command::from_std(cmd);
     cmd.timeout(crate::support::PATIENCE);
     Some(cmd)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn in_a_pid_namespace_seen_through_the_hosts_proc_a_hooks_leftovers_are_ended() {
+    // /proc is the host's: it does not show the namespace's process groups.
+    // What the hook left ignores SIGTERM; it must be killed after
+    // --kill-after, before the next attempt, which looks for it (bounded).
+    let dir = crate::support::TempDir::new("pid-namespace");
+    let left = dir.join("left");
+    let hook = format!(
+        "(trap '' TERM; echo > '{ready}'; exec sleep 300) & echo $! > '{left}'; \
+         i=0; while [ ! -e '{ready}' ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done",
+        left = left.display(),
+        ready = dir.join("ready").display()
+    );
+    let attempt = format!(
+        "[ \"$BACKOFF_ATTEMPT\" = 1 ] && exit 1; l=$(cat '{left}'); \
+         i=0; while kill -0 \"$l\" 2>/dev/null && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; \
+         kill -0 \"$l\" 2>/dev/null && echo beside || echo ended",
+        left = left.display()
+    );
+    let Some(mut cmd) = in_pid_namespace(
+        &[],
+        &[
+            "--base",
+            "1ms",
+            "--max-retries",
+            "1",
+            "--kill-after",
+            "200ms",
+            "--on-retry",
+            &hook,
+            "--",
+            "sh",
+            "-c",
+            &attempt,
+        ],
+    ) else {
+        return;
+    };
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Before, /proc showed no process of the group, and backoff went on at
+    // once, the leftover running beside the next attempt: "beside".
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ended\n", "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
 }
 
 #[cfg(target_os = "linux")]
