@@ -516,11 +516,49 @@ pub fn curl_shows_headers(args: &[OsString]) -> bool {
     })
 }
 
+/// Which of curl's streams carry the responses' heads, `[stdout, stderr]`,
+/// when it shows them (`curl_shows_headers`): `-i` puts them on stdout
+/// before the body, `-v` on stderr, `-D` where its file is (`-` for
+/// stdout, `%` for stderr, or a device of either). On a stream that carries
+/// none, even a body line that looks like a status line is the body's.
+pub fn curl_header_streams(args: &[OsString]) -> [bool; 2] {
+    let mut streams = [false; 2];
+    let mut words = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(word) = words.next() {
+        let dump = match word.split_once('=') {
+            Some(("--dump-header", file)) => Some(file.to_owned()),
+            _ if word == "--dump-header" => words.next().map(std::borrow::Cow::into_owned),
+            _ if word.starts_with("-D") => match &word[2..] {
+                "" => words.next().map(std::borrow::Cow::into_owned),
+                file => Some(file.to_owned()),
+            },
+            _ => None,
+        };
+        match dump.as_deref() {
+            Some("-" | "/dev/stdout" | "/dev/fd/1" | "/proc/self/fd/1") => streams[0] = true,
+            Some("%" | "/dev/stderr" | "/dev/fd/2" | "/proc/self/fd/2") => streams[1] = true,
+            Some(_) => {}
+            None => {
+                let w = word.split('=').next().unwrap_or_default();
+                streams[0] |=
+                    matches!(w, "--include" | "--show-headers") || in_flag_cluster(w, 'i');
+                streams[1] |= w == "--verbose" || in_flag_cluster(w, 'v');
+            }
+        }
+    }
+    streams
+}
+
 /// Whether `program` is curl itself, whose arguments the preset reads.
 pub fn is_curl(program: &OsString) -> bool {
+    is_program(program, "curl")
+}
+
+/// Whether `program` is the program `name` (`/usr/bin/wget`: `wget`).
+pub fn is_program(program: &OsString, name: &str) -> bool {
     std::path::Path::new(program)
         .file_name()
-        .is_some_and(|n| n == "curl")
+        .is_some_and(|n| n == name)
 }
 
 /// Whether curl writes the body to its stdout: no `-o`/`--output`, no
@@ -886,6 +924,21 @@ mod tests {
         for no in [&["-fsS"][..], &["-o", "file"], &[]] {
             assert!(!shows(no), "{no:?}");
         }
+    }
+
+    #[test]
+    fn curls_heads_are_on_the_stream_that_its_flags_say() {
+        let streams = |words: &[&str]| curl_header_streams(&curl(words));
+        assert_eq!(streams(&["-fsSi"]), [true, false]);
+        assert_eq!(streams(&["--include"]), [true, false]);
+        assert_eq!(streams(&["-sv"]), [false, true]);
+        assert_eq!(streams(&["-D", "/dev/stderr"]), [false, true]);
+        assert_eq!(streams(&["--dump-header=%"]), [false, true]);
+        assert_eq!(streams(&["--dump-header", "-"]), [true, false]);
+        assert_eq!(streams(&["-D-", "-v"]), [true, true]);
+        assert_eq!(streams(&["-D", "h.txt"]), [false, false]);
+        // A -D file named like a flag is no flag.
+        assert_eq!(streams(&["-D", "-v"]), [false, false]);
     }
 
     #[test]

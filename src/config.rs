@@ -962,6 +962,35 @@ fn goal(args: &GoalArgs, policy: &PolicyArgs, given: &Given) -> Result<Goal, Usa
     Ok(Goal::Failure { runs })
 }
 
+/// `rules`, reading the responses' heads where the preset's program puts
+/// them: when the curl preset has curl write them to a file of its own,
+/// there alone (what curl prints is the body and its errors); otherwise on
+/// the stream that curl's flags put them on, and wget's `-S` on stderr (its
+/// log; `-O -` puts the body on stdout). On the other stream, a body's line
+/// is never a status line.
+fn where_heads_are(
+    rules: OutputRules,
+    preset: Option<Preset>,
+    command: &[std::ffi::OsString],
+    dump_headers: bool,
+) -> OutputRules {
+    let named = |name| {
+        command
+            .first()
+            .is_some_and(|p| crate::classify::is_program(p, name))
+    };
+    match preset {
+        _ if dump_headers => rules.with_headers(Headers::Elsewhere),
+        Some(Preset::Curl) if named("curl") => rules.with_headers(Headers::on_streams(
+            crate::classify::curl_header_streams(command),
+        )),
+        Some(Preset::Wget) if named("wget") => {
+            rules.with_headers(Headers::on_streams([false, true]))
+        }
+        _ => rules,
+    }
+}
+
 /// Builds the configuration of a run from the top-level command line.
 pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     let policy = policy(&cli.policy, given)?;
@@ -1004,16 +1033,9 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         streams.preset,
     )
     .map_err(|why| UsageError(format!("invalid output rules: {why}")))?;
-    // When the preset has curl write the headers to a file of its own, they
-    // are read there alone: what curl prints is the body and its errors.
     let dump_headers = curl_preset && !crate::classify::curl_shows_headers(&cli.command);
-    let output_rules = output_rules.map(|r| {
-        if dump_headers {
-            r.with_headers(Headers::Elsewhere)
-        } else {
-            r
-        }
-    });
+    let output_rules =
+        output_rules.map(|r| where_heads_are(r, streams.preset, &cli.command, dump_headers));
     let verbosity = if cli.output.quiet {
         Verbosity::Quiet
     } else if cli.output.verbose {

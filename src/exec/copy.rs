@@ -97,7 +97,7 @@ impl Pipe {
             pending: Vec::new(),
             blocked: false,
             left: None,
-            scanner: LineScanner::default(),
+            scanner: LineScanner::of_stream(stream),
             holds: false,
             splice: !to.nonblocking() && cfg!(target_os = "linux"),
             to,

@@ -14,7 +14,7 @@ mod wait;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant, SystemTime};
@@ -167,6 +167,9 @@ impl RealExecutor {
                 return None;
             }
             let resized = got.contains(&libc::SIGWINCH);
+            if got.contains(&libc::SIGCHLD) {
+                self.keep_guard(0);
+            }
             if let Some(sig) = Self::pending_termination(got) {
                 return Some(sig);
             }
@@ -187,6 +190,22 @@ impl RealExecutor {
         if guard.watch(pgid).is_ok() {
             return;
         }
+        self.replace_guard(pgid);
+    }
+
+    /// On SIGCHLD: replaces a guard that has died at once, telling the new
+    /// one `pgid`, rather than when it is next told a group. An attempt may
+    /// run for days: it must not run unguarded that long, and as PID 1 the
+    /// dead guard, a child of backoff's own not reaped, would hold up the
+    /// reaping of every orphan behind it.
+    fn keep_guard(&mut self, pgid: u32) {
+        if self.guard.as_ref().is_some_and(Guard::has_ended) {
+            self.replace_guard(pgid);
+        }
+    }
+
+    /// Replaces the guard, which is gone, with a new one told `pgid`.
+    fn replace_guard(&mut self, pgid: u32) {
         // Reaps the dead one.
         self.guard = None;
         self.guard = match Guard::start() {
@@ -213,22 +232,38 @@ impl RealExecutor {
     /// signal meanwhile kills it at once, and is returned.
     fn end_leftovers(&mut self, pgid: u32) -> Option<libc::c_int> {
         let deadline = Instant::now().checked_add(self.options.kill_after);
-        // Those processes are not backoff's children: nothing tells when
-        // they end, so the group is looked at again, less often as it lasts.
+        // Where their ends cannot be waited for, the group is looked at
+        // again, less often as it lasts.
         let mut step = Duration::from_millis(1);
         let mut got = None;
-        while process::group_running(pgid) {
+        loop {
+            let alive = process::group_alive(pgid);
+            let fds: &[OwnedFd] = match &alive {
+                process::Alive::None => break,
+                process::Alive::Watched(fds) => fds,
+                process::Alive::Unwatched => &[],
+            };
             let now = Instant::now();
             if got.is_some() || deadline.is_some_and(|d| now >= d) {
                 let _ = signals::signal_group(pgid, libc::SIGKILL);
                 break;
             }
-            let wake = now
-                .checked_add(step)
-                .map(|at| deadline.map_or(at, |d| at.min(d)))
-                .or(deadline);
-            got = Self::pending_termination(self.watch.wait(wake));
-            step = step.saturating_mul(2).min(Duration::from_millis(50));
+            let wake = if fds.is_empty() {
+                step = step.saturating_mul(2).min(Duration::from_millis(50));
+                now.checked_add(step)
+                    .map(|at| deadline.map_or(at, |d| at.min(d)))
+                    .or(deadline)
+            } else {
+                deadline
+            };
+            // Until one of them ends (then the group is looked at again),
+            // a signal, or the deadline.
+            let watched: Vec<_> = fds.iter().map(|fd| (fd.as_fd(), false)).collect();
+            let (signals, _) = self.watch.wait_io(wake, &watched);
+            if signals.contains(&libc::SIGCHLD) {
+                self.keep_guard(pgid);
+            }
+            got = Self::pending_termination(signals);
         }
         got
     }

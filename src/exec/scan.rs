@@ -63,9 +63,24 @@ pub enum Headers {
     /// the empty line after it, so that a body's lines are not read as
     /// headers (curl's `-i` and `-v`, wget's `-S`).
     InHeads,
+    /// As `InHeads`, on this stream (`"stdout"`, `"stderr"`) alone: on the
+    /// other, curl writes only the body or only its own messages.
+    InHeadsOn(&'static str),
     /// Nowhere: the preset has the headers written to a file of its own
     /// and reads them there.
     Elsewhere,
+}
+
+impl Headers {
+    /// Where heads count when they are on curl's `[stdout, stderr]`.
+    pub fn on_streams(streams: [bool; 2]) -> Headers {
+        match streams {
+            [true, true] => Headers::InHeads,
+            [true, false] => Headers::InHeadsOn("stdout"),
+            [false, true] => Headers::InHeadsOn("stderr"),
+            [false, false] => Headers::Elsewhere,
+        }
+    }
 }
 
 /// The patterns that classify attempts by what they print.
@@ -255,15 +270,21 @@ struct Head {
     file: bool,
     /// Between a status line and the empty line that ends the head.
     open: bool,
+    /// The command's stream scanned (`"stdout"`, `"stderr"`); empty when
+    /// not told.
+    stream: &'static str,
 }
 
 impl Head {
     /// Where header lines count on this stream.
     fn headers(self, rules: &OutputRules) -> Headers {
-        if self.file {
-            Headers::InHeads
-        } else {
-            rules.headers
+        match rules.headers {
+            _ if self.file => Headers::InHeads,
+            Headers::InHeadsOn(stream) if self.stream.is_empty() || stream == self.stream => {
+                Headers::InHeads
+            }
+            Headers::InHeadsOn(_) => Headers::Elsewhere,
+            headers => headers,
         }
     }
 
@@ -272,7 +293,7 @@ impl Head {
         match self.headers(rules) {
             Headers::Anywhere => true,
             Headers::InHeads => self.open,
-            Headers::Elsewhere => false,
+            Headers::InHeadsOn(_) | Headers::Elsewhere => false,
         }
     }
 }
@@ -284,7 +305,18 @@ impl LineScanner {
         LineScanner {
             head: Head {
                 file: true,
-                open: false,
+                ..Head::default()
+            },
+            ..LineScanner::default()
+        }
+    }
+
+    /// A scanner of the command's `stream` (`"stdout"`, `"stderr"`).
+    pub fn of_stream(stream: &'static str) -> LineScanner {
+        LineScanner {
+            head: Head {
+                stream,
+                ..Head::default()
             },
             ..LineScanner::default()
         }

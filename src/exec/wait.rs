@@ -202,6 +202,9 @@ impl RealExecutor {
             // Any signal, not only SIGCHLD: a signal that found the
             // self-pipe full is lost, but then others were read here.
             check = !signals.is_empty();
+            if signals.contains(&libc::SIGCHLD) {
+                self.keep_guard(pid);
+            }
             if running && !told_stop && signals.contains(&libc::SIGCHLD) {
                 told_stop = self.tell_terminal_stop(pid);
             }

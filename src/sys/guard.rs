@@ -12,9 +12,10 @@
 //! guard with SIGKILL and reaps it, so a normal end leaves alone what the
 //! contract leaves alone.
 //!
-//! A guard that is killed (by hand, by the OOM killer) is noticed the next
-//! time it is told a group: the write fails with EPIPE, and the executor
-//! starts a new one (`exec`), so that its death costs no attempt.
+//! A guard that is killed (by hand, by the OOM killer) is noticed on the
+//! SIGCHLD of its death, or the next time it is told a group (the write
+//! fails with EPIPE): the executor starts a new one (`exec`), so that its
+//! death costs no attempt and leaves the running one guarded again.
 //!
 //! The forked guard does nothing but system calls that are safe after a
 //! fork (dup2, close, read, kill, _exit): it allocates nothing and touches
@@ -74,6 +75,12 @@ impl Guard {
     /// its own (see `process::spawn`).
     pub fn pipe(&self) -> std::os::fd::RawFd {
         self.tell.as_raw_fd()
+    }
+
+    /// Whether the guard has died (killed by hand or by the OOM killer):
+    /// it is not reaped, so its pid names it still.
+    pub fn has_ended(&self) -> bool {
+        u32::try_from(self.pid).is_ok_and(|pid| matches!(process::ended(pid), Ok(Some(_))))
     }
 
     /// The process group to kill if backoff dies now; 0 for none.

@@ -17,11 +17,11 @@
 //! It also keeps the list of backoff's own children not yet reaped, so that
 //! the orphans the system hands to a PID 1 can be reaped without taking
 //! the status of one of them (`reap_orphans`), and tells whether anything
-//! of a process group is still running (`group_running`).
+//! of a process group is still running (`group_alive`).
 
 use std::ffi::{CString, OsStr, OsString, c_char};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
@@ -276,43 +276,80 @@ pub fn stopped_by(pid: u32) -> Option<libc::c_int> {
     status.stopping_signal()
 }
 
-/// Whether a process of the group `pgid` is alive, not only a zombie that
-/// nobody has reaped yet (where no init reaps, such zombies stay). Where
-/// `/proc` cannot tell, any process counts. (The group is looked for in
-/// `/proc` only when it exists at all.)
-pub fn group_running(pgid: u32) -> bool {
+/// What is alive of a process group: not only zombies that nobody has
+/// reaped yet (where no init reaps, such zombies stay).
+pub enum Alive {
+    /// Nothing.
+    None,
+    /// These processes, each a descriptor (a pidfd) that becomes readable
+    /// when it ends, so that their end is waited for, not polled.
+    Watched(Vec<OwnedFd>),
+    /// Something, that cannot be watched (no `/proc`, no pidfd): only
+    /// looking again tells when it ends.
+    Unwatched,
+}
+
+/// What is alive of the group `pgid`. (The group is looked for in `/proc`
+/// only when it exists at all.)
+pub fn group_alive(pgid: u32) -> Alive {
     if !signals::group_exists(pgid) {
-        return false;
+        return Alive::None;
     }
     #[cfg(target_os = "linux")]
     if let Ok(dir) = std::fs::read_dir("/proc") {
-        return dir.flatten().any(|entry| {
-            let name = entry.file_name();
-            let Some(number) = name
+        use rustix::process::{Pid, PidfdFlags, pidfd_open};
+        let mut fds = Vec::new();
+        // Whether /proc shows any process of the group, a zombie included.
+        let mut members = false;
+        for entry in dir.flatten() {
+            let Some(number) = entry
+                .file_name()
                 .to_str()
                 .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|n| n.parse::<i32>().ok())
             else {
-                return false;
+                continue;
             };
-            std::fs::read_to_string(format!("/proc/{number}/stat"))
-                .is_ok_and(|stat| alive_in(&stat, pgid))
-        });
+            let Some(alive) = std::fs::read_to_string(format!("/proc/{number}/stat"))
+                .ok()
+                .and_then(|stat| member_of(&stat, pgid))
+            else {
+                continue;
+            };
+            members = true;
+            if !alive {
+                continue;
+            }
+            match Pid::from_raw(number).map(|p| pidfd_open(p, PidfdFlags::empty())) {
+                Some(Ok(fd)) => fds.push(fd),
+                // It has ended since.
+                Some(Err(rustix::io::Errno::SRCH)) => {}
+                // A kernel without pidfds (before 5.3).
+                _ => return Alive::Unwatched,
+            }
+        }
+        return match (fds.is_empty(), members) {
+            (false, _) => Alive::Watched(fds),
+            (true, true) => Alive::None,
+            // The group exists, but not in this /proc: that of another PID
+            // namespace (`unshare --pid` without a /proc of its own).
+            (true, false) => Alive::Unwatched,
+        };
     }
-    signals::group_exists(pgid)
+    Alive::Unwatched
 }
 
 /// Whether the `/proc/PID/stat` line `stat` is of a process of the group
-/// `pgid` that is not a zombie. The name, in parentheses, may hold any
-/// character: the fields are read after its last `)`.
-fn alive_in(stat: &str, pgid: u32) -> bool {
-    let Some((_, fields)) = stat.rsplit_once(')') else {
-        return false;
-    };
+/// `pgid`: `Some(true)` for one that is alive, `Some(false)` for a zombie.
+/// The name, in parentheses, may hold any character: the fields are read
+/// after its last `)`.
+fn member_of(stat: &str, pgid: u32) -> Option<bool> {
+    let (_, fields) = stat.rsplit_once(')')?;
     // State, parent, group.
     let mut fields = fields.split_whitespace();
-    let state = fields.next();
+    let state = fields.next()?;
     let group = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
-    group == Some(pgid) && state.is_some_and(|s| s != "Z" && s != "X")
+    (group == Some(pgid)).then(|| state != "Z" && state != "X")
 }
 
 fn c_string(s: &OsStr) -> io::Result<CString> {
@@ -378,12 +415,12 @@ mod tests {
 
     #[test]
     fn a_group_member_is_read_after_the_last_parenthesis_and_zombies_do_not_count() {
-        assert!(alive_in("42 (sleep) S 1 40 40 0 -1", 40));
-        assert!(!alive_in("42 (sleep) S 1 41 41 0 -1", 40));
-        assert!(!alive_in("42 (sleep) Z 1 40 40 0 -1", 40));
-        assert!(alive_in("42 (a) b (c) R 1 40 40", 40));
-        assert!(!alive_in("42 (cut", 40));
-        assert!(!alive_in("", 40));
+        assert_eq!(member_of("42 (sleep) S 1 40 40 0 -1", 40), Some(true));
+        assert_eq!(member_of("42 (sleep) S 1 41 41 0 -1", 40), None);
+        assert_eq!(member_of("42 (sleep) Z 1 40 40 0 -1", 40), Some(false));
+        assert_eq!(member_of("42 (a) b (c) R 1 40 40", 40), Some(true));
+        assert_eq!(member_of("42 (cut", 40), None);
+        assert_eq!(member_of("", 40), None);
     }
 
     #[test]

@@ -337,10 +337,11 @@ fn what_a_hook_starts_in_the_background_ends_with_it() {
     }
 }
 
+/// Starts backoff, whose `--on-retry` hook leaves a process that ignores
+/// SIGTERM, and waits until the hook's shell is reaped: backoff then waits
+/// `--kill-after` (60s) for what it left. Returns the run and that pid.
 #[cfg(target_os = "linux")]
-#[test]
-fn sigkill_of_backoff_while_a_hooks_leftovers_are_ended_kills_them_too() {
-    let dir = TempDir::new("hooks");
+fn waiting_for_a_hooks_leftover(dir: &TempDir) -> (Running, i32) {
     let mut cmd = command([
         "--base",
         "30s",
@@ -360,13 +361,50 @@ fn sigkill_of_backoff_while_a_hooks_leftovers_are_ended_kills_them_too() {
     let pid = |line: String| -> i32 { line.rsplit(' ').next().unwrap().parse().unwrap() };
     let left = pid(run.wait_for("left "));
     let shell = pid(run.wait_for("shell "));
-    // The hook's shell is reaped: backoff waits --kill-after for what it
-    // left, which ignores SIGTERM; the guard still watches the group.
-    // (Before, the guard was told to watch nothing any more.)
     crate::support::reaped(shell);
+    (run, left)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn sigkill_of_backoff_while_a_hooks_leftovers_are_ended_kills_them_too() {
+    let dir = TempDir::new("hooks");
+    // What the hook left ignores SIGTERM; the guard still watches the
+    // group. (Before, the guard was told to watch nothing any more.)
+    let (mut run, left) = waiting_for_a_hooks_leftover(&dir);
     run.signal(libc::SIGKILL);
     run.wait_exit(PATIENCE);
     crate::support::eventually("the hook's leftover to be killed by the guard", || {
         gone(left)
     });
+}
+
+/// How often the process `pid` has slept and woken (its main thread's
+/// voluntary context switches).
+#[cfg(target_os = "linux")]
+fn wake_ups(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_end_of_a_hooks_leftovers_is_waited_for_without_polling() {
+    let dir = TempDir::new("hooks");
+    let (mut run, left) = waiting_for_a_hooks_leftover(&dir);
+    let before = wake_ups(run.pid());
+    // Not a wait for anything: a window in which a poll would wake up some
+    // twenty times (every 50 ms at most), and a wait for the end of the
+    // leftover not at all.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let woken = wake_ups(run.pid()) - before;
+    assert!(!gone(left), "the leftover ended early");
+    run.signal(libc::SIGKILL);
+    run.wait_exit(PATIENCE);
+    crate::support::eventually("the leftover to be killed by the guard", || gone(left));
+    assert!(woken <= 3, "backoff woke up {woken} times in a second");
 }

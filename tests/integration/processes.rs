@@ -315,6 +315,19 @@ fn guard_of(parent: i32) -> Option<i32> {
     })
 }
 
+/// The guard of the backoff `parent` once it has one other than `old` (0
+/// for any): a guard is named `backoff-guard` only once it has run a
+/// little.
+#[cfg(target_os = "linux")]
+fn guard_other_than(parent: i32, old: i32) -> i32 {
+    let mut found = 0;
+    crate::support::eventually("a guard process", || {
+        found = guard_of(parent).filter(|&g| g != old).unwrap_or(0);
+        found != 0
+    });
+    found
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn a_killed_guard_costs_no_attempt_and_a_new_one_watches_the_next() {
@@ -332,7 +345,7 @@ fn a_killed_guard_costs_no_attempt_and_a_new_one_watches_the_next() {
     cmd.args(["sh", "-c", &script]);
     let mut run = Running::start(cmd);
     run.wait_for("first");
-    let guard = guard_of(run.pid()).expect("a guard process");
+    let guard = guard_other_than(run.pid(), 0);
     send(guard, libc::SIGKILL);
     eventually("the guard to die", || gone(guard));
     std::fs::write(dir.join("go"), "").unwrap();
@@ -342,11 +355,35 @@ fn a_killed_guard_costs_no_attempt_and_a_new_one_watches_the_next() {
     let attempt: i32 = line.trim_start_matches("pid=").parse().unwrap();
     run.wait_for("the guard process died; a new one was started");
     // The new guard knows the attempt's group: SIGKILL of backoff ends it.
-    let new = guard_of(run.pid()).expect("a new guard process");
-    assert_ne!(new, guard);
+    guard_other_than(run.pid(), guard);
     run.signal(libc::SIGKILL);
     run.wait_exit(PATIENCE);
     eventually("the second attempt to be killed by the new guard", || {
+        gone(attempt)
+    });
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_guard_killed_during_an_attempt_is_replaced_before_the_attempt_ends() {
+    use crate::support::{PATIENCE, Running, command, eventually, gone, send};
+    // One long attempt: the guard is killed while it runs.
+    let mut cmd = command(["--max-retries", "0", "--", "sh", "-c"]);
+    cmd.arg("echo pid=$$; exec sleep 300");
+    let mut run = Running::start(cmd);
+    let line = run.wait_for("pid=");
+    let attempt: i32 = line.trim_start_matches("pid=").parse().unwrap();
+    let guard = guard_other_than(run.pid(), 0);
+    send(guard, libc::SIGKILL);
+    // Before, the death was noticed only once the attempt had ended: the
+    // attempt ran unguarded meanwhile (and, as PID 1, no orphan was reaped
+    // behind the dead guard).
+    run.wait_for("the guard process died; a new one was started");
+    assert!(!gone(attempt), "the attempt ended: {:?}", run.seen);
+    guard_other_than(run.pid(), guard);
+    run.signal(libc::SIGKILL);
+    run.wait_exit(PATIENCE);
+    eventually("the attempt to be killed by the new guard", || {
         gone(attempt)
     });
 }
@@ -355,22 +392,85 @@ fn a_killed_guard_costs_no_attempt_and_a_new_one_watches_the_next() {
 /// entrypoint without an init), with a /proc of its own; `None`, said on
 /// one line, where `unshare` cannot make one.
 #[cfg(target_os = "linux")]
-fn as_pid_1(args: &[&str]) -> Option<std::process::Command> {
-    const UNSHARE: [&str; 3] = ["--pid", "--fork", "--mount-proc"];
+fn as_pid_1(args: &[&str]) -> Option<assert_cmd::Command> {
+    in_pid_namespace(&["--mount-proc"], args)
+}
+
+/// backoff with `args` as PID 1 of a new PID namespace, with `unshare`'s
+/// `flags` too; `None`, said on one line, where `unshare` cannot make one.
+#[cfg(target_os = "linux")]
+fn in_pid_namespace(flags: &[&str], args: &[&str]) -> Option<assert_cmd::Command> {
+    // --kill-child: a backoff left when unshare is killed at the deadline
+    // is killed too.
+    const UNSHARE: [&str; 3] = ["--pid", "--fork", "--kill-child"];
     let works = std::process::Command::new("unshare")
         .args(UNSHARE)
+        .args(flags)
         .arg("true")
         .output()
         .is_ok_and(|o| o.status.success());
     if !works {
-        eprintln!("skipped: unshare --pid --fork --mount-proc is unavailable or not permitted");
+        eprintln!("skipped: unshare --pid --fork {flags:?} is unavailable or not permitted");
         return None;
     }
     let mut cmd = std::process::Command::new("unshare");
-    cmd.args(UNSHARE).arg(crate::support::bin()).args(args);
+    cmd.args(UNSHARE)
+        .args(flags)
+        .arg(crate::support::bin())
+        .args(args);
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    // A backoff that hangs fails the test, within a deadline.
+    let mut cmd = assert_cmd::Command::from_std(cmd);
+    cmd.timeout(crate::support::PATIENCE);
     Some(cmd)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn in_a_pid_namespace_seen_through_the_hosts_proc_a_hooks_leftovers_are_ended() {
+    // /proc is the host's: it does not show the namespace's process groups.
+    // What the hook left ignores SIGTERM; it must be killed after
+    // --kill-after, before the next attempt, which looks for it (bounded).
+    let dir = crate::support::TempDir::new("pid-namespace");
+    let left = dir.join("left");
+    let hook = format!(
+        "(trap '' TERM; echo > '{ready}'; exec sleep 300) & echo $! > '{left}'; \
+         i=0; while [ ! -e '{ready}' ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done",
+        left = left.display(),
+        ready = dir.join("ready").display()
+    );
+    let attempt = format!(
+        "[ \"$BACKOFF_ATTEMPT\" = 1 ] && exit 1; l=$(cat '{left}'); \
+         i=0; while kill -0 \"$l\" 2>/dev/null && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; \
+         kill -0 \"$l\" 2>/dev/null && echo beside || echo ended",
+        left = left.display()
+    );
+    let Some(mut cmd) = in_pid_namespace(
+        &[],
+        &[
+            "--base",
+            "1ms",
+            "--max-retries",
+            "1",
+            "--kill-after",
+            "200ms",
+            "--on-retry",
+            &hook,
+            "--",
+            "sh",
+            "-c",
+            &attempt,
+        ],
+    ) else {
+        return;
+    };
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Before, /proc showed no process of the group, and backoff went on at
+    // once, the leftover running beside the next attempt: "beside".
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ended\n", "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
 }
 
 #[cfg(target_os = "linux")]
@@ -398,6 +498,37 @@ fn as_pid_1_backoff_reaps_the_orphans_of_every_attempt() {
     let err = String::from_utf8_lossy(&out.stderr);
     // Before, each attempt's orphan stayed a zombie: "zombies 9".
     assert_eq!(String::from_utf8_lossy(&out.stdout), "zombies 0\n", "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn as_pid_1_backoff_reaps_orphans_during_an_attempt_after_its_guard_is_killed() {
+    // The dead guard, backoff's own child, is the first that has ended: the
+    // orphans that end behind it must be reaped all the same, while the
+    // attempt still runs.
+    // The guard is named only once it has run: it is waited for, killed,
+    // and its successor waited for.
+    let script = "echo start >&2; \
+                  i=0; while ! pgrep -x backoff-guard >/dev/null && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; \
+                  pkill -KILL -x backoff-guard; \
+                  i=0; while ! pgrep -r S -x backoff-guard >/dev/null && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; \
+                  for n in 1 2 3 4 5 6 7 8 9 10; do sh -c 'sleep 0 & exit 0'; done; \
+                  i=0; while :; do z=$(cat /proc/[0-9]*/stat 2>/dev/null | grep -c ') Z '); \
+                  [ \"$z\" -eq 0 ] || [ $i -ge 500 ] && break; sleep 0.01; i=$((i+1)); done; \
+                  echo \"zombies $z\"";
+    let Some(mut cmd) = as_pid_1(&["--max-retries", "0", "--", "sh", "-c", script]) else {
+        return;
+    };
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Before, the ten orphans (and the guard) stayed zombies until the
+    // attempt ended: "zombies 11".
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "zombies 0\n", "{err}");
+    assert!(
+        err.contains("the guard process died; a new one was started"),
+        "{err}"
+    );
     assert_eq!(out.status.code(), Some(0), "{err}");
 }
 

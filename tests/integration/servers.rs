@@ -1113,3 +1113,41 @@ fn rate_limits_in_every_form_ask_for_the_longest_wait_of_a_policy_with_nothing_l
     assert!(err.contains("HTTP 403 is not worth retrying"), "{err}");
     assert_eq!(requests, 1);
 }
+
+#[test]
+fn a_body_that_looks_like_a_response_is_not_read_as_headers_when_they_go_to_stderr() {
+    // curl's -v or -D /dev/stderr puts the headers on stderr: what comes on
+    // stdout is the body alone, even a line that looks like a status line.
+    let script = || {
+        vec![
+            Reply::new(503, "HTTP/1.1 429 Too Many Requests\nRetry-After: 3600\n\n"),
+            Reply::new(200, "ok\n"),
+        ]
+    };
+    for program in [
+        &["curl", "-sSv", "--fail-with-body"][..],
+        &["curl", "-sS", "--fail-with-body", "-D", "/dev/stderr"],
+    ] {
+        let (code, err, requests) = run_against(script(), "curl", program);
+        assert_eq!(code, Some(0), "{program:?}: {err}");
+        assert!(!err.contains("from the server"), "{program:?}: {err}");
+        assert_eq!(requests, 2, "{program:?}");
+    }
+    // wget -S shows them in its log, on stderr, and -O - the body on stdout.
+    let (code, err, requests) = run_against(
+        script(),
+        "wget",
+        &[
+            "wget",
+            "--tries=1",
+            "-nv",
+            "-S",
+            "--content-on-error",
+            "-O",
+            "-",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("from the server"), "{err}");
+    assert_eq!(requests, 2);
+}
