@@ -247,8 +247,12 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
             hold_stdout: cfg.hold_stdout,
             timeout: cfg.limits.timeout,
             idle_timeout: cfg.limits.idle_timeout,
+            // A terminal stays the command's (its colours, its progress
+            // bars): a person reads it, not a CI runner that needs the
+            // fold's marker to start a line.
             folded: matches!(cfg.log_format, LogFormat::Github | LogFormat::Gitlab)
-                && cfg.verbosity != crate::report::Verbosity::Quiet,
+                && cfg.verbosity != crate::report::Verbosity::Quiet
+                && !std::io::stderr().is_terminal(),
         },
         cfg.output_rules.clone(),
         stdin,
