@@ -120,6 +120,7 @@ pub fn main_with_args(args: &[OsString]) -> Exit {
 /// gave, for the errors that name them.
 fn parse(args: Vec<OsString>) -> Result<(Cli, Given), clap::Error> {
     let (command, outer_timeout) = timeout_from_outer(Cli::command());
+    cli::values::parsing_afresh();
     let mut matches = command.try_get_matches_from(args)?;
     let given = match matches.subcommand() {
         // A --timeout read from BACKOFF_TIMEOUT's seconds came from the

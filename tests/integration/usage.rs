@@ -497,3 +497,29 @@ fn an_oversized_set_of_output_patterns_is_refused_before_it_is_all_compiled() {
         .expect(&said);
     assert!(kib < 50 << 10, "peak {kib} KiB");
 }
+
+#[test]
+fn output_patterns_before_a_bad_value_do_not_make_it_the_environment_s() {
+    // Two patterns that fit the limit together, but not twice over: a
+    // command line parsed again (to tell where a bad value came from)
+    // starts afresh.
+    let (code, stderr) = run_with(
+        &[
+            "--until-output",
+            r"\w{14}",
+            "--until-output",
+            r"\w{14}",
+            "--base",
+            "xyz",
+            "--",
+            "true",
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(125), "{stderr}");
+    assert!(
+        stderr.starts_with("backoff: invalid value 'xyz' for '--base': "),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
