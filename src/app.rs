@@ -125,10 +125,11 @@ fn parse(args: Vec<OsString>) -> Result<(Cli, Given), clap::Error> {
     let given = match matches.subcommand() {
         // A --timeout read from BACKOFF_TIMEOUT's seconds came from the
         // environment, as errors about it say.
-        None if outer_timeout
+        None if outer_timeout.is_some()
             && matches.value_source("timeout") == Some(clap::parser::ValueSource::DefaultValue) =>
         {
-            Given::run(&matches).with_environment("timeout")
+            Given::run(&matches)
+                .with_environment("timeout", outer_timeout.as_deref().unwrap_or_default())
         }
         None => Given::run(&matches),
         Some(("schedule", sub)) => Given::policy(sub),
@@ -140,19 +141,19 @@ fn parse(args: Vec<OsString>) -> Result<(Cli, Given), clap::Error> {
 /// backoff tells the command its `--timeout` as `BACKOFF_TIMEOUT` in
 /// seconds (`30`, `2.5`), which a backoff that the command runs reads as its
 /// own `--timeout`: there, a bare number is seconds. Elsewhere a duration
-/// needs its unit. Returns the command, and whether it reads the variable
-/// so.
-fn timeout_from_outer(command: clap::Command) -> (clap::Command, bool) {
+/// needs its unit. Returns the command, and the variable's value when it
+/// reads it so.
+fn timeout_from_outer(command: clap::Command) -> (clap::Command, Option<String>) {
     let Some(seconds) = std::env::var("BACKOFF_TIMEOUT")
         .ok()
         .filter(|v| bare_seconds(v))
     else {
-        return (command, false);
+        return (command, None);
     };
     let command = command.mut_arg("timeout", |a| {
         a.env(None).default_value(format!("{seconds}s"))
     });
-    (command, true)
+    (command, Some(seconds))
 }
 
 /// Whether `v` is a plain number of seconds (`30`, `2.5`) that makes a

@@ -346,6 +346,12 @@ fn refusals_quote_the_value_as_given_and_say_where_it_came_from() {
             &[],
             "invalid value '0s' for '--timeout': must be above zero",
         ),
+        // A bare number of seconds, as an outer backoff passes it on.
+        (
+            &[],
+            &[("BACKOFF_TIMEOUT", "0")],
+            "invalid value '0' for BACKOFF_TIMEOUT (from the environment, for '--timeout'): must be above zero",
+        ),
         (
             &["--delays", "0ms,1s"],
             &[],
