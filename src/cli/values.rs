@@ -22,6 +22,11 @@ pub fn duration(s: &str) -> Result<Duration, String> {
         return Err("a duration cannot be negative".into());
     }
     if t.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        // Zero with a unit is refused where a duration must be above zero:
+        // it is not offered as advice.
+        if t.chars().all(|c| c == '0' || c == '.') {
+            return Err("a duration needs a unit (ms, s, m, h or d)".into());
+        }
         return Err(format!("a duration needs a unit, like {t}ms or {t}s"));
     }
     // humantime 2.4 panics when the sum of the parts overflows (its issue
@@ -474,6 +479,10 @@ mod tests {
         assert_eq!(
             duration("100").unwrap_err(),
             "a duration needs a unit, like 100ms or 100s"
+        );
+        assert_eq!(
+            duration("0.0").unwrap_err(),
+            "a duration needs a unit (ms, s, m, h or d)"
         );
         for bad in [
             "",

@@ -346,6 +346,12 @@ fn refusals_quote_the_value_as_given_and_say_where_it_came_from() {
             &[],
             "invalid value '0s' for '--timeout': must be above zero",
         ),
+        // No advice of a zero with a unit, which --timeout refuses too.
+        (
+            &["--timeout", "0"],
+            &[],
+            "invalid value '0' for '--timeout': a duration needs a unit (ms, s, m, h or d)",
+        ),
         // A bare number of seconds, as an outer backoff passes it on.
         (
             &[],
@@ -392,7 +398,10 @@ fn every_piece_of_advice_followed_literally_works() {
     // What is refused (or said), the advice in its message, and the
     // command line that follows it, which must be neither refused nor
     // given the same advice.
-    let cases: [Advice; 9] = [
+    std::fs::write(dir.join("c.breaker"), "garbage").unwrap();
+    // No server listens on port 1: a store there is unavailable at once.
+    let cluster = "redis+cluster://u:pw@127.0.0.1:1,u:pw@127.0.0.1:2";
+    let cases: &[Advice] = &[
         (
             &["--base", "0s", "--", "true"],
             &[],
@@ -449,8 +458,78 @@ fn every_piece_of_advice_followed_literally_works() {
             "(use --plot FILE)",
             &["simulate", "--clients", "2", "--runs", "1", "--plot", &plot],
         ),
+        (
+            &["breaker", "show", "c", "--budget-dir", &budget_dir],
+            &[],
+            "'backoff breaker reset c' with the same --budget-dir repairs it",
+            &["breaker", "reset", "c", "--budget-dir", &budget_dir],
+        ),
+        (
+            &["--timeout", "5", "--", "true"],
+            &[],
+            "like 5ms or 5s",
+            &["--timeout", "5s", "--", "true"],
+        ),
+        (
+            &["--max-retries", "99999999999", "--", "true"],
+            &[],
+            "use --forever for no limit",
+            &["--forever", "--", "true"],
+        ),
+        (
+            &["--retry-after-pattern", "retry in [0-9]+", "--", "true"],
+            &[],
+            "like 'retry in ([0-9]+)'",
+            &["--retry-after-pattern", "retry in ([0-9]+)", "--", "true"],
+        ),
+        (
+            &["--until-failure", "false"],
+            &[],
+            "put '--' before the command",
+            &["--until-failure", "--", "false"],
+        ),
+        (
+            &["--budget-store", "redis://127.0.0.1:1", "--", "true"],
+            &[],
+            "needs '--budget KEY' or '--breaker KEY'",
+            &[
+                "--budget-store",
+                "redis://127.0.0.1:1",
+                "--budget",
+                "j",
+                "--",
+                "true",
+            ],
+        ),
+        (
+            &["--budget-store", cluster, "--budget", "j", "--", "true"],
+            &[],
+            "give the user and password once, before the first host",
+            &[
+                "--budget-store",
+                "redis+cluster://u:pw@127.0.0.1:1,127.0.0.1:2",
+                "--budget",
+                "j",
+                "--",
+                "true",
+            ],
+        ),
+        (
+            &["--preset", "curl", "--", "curl", "-s", "file:///dev/null"],
+            &[],
+            "curl runs without -f (--fail), so an HTTP error exits 0 and is not retried; add -f",
+            &[
+                "--preset",
+                "curl",
+                "--",
+                "curl",
+                "-f",
+                "-s",
+                "file:///dev/null",
+            ],
+        ),
     ];
-    for (bad, env, advice, fixed) in cases {
+    for &(bad, env, advice, fixed) in cases {
         let (_, stderr) = run_with(bad, env);
         assert!(
             stderr.contains(advice),
