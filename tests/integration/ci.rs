@@ -310,7 +310,7 @@ fn the_outputs_are_read_whatever_an_attempt_left_unfinished_in_github_output() {
         let mut want = expected(2, 1, 4, "failure", "exhausted");
         want.insert("mine".to_owned(), value.to_owned());
         let got = outputs(&dir.join("output"));
-        assert!(got == want, "{left:.40?}: {:.400?}", got);
+        assert!(got == want, "{left:.40?}: {got:.400?}");
     }
 }
 

@@ -388,6 +388,21 @@ type Advice<'a> = (
     &'a [&'a str],
 );
 
+/// Runs each command line of `cases`, which must give its advice, then the
+/// one that follows it, which must be neither refused nor given it again.
+fn follow_advice(cases: &[Advice]) {
+    for &(bad, env, advice, fixed) in cases {
+        let (_, stderr) = run_with(bad, env);
+        assert!(
+            stderr.contains(advice),
+            "{bad:?}: {stderr:?} lacks {advice:?}"
+        );
+        let (code, stderr) = run_with(fixed, env);
+        assert_ne!(code, Some(125), "{fixed:?}: {stderr}");
+        assert!(!stderr.contains(advice), "{fixed:?}: {stderr}");
+    }
+}
+
 #[test]
 fn every_piece_of_advice_followed_literally_works() {
     let dir = TempDir::new("advice");
@@ -398,9 +413,6 @@ fn every_piece_of_advice_followed_literally_works() {
     // What is refused (or said), the advice in its message, and the
     // command line that follows it, which must be neither refused nor
     // given the same advice.
-    std::fs::write(dir.join("c.breaker"), "garbage").unwrap();
-    // No server listens on port 1: a store there is unavailable at once.
-    let cluster = "redis+cluster://u:pw@127.0.0.1:1,u:pw@127.0.0.1:2";
     let cases: &[Advice] = &[
         (
             &["--base", "0s", "--", "true"],
@@ -458,6 +470,21 @@ fn every_piece_of_advice_followed_literally_works() {
             "(use --plot FILE)",
             &["simulate", "--clients", "2", "--runs", "1", "--plot", &plot],
         ),
+    ];
+    follow_advice(cases);
+    // The repaired budget is shown.
+    let (code, stderr) = run_with(&["budget", "show", "k", "--budget-dir", &budget_dir], &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn more_advice_followed_literally_works() {
+    let dir = TempDir::new("more-advice");
+    let budget_dir = dir.path().to_str().unwrap().to_owned();
+    std::fs::write(dir.join("c.breaker"), "garbage").unwrap();
+    // No server listens on port 1: a store there is unavailable at once.
+    let cluster = "redis+cluster://u:pw@127.0.0.1:1,u:pw@127.0.0.1:2";
+    let cases: &[Advice] = &[
         (
             &["breaker", "show", "c", "--budget-dir", &budget_dir],
             &[],
@@ -529,19 +556,7 @@ fn every_piece_of_advice_followed_literally_works() {
             ],
         ),
     ];
-    for &(bad, env, advice, fixed) in cases {
-        let (_, stderr) = run_with(bad, env);
-        assert!(
-            stderr.contains(advice),
-            "{bad:?}: {stderr:?} lacks {advice:?}"
-        );
-        let (code, stderr) = run_with(fixed, env);
-        assert_ne!(code, Some(125), "{fixed:?}: {stderr}");
-        assert!(!stderr.contains(advice), "{fixed:?}: {stderr}");
-    }
-    // The repaired budget is shown.
-    let (code, stderr) = run_with(&["budget", "show", "k", "--budget-dir", &budget_dir], &[]);
-    assert_eq!(code, Some(0), "{stderr}");
+    follow_advice(cases);
 }
 
 #[test]
