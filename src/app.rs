@@ -120,14 +120,16 @@ pub fn main_with_args(args: &[OsString]) -> Exit {
 /// gave, for the errors that name them.
 fn parse(args: Vec<OsString>) -> Result<(Cli, Given), clap::Error> {
     let (command, outer_timeout) = timeout_from_outer(Cli::command());
+    cli::values::parsing_afresh();
     let mut matches = command.try_get_matches_from(args)?;
     let given = match matches.subcommand() {
         // A --timeout read from BACKOFF_TIMEOUT's seconds came from the
         // environment, as errors about it say.
-        None if outer_timeout
+        None if outer_timeout.is_some()
             && matches.value_source("timeout") == Some(clap::parser::ValueSource::DefaultValue) =>
         {
-            Given::run(&matches).with_environment("timeout")
+            Given::run(&matches)
+                .with_environment("timeout", outer_timeout.as_deref().unwrap_or_default())
         }
         None => Given::run(&matches),
         Some(("schedule", sub)) => Given::policy(sub),
@@ -139,19 +141,19 @@ fn parse(args: Vec<OsString>) -> Result<(Cli, Given), clap::Error> {
 /// backoff tells the command its `--timeout` as `BACKOFF_TIMEOUT` in
 /// seconds (`30`, `2.5`), which a backoff that the command runs reads as its
 /// own `--timeout`: there, a bare number is seconds. Elsewhere a duration
-/// needs its unit. Returns the command, and whether it reads the variable
-/// so.
-fn timeout_from_outer(command: clap::Command) -> (clap::Command, bool) {
+/// needs its unit. Returns the command, and the variable's value when it
+/// reads it so.
+fn timeout_from_outer(command: clap::Command) -> (clap::Command, Option<String>) {
     let Some(seconds) = std::env::var("BACKOFF_TIMEOUT")
         .ok()
         .filter(|v| bare_seconds(v))
     else {
-        return (command, false);
+        return (command, None);
     };
     let command = command.mut_arg("timeout", |a| {
         a.env(None).default_value(format!("{seconds}s"))
     });
-    (command, true)
+    (command, Some(seconds))
 }
 
 /// Whether `v` is a plain number of seconds (`30`, `2.5`) that makes a
@@ -247,8 +249,12 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
             hold_stdout: cfg.hold_stdout,
             timeout: cfg.limits.timeout,
             idle_timeout: cfg.limits.idle_timeout,
+            // A terminal stays the command's (its colours, its progress
+            // bars): a person reads it, not a CI runner that needs the
+            // fold's marker to start a line.
             folded: matches!(cfg.log_format, LogFormat::Github | LogFormat::Gitlab)
-                && cfg.verbosity != crate::report::Verbosity::Quiet,
+                && cfg.verbosity != crate::report::Verbosity::Quiet
+                && !std::io::stderr().is_terminal(),
         },
         cfg.output_rules.clone(),
         stdin,

@@ -282,10 +282,14 @@ impl Given {
     }
 
     /// The same, knowing that the environment gave the value of the
-    /// argument `id` (in a form clap did not read itself).
+    /// argument `id` as `text` (in a form clap did not read itself: clap
+    /// took it as the default it was turned into).
     #[must_use]
-    pub fn with_environment(mut self, id: &str) -> Given {
+    pub fn with_environment(mut self, id: &str, text: &str) -> Given {
         self.environment.push(id.to_owned());
+        for given in self.texts.iter_mut().filter(|(i, _, _)| i == id) {
+            *given = (id.to_owned(), text.to_owned(), ValueSource::EnvVariable);
+        }
         self
     }
 

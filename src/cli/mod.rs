@@ -843,6 +843,7 @@ pub fn value_from_environment(e: &clap::Error, args: &[OsString]) -> bool {
                 .into_iter()
                 .all(|k| other.get(k) == e.get(k))
     };
+    values::parsing_afresh();
     match without_env(<Cli as clap::CommandFactory>::command()).try_get_matches_from(args) {
         Ok(_) => true,
         Err(other) => !same(&other),

@@ -22,6 +22,11 @@ pub fn duration(s: &str) -> Result<Duration, String> {
         return Err("a duration cannot be negative".into());
     }
     if t.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        // Zero with a unit is refused where a duration must be above zero:
+        // it is not offered as advice.
+        if t.chars().all(|c| c == '0' || c == '.') {
+            return Err("a duration needs a unit (ms, s, m, h or d)".into());
+        }
         return Err(format!("a duration needs a unit, like {t}ms or {t}s"));
     }
     // humantime 2.4 panics when the sum of the parts overflows (its issue
@@ -146,24 +151,33 @@ pub fn signal(s: &str) -> Result<i32, String> {
 /// compiled, in a few milliseconds and megabytes.
 pub const PATTERNS_MAX: usize = 2 << 20;
 
-/// What the output patterns parsed so far left of `PATTERNS_MAX`. (clap
-/// calls a value parser with the value alone: this is the one state the
-/// parsers share, for the one run a process parses.)
-static PATTERNS_LEFT: std::sync::atomic::AtomicUsize =
-    std::sync::atomic::AtomicUsize::new(PATTERNS_MAX);
+thread_local! {
+    /// What the output patterns parsed so far left of `PATTERNS_MAX`.
+    /// (clap calls a value parser with the value alone: this is the one
+    /// state the parsers share.) Each parse of a command line starts
+    /// afresh (`parsing_afresh`): backoff parses one again to tell whether
+    /// a bad value came from the environment, and the patterns it holds
+    /// must not be charged twice.
+    static PATTERNS_LEFT: std::cell::Cell<usize> = const { std::cell::Cell::new(PATTERNS_MAX) };
+}
+
+/// Forgets the output patterns parsed before: called as a parse of a whole
+/// command line starts.
+pub fn parsing_afresh() {
+    PATTERNS_LEFT.set(PATTERNS_MAX);
+}
 
 /// Parses an output pattern: a regular expression, as `regex` does, that
 /// fits in what the patterns before it left of `PATTERNS_MAX`.
 pub fn output_regex(s: &str) -> Result<regex::bytes::Regex, String> {
-    use std::sync::atomic::Ordering::Relaxed;
-    let left = PATTERNS_LEFT.load(Relaxed);
+    let left = PATTERNS_LEFT.get();
     let (r, size) = sized_regex(s, left)?.ok_or_else(|| {
         format!(
             "the output patterns together take more than {} MiB compiled",
             PATTERNS_MAX >> 20
         )
     })?;
-    PATTERNS_LEFT.fetch_sub(size.min(left), Relaxed);
+    PATTERNS_LEFT.set(left - size.min(left));
     Ok(r)
 }
 
@@ -465,6 +479,10 @@ mod tests {
         assert_eq!(
             duration("100").unwrap_err(),
             "a duration needs a unit, like 100ms or 100s"
+        );
+        assert_eq!(
+            duration("0.0").unwrap_err(),
+            "a duration needs a unit (ms, s, m, h or d)"
         );
         for bad in [
             "",

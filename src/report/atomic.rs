@@ -101,25 +101,19 @@ pub fn append(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Appends what `make` makes of what the file at `path` holds already, in
-/// one write, as `append` does: `make` is given all of it when it holds at
-/// most `MAX_PREVIOUS` bytes (and `true`), else only its last byte (and
-/// `false`).
+/// one write, as `append` does: `make` is given the file to read from its
+/// start (all of it, however large: it reads it a piece at a time).
 ///
 /// # Errors
 ///
-/// As `append`'s, or the system's error when the file cannot be read.
-pub fn append_after(path: &Path, make: impl FnOnce(&[u8], bool) -> Vec<u8>) -> io::Result<()> {
-    use std::os::unix::fs::FileExt;
+/// As `append`'s or `make`'s, or the system's error.
+pub fn append_after(
+    path: &Path,
+    make: impl FnOnce(&mut dyn Read) -> io::Result<Vec<u8>>,
+) -> io::Result<()> {
     let mut file = opened_to_append(path, true)?;
-    let mut previous = Vec::new();
-    (&file).take(MAX_PREVIOUS + 1).read_to_end(&mut previous)?;
-    let whole = previous.len() as u64 <= MAX_PREVIOUS;
-    if !whole {
-        let mut last = [0];
-        let n = file.read_at(&mut last, file.metadata()?.len().saturating_sub(1))?;
-        previous = last[..n].to_vec();
-    }
-    file.write_all(&make(&previous, whole))
+    let text = make(&mut &file)?;
+    file.write_all(&text)
 }
 
 /// The regular file `path` opened to append to (and to be read, with

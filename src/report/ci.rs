@@ -187,10 +187,12 @@ impl StepFiles {
     pub fn write(&self, recorder: &Recorder, exit: Exit, delimiter: &str) {
         if let Some(path) = &self.output {
             let ours = outputs(recorder, exit, delimiter);
-            let written = atomic::append_after(path, |previous, whole| {
-                let mut text = reopened(previous, whole).into_bytes();
+            let written = atomic::append_after(path, |file| {
+                let mut previous = OutputFile::default();
+                std::io::copy(file, &mut previous)?;
+                let mut text = previous.reopened();
                 text.extend_from_slice(ours.as_bytes());
-                text
+                Ok(text)
             });
             if let Err(e) = written {
                 cannot_write("GITHUB_OUTPUT", path, &e);
@@ -210,45 +212,126 @@ pub fn delimiter(bits: [u64; 2]) -> String {
     format!("ghadelimiter_{:016x}{:016x}", bits[0], bits[1])
 }
 
-/// What `$GITHUB_OUTPUT` needs after what it holds (`previous`, all of it
-/// if `whole`, else its last byte) for backoff's outputs to be read as
-/// backoff wrote them, whatever an attempt killed while writing it left:
-/// a newline after a line left unfinished, and the delimiter of a
-/// `NAME<<DELIMITER` value left open. The file is read as the runner reads
-/// it: line by line (a `\r` before the `\n` is no part of the line), empty
-/// lines skipped, `NAME=VALUE` when `=` comes before any `<<`, else
-/// `NAME<<DELIMITER` and the value's lines up to one that is `DELIMITER`.
-fn reopened(previous: &[u8], whole: bool) -> String {
-    let unfinished = previous.last().is_some_and(|&b| b != b'\n');
-    let mut open: Option<&[u8]> = None;
-    if whole {
-        for line in previous.split(|&b| b == b'\n') {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            if let Some(delimiter) = open {
-                if line == delimiter {
-                    open = None;
-                }
+/// The longest line of `$GITHUB_OUTPUT` kept while the file is read: a
+/// `NAME<<DELIMITER` line is known by its start, and a delimiter is short.
+const OUTPUT_LINE_MAX: usize = 64 << 10;
+
+/// `$GITHUB_OUTPUT` as the runner reads it, fed a piece at a time (it is
+/// written to), in bounded memory: line by line, split at `\n` alone (on
+/// Linux and macOS the runner keeps a `\r` in the line), empty lines
+/// skipped, `NAME=VALUE` when `=` comes before any `<<`, else
+/// `NAME<<DELIMITER` and the value's lines up to one that is `DELIMITER`;
+/// any other line fails the whole file.
+#[derive(Debug, Default)]
+struct OutputFile {
+    /// The line being read, up to `OUTPUT_LINE_MAX` bytes of it.
+    line: Vec<u8>,
+    /// The line being read is longer than what is kept of it.
+    long: bool,
+    /// The delimiter of the `NAME<<DELIMITER` value being read.
+    open: Option<Vec<u8>>,
+    /// A `NAME<<DELIMITER` line longer than `OUTPUT_LINE_MAX`: where its
+    /// value ends is not known (nor is anything after it).
+    lost: bool,
+}
+
+/// What a line of `$GITHUB_OUTPUT` is, outside a value.
+#[derive(Debug, PartialEq, Eq)]
+enum OutputLine<'a> {
+    Empty,
+    Value,
+    Opens(&'a [u8]),
+    Invalid,
+}
+
+fn output_line(line: &[u8]) -> OutputLine<'_> {
+    if line.is_empty() {
+        return OutputLine::Empty;
+    }
+    let equals = find(line, b"=");
+    match find(line, b"<<") {
+        Some(h) if equals.is_none_or(|e| h < e) => {
+            if h > 0 && h + 2 < line.len() {
+                OutputLine::Opens(&line[h + 2..])
             } else {
-                let equals = find(line, b"=");
-                if let Some(heredoc) = find(line, b"<<")
-                    && equals.is_none_or(|e| heredoc < e)
-                    && heredoc > 0
-                    && heredoc + 2 < line.len()
-                {
-                    open = Some(&line[heredoc + 2..]);
-                }
+                OutputLine::Invalid
             }
         }
+        _ if equals.is_some() => OutputLine::Value,
+        _ => OutputLine::Invalid,
     }
-    let mut text = String::new();
-    if unfinished {
-        text.push('\n');
+}
+
+impl std::io::Write for OutputFile {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        for piece in data.split_inclusive(|&b| b == b'\n') {
+            let (text, ended) = match piece.strip_suffix(b"\n") {
+                Some(text) => (text, true),
+                None => (piece, false),
+            };
+            let room = OUTPUT_LINE_MAX - self.line.len();
+            self.long |= text.len() > room;
+            self.line.extend_from_slice(&text[..text.len().min(room)]);
+            if ended {
+                let line = std::mem::take(&mut self.line);
+                let long = std::mem::replace(&mut self.long, false);
+                self.read(&line, long);
+            }
+        }
+        Ok(data.len())
     }
-    if let Some(delimiter) = open {
-        text.push_str(&String::from_utf8_lossy(delimiter));
-        text.push('\n');
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
-    text
+}
+
+impl OutputFile {
+    /// Reads one line (`long`: only its start was kept).
+    fn read(&mut self, line: &[u8], long: bool) {
+        if self.lost {
+            return;
+        }
+        if let Some(delimiter) = &self.open {
+            if !long && line == delimiter.as_slice() {
+                self.open = None;
+            }
+            return;
+        }
+        match output_line(line) {
+            OutputLine::Opens(_) | OutputLine::Invalid if long => self.lost = true,
+            OutputLine::Opens(delimiter) => self.open = Some(delimiter.to_vec()),
+            _ => {}
+        }
+    }
+
+    /// What the file needs after what it holds for backoff's outputs to be
+    /// read as backoff wrote them, whatever an attempt killed while writing
+    /// it left: `=` after a name left without one (an empty value, not a
+    /// line that fails the file), a newline after a line left unfinished,
+    /// and the delimiter of a `NAME<<DELIMITER` value left open.
+    fn reopened(mut self) -> Vec<u8> {
+        let mut text = Vec::new();
+        if !self.line.is_empty() || self.long {
+            let mut line = std::mem::take(&mut self.line);
+            let long = self.long;
+            if self.open.is_none()
+                && !self.lost
+                && !long
+                && output_line(&line) == OutputLine::Invalid
+            {
+                line.push(b'=');
+                text.push(b'=');
+            }
+            self.read(&line, long);
+            text.push(b'\n');
+        }
+        if let Some(delimiter) = self.open.filter(|_| !self.lost) {
+            text.extend_from_slice(&delimiter);
+            text.push(b'\n');
+        }
+        text
+    }
 }
 
 /// Where `needle` first starts in `haystack`.
@@ -620,28 +703,69 @@ mod tests {
         );
     }
 
+    /// What `reopened` adds after `previous`, fed in pieces of `piece` bytes.
+    fn reopened_after(previous: &[u8], piece: usize) -> Vec<u8> {
+        let mut file = OutputFile::default();
+        for chunk in previous.chunks(piece.max(1)) {
+            std::io::Write::write_all(&mut file, chunk).unwrap();
+        }
+        file.reopened()
+    }
+
     #[test]
     fn what_github_output_needs_before_backoff_s_outputs() {
-        let cases: [(&str, &str); 11] = [
+        let cases: [(&str, &str); 17] = [
             ("", ""),
             ("a=1\n", ""),
             ("a=1", "\n"),
             ("a<<EOF\nx\nEOF\n", ""),
             ("a<<EOF\nx\nEOF", "\n"),
             ("a<<EOF\nx\n", "EOF\n"),
-            ("a<<EOF\r\nx", "\nEOF\n"),
+            // The runner on Linux and macOS keeps the `\r`.
+            ("a<<EOF\r\nx", "\nEOF\r\n"),
+            ("a<<EOF\r\nx\nEOF\n", "EOF\r\n"),
+            ("a=1\r", "\n"),
             ("a<<E", "\nE\n"),
             // `=` first: a plain value, whatever follows.
             ("a=b<<EOF\n", ""),
             ("a<<X=Y\n", "X=Y\n"),
             ("b<<EOF\n\nc<<D\n", "EOF\n"),
+            // A name left without `=` gets an empty value.
+            ("a", "=\n"),
+            ("a<", "=\n"),
+            ("a<<", "=\n=\n"),
+            ("x=1\nab", "=\n"),
         ];
         for (previous, want) in cases {
-            assert_eq!(reopened(previous.as_bytes(), true), want, "{previous:?}");
+            for piece in [1, 2, 3, 1000] {
+                let got = reopened_after(previous.as_bytes(), piece);
+                assert_eq!(
+                    String::from_utf8_lossy(&got),
+                    want,
+                    "{previous:?} by {piece}"
+                );
+            }
         }
-        // Only the last byte of a larger file.
-        assert_eq!(reopened(b"x", false), "\n");
-        assert_eq!(reopened(b"\n", false), "");
+    }
+
+    #[test]
+    fn a_large_github_output_is_read_whole_in_bounded_memory() {
+        let mut previous = b"a<<EOF\n".to_vec();
+        for _ in 0..40_000 {
+            previous.extend_from_slice(&[b'x'; 100]);
+            previous.push(b'\n');
+        }
+        previous.extend_from_slice(&vec![b'y'; 3 * OUTPUT_LINE_MAX]);
+        assert_eq!(reopened_after(&previous, 8192), b"\nEOF\n");
+        // A delimiter longer than what is kept of a line: where the value
+        // ends is not known, and nothing is guessed.
+        let mut long = b"a<<".to_vec();
+        long.extend_from_slice(&vec![b'D'; 2 * OUTPUT_LINE_MAX]);
+        long.extend_from_slice(b"\nvalue");
+        assert_eq!(reopened_after(&long, 8192), b"\n");
+        let mut file = OutputFile::default();
+        std::io::Write::write_all(&mut file, &previous).unwrap();
+        assert!(file.line.capacity() <= 2 * OUTPUT_LINE_MAX);
     }
 
     #[test]

@@ -361,3 +361,29 @@ fn a_backoff_in_the_background_of_an_interactive_shell_draws_no_countdown() {
     }
     let _ = term.run(&["send-keys", "exit", "Enter"]);
 }
+
+#[test]
+fn in_the_ci_formats_a_terminal_stays_the_command_s_terminal() {
+    for format in ["github", "gitlab"] {
+        let argv: Vec<String> = [
+            &bin().display().to_string(),
+            "--log-format",
+            format,
+            "--attempts",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "if [ -t 1 ] && [ -t 2 ]; then echo 'both: terminals'; else echo 'both: not terminals'; fi",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let term = Terminal::start(&format!("ci-{format}"), 100, &argv);
+        let screen = term.wait_for("the command's line", |l| l.starts_with("both: "));
+        assert!(
+            screen.iter().any(|l| l == "both: terminals"),
+            "{format}: {screen:#?}"
+        );
+        term.wait_end();
+    }
+}

@@ -346,6 +346,18 @@ fn refusals_quote_the_value_as_given_and_say_where_it_came_from() {
             &[],
             "invalid value '0s' for '--timeout': must be above zero",
         ),
+        // No advice of a zero with a unit, which --timeout refuses too.
+        (
+            &["--timeout", "0"],
+            &[],
+            "invalid value '0' for '--timeout': a duration needs a unit (ms, s, m, h or d)",
+        ),
+        // A bare number of seconds, as an outer backoff passes it on.
+        (
+            &[],
+            &[("BACKOFF_TIMEOUT", "0")],
+            "invalid value '0' for BACKOFF_TIMEOUT (from the environment, for '--timeout'): must be above zero",
+        ),
         (
             &["--delays", "0ms,1s"],
             &[],
@@ -376,6 +388,21 @@ type Advice<'a> = (
     &'a [&'a str],
 );
 
+/// Runs each command line of `cases`, which must give its advice, then the
+/// one that follows it, which must be neither refused nor given it again.
+fn follow_advice(cases: &[Advice]) {
+    for &(bad, env, advice, fixed) in cases {
+        let (_, stderr) = run_with(bad, env);
+        assert!(
+            stderr.contains(advice),
+            "{bad:?}: {stderr:?} lacks {advice:?}"
+        );
+        let (code, stderr) = run_with(fixed, env);
+        assert_ne!(code, Some(125), "{fixed:?}: {stderr}");
+        assert!(!stderr.contains(advice), "{fixed:?}: {stderr}");
+    }
+}
+
 #[test]
 fn every_piece_of_advice_followed_literally_works() {
     let dir = TempDir::new("advice");
@@ -386,7 +413,7 @@ fn every_piece_of_advice_followed_literally_works() {
     // What is refused (or said), the advice in its message, and the
     // command line that follows it, which must be neither refused nor
     // given the same advice.
-    let cases: [Advice; 9] = [
+    let cases: &[Advice] = &[
         (
             &["--base", "0s", "--", "true"],
             &[],
@@ -444,19 +471,92 @@ fn every_piece_of_advice_followed_literally_works() {
             &["simulate", "--clients", "2", "--runs", "1", "--plot", &plot],
         ),
     ];
-    for (bad, env, advice, fixed) in cases {
-        let (_, stderr) = run_with(bad, env);
-        assert!(
-            stderr.contains(advice),
-            "{bad:?}: {stderr:?} lacks {advice:?}"
-        );
-        let (code, stderr) = run_with(fixed, env);
-        assert_ne!(code, Some(125), "{fixed:?}: {stderr}");
-        assert!(!stderr.contains(advice), "{fixed:?}: {stderr}");
-    }
+    follow_advice(cases);
     // The repaired budget is shown.
     let (code, stderr) = run_with(&["budget", "show", "k", "--budget-dir", &budget_dir], &[]);
     assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn more_advice_followed_literally_works() {
+    let dir = TempDir::new("more-advice");
+    let budget_dir = dir.path().to_str().unwrap().to_owned();
+    std::fs::write(dir.join("c.breaker"), "garbage").unwrap();
+    // No server listens on port 1: a store there is unavailable at once.
+    let cluster = "redis+cluster://u:pw@127.0.0.1:1,u:pw@127.0.0.1:2";
+    let cases: &[Advice] = &[
+        (
+            &["breaker", "show", "c", "--budget-dir", &budget_dir],
+            &[],
+            "'backoff breaker reset c' with the same --budget-dir repairs it",
+            &["breaker", "reset", "c", "--budget-dir", &budget_dir],
+        ),
+        (
+            &["--timeout", "5", "--", "true"],
+            &[],
+            "like 5ms or 5s",
+            &["--timeout", "5s", "--", "true"],
+        ),
+        (
+            &["--max-retries", "99999999999", "--", "true"],
+            &[],
+            "use --forever for no limit",
+            &["--forever", "--", "true"],
+        ),
+        (
+            &["--retry-after-pattern", "retry in [0-9]+", "--", "true"],
+            &[],
+            "like 'retry in ([0-9]+)'",
+            &["--retry-after-pattern", "retry in ([0-9]+)", "--", "true"],
+        ),
+        (
+            &["--until-failure", "false"],
+            &[],
+            "put '--' before the command",
+            &["--until-failure", "--", "false"],
+        ),
+        (
+            &["--budget-store", "redis://127.0.0.1:1", "--", "true"],
+            &[],
+            "needs '--budget KEY' or '--breaker KEY'",
+            &[
+                "--budget-store",
+                "redis://127.0.0.1:1",
+                "--budget",
+                "j",
+                "--",
+                "true",
+            ],
+        ),
+        (
+            &["--budget-store", cluster, "--budget", "j", "--", "true"],
+            &[],
+            "give the user and password once, before the first host",
+            &[
+                "--budget-store",
+                "redis+cluster://u:pw@127.0.0.1:1,127.0.0.1:2",
+                "--budget",
+                "j",
+                "--",
+                "true",
+            ],
+        ),
+        (
+            &["--preset", "curl", "--", "curl", "-s", "file:///dev/null"],
+            &[],
+            "curl runs without -f (--fail), so an HTTP error exits 0 and is not retried; add -f",
+            &[
+                "--preset",
+                "curl",
+                "--",
+                "curl",
+                "-f",
+                "-s",
+                "file:///dev/null",
+            ],
+        ),
+    ];
+    follow_advice(cases);
 }
 
 #[test]
@@ -496,4 +596,30 @@ fn an_oversized_set_of_output_patterns_is_refused_before_it_is_all_compiled() {
         .parse()
         .expect(&said);
     assert!(kib < 50 << 10, "peak {kib} KiB");
+}
+
+#[test]
+fn output_patterns_before_a_bad_value_do_not_make_it_the_environment_s() {
+    // Two patterns that fit the limit together, but not twice over: a
+    // command line parsed again (to tell where a bad value came from)
+    // starts afresh.
+    let (code, stderr) = run_with(
+        &[
+            "--until-output",
+            r"\w{14}",
+            "--until-output",
+            r"\w{14}",
+            "--base",
+            "xyz",
+            "--",
+            "true",
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(125), "{stderr}");
+    assert!(
+        stderr.starts_with("backoff: invalid value 'xyz' for '--base': "),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
