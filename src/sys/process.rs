@@ -343,6 +343,7 @@ pub fn group_alive(pgid: u32) -> Alive {
 /// `pgid`: `Some(true)` for one that is alive, `Some(false)` for a zombie.
 /// The name, in parentheses, may hold any character: the fields are read
 /// after its last `)`.
+#[cfg(target_os = "linux")]
 fn member_of(stat: &str, pgid: u32) -> Option<bool> {
     let (_, fields) = stat.rsplit_once(')')?;
     // State, parent, group.
