@@ -76,7 +76,7 @@ const REDIRECTIONS: usize = 5;
 /// ARGV: operation (take, deposit, show, reset), burst and ratio in
 /// millionths of a token, expiry in seconds, and what a corrupt state
 /// becomes for take and deposit: `repair` (a full bucket) or `keep` (an
-/// error, the state left alone). Reset never reads the state, so it repairs
+/// error, the state left alone); a state is digits alone, as the file's. Reset never reads the state, so it repairs
 /// any (a value of the wrong type included). Returns {granted, level,
 /// repaired}.
 const SCRIPT: &str = r"
@@ -88,8 +88,11 @@ local repaired = 0
 if op ~= 'reset' then
   local raw = redis.call('GET', KEYS[1])
   if raw then
-    level = tonumber(raw)
-    if level == nil or level < 0 or level ~= math.floor(level) then
+    -- Digits alone, as written here, and no more than a u64 has: tonumber
+    -- would take 'inf', '0x10' or ' 5' too.
+    level = nil
+    if #raw <= 20 and string.match(raw, '^%d+$') then level = tonumber(raw) end
+    if level == nil then
       if op == 'show' or ARGV[5] ~= 'repair' then
         return redis.error_reply('corrupt budget state at ' .. KEYS[1])
       end

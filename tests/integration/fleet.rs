@@ -613,6 +613,53 @@ fn a_corrupt_state_in_redis_becomes_a_fresh_bucket_and_reset_repairs_any() {
     }
 }
 
+/// What only a hand could have written into a budget key: backoff writes a
+/// level as digits alone.
+const NOT_A_LEVEL: [&str; 8] = [
+    "inf",
+    "1e999",
+    "0x10",
+    " 5000000",
+    "5000000\n",
+    "-0",
+    "",
+    "123456789012345678901",
+];
+
+#[test]
+fn a_budget_key_that_is_not_digits_alone_is_corrupt() {
+    let redis = Redis::start(None);
+    for value in NOT_A_LEVEL {
+        redis_cli(&redis, &["SET", "backoff:budget:n", value]);
+        // Closed: said once, left alone, not retried.
+        let out = backoff(["--budget", "n", "--budget-store", &redis.url()])
+            .args(LIVE)
+            .args(["--budget-store-fail", "closed", "--base", "1ms"])
+            .args(["--max-retries", "2", "--", "sh", "-c", "exit 3"])
+            .timeout(PATIENCE)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{value:?}: {stderr}");
+        assert_eq!(stderr.matches("corrupt").count(), 1, "{value:?}: {stderr}");
+        assert_eq!(
+            stderr.matches("failed (exit 3)").count(),
+            1,
+            "{value:?}: {stderr}"
+        );
+        assert_eq!(
+            redis_cli(&redis, &["GET", "backoff:budget:n"]),
+            value.trim(),
+            "left alone"
+        );
+        backoff(["budget", "show", "n", "--budget-store", &redis.url()])
+            .args(LIVE)
+            .assert()
+            .code(125)
+            .stderr(predicates::str::contains("corrupt"));
+    }
+}
+
 #[test]
 fn a_decision_given_up_on_a_frozen_store_takes_no_token_when_the_store_thaws() {
     let redis = Redis::start(None);
