@@ -59,7 +59,7 @@ fn fifty_processes_at_once_share_exactly_the_burst_of_retries() {
         .collect();
     let mut refused = 0;
     for child in children {
-        let out = child.wait_with_output().unwrap();
+        let out = crate::support::output_within(child);
         assert_eq!(
             out.status.code(),
             Some(3),

@@ -148,7 +148,7 @@ fn twenty_share_the_burst(url: &str, key: &str) {
         })
         .collect();
     for child in children {
-        let out = child.wait_with_output().unwrap();
+        let out = crate::support::output_within(child);
         assert_eq!(out.status.code(), Some(3));
     }
     let attempts = std::fs::read_to_string(&log).unwrap().lines().count();
@@ -326,7 +326,7 @@ fn a_slot_moved_while_twenty_processes_share_its_key_keeps_the_count_exact() {
     let settled = attempts();
     assert!(settled < 20 * 21 - 60, "the slot moved too late to matter");
     for child in children {
-        let out = child.wait_with_output().unwrap();
+        let out = crate::support::output_within(child);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{stderr}");
         assert!(!stderr.contains("unavailable"), "{stderr}");

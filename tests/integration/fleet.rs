@@ -162,7 +162,7 @@ fn fifty_processes_share_exactly_the_burst_through_redis() {
         })
         .collect();
     for child in children {
-        let out = child.wait_with_output().unwrap();
+        let out = crate::support::output_within(child);
         assert_eq!(out.status.code(), Some(4));
     }
     let attempts = std::fs::read_to_string(&log).unwrap().lines().count();
