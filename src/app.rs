@@ -70,7 +70,10 @@ fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
             };
             let from_environment = cli::value_from_environment(e, args);
             let source = cli::flag_source(&flag, |_| from_environment);
-            format!("invalid value '{value}' for {source}: {why}")
+            format!(
+                "invalid value '{}' for {source}: {why}",
+                cli::quotable(&value)
+            )
         }
         (ErrorKind::MissingRequiredArgument, _, _) => match e.get(ContextKind::InvalidArg) {
             Some(ContextValue::Strings(missing))

@@ -57,7 +57,8 @@ fn invalid(
         None => (value.to_string(), ""),
     };
     UsageError(format!(
-        "invalid value '{value}' for {source}{whence}: {why}"
+        "invalid value '{}' for {source}{whence}: {why}",
+        crate::cli::quotable(&value)
     ))
 }
 

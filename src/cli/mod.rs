@@ -799,6 +799,22 @@ pub struct OutputArgs {
     pub metrics_file: Option<PathBuf>,
 }
 
+/// A value as an error message quotes it: whole, or, past 100 characters,
+/// its first 60 and how long it is, so that the message stays one line a
+/// person can read.
+pub fn quotable(value: &str) -> std::borrow::Cow<'_, str> {
+    match value.char_indices().nth(100) {
+        None => value.into(),
+        Some(_) => {
+            let cut = value
+                .char_indices()
+                .nth(60)
+                .map_or(value.len(), |(at, _)| at);
+            format!("{}… ({} bytes)", &value[..cut], value.len()).into()
+        }
+    }
+}
+
 /// Where a value came from, for an error message: `'--flag'`, or, when
 /// `from_environment` says so of the flag's argument (told its id), the
 /// environment variable that gave it:
@@ -854,6 +870,15 @@ pub fn value_from_environment(e: &clap::Error, args: &[OsString]) -> bool {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn a_long_value_is_quoted_by_its_start_and_its_length() {
+        assert_eq!(quotable("100ms"), "100ms");
+        let hundred = "é".repeat(100);
+        assert_eq!(quotable(&hundred), hundred);
+        let long = format!("{hundred}x");
+        assert_eq!(quotable(&long), format!("{}… (201 bytes)", "é".repeat(60)));
+    }
 
     #[test]
     fn the_command_line_definition_is_consistent() {

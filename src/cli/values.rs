@@ -151,42 +151,57 @@ pub fn signal(s: &str) -> Result<i32, String> {
 /// compiled, in a few milliseconds and megabytes.
 pub const PATTERNS_MAX: usize = 2 << 20;
 
+/// The most text the output patterns of a run may hold, all together: a
+/// pattern is parsed anew for each size it is tried in, so that a set of
+/// long patterns is refused by its length before any is parsed.
+pub const PATTERNS_TEXT_MAX: usize = 64 << 10;
+
 thread_local! {
-    /// What the output patterns parsed so far left of `PATTERNS_MAX`.
-    /// (clap calls a value parser with the value alone: this is the one
-    /// state the parsers share.) Each parse of a command line starts
-    /// afresh (`parsing_afresh`): backoff parses one again to tell whether
-    /// a bad value came from the environment, and the patterns it holds
-    /// must not be charged twice.
-    static PATTERNS_LEFT: std::cell::Cell<usize> = const { std::cell::Cell::new(PATTERNS_MAX) };
+    /// What the output patterns parsed so far left of `PATTERNS_MAX`, and
+    /// of `PATTERNS_TEXT_MAX`. (clap calls a value parser with the value
+    /// alone: this is the one state the parsers share.) Each parse of a
+    /// command line starts afresh (`parsing_afresh`): backoff parses one
+    /// again to tell whether a bad value came from the environment, and the
+    /// patterns it holds must not be charged twice.
+    static PATTERNS_LEFT: std::cell::Cell<(usize, usize)> =
+        const { std::cell::Cell::new((PATTERNS_MAX, PATTERNS_TEXT_MAX)) };
 }
 
 /// Forgets the output patterns parsed before: called as a parse of a whole
 /// command line starts.
 pub fn parsing_afresh() {
-    PATTERNS_LEFT.set(PATTERNS_MAX);
+    PATTERNS_LEFT.set((PATTERNS_MAX, PATTERNS_TEXT_MAX));
 }
 
 /// Parses an output pattern: a regular expression, as `regex` does, that
-/// fits in what the patterns before it left of `PATTERNS_MAX`.
+/// fits in what the patterns before it left of `PATTERNS_TEXT_MAX` and of
+/// `PATTERNS_MAX`.
 pub fn output_regex(s: &str) -> Result<regex::bytes::Regex, String> {
-    let left = PATTERNS_LEFT.get();
+    let (left, text_left) = PATTERNS_LEFT.get();
+    if s.len() > text_left {
+        return Err(format!(
+            "the output patterns together are longer than {} KiB",
+            PATTERNS_TEXT_MAX >> 10
+        ));
+    }
     let (r, size) = sized_regex(s, left)?.ok_or_else(|| {
         format!(
             "the output patterns together take more than {} MiB compiled",
             PATTERNS_MAX >> 20
         )
     })?;
-    PATTERNS_LEFT.set(left - size.min(left));
+    PATTERNS_LEFT.set((left - size.min(left), text_left - s.len()));
     Ok(r)
 }
 
 /// `s` compiled within a size limit of at most `limit` bytes, and that
 /// limit: the smallest of 4 KiB, 8 KiB, ... in which it fits (at most twice
 /// its size; a compilation past its limit stops there, so that the tries
-/// cost about as much as the last). `None` when it needs more than `limit`.
+/// cost about as much as the last), starting from its length (a pattern
+/// takes at least as many bytes compiled as it has characters, comments
+/// aside). `None` when it needs more than `limit`.
 fn sized_regex(s: &str, limit: usize) -> Result<Option<(regex::bytes::Regex, usize)>, String> {
-    let mut tier: usize = 4 << 10;
+    let mut tier: usize = s.len().max(4 << 10).next_power_of_two();
     loop {
         let size = tier.min(limit);
         match compiled(s, size) {
@@ -467,6 +482,20 @@ mod tests {
                 .starts_with("invalid regex: ")
         );
     }
+    #[test]
+    fn output_patterns_are_charged_their_length_too() {
+        parsing_afresh();
+        let long = format!("(?x)a#{}", "x".repeat(PATTERNS_TEXT_MAX / 2 - 6));
+        assert!(output_regex(&long).is_ok());
+        assert!(output_regex(&long).is_ok());
+        assert_eq!(
+            output_regex("x").unwrap_err(),
+            "the output patterns together are longer than 64 KiB"
+        );
+        parsing_afresh();
+        assert!(output_regex("x").is_ok());
+    }
+
     use proptest::prelude::*;
 
     #[test]

@@ -599,6 +599,29 @@ fn an_oversized_set_of_output_patterns_is_refused_before_it_is_all_compiled() {
 }
 
 #[test]
+fn a_set_of_long_output_patterns_is_refused_by_its_length_in_one_short_line() {
+    // Each is small compiled (a comment, in verbose mode), but parsed anew
+    // for each size it is tried in: 14 of them are past 64 KiB of text.
+    let patterns: Vec<String> = (0..20)
+        .map(|i| format!("(?x){i:02}#{}", "x".repeat(4993)))
+        .collect();
+    let mut args = vec!["--attempts", "1"];
+    for p in &patterns {
+        args.extend(["--until-output", p]);
+    }
+    args.extend(["--", "true"]);
+    let (code, stderr) = run_with(&args, &[]);
+    assert_eq!(code, Some(125), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "backoff: invalid value '(?x)13#{}… (5000 bytes)' for '--until-output': the output patterns together are longer than 64 KiB\n",
+            "x".repeat(53)
+        )
+    );
+}
+
+#[test]
 fn output_patterns_before_a_bad_value_do_not_make_it_the_environment_s() {
     // Two patterns that fit the limit together, but not twice over: a
     // command line parsed again (to tell where a bad value came from)
