@@ -803,16 +803,14 @@ pub struct OutputArgs {
 /// its first 60 and how long it is, so that the message stays one line a
 /// person can read.
 pub fn quotable(value: &str) -> std::borrow::Cow<'_, str> {
-    match value.char_indices().nth(100) {
-        None => value.into(),
-        Some(_) => {
-            let cut = value
-                .char_indices()
-                .nth(60)
-                .map_or(value.len(), |(at, _)| at);
-            format!("{}… ({} bytes)", &value[..cut], value.len()).into()
-        }
+    if value.chars().nth(100).is_none() {
+        return value.into();
     }
+    let cut = value
+        .char_indices()
+        .nth(60)
+        .map_or(value.len(), |(at, _)| at);
+    format!("{}… ({} bytes)", &value[..cut], value.len()).into()
 }
 
 /// Where a value came from, for an error message: `'--flag'`, or, when
