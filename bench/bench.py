@@ -10,7 +10,7 @@ in sections 1 and 2, the static release artefact beside it):
    4. signal latency during a delay 11. retry budget kept in a file
    5. sleep overshoot               12. retry budget kept in Redis
    6. peak resident memory          13. `backoff simulate` with its defaults
-   7. CPU of a timer during an attempt
+   7. CPU of a timer during an attempt 14. memory over a long run of attempts
 
 Sections 9 and 10 use a file of text lines (1 GiB, 256 MiB with --quick)
 that is made once in the temporary directory and kept for later runs.
@@ -61,6 +61,11 @@ PROMISE_COPY_RATIO = 0.8
 PROMISE_BIG_RSS_KIB = 16 * 1024
 PROMISE_BUDGET_MS = 1.0  # the bench's own bound on a budget's bookkeeping
 PROMISE_SIMULATE_S = 3.0
+# Over a long run, the peak RSS grows by at most 5% or 256 KiB, whichever is
+# more: what a run keeps per attempt is bounded.
+PROMISE_LONG_RSS_RATIO = 0.05
+PROMISE_LONG_RSS_KIB = 256
+PROMISE_LONG_RSS = "+5% or +256 KiB"
 
 # A regular expression that matches no line of the data the copy runs pass.
 NEVER_MATCHES = "never-matches-zq"
@@ -104,6 +109,10 @@ class Settings:
     copy_runs: int = 7
     big_rss_reps: int = 3
     simulate_runs: int = 5
+    # Attempts of the long run of section 14 (100 000 take minutes per tool
+    # on a loaded 2-core machine), and runs of its short one.
+    long_attempts: int = 30000
+    long_rss_reps: int = 3
 
 
 @dataclass
@@ -526,11 +535,13 @@ def count_attempts(tool: Tool) -> tuple[int, float]:
     return count_attempts_argv(lambda child: tool.failing(ATTEMPTS, child))
 
 
-def count_attempts_argv(argv: Callable[[list[str]], list[str]]) -> tuple[int, float]:
-    """count_attempts for the command line that argv(child) builds."""
+def count_attempts_argv(argv: Callable[[list[str]], list[str]],
+                        status: int = 1) -> tuple[int, float]:
+    """count_attempts for the command line that argv(child) builds, the
+    child exiting with status."""
     with tempfile.TemporaryDirectory() as tmp:
         counter = os.path.join(tmp, "attempts")
-        child = ["sh", "-c", 'echo x >> "$0"; exit 1', counter]
+        child = ["sh", "-c", f'echo x >> "$0"; exit {status}', counter]
         t0 = time.perf_counter()
         try:
             subprocess.run(argv(child), stdin=subprocess.DEVNULL,
@@ -1232,6 +1243,95 @@ def bench_big_rss(cfg: Settings, backoff: Tool, data: str, summary: list[Row]):
 
 
 # ---------------------------------------------------------------------------
+# 14. Memory over a long run
+# ---------------------------------------------------------------------------
+
+
+def bench_long_rss(cfg: Settings, tools: list[Tool], missing: list[str], summary: list[Row]):
+    short, long = ATTEMPTS, cfg.long_attempts
+    header(f"14. Memory over a long run: peak RSS for {short} and {long} attempts, no delay")
+    gnu_time = find_gnu_time()
+    if gnu_time is None:
+        print("  skipped: needs GNU time (/usr/bin/time or $TIME_BIN) with -f %M")
+        summary.append(Row(f"peak RSS growth, {short} to {long} attempts", "n/a",
+                           PROMISE_LONG_RSS, "not measured"))
+        return
+    backoff, peers = tools[0], tools[1:]
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "report.json")
+        b = backoff.path
+        no_delay = ["--base", "0s", "--cap", "0s", "--jitter", "none", "-q"]
+        # (label, argv for n attempts and a child, the child's exit status, judged)
+        runs: list[tuple[str, Callable[[int, list[str]], list[str]], int, bool]] = [
+            ("backoff -- false", backoff.failing, 1, True),
+            ("backoff --report FILE -- false",
+             lambda n, child: [b, *no_delay, "--attempts", str(n), "--report", report,
+                               "--", *child], 1, True),
+            ("backoff --until-failure N -- true",
+             lambda n, child: [b, *no_delay, "--until-failure", str(n), "--", *child], 0,
+             True),
+            *((t.name + " -- false", t.failing, 1, False) for t in peers),
+        ]
+        print(f"  `{gnu_time} -f %M` (KiB, descendants included): the maximum of "
+              f"{cfg.long_rss_reps} run(s) at {short}, 1 run at {long}; output to /dev/null")
+        print(f"  backoff's delays: {shlex.join(no_delay)} (0s: no wait at all; 1ns measures "
+              "the same)")
+        print(f"  check: each configuration at {short}, with a counting child (sh) instead "
+              "of false or true:")
+        for label, argv, status, _ in runs:
+            n, wall = count_attempts_argv(lambda child, argv=argv: argv(short, child),
+                                          status)
+            ok = "ok" if n == short else f"NOT {short}"
+            print(f"    {label:34} {n} runs of the child in {wall:.2f} s: {ok}")
+        for line in missing:
+            print(f"  {line}")
+
+        rows = [["command", f"peak KiB at {short}", f"at {long}", "growth", "ratio",
+                 "s at " + str(long)]]
+        judged_rows: list[Row] = []
+        peer_growth: dict[str, str] = {}
+        for label, argv, status, judged in runs:
+            child = ["false"] if status else ["true"]
+            at_short = [v for v in (peak_rss_big_kib(gnu_time, argv(short, child), None)
+                                    for _ in range(cfg.long_rss_reps)) if v is not None]
+            t0 = time.perf_counter()
+            at_long = peak_rss_big_kib(gnu_time, argv(long, child), None)
+            wall = time.perf_counter() - t0
+            p_short = max(at_short) if at_short else None
+            if p_short is None or at_long is None:
+                rows.append([label, str(p_short), str(at_long), "n/a", "n/a", f"{wall:.0f}"])
+                if judged:
+                    judged_rows.append(Row(f"peak RSS growth: {label}", "n/a",
+                                           PROMISE_LONG_RSS, "not measured"))
+                continue
+            growth, r = at_long - p_short, ratio(at_long, p_short)
+            rows.append([label, str(p_short), str(at_long), f"{growth:+d} KiB", f"{r:.3f}x",
+                         f"{wall:.0f}"])
+            if judged:
+                allowed = max(p_short * PROMISE_LONG_RSS_RATIO, PROMISE_LONG_RSS_KIB)
+                verdict = ("met" if growth <= allowed
+                           else f"MISSED by {growth - allowed:.0f} KiB")
+                judged_rows.append(Row(f"peak RSS growth: {label.removeprefix('backoff ')}",
+                                       f"{r:.3f}x ({growth:+d} KiB)", PROMISE_LONG_RSS,
+                                       verdict))
+            else:
+                # A peer's growth goes in its column of the row of the same run.
+                peer_growth[label.split()[0]] = f"{r:.3f}x ({growth:+d} KiB)"
+    if judged_rows:
+        judged_rows[0].peers = peer_growth
+    summary.extend(judged_rows)
+    table(rows)
+    for t in peers:
+        if "attempts" in t.notes:
+            print(f"  note: {t.notes['attempts']}")
+    print()
+    print(f"  ratio = peak at {long} / peak at {short}; N in the commands is the number of "
+          "attempts (runs for --until-failure)")
+    print(f"  promise: backoff's peak at {long} attempts within {PROMISE_LONG_RSS}"
+          f" of its peak at {short}")
+
+
+# ---------------------------------------------------------------------------
 # 11 and 12. Retry budget bookkeeping: a file, and Redis
 # ---------------------------------------------------------------------------
 
@@ -1582,11 +1682,15 @@ def settings_from(args: argparse.Namespace) -> Settings:
                        attempts_runs=4, attempts_warmup=1, attempts_rounds=2,
                        wait_delay_s=1.0, signal_reps=10, sleep_reps=10, rss_reps=2,
                        timeout_reps=10, copy_bytes=256 << 20, copy_runs=3, big_rss_reps=1,
-                       simulate_runs=3)
+                       simulate_runs=3, long_attempts=10000, long_rss_reps=1)
     if args.wait_delay is not None:
         cfg.wait_delay_s = args.wait_delay
     elif os.environ.get("BENCH_WAIT_DELAY"):
         cfg.wait_delay_s = float(os.environ["BENCH_WAIT_DELAY"])
+    if args.long_attempts is not None:
+        if args.long_attempts <= ATTEMPTS:
+            raise SystemExit(f"bench: --long-attempts must be more than {ATTEMPTS}")
+        cfg.long_attempts = args.long_attempts
     if not cfg.wait_delay_s > 0:
         raise SystemExit("bench: the wait delay must be a positive number of seconds")
     return cfg
@@ -1617,6 +1721,22 @@ def settle(paths: list[str]) -> str:
             "to be read back from disk")
 
 
+# The sections' names for --only, in the order they run (sections 1 to 13,
+# then 14). bench/run.sh adds them to the report's file name.
+SECTIONS = ("start", "attempts", "wait-cpu", "signal", "sleep", "rss", "timer-cpu",
+            "timeout", "copy", "big-rss", "budget", "simulate", "memory")
+
+
+def section_list(text: str) -> list[str]:
+    names = [n for n in text.split(",") if n]
+    unknown = [n for n in names if n not in SECTIONS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown section {', '.join(map(repr, unknown)) or repr(text)}; "
+            f"the sections are {', '.join(SECTIONS)}")
+    return names
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backoff", default=os.environ.get("BACKOFF_BIN"),
@@ -1631,6 +1751,12 @@ def main() -> int:
     parser.add_argument("--static", metavar="PATH",
                         help="the release artefact (dist/build-static.sh), measured beside "
                              "the everyday build in the start-up and per-attempt sections")
+    parser.add_argument("--only", type=section_list, metavar="NAMES",
+                        help="run only these sections, comma-separated, in the report's "
+                             "order: " + ", ".join(SECTIONS))
+    parser.add_argument("--long-attempts", type=int, metavar="N",
+                        help="attempts of the long run of the memory section "
+                             "(default 30000; 10000 with --quick)")
     args = parser.parse_args()
     if not args.backoff or not os.access(args.backoff, os.X_OK):
         parser.error(f"no executable backoff binary: {args.backoff!r}")
@@ -1673,19 +1799,29 @@ def main() -> int:
 
     summary: list[Row] = []
     t0 = time.monotonic()
-    bench_overhead(cfg, tools, static, hf, summary)
-    bench_attempts(cfg, tools, static, hf, summary)
-    bench_wait_cpu(cfg, backoff, summary)
-    bench_signal(cfg, backoff, summary)
-    bench_sleep(cfg, backoff, summary)
-    bench_rss(cfg, tools, summary)
-    bench_timer_cpu(cfg, backoff, summary)
-    bench_timeout(cfg, backoff, summary)
-    data = lines_file(cfg.copy_bytes)
-    bench_copy(cfg, backoff, data, summary)
-    bench_big_rss(cfg, backoff, data, summary)
-    bench_budget(cfg, backoff, hf, summary)
-    bench_simulate(cfg, backoff, summary)
+    only = set(args.only) if args.only else set(SECTIONS)
+    if only != set(SECTIONS):
+        print(f"  sections:  only {', '.join(n for n in SECTIONS if n in only)} "
+              "(--only)")
+    data = lines_file(cfg.copy_bytes) if only & {"copy", "big-rss"} else ""
+    sections: dict[str, Callable[[], None]] = {
+        "start": lambda: bench_overhead(cfg, tools, static, hf, summary),
+        "attempts": lambda: bench_attempts(cfg, tools, static, hf, summary),
+        "wait-cpu": lambda: bench_wait_cpu(cfg, backoff, summary),
+        "signal": lambda: bench_signal(cfg, backoff, summary),
+        "sleep": lambda: bench_sleep(cfg, backoff, summary),
+        "rss": lambda: bench_rss(cfg, tools, summary),
+        "timer-cpu": lambda: bench_timer_cpu(cfg, backoff, summary),
+        "timeout": lambda: bench_timeout(cfg, backoff, summary),
+        "copy": lambda: bench_copy(cfg, backoff, data, summary),
+        "big-rss": lambda: bench_big_rss(cfg, backoff, data, summary),
+        "budget": lambda: bench_budget(cfg, backoff, hf, summary),
+        "simulate": lambda: bench_simulate(cfg, backoff, summary),
+        "memory": lambda: bench_long_rss(cfg, tools, missing, summary),
+    }
+    for name in SECTIONS:
+        if name in only:
+            sections[name]()
     print_summary(summary, tools)
     print(f"\n  (benchmarks took {time.monotonic() - t0:.0f} s, load average "
           f"{os.getloadavg()[0]:.2f} at the end; the verdicts do not change the exit status)")

@@ -3,24 +3,31 @@
 # tools: start-up, cost per attempt, CPU while waiting, signal latency, sleep
 # overshoot, peak RSS, CPU of a timer, timeout precision, copy throughput
 # with output rules or --hold-stdout, peak RSS with large held or replayed
-# data, the cost of a retry budget kept in a file or in Redis, and the time
-# of `backoff simulate`. The work is done by bench/bench.py.
+# data, the cost of a retry budget kept in a file or in Redis, the time of
+# `backoff simulate`, and peak RSS over a long run of attempts. The work is
+# done by bench/bench.py.
 #
 # Usage, from anywhere:
-#   bench/run.sh [--quick] [--wait-delay SECONDS]
+#   bench/run.sh [--quick] [--wait-delay SECONDS] [--only NAMES]
+#                [--long-attempts N]
 #
 #   --quick               fewer runs, a 1 s wait delay and 256 MiB of copied
 #                         data instead of 1 GiB, for a fast look
 #   --wait-delay SECONDS  delay of the CPU-while-waiting run and length of the
 #                         attempt in the timer-CPU run (default 10)
+#   --only NAMES          only these sections, comma-separated (bench.py --help
+#                         lists them); the report's name ends in -NAMES
+#   --long-attempts N     attempts of the memory section's long run (default
+#                         30000)
 #
 # It measures the everyday build (`cargo build --release`:
 # target/release/backoff) and, when it can be built here, the release
 # artefact of dist/build-static.sh beside it; both are brought up to date
 # with cargo first. The report is printed and kept in
-# bench/results/YYYY-MM-DD-HHMM.txt (UTC; --quick runs get a -quick suffix).
+# bench/results/YYYY-MM-DD-HHMM.txt (UTC; --quick runs get a -quick suffix,
+# --only runs the names of their sections).
 #
-# The copy and memory sections keep a file of text lines (1 GiB, or 256 MiB
+# The copy and held-data memory sections keep a file of text lines (1 GiB, or 256 MiB
 # with --quick) in the temporary directory ($TMPDIR or /tmp), made once; the
 # --hold-stdout runs need as much free space there again.
 #
@@ -64,7 +71,21 @@ else
     bin=$repo_root/target/release/backoff
 fi
 
+# --only NAMES runs some sections; the report's name then ends in them.
+only=
+args=("$@")
+for i in "${!args[@]}"; do
+    case ${args[i]} in
+    --only=*) only=${args[i]#--only=} ;;
+    --only) only=${args[i + 1]:-} ;;
+    esac
+done
+
 static=
+# Only sections 1 and 2 measure the release artefact.
+if [[ -n $only && ,$only, != *,start,* && ,$only, != *,attempts,* ]]; then
+    BACKOFF_STATIC=none
+fi
 case ${BACKOFF_STATIC:-} in
 none) ;;
 "")
@@ -87,6 +108,7 @@ fi
 
 mkdir -p bench/results
 results=bench/results/$(date -u +%Y-%m-%d-%H%M)
+[[ -n $only ]] && results+=-${only//,/-}
 for arg in "$@"; do
     [[ $arg == --quick ]] && results+=-quick
 done
