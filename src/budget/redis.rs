@@ -389,6 +389,9 @@ struct Call {
     cutoff: Instant,
     /// A cluster redirected the call with MOVED: its slot map is stale.
     moved: bool,
+    /// What a call that ran out of time says (`timed out after 2.00s`),
+    /// the same whether the thread or backoff gave up first.
+    timed_out: String,
 }
 
 /// A connection to the store, and what it read of the server's clock.
@@ -417,17 +420,18 @@ impl Call {
     }
 
     fn invoke(&mut self) -> Result<Vec<String>, String> {
+        let timed_out = self.timed_out.clone();
         let why = |e: &redis::RedisError| match (e.code(), e.detail()) {
-            _ if e.is_timeout() => "timed out".to_owned(),
+            _ if e.is_timeout() => timed_out.clone(),
             // The server's own words, as it said them.
             (Some(code), Some(detail)) => format!("{code} {detail}"),
             _ => e.to_string(),
         };
         let deadline = self.deadline;
-        let left = move || {
+        let left = || {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                Err("timed out".to_owned())
+                Err(self.timed_out.clone())
             } else {
                 Ok(left)
             }
@@ -453,7 +457,7 @@ impl Call {
         };
         connection.clock = Some(clock);
         if self.cutoff <= Instant::now() {
-            return Err("timed out".to_owned());
+            return Err(self.timed_out.clone());
         }
         let mut args = self.args.clone();
         args.push(clock.at(self.cutoff).to_string());
@@ -613,8 +617,10 @@ impl Server {
             deadline,
             cutoff: cutoff(deadline, self.timeout),
             moved: false,
+            timed_out: format!("timed out after {}", human(self.timeout)),
         };
         // The thread closes `done` when it has answered (or died).
+        let call_timed_out = call.timed_out.clone();
         let (ready, done) = std::io::pipe().map_err(|e| failed(e.to_string()))?;
         let (tx, rx) = mpsc::channel::<Answer>();
         std::thread::Builder::new()
@@ -634,7 +640,7 @@ impl Server {
                 answer.map_err(failed)
             }
             Err(_) if waited == Waited::Ready => Err(failed("the store call failed".into())),
-            Err(_) => Err(failed(format!("timed out after {}", human(self.timeout)))),
+            Err(_) => Err(failed(call_timed_out)),
         }
     }
 
