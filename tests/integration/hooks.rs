@@ -154,17 +154,7 @@ fn a_signal_ends_a_hook_and_the_run_and_give_up_is_told() {
         "--",
         "false",
     ]));
-    let line = run.wait_for("hook pid ");
-    let pid: i32 = line.rsplit(' ').next().unwrap().parse().unwrap();
-    run.signal(libc::SIGTERM);
-    let (status, _) = run.wait_exit(PATIENCE);
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&status),
-        Some(libc::SIGTERM),
-        "{:?}",
-        run.seen
-    );
-    crate::support::eventually("the hook to be gone", || gone(pid));
+    terminated_during_hook(&mut run, "hook pid ");
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "interrupted\n");
 }
 
@@ -251,17 +241,7 @@ fn a_signal_during_on_give_up_is_what_the_report_and_step_outputs_say() {
     cmd.env("GITHUB_ACTIONS", "true")
         .env("GITHUB_OUTPUT", dir.join("output"));
     let mut run = Running::start(cmd);
-    let line = run.wait_for("give-up pid ");
-    let pid: i32 = line.rsplit(' ').next().unwrap().parse().unwrap();
-    run.signal(libc::SIGTERM);
-    let (status, _) = run.wait_exit(PATIENCE);
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&status),
-        Some(libc::SIGTERM),
-        "{:?}",
-        run.seen
-    );
-    crate::support::eventually("the hook to be gone", || gone(pid));
+    terminated_during_hook(&mut run, "give-up pid ");
     assert!(
         run.stderr()
             .iter()
@@ -407,4 +387,20 @@ fn the_end_of_a_hooks_leftovers_is_waited_for_without_polling() {
     run.wait_exit(PATIENCE);
     crate::support::eventually("the leftover to be killed by the guard", || gone(left));
     assert!(woken <= 3, "backoff woke up {woken} times in a second");
+}
+
+/// Sends SIGTERM to backoff once a hook has said `marker` (its pid last on
+/// the line), and checks that backoff dies by it and that the hook is gone.
+fn terminated_during_hook(run: &mut Running, marker: &str) {
+    let line = run.wait_for(marker);
+    let pid: i32 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    run.signal(libc::SIGTERM);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGTERM),
+        "{:?}",
+        run.seen
+    );
+    crate::support::eventually("the hook to be gone", || gone(pid));
 }
