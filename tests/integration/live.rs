@@ -124,8 +124,22 @@ const ENDED: &str = "ended with status ";
 
 impl Drop for Terminal {
     fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
+        // Never a panic here: one while a failed test unwinds aborts them all.
+        let _ = self.tmux().arg("kill-server").output();
     }
+}
+
+/// Whether tmux is missing: then a test that needs it says so on one line
+/// and is skipped.
+fn without_tmux(test: &str) -> bool {
+    let found = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipped {test}: tmux is not installed (apt-get install tmux)");
+    }
+    !found
 }
 
 /// backoff's arguments, then a command that prints `output of run N` and
@@ -149,6 +163,9 @@ fn is_countdown(line: &str) -> bool {
 
 #[test]
 fn a_delay_counts_down_in_place_and_is_cleared_before_the_next_attempt() {
+    if without_tmux("a_delay_counts_down_in_place_and_is_cleared_before_the_next_attempt") {
+        return;
+    }
     let dir = TempDir::new("live");
     let term = Terminal::start(
         "countdown",
@@ -188,6 +205,9 @@ fn a_delay_counts_down_in_place_and_is_cleared_before_the_next_attempt() {
 
 #[test]
 fn ctrl_c_during_the_countdown_clears_it_with_what_the_terminal_echoed() {
+    if without_tmux("ctrl_c_during_the_countdown_clears_it_with_what_the_terminal_echoed") {
+        return;
+    }
     let dir = TempDir::new("live-int");
     // Narrow, so the line is cut: what the terminal echoes must not wrap.
     let term = Terminal::start(
@@ -220,6 +240,9 @@ fn ctrl_c_during_the_countdown_clears_it_with_what_the_terminal_echoed() {
 
 #[test]
 fn quiet_and_dumb_terminals_get_no_countdown() {
+    if without_tmux("quiet_and_dumb_terminals_get_no_countdown") {
+        return;
+    }
     for (name, options, env) in [
         ("quiet", &["-q"][..], None),
         ("dumb", &[][..], Some("TERM=dumb")),
@@ -280,6 +303,11 @@ fn no_countdown_reaches_a_pipe() {
 
 #[test]
 fn after_the_terminal_shrinks_the_countdown_is_drawn_again_without_pieces_of_the_old() {
+    if without_tmux(
+        "after_the_terminal_shrinks_the_countdown_is_drawn_again_without_pieces_of_the_old",
+    ) {
+        return;
+    }
     let dir = TempDir::new("live-resize");
     let name = "a name of some thirty columns";
     let term = Terminal::start(
@@ -324,6 +352,9 @@ fn after_the_terminal_shrinks_the_countdown_is_drawn_again_without_pieces_of_the
 
 #[test]
 fn a_backoff_in_the_background_of_an_interactive_shell_draws_no_countdown() {
+    if without_tmux("a_backoff_in_the_background_of_an_interactive_shell_draws_no_countdown") {
+        return;
+    }
     let dir = TempDir::new("live-bg");
     let shell = [
         "env".to_owned(),
@@ -364,6 +395,9 @@ fn a_backoff_in_the_background_of_an_interactive_shell_draws_no_countdown() {
 
 #[test]
 fn in_the_ci_formats_a_terminal_stays_the_command_s_terminal() {
+    if without_tmux("in_the_ci_formats_a_terminal_stays_the_command_s_terminal") {
+        return;
+    }
     for format in ["github", "gitlab"] {
         let argv: Vec<String> = [
             &bin().display().to_string(),
