@@ -717,7 +717,7 @@ pub struct StreamArgs {
     /// The longest a server's hint is obeyed: a hint above it ends the run
     /// at once, with the command's status.
     #[arg(long, value_name = "DURATION", value_parser = values::duration,
-          default_value = "5m", env = "BACKOFF_RETRY_AFTER_MAX")]
+          default_value = "5m", env = "BACKOFF_RETRY_AFTER_MAX", hide_env_values = true)]
     pub retry_after_max: Duration,
 
     /// Jitter on a server's hint: the wait is hint × U[1, 1+J), never

@@ -175,6 +175,22 @@ fn help_and_version_exit_zero() {
     backoff(["schedule", "--help"]).assert().success();
 }
 
+#[test]
+fn help_names_each_variable_without_a_value() {
+    // Even when one is set: a value (the store's URL) is never shown.
+    let out = backoff(["--help"])
+        .env("BACKOFF_BUDGET_STORE", "redis://:secret@127.0.0.1")
+        .env("BACKOFF_RETRY_AFTER_MAX", "9m")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("[env: BACKOFF_RETRY_AFTER_MAX]"), "{help}");
+    assert!(
+        !help.contains("=]") && !help.contains("secret") && !help.contains("=9m"),
+        "{help}"
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
