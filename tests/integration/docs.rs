@@ -286,10 +286,10 @@ Give each attempt 30 seconds and the whole run 5 minutes; a delay that would end
 \fBbackoff \-\-poll 1s \-\-max\-time 60s \-\- pg_isready \-h 127.0.0.1\fR
 Wait for a database, checking every second, for at most a minute.
 .TP
-\fBbackoff \-\-poll 2s \-\-max\-time 5m \-\-until\-output '"status":"UP"' \-\- curl \-fsS http://localhost:8080/health\fR
+\fBbackoff \-\-poll 2s \-\-max\-time 5m \-\-until\-output '"status" *: *"UP"' \-\- curl \-fsS http://localhost:8080/health\fR
 Wait until a health endpoint says UP.
 .TP
-\fBbackoff \-\-until\-failure 200 \-\-delays 0 \-\-jitter none \-\- cargo test \-q flaky_test\fR
+\fBbackoff \-\-until\-failure 200 \-\-delays 0s \-\-jitter none \-\- cargo test \-q flaky_test\fR
 Hunt a flaky test: run it up to 200 times, stop at the first failure.
 .TP
 \fBbackoff \-\-forever \-\-reset\-after 10m \-\-cap 5m \-\- ./worker\fR
