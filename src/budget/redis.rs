@@ -961,7 +961,7 @@ mod tests {
         let earlier = Instant::now();
         let read_by = earlier + Duration::from_secs(1);
         let reply = ["1764600000".to_owned(), "250999".to_owned()];
-        let clock = Clock::read(&reply, read_by).unwrap();
+        let clock = Clock::read(&reply, read_by).unwrap_or_else(|| panic!("a clock"));
         assert_eq!(clock.server_ms, 1_764_600_000_250);
         assert_eq!(clock.at(read_by), 1_764_600_000_250);
         let later = read_by + Duration::from_micros(1999);
