@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::io::Write;
 
 use crate::budget::breaker::{Admission, Circuit, RunEnd, State};
-use crate::classify::{Outcome, StopReason};
+use crate::classify::{HintSource, Outcome, StopReason};
 use crate::duration::human;
 use crate::event::{BreakerNews, Ending, Event, HookKind, HuntEnd, Next, Report};
 use crate::report::ci::{self, Folds, Runner};
@@ -25,9 +25,9 @@ pub struct TextReport<W: Write> {
     github: bool,
     /// The status line that counts delays down, on a terminal.
     live: Option<Live>,
-    /// What the status line says before the time left: the last attempt's
-    /// head (`attempt 2/7 failed (exit 1)`) and `retrying in` or `next in`.
-    status: Option<(String, &'static str)>,
+    /// What the status line says before the time left: what comes next
+    /// (`next attempt 3/7`).
+    status: Option<String>,
     /// The CI runner's folds around each attempt (github, gitlab).
     folds: Option<Folds>,
 }
@@ -127,9 +127,9 @@ fn plural(n: u64, word: &str) -> String {
 impl<W: Write> Report for TextReport<W> {
     fn event(&mut self, event: &Event<'_>) {
         if let Some(live) = self.live.as_mut() {
-            if let (Event::Countdown { left }, Some((head, word))) = (event, &self.status) {
+            if let (Event::Countdown { left }, Some(head)) = (event, &self.status) {
                 let head = format!("backoff: {}", escape_controls(&self.labels.apply(head)));
-                live.show(&head, &format!("; {word} {}", live::seconds_left(*left)));
+                live.show(&head, &format!(" in {}", live::seconds_left(*left)));
                 return;
             }
             // Nothing else is written over it.
@@ -189,41 +189,30 @@ impl<W: Write> Report for TextReport<W> {
 }
 
 /// What the countdown after this event says before the time left, if a
-/// delay follows it.
-fn status(event: &Event<'_>) -> Option<(String, &'static str)> {
+/// delay follows it: what the delay is waiting for (`next attempt 3/7`,
+/// `next run 4` of `--until-failure`), so that it never reads as a second
+/// line of the failure above it.
+fn status(event: &Event<'_>) -> Option<String> {
     match *event {
         Event::Failed {
             attempt,
             max_attempts,
-            outcome,
             next: Next::Retry { .. },
             ..
-        } => {
-            let attempt = of(attempt, max_attempts);
-            Some(match outcome {
-                Outcome::Unmet(_) => (format!("attempt {attempt} {outcome}"), "retrying in"),
-                _ => (
-                    format!("attempt {attempt} failed ({outcome})"),
-                    "retrying in",
-                ),
-            })
-        }
+        } => Some(format!(
+            "next attempt {}",
+            of(attempt.saturating_add(1), max_attempts)
+        )),
         Event::Passed {
             attempt,
             max_attempts,
-            streak,
             needed,
             next: Next::Retry { .. },
             ..
-        } => Some((
-            match needed {
-                Some(n) => format!(
-                    "attempt {} succeeded ({streak} of {n} in a row)",
-                    of(attempt, max_attempts)
-                ),
-                None => format!("run {} succeeded", of(attempt, max_attempts)),
-            },
-            "next in",
+        } => Some(format!(
+            "next {} {}",
+            if needed.is_some() { "attempt" } else { "run" },
+            of(attempt.saturating_add(1), max_attempts)
         )),
         _ => None,
     }
@@ -281,8 +270,15 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
             outcome,
             elapsed,
             next,
-            ..
-        } if normal => failed_text(&of(attempt, max_attempts), outcome, elapsed, next, verbose),
+            hint,
+        } if normal => failed_text(
+            &of(attempt, max_attempts),
+            outcome,
+            elapsed,
+            next,
+            hint.map(|h| h.source),
+            verbose,
+        ),
         Event::Passed {
             attempt,
             max_attempts,
@@ -544,12 +540,14 @@ fn hook_text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
     })
 }
 
-/// The line of a failed attempt (`attempt` is `2/7` or `2`).
+/// The line of a failed attempt (`attempt` is `2/7` or `2`); `source` is
+/// where the server's hint was found, if one was.
 fn failed_text(
     attempt: &str,
     outcome: Outcome,
     elapsed: std::time::Duration,
     next: Next,
+    source: Option<HintSource>,
     verbose: bool,
 ) -> String {
     let head = match outcome {
@@ -564,8 +562,13 @@ fn failed_text(
             delay,
             server: true,
         } => format!(
-            "{head}; retrying in {} (Retry-After from the server)",
-            human(delay.delay)
+            "{head}; retrying in {} ({})",
+            human(delay.delay),
+            match source {
+                Some(HintSource::RateLimit) => "the server's rate-limit reset",
+                Some(HintSource::Pattern) => "the wait --retry-after-pattern found",
+                Some(HintSource::RetryAfter) | None => "Retry-After from the server",
+            }
         ),
         Next::Retry { delay, .. } if verbose => format!(
             "{head}; retrying in {} (bound {})",
@@ -803,10 +806,7 @@ mod tests {
             next,
             hint: None,
         };
-        assert_eq!(
-            status(&failed(retry)),
-            Some(("attempt 2/7 failed (exit 1)".to_owned(), "retrying in"))
-        );
+        assert_eq!(status(&failed(retry)), Some("next attempt 3/7".to_owned()));
         assert_eq!(status(&failed(Next::Exhausted)), None);
         let passed = Event::Passed {
             attempt: 2,
@@ -817,13 +817,7 @@ mod tests {
             needed: Some(3),
             next: retry,
         };
-        assert_eq!(
-            status(&passed),
-            Some((
-                "attempt 2 succeeded (2 of 3 in a row)".to_owned(),
-                "next in"
-            ))
-        );
+        assert_eq!(status(&passed), Some("next attempt 3".to_owned()));
     }
 
     #[test]

@@ -170,7 +170,7 @@ fn a_retry_after_pattern_finds_the_hint_elsewhere() {
     .assert()
     .code(1)
     .stderr(predicate::str::contains(
-        "retrying in 1.00s (Retry-After from the server)",
+        "retrying in 1.00s (the wait --retry-after-pattern found)",
     ));
     backoff(["--retry-after-pattern", "no group", "--", "true"])
         .assert()
@@ -531,7 +531,7 @@ fn a_403_with_no_request_left_is_retried_at_the_reset_and_any_other_403_stops() 
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("(Retry-After from the server)"), "{err}");
+    assert!(err.contains("(the server's rate-limit reset)"), "{err}");
     let times = server.requests();
     assert_eq!(times.len(), 2);
     // Not before the reset (the clocks are read a few microseconds apart).
@@ -588,7 +588,7 @@ fn a_unix_time_found_by_a_pattern_is_a_time_not_a_56_year_wait() {
         .assert()
         .code(1)
         .stderr(
-            predicate::str::contains("(Retry-After from the server)").or(
+            predicate::str::contains("(the wait --retry-after-pattern found)").or(
                 // A reset already passed asks for no wait beyond the policy's.
                 predicate::str::contains("attempt 2/2 failed"),
             ),
