@@ -7,6 +7,7 @@ mod cluster;
 mod completions;
 mod docs;
 mod environment;
+mod examples;
 mod fleet;
 mod hooks;
 mod http;

@@ -409,16 +409,21 @@ pub fn record_peak_rss(file: &Path) -> String {
 /// The output of `child` once it has exited, waited for at most
 /// `PATIENCE`: a child still running then is killed and the test fails.
 pub fn output_within(child: Child) -> std::process::Output {
+    output_for(child, PATIENCE)
+}
+
+/// The output of `child` once it has exited, waited for at most `limit`.
+pub fn output_for(child: Child, limit: Duration) -> std::process::Output {
     let pid = child.id();
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());
     });
-    if let Ok(out) = rx.recv_timeout(PATIENCE) {
+    if let Ok(out) = rx.recv_timeout(limit) {
         return out.expect("wait for the child");
     }
     // SAFETY: kill only sends a signal to a child the test started, not yet
     // reaped (the thread that would reap it is still waiting).
     unsafe { libc::kill(i32::try_from(pid).unwrap(), libc::SIGKILL) };
-    panic!("pid {pid} still running after {PATIENCE:?}");
+    panic!("pid {pid} still running after {limit:?}");
 }
