@@ -128,7 +128,7 @@ fn block_examples(file: &str, first: usize, lines: &[String]) -> Vec<Example> {
                 j += 1;
                 shown.push(lines[j].trim_end().to_owned());
             }
-            while shown.last().is_some_and(|l| l.is_empty()) {
+            while shown.last().is_some_and(String::is_empty) {
                 shown.pop();
             }
             if command_of(&script).is_some() {
@@ -386,7 +386,7 @@ impl Stage {
                 cmd.env_remove(key);
             }
         }
-        let out = output_for(cmd.spawn().unwrap(), Duration::from_secs(120));
+        let out = output_for(cmd.spawn().unwrap(), Duration::from_mins(2));
         (
             String::from_utf8_lossy(&out.stdout).into_owned(),
             out.status.success(),
