@@ -175,6 +175,104 @@ fn help_and_version_exit_zero() {
     backoff(["schedule", "--help"]).assert().success();
 }
 
+/// What backoff prints on stdout for `args`, at a terminal `columns` wide
+/// (or, with `None`, for a pipe, which clap wraps at 100 columns).
+fn help_text(args: &[&str], columns: Option<&str>) -> String {
+    let mut cmd = backoff(args);
+    cmd.env_remove("COLUMNS");
+    if let Some(c) = columns {
+        cmd.env("COLUMNS", c);
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{args:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The options of `cmd` as help names them: `--long`, or `-s` for an
+/// option with no long name; hidden ones aside.
+fn option_names(cmd: &clap::Command) -> Vec<String> {
+    cmd.get_arguments()
+        .filter(|a| !a.is_hide_set() && !a.is_positional())
+        .map(|a| match (a.get_long(), a.get_short()) {
+            (Some(long), _) => format!("--{long}"),
+            (None, Some(short)) => format!("-{short}"),
+            (None, None) => unreachable!("{:?}", a.get_id()),
+        })
+        .collect()
+}
+
+#[test]
+fn short_help_fits_one_screen_and_says_where_the_rest_is() {
+    use clap::CommandFactory;
+    let all = option_names(&backoff_cli::cli::Cli::command());
+    for columns in [None, Some("80")] {
+        let help = help_text(&["-h"], columns);
+        let lines: Vec<&str> = help.lines().collect();
+        assert!(
+            lines.len() <= 50,
+            "{columns:?}: {} lines:\n{help}",
+            lines.len()
+        );
+        for flag in [
+            "--max-retries",
+            "--base",
+            "--cap",
+            "--jitter",
+            "--retry-on",
+            "--stop-on",
+            "--until-output",
+            "--timeout",
+            "--max-time",
+            "--preset",
+            "--quiet",
+            "--verbose",
+            "--help",
+        ] {
+            assert!(help.contains(&format!("{flag} ")), "{flag}:\n{help}");
+        }
+        for sub in ["schedule", "simulate", "budget", "breaker"] {
+            assert!(help.contains(&format!("backoff {sub} ")), "{sub}:\n{help}");
+        }
+        // A short list: most options are left to --help.
+        let shown = all
+            .iter()
+            .filter(|f| help.contains(&format!("{f} ")))
+            .count();
+        assert!(shown <= 16, "{shown} options:\n{help}");
+        let last = lines.last().unwrap();
+        assert!(
+            last.contains("'backoff --help'") && last.contains("'man backoff'"),
+            "{last}"
+        );
+    }
+}
+
+#[test]
+fn long_help_names_every_option_of_every_command() {
+    use clap::CommandFactory;
+    fn check(cmd: &clap::Command, path: &[&str]) {
+        let args = [path, &["--help"]].concat();
+        let help = help_text(&args, Some("80"));
+        for flag in option_names(cmd) {
+            let named = help.contains(&format!("{flag} ")) || help.contains(&format!("{flag}\n"));
+            assert!(named, "{args:?} lacks {flag}");
+        }
+        for sub in cmd.get_subcommands() {
+            assert!(
+                help.contains(sub.get_name()),
+                "{args:?} lacks {}",
+                sub.get_name()
+            );
+            check(sub, &[path, &[sub.get_name()]].concat());
+        }
+    }
+    let cmd = backoff_cli::cli::Cli::command();
+    assert!(option_names(&cmd).len() > 50);
+    check(&cmd, &[]);
+    // The exit statuses are in --help, not in -h.
+    assert!(help_text(&["--help"], None).contains("127 command not found"));
+}
+
 #[test]
 fn help_names_each_variable_without_a_value() {
     // Even when one is set: a value (the store's URL) is never shown.
