@@ -49,6 +49,17 @@ fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
         Some(ContextValue::String(s)) => Some(s.clone()),
         _ => None,
     };
+    // clap's "did you mean": a flag, a value or a subcommand like the one
+    // given.
+    let similar = match e.get(ContextKind::SuggestedArg) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => match e.get(ContextKind::SuggestedSubcommand) {
+            Some(ContextValue::Strings(s)) => s.first().cloned(),
+            _ => ctx(ContextKind::SuggestedValue),
+        },
+    }
+    .map(|s| format!("; did you mean '{s}'?"))
+    .unwrap_or_default();
     let message = match (
         e.kind(),
         ctx(ContextKind::InvalidArg),
@@ -62,7 +73,9 @@ fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
             let flag = arg.split(' ').next().unwrap_or(&arg).to_owned();
             let why = match e.kind() {
                 ErrorKind::InvalidValue => match e.get(ContextKind::ValidValue) {
-                    Some(ContextValue::Strings(v)) => format!("expected one of {}", v.join(", ")),
+                    Some(ContextValue::Strings(v)) => {
+                        format!("expected one of {}{similar}", v.join(", "))
+                    }
                     _ => "not a valid value".to_owned(),
                 },
                 _ => std::error::Error::source(e)
@@ -90,7 +103,7 @@ fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
             let text = e.render().to_string();
             let first = text.lines().next().unwrap_or("bad usage");
             format!(
-                "{} (see 'backoff --help')",
+                "{}{similar} (see 'backoff --help')",
                 first.trim_start_matches("error: ")
             )
         }

@@ -169,6 +169,46 @@ fn no_command_and_unknown_options_are_refused() {
 }
 
 #[test]
+fn a_mistyped_flag_value_or_subcommand_is_told_the_one_it_resembles() {
+    for (args, message) in [
+        (
+            &["--max-retry", "3", "--", "true"][..],
+            "backoff: unexpected argument '--max-retry' found; did you mean '--max-retries'? (see 'backoff --help')\n",
+        ),
+        (
+            &["schedule", "--bse", "1s"][..],
+            "backoff: unexpected argument '--bse' found; did you mean '--base'? (see 'backoff --help')\n",
+        ),
+        (
+            &["--jitter", "ful", "--", "true"][..],
+            "backoff: invalid value 'ful' for '--jitter': expected one of none, full, equal, decorrelated; did you mean 'full'?\n",
+        ),
+        (
+            &["budget", "shw", "k"][..],
+            "backoff: unrecognized subcommand 'shw'; did you mean 'show'? (see 'backoff --help')\n",
+        ),
+    ] {
+        let out = backoff(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(125), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), message, "{args:?}");
+    }
+    follow_advice(&[
+        (
+            &["--max-retry", "3", "--", "true"],
+            &[],
+            "did you mean '--max-retries'?",
+            &["--max-retries", "3", "--", "true"],
+        ),
+        (
+            &["--preset", "crul", "--", "true"],
+            &[],
+            "did you mean 'curl'?",
+            &["--preset", "curl", "--", "true"],
+        ),
+    ]);
+}
+
+#[test]
 fn help_and_version_exit_zero() {
     backoff(["--help"]).assert().success();
     backoff(["--version"]).assert().success();
