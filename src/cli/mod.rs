@@ -17,6 +17,7 @@ use crate::classify::Preset;
 use crate::jitter::Jitter;
 use crate::report::LogFormat;
 
+pub mod advice;
 pub mod values;
 
 use values::{ClientCounts, DelayList, RuleList};
