@@ -25,21 +25,21 @@ function __fish_backoff_using_subcommand
 end
 
 complete -c backoff -n "__fish_backoff_needs_command" -l base -d 'Upper bound of the first retry\'s delay' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l cap -d 'No single delay exceeds it, whatever the jitter' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l cap -d 'Longest delay' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l jitter -d 'How a delay is drawn from its bound' -r -f -a "none\t'The delay is the bound itself'
 full\t'Uniform in [0, upper)'
 equal\t'upper/2 plus uniform in [0, upper/2)'
 decorrelated\t'min(cap, uniform in [base, 3 × previous delay)); ignores --factor'"
-complete -c backoff -n "__fish_backoff_needs_command" -l max-retries -d 'Retries after the first attempt (0 = run once)' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l max-retries -d 'Retries after the first attempt' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l attempts -d 'The same limit counted as attempts (3 = 2 retries)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l delays -d 'Explicit bounds instead of the formula, comma-separated (1s,5s,30s): the first retry\'s bound, the second\'s, ..., the last repeating; jitter applies to each. Not with --base, --factor or --cap' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l poll -d 'Poll at a fixed interval, forever: --base D --cap D --factor 1 --forever, with --jitter none unless --jitter is given; --max-retries or --attempts still limit it' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l seed -d 'Seed of the jitter\'s random generator: same seed, same delays' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l retry-on -d 'Retry only these outcomes: codes (3), ranges (1-5), signals (sig:TERM), timeout, unmet; comma-separated, repeatable. Default: every failure except death by SIGINT or SIGPIPE' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l retry-on -d 'Retry only these outcomes (codes, sig:TERM, timeout)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l stop-on -d 'Never retry these outcomes; checked first' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l success-on -d 'Count these outcomes as success' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l until-output -d 'An attempt succeeds only if its exit counts as success and it printed a line (stdout or stderr) matching REGEX; otherwise its outcome is "unmet", retried unless a rule says otherwise. Repeatable: any of them' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l until-output -d 'Succeed only on output with a line matching REGEX' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l consecutive -d 'Success needs N successful attempts in a row; a failure resets the count and is retried as usual' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l until-failure -d 'Run the command again while it succeeds, at most N runs (default: no limit); stop at the first failure and exit with its status, or 0 when every run succeeded' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l reset-after -d 'An attempt that ran at least this long before failing starts the retry count and the delays over, as if it were the first' -r
@@ -47,17 +47,17 @@ complete -c backoff -n "__fish_backoff_needs_command" -l on-retry -d 'Run CMD wi
 complete -c backoff -n "__fish_backoff_needs_command" -l on-give-up -d 'Run CMD with `sh -c` when the run ends without success; it sees BACKOFF_REASON (exhausted, stopped, deadline, budget, interrupted, failure_found) and BACKOFF_LAST_STATUS' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l on-success -d 'Run CMD with `sh -c` when the run succeeds' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l hook-timeout -d 'The longest a hook may run; then it is ended like a timed-out attempt' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l timeout -d 'Limit of each attempt: on expiry the command\'s process group gets --signal, then KILL after --kill-after; the outcome is "timeout"' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l timeout -d 'Time limit of each attempt' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l signal -d 'Signal sent when an attempt times out (name or number)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l kill-after -d 'How long a timed-out attempt may take to end before it is killed' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l idle-timeout -d 'An attempt that writes nothing to stdout or stderr for this long times out (outcome "timeout", limit idle), with --signal and --kill-after as for --timeout' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Deadline of the whole run, from its start: no attempt starts after it, a delay that would pass it is not slept, and the running attempt is bounded by the time left' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Time limit of the whole run' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-if-output -d 'Retry an attempt that printed a line (stdout or stderr) matching REGEX; repeatable. The output still reaches you live, unchanged' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l stop-if-output -d 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-pattern -d 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-max -d 'The longest a server\'s hint is obeyed: a hint above it ends the run at once, with the command\'s status' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-jitter -d 'Jitter on a server\'s hint: the wait is hint × U[1, 1+J), never shorter than the hint nor longer than --retry-after-max (0: the hint exactly)' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'Rules for a well-known command (see the man page for every rule)' -r -f -a "curl\t'HTTP retry semantics for curl: transient transport failures and HTTP 408, 425, 429 and 5xx are retried, other 4xx are not'
+complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'Rules for a well-known command: retry what is transient for it' -r -f -a "curl\t'HTTP retry semantics for curl: transient transport failures and HTTP 408, 425, 429 and 5xx are retried, other 4xx are not'
 wget\t'The same for wget: network failures (exit 4), protocol errors (7), and server errors (8) of HTTP 408, 425, 429 and 5xx are retried'
 git\t'git\'s transient failures (the network, the server, a connection cut short, HTTP 429 and 5xx) are retried; a missing repository, failed authentication or a conflict is not'"
 complete -c backoff -n "__fish_backoff_needs_command" -l budget -d 'Share a retry budget with every backoff process using the same KEY: each retry takes a token, each success deposits --budget-ratio of one; with no token left, backoff does not retry. First attempts are never blocked' -r
@@ -87,7 +87,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l hold-stdout -d 'Hold ba
 complete -c backoff -n "__fish_backoff_needs_command" -l stream-stdout -d 'Pass each attempt\'s stdout on as it comes, even with --preset curl'
 complete -c backoff -n "__fish_backoff_needs_command" -l replay-stdin -d 'Read stdin once, to its end, before the first attempt, and give every attempt the same bytes'
 complete -c backoff -n "__fish_backoff_needs_command" -s q -l quiet -d 'Say nothing but backoff\'s own errors'
-complete -c backoff -n "__fish_backoff_needs_command" -s v -l verbose -d 'Also print the command line, each delay\'s bound and the success line'
+complete -c backoff -n "__fish_backoff_needs_command" -s v -l verbose -d 'Also say the command line, delay bounds and success'
 complete -c backoff -n "__fish_backoff_needs_command" -l timestamps -d 'Start every text line backoff writes with the local time, for logs such as cron\'s'
 complete -c backoff -n "__fish_backoff_needs_command" -l foreground -d 'Keep the command in backoff\'s process group, for programs that need the terminal; then signals reach only the command itself, not the processes it started'
 complete -c backoff -n "__fish_backoff_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -97,13 +97,13 @@ complete -c backoff -n "__fish_backoff_needs_command" -a "simulate" -d 'Show why
 complete -c backoff -n "__fish_backoff_needs_command" -a "budget" -d 'Show or reset a retry budget shared by processes (see --budget)'
 complete -c backoff -n "__fish_backoff_needs_command" -a "breaker" -d 'Show or reset a circuit breaker shared by processes (see --breaker)'
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l base -d 'Upper bound of the first retry\'s delay' -r
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l cap -d 'No single delay exceeds it, whatever the jitter' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l cap -d 'Longest delay' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant)' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l jitter -d 'How a delay is drawn from its bound' -r -f -a "none\t'The delay is the bound itself'
 full\t'Uniform in [0, upper)'
 equal\t'upper/2 plus uniform in [0, upper/2)'
 decorrelated\t'min(cap, uniform in [base, 3 × previous delay)); ignores --factor'"
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l max-retries -d 'Retries after the first attempt (0 = run once)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l max-retries -d 'Retries after the first attempt' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l attempts -d 'The same limit counted as attempts (3 = 2 retries)' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l delays -d 'Explicit bounds instead of the formula, comma-separated (1s,5s,30s): the first retry\'s bound, the second\'s, ..., the last repeating; jitter applies to each. Not with --base, --factor or --cap' -r
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l poll -d 'Poll at a fixed interval, forever: --base D --cap D --factor 1 --forever, with --jitter none unless --jitter is given; --max-retries or --attempts still limit it' -r

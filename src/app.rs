@@ -49,6 +49,17 @@ fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
         Some(ContextValue::String(s)) => Some(s.clone()),
         _ => None,
     };
+    // clap's "did you mean": a flag, a value or a subcommand like the one
+    // given.
+    let similar = match e.get(ContextKind::SuggestedArg) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => match e.get(ContextKind::SuggestedSubcommand) {
+            Some(ContextValue::Strings(s)) => s.first().cloned(),
+            _ => ctx(ContextKind::SuggestedValue),
+        },
+    }
+    .map(|s| format!("; did you mean '{s}'?"))
+    .unwrap_or_default();
     let message = match (
         e.kind(),
         ctx(ContextKind::InvalidArg),
@@ -62,7 +73,9 @@ fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
             let flag = arg.split(' ').next().unwrap_or(&arg).to_owned();
             let why = match e.kind() {
                 ErrorKind::InvalidValue => match e.get(ContextKind::ValidValue) {
-                    Some(ContextValue::Strings(v)) => format!("expected one of {}", v.join(", ")),
+                    Some(ContextValue::Strings(v)) => {
+                        format!("expected one of {}{similar}", v.join(", "))
+                    }
                     _ => "not a valid value".to_owned(),
                 },
                 _ => std::error::Error::source(e)
@@ -90,7 +103,7 @@ fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
             let text = e.render().to_string();
             let first = text.lines().next().unwrap_or("bad usage");
             format!(
-                "{} (see 'backoff --help')",
+                "{}{similar} (see 'backoff --help')",
                 first.trim_start_matches("error: ")
             )
         }
@@ -110,7 +123,17 @@ pub fn main_with_args(args: &[OsString]) -> Exit {
         Some(Sub::Budget(ref command)) => budget_command(command, &given),
         Some(Sub::Breaker(ref command)) => breaker_command(command, &given),
         Some(Sub::Simulate(ref args)) => simulate_command(args, &given),
-        None => run_command(cli, &given),
+        None => {
+            // backoff's own words: those before the command (and its `--`).
+            let before = args.len().saturating_sub(cli.command.len());
+            let mut options = args.get(1..before).unwrap_or_default();
+            if let Some((last, rest)) = options.split_last()
+                && last == "--"
+            {
+                options = rest;
+            }
+            run_command(cli, &given, options)
+        }
     };
     result.unwrap_or_else(|e| {
         say(&format!("{e:#}"));
@@ -170,8 +193,9 @@ fn bare_seconds(v: &str) -> bool {
         && cli::values::duration(&format!("{v}s")).is_ok()
 }
 
-/// Runs the command with retries.
-fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
+/// Runs the command with retries; `options` are backoff's own words of the
+/// command line, for advice that repeats them.
+fn run_command(cli: Cli, given: &Given, options: &[OsString]) -> anyhow::Result<Exit> {
     let cfg = config::run(cli, given)?;
     // From here on every line backoff writes carries the time and the name.
     let labels = Labels {
@@ -198,6 +222,7 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
         None
     };
     let watch = SignalWatch::install().context("cannot watch signals")?;
+    let misplaced = cli::advice::misplaced_option(&cfg.command);
     let plan = run::Plan {
         policy: cfg.policy.policy.clone(),
         max_retries: cfg.policy.max_retries,
@@ -214,6 +239,7 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
         hooks: &cfg.hooks,
         breaker: cfg.breaker.as_ref().map(|b| b as &dyn run::CircuitBreaker),
         breaker_exit: cfg.breaker_exit,
+        misplaced: misplaced.as_deref(),
     };
     let label = cfg
         .name
@@ -264,7 +290,8 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
         watch,
     )
     .context("cannot hold stdout")?
-    .with_headers(headers);
+    .with_headers(headers)
+    .with_advice(cli::advice::not_found(options, &cfg.command));
     let exit = run::run(
         &plan,
         &mut executor,

@@ -110,6 +110,15 @@ pub enum Event<'a> {
         /// Time left before the next attempt.
         left: Duration,
     },
+    /// The first attempt failed at once with a status programs give for
+    /// bad usage, and one of its arguments is an option of backoff's own:
+    /// most likely given after the command by mistake.
+    MisplacedOption {
+        /// The option, as `--max-retries`.
+        option: &'a str,
+        /// The program it was given to.
+        program: &'a OsString,
+    },
     /// The command could not be started.
     CannotStart {
         /// 1-based attempt number.

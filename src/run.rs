@@ -208,6 +208,10 @@ pub struct Plan<'a> {
     pub breaker: Option<&'a dyn CircuitBreaker>,
     /// `--breaker-exit`: the exit status of a run the breaker skips.
     pub breaker_exit: u8,
+    /// An option of backoff's own among the command's arguments, if any
+    /// (`cli::advice::misplaced_option`): told when the first attempt fails
+    /// as on bad usage.
+    pub misplaced: Option<&'a str>,
 }
 
 /// A circuit breaker shared by processes: asked once when a run starts,
@@ -290,6 +294,13 @@ pub fn exit_for(outcome: Outcome, preserve_status: bool) -> Exit {
         Status::Code(c) => Exit::Code(c),
         Status::Signal(s) => Exit::Signal(s),
     }
+}
+
+/// Whether an attempt ended as programs do on bad usage: at once (within a
+/// second), with exit 2 (getopt's programs, curl, Python's argparse) or 64
+/// (`EX_USAGE`).
+fn bad_usage(outcome: Outcome, elapsed: Duration) -> bool {
+    matches!(outcome, Outcome::Exited(2 | 64)) && elapsed < Duration::from_secs(1)
 }
 
 /// Where a run stands between attempts.
@@ -555,6 +566,16 @@ impl Loop<'_, '_> {
             seen,
             cut,
         };
+        if let Some(option) = plan.misplaced
+            && verdict != Verdict::Success
+            && number == 1
+            && bad_usage(outcome, elapsed)
+        {
+            self.report.event(&Event::MisplacedOption {
+                option,
+                program: &plan.command[0],
+            });
+        }
         match verdict {
             Verdict::Success => self.passed(&judged),
             Verdict::Stop(StopReason::CannotStart) => {
@@ -1175,6 +1196,7 @@ mod tests {
             hooks: &NO_HOOKS,
             breaker: None,
             breaker_exit: 75,
+            misplaced: None,
         };
         let exit = run(&plan, &mut fake, &mut Events::default());
         (exit, fake)
@@ -1394,6 +1416,50 @@ mod tests {
         assert_eq!(fake.seen.len(), 1, "no attempt after the signal");
     }
 
+    #[test]
+    fn an_own_option_among_the_commands_is_told_once_after_a_first_attempt_failed_as_on_bad_usage()
+    {
+        let rules = Rules::default();
+        let command = [OsString::from("curl")];
+        let plan = Plan {
+            max_retries: Some(1),
+            misplaced: Some("--max-retries"),
+            ..constant(Duration::ZERO, &rules, &command)
+        };
+        let told = |outcomes: &[Outcome], runs: &[Duration]| {
+            let mut fake = Fake::new(outcomes);
+            fake.runs = runs.to_vec();
+            let mut events = Events::default();
+            run(&plan, &mut fake, &mut events);
+            let notes = events.0.iter().filter(|e| e.starts_with("MisplacedOption"));
+            notes.count()
+        };
+        let quick = Duration::from_millis(5);
+        let e = Outcome::Exited;
+        assert_eq!(
+            told(&[e(2), e(2)], &[quick, quick]),
+            1,
+            "once, not per attempt"
+        );
+        assert_eq!(told(&[e(64), e(0)], &[quick, quick]), 1);
+        // Another status, a first attempt that took its time, success, or a
+        // second attempt: no note.
+        assert_eq!(told(&[e(1), e(2)], &[quick, quick]), 0);
+        assert_eq!(told(&[e(2), e(2)], &[Duration::from_secs(2), quick]), 0);
+        assert_eq!(told(&[e(0)], &[quick]), 0);
+        // The retries go on as the rules say.
+        let mut fake = Fake::new(&[e(2), e(2)]);
+        assert_eq!(run(&plan, &mut fake, &mut Events::default()), Exit::Code(2));
+        assert_eq!(fake.seen.len(), 2);
+        let plan = Plan {
+            misplaced: None,
+            ..plan
+        };
+        let mut events = Events::default();
+        run(&plan, &mut Fake::new(&[e(2), e(2)]), &mut events);
+        assert!(!events.0.iter().any(|e| e.starts_with("MisplacedOption")));
+    }
+
     /// A plan that retries forever after a constant `delay`.
     fn constant<'a>(delay: Duration, rules: &'a Rules, command: &'a [OsString]) -> Plan<'a> {
         Plan {
@@ -1412,6 +1478,7 @@ mod tests {
             hooks: &NO_HOOKS,
             breaker: None,
             breaker_exit: 75,
+            misplaced: None,
         }
     }
 

@@ -17,6 +17,7 @@ use crate::classify::Preset;
 use crate::jitter::Jitter;
 use crate::report::LogFormat;
 
+pub mod advice;
 pub mod values;
 
 use values::{ClientCounts, DelayList, RuleList};
@@ -36,6 +37,42 @@ Examples:
   backoff --retry-on 75 --stop-on 2 -- make fetch
   backoff schedule --jitter none --base 100ms --cap 30s";
 
+/// What `-h` ends with: a few examples, and where the rest is.
+const AFTER_SHORT_HELP: &str = "\
+backoff's options go before the command, as in:
+  backoff --preset curl -- curl -fsS https://api.example.test/
+A short list: 'backoff --help' gives every option, 'man backoff' the details.";
+
+/// The options `-h` shows, by id: those most runs need. `--help` and the
+/// man page show every option.
+pub const SHORT_HELP: &[&str] = &[
+    "max_retries",
+    "base",
+    "cap",
+    "jitter",
+    "retry_on",
+    "stop_on",
+    "until_output",
+    "timeout",
+    "max_time",
+    "preset",
+    "quiet",
+    "verbose",
+];
+
+/// `arg` as `-h` shows it: hidden unless it is one of `SHORT_HELP`. A
+/// hidden one keeps its text as its long help, where the man page looks for
+/// it (clap_mangen shows no short help that `-h` hides).
+fn in_short_help(arg: clap::Arg) -> clap::Arg {
+    if SHORT_HELP.contains(&arg.get_id().as_str()) {
+        return arg;
+    }
+    match arg.get_long_help().or(arg.get_help()).cloned() {
+        Some(long) => arg.hide_short_help(true).long_help(long),
+        None => arg.hide_short_help(true),
+    }
+}
+
 /// The usage line of `-h`, `--help` and the man page: every subcommand.
 pub const USAGE: &str = "\
 backoff [OPTIONS] [--] COMMAND [ARGS]...
@@ -54,13 +91,15 @@ backoff [OPTIONS] [--] COMMAND [ARGS]...
 #[command(
     name = "backoff",
     version,
-    after_help = AFTER_HELP,
+    after_help = AFTER_SHORT_HELP,
+    after_long_help = AFTER_HELP,
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true,
     subcommand_negates_reqs = true,
     subcommand_value_name = "SUBCOMMAND",
     subcommand_help_heading = "Subcommands",
-    override_usage = USAGE
+    override_usage = USAGE,
+    mut_args = in_short_help
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -518,7 +557,9 @@ pub struct PolicyArgs {
         default_value = "100ms")]
     pub base: Duration,
 
-    /// No single delay exceeds it, whatever the jitter
+    /// Longest delay
+    ///
+    /// No single delay exceeds it, whatever the jitter.
     #[arg(long, value_name = "DURATION", env = "BACKOFF_CAP", hide_env_values = true,
           value_parser = values::duration, allow_hyphen_values = true,
         default_value = "30s")]
@@ -542,7 +583,9 @@ pub struct PolicyArgs {
     )]
     pub jitter: Jitter,
 
-    /// Retries after the first attempt (0 = run once)
+    /// Retries after the first attempt
+    ///
+    /// 0 runs the command once.
     #[arg(long, value_name = "N", env = "BACKOFF_MAX_RETRIES", hide_env_values = true,
           value_parser = values::retries, allow_hyphen_values = true,
         default_value = "6")]
@@ -604,6 +647,8 @@ pub struct HookArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Success conditions")]
 pub struct GoalArgs {
+    /// Succeed only on output with a line matching REGEX
+    ///
     /// An attempt succeeds only if its exit counts as success and it printed
     /// a line (stdout or stderr) matching REGEX; otherwise its outcome is
     /// "unmet", retried unless a rule says otherwise. Repeatable: any of them.
@@ -631,9 +676,11 @@ pub struct GoalArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Classification")]
 pub struct RuleArgs {
-    /// Retry only these outcomes: codes (3), ranges (1-5), signals
-    /// (sig:TERM), timeout, unmet; comma-separated, repeatable. Default:
-    /// every failure except death by SIGINT or SIGPIPE.
+    /// Retry only these outcomes (codes, sig:TERM, timeout)
+    ///
+    /// Exit codes (3), ranges (1-5), signals (sig:TERM), timeout, unmet;
+    /// comma-separated, repeatable. Default: every failure except death by
+    /// SIGINT or SIGPIPE.
     #[arg(long, value_name = "RULES", value_parser = values::rules, allow_hyphen_values = true)]
     pub retry_on: Vec<RuleList>,
 
@@ -651,8 +698,10 @@ pub struct RuleArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Time limits")]
 pub struct TimeArgs {
-    /// Limit of each attempt: on expiry the command's process group gets
-    /// --signal, then KILL after --kill-after; the outcome is "timeout".
+    /// Time limit of each attempt
+    ///
+    /// On expiry the command's process group gets --signal, then KILL after
+    /// --kill-after; the outcome is "timeout".
     #[arg(long, value_name = "DURATION", env = "BACKOFF_TIMEOUT", hide_env_values = true,
           value_parser = values::duration, allow_hyphen_values = true)]
     pub timeout: Option<Duration>,
@@ -674,9 +723,11 @@ pub struct TimeArgs {
           allow_hyphen_values = true)]
     pub idle_timeout: Option<Duration>,
 
-    /// Deadline of the whole run, from its start: no attempt starts after
-    /// it, a delay that would pass it is not slept, and the running attempt
-    /// is bounded by the time left.
+    /// Time limit of the whole run
+    ///
+    /// A deadline from the run's start: no attempt starts after it, a delay
+    /// that would pass it is not slept, and the running attempt is bounded
+    /// by the time left.
     #[arg(long, value_name = "DURATION", env = "BACKOFF_MAX_TIME", hide_env_values = true,
           value_parser = values::duration, allow_hyphen_values = true)]
     pub max_time: Option<Duration>,
@@ -732,7 +783,9 @@ pub struct StreamArgs {
     #[arg(long)]
     pub idempotent: bool,
 
-    /// Rules for a well-known command (see the man page for every rule).
+    /// Rules for a well-known command: retry what is transient for it
+    ///
+    /// See the man page's PRESETS for every rule.
     #[arg(long, value_enum, value_name = "NAME")]
     pub preset: Option<Preset>,
 
@@ -760,7 +813,7 @@ pub struct OutputArgs {
     #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
 
-    /// Also print the command line, each delay's bound and the success line.
+    /// Also say the command line, delay bounds and success.
     #[arg(short, long)]
     pub verbose: bool,
 
@@ -883,6 +936,21 @@ mod tests {
         Cli::command().debug_assert();
         for name in ["schedule", "simulate", "budget", "breaker"] {
             assert!(Cli::command().find_subcommand(name).is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_short_help_names_options_that_exist_and_hides_the_others() {
+        let cmd = Cli::command();
+        for id in SHORT_HELP {
+            let arg = cmd.get_arguments().find(|a| a.get_id() == id);
+            assert!(arg.is_some_and(|a| !a.is_hide_short_help_set()), "{id}");
+        }
+        let hidden = cmd.get_arguments().filter(|a| a.is_hide_short_help_set());
+        assert!(hidden.count() > 40);
+        // The subcommands show all their options in -h.
+        for sub in cmd.get_subcommands() {
+            assert!(sub.get_arguments().all(|a| !a.is_hide_short_help_set()));
         }
     }
 

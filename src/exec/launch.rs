@@ -143,6 +143,41 @@ pub(super) fn spawn_hook(hook: &HookRun<'_>, announce: Option<RawFd>) -> io::Res
     process::spawn(command, exec, announce)
 }
 
+/// Why an attempt of `program` could not start, as the OS said it, and
+/// what to do about it where that is clear: a script with no `#!` line (an
+/// exec format error for a file of text), or `not_found`, the advice for a
+/// program not found, if there is any.
+pub(super) fn spawn_error(e: &io::Error, program: &OsStr, not_found: Option<&str>) -> String {
+    let why = super::describe(e);
+    match e.raw_os_error() {
+        Some(libc::ENOEXEC)
+            if process::executable(program).is_some_and(|f| has_no_interpreter(&f)) =>
+        {
+            format!("{why}; it has no '#!' line: make '#!/bin/sh' its first line")
+        }
+        _ if e.kind() == io::ErrorKind::NotFound => match not_found {
+            Some(advice) => format!("{why}; {advice}"),
+            None => why,
+        },
+        _ => why,
+    }
+}
+
+/// Whether `file` is a script without a `#!` line: text (no NUL byte in
+/// its first 512 bytes, as there is in every binary format, that of another
+/// machine's ELF included) that does not start with `#!`. An empty file is
+/// one too: a shell runs it, the kernel does not.
+fn has_no_interpreter(file: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::new();
+    File::open(file)
+        .and_then(|f| f.take(512).read_to_end(&mut head))
+        .is_ok()
+        && !head.starts_with(b"#!")
+        && !head.starts_with(b"\x7fELF")
+        && !head.contains(&0)
+}
+
 impl RealExecutor {
     /// Starts an attempt; returns the child and the pipes of its output, if
     /// output rules or `--idle-timeout` need to see it or stdout is held.

@@ -77,6 +77,9 @@ pub struct RealExecutor {
     /// `--foreground` (the command is in backoff's group) or if it could
     /// not be started.
     guard: Option<Guard>,
+    /// What to tell of a program that was not found, if it looks like a
+    /// mistake (`cli::advice::not_found`).
+    not_found: Option<String>,
 }
 
 impl RealExecutor {
@@ -120,6 +123,7 @@ impl RealExecutor {
             held,
             headers: None,
             guard,
+            not_found: None,
         })
     }
 
@@ -128,6 +132,13 @@ impl RealExecutor {
     #[must_use]
     pub fn with_headers(self, headers: Option<tempfile::NamedTempFile>) -> Self {
         RealExecutor { headers, ..self }
+    }
+
+    /// Tells `advice` (`cli::advice::not_found`) when the program is not
+    /// found.
+    #[must_use]
+    pub fn with_advice(self, not_found: Option<String>) -> Self {
+        RealExecutor { not_found, ..self }
     }
 
     /// Matches the headers curl dumped for the last attempt, as if it had
@@ -341,10 +352,11 @@ impl Executor for RealExecutor {
                     _ if e.kind() == io::ErrorKind::NotFound => Outcome::NotFound,
                     _ => Outcome::CannotRun,
                 };
+                let why = launch::spawn_error(&e, &self.command[0], self.not_found.as_deref());
                 return Ended::Done {
                     outcome: o,
                     seen: Observed::default(),
-                    spawn_error: Some(describe(&e)),
+                    spawn_error: Some(why),
                 };
             }
         };

@@ -266,6 +266,21 @@ fn interrupted(signal: i32, during: &str) -> Value {
     })
 }
 
+/// A `note` event: advice on a likely mistake, with the text line's words
+/// as its `message`.
+fn note_json(event: &Event<'_>) -> Value {
+    match *event {
+        Event::MisplacedOption { option, program } => json!({
+            "event": "note",
+            "note": "misplaced_option",
+            "option": option,
+            "program": program.to_string_lossy(),
+            "message": crate::report::text::misplaced_text(event),
+        }),
+        _ => Value::Null,
+    }
+}
+
 /// The JSON object for an event (without the common fields).
 fn event_json(event: &Event<'_>, verbose: bool) -> Value {
     match *event {
@@ -303,6 +318,7 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
             v
         }
         Event::Passed { .. } | Event::Reset { .. } | Event::NoFailure { .. } => goal_json(event),
+        Event::MisplacedOption { .. } => note_json(event),
         Event::CannotStart {
             attempt,
             outcome,
@@ -355,10 +371,9 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
         Event::InterruptedWriting { signal } => interrupted(signal, "output"),
         Event::Breaker { key, news } => breaker_json(key, news),
         // Told only to a report that counts down, which JSON does not.
-        Event::Countdown { left } => json!({
-            "event": "countdown",
-            "left_seconds": left.as_secs_f64(),
-        }),
+        Event::Countdown { left } => {
+            json!({"event": "countdown", "left_seconds": left.as_secs_f64()})
+        }
         Event::InterruptedHook { signal, kind } => interrupted(signal, kind.name()),
         Event::Interrupted { signal, attempt } => interrupted(
             signal,

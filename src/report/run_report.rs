@@ -542,7 +542,7 @@ impl Report for Recorder {
             }
             Event::Undelivered { bytes } => self.undelivered = bytes,
             Event::Breaker { key, news } => self.breaker(key, news),
-            Event::OutputLost { .. } | Event::Countdown { .. } => {}
+            Event::OutputLost { .. } | Event::Countdown { .. } | Event::MisplacedOption { .. } => {}
             Event::InterruptedWriting { .. } | Event::InterruptedHook { .. } => {
                 self.reason = Ending::Interrupted.name();
             }

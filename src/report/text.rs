@@ -178,6 +178,7 @@ impl<W: Write> Report for TextReport<W> {
             | Event::CannotStart { .. }
             | Event::Undelivered { .. }
             | Event::OutputLost { .. } => Some("error"),
+            Event::MisplacedOption { .. } => Some("notice"),
             _ => None,
         };
         self.line(&marks, level, &text);
@@ -304,6 +305,7 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
         Event::CannotStart { program, error, .. } => {
             format!("cannot run '{}': {error}", program.to_string_lossy())
         }
+        Event::MisplacedOption { .. } if normal => misplaced_text(event)?,
         Event::Succeeded { .. } | Event::GaveUp { .. } | Event::NoFailure { .. } if normal => {
             return end_text(event, verbose);
         }
@@ -654,6 +656,17 @@ fn stop_reason(why: StopReason, outcome: Outcome) -> String {
         StopReason::NotIdempotent => format!(
             "after {outcome} the server may have acted on the request, and a POST or PATCH without an Idempotency-Key is not sent again (--idempotent allows it)"
         ),
+    }
+}
+
+/// The note on an option of backoff's own given after the command.
+pub fn misplaced_text(event: &Event<'_>) -> Option<String> {
+    match *event {
+        Event::MisplacedOption { option, program } => Some(format!(
+            "note: '{option}' after the command is passed to {}, not to backoff; put backoff's options before the command",
+            program.to_string_lossy()
+        )),
+        _ => None,
     }
 }
 

@@ -374,6 +374,20 @@ pub fn env_entry(name: &OsStr, value: &OsStr) -> io::Result<CString> {
     c_string(OsStr::from_bytes(&entry))
 }
 
+/// The file an attempt executes for `program`, as far as the parent can
+/// tell: the first of its candidates that is a regular file backoff may
+/// execute (for an error message: the file may change before the attempt).
+pub fn executable(program: &OsStr) -> Option<std::path::PathBuf> {
+    candidates(program)
+        .ok()?
+        .into_iter()
+        .map(|c| std::path::PathBuf::from(OsStr::from_bytes(c.as_bytes())))
+        .find(|p| {
+            p.metadata().is_ok_and(|m| m.is_file())
+                && rustix::fs::access(p, rustix::fs::Access::EXEC_OK).is_ok()
+        })
+}
+
 /// The paths to try for `program`, in order, as `execvp` would: the program
 /// itself if it has a slash, else each directory of `PATH` (an empty one
 /// being the current directory).

@@ -14,6 +14,7 @@ mod http;
 mod idle;
 mod limits;
 mod live;
+mod mistakes;
 mod notices;
 mod observe;
 mod processes;

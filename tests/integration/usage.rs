@@ -169,10 +169,148 @@ fn no_command_and_unknown_options_are_refused() {
 }
 
 #[test]
+fn a_mistyped_flag_value_or_subcommand_is_told_the_one_it_resembles() {
+    for (args, message) in [
+        (
+            &["--max-retry", "3", "--", "true"][..],
+            "backoff: unexpected argument '--max-retry' found; did you mean '--max-retries'? (see 'backoff --help')\n",
+        ),
+        (
+            &["schedule", "--bse", "1s"][..],
+            "backoff: unexpected argument '--bse' found; did you mean '--base'? (see 'backoff --help')\n",
+        ),
+        (
+            &["--jitter", "ful", "--", "true"][..],
+            "backoff: invalid value 'ful' for '--jitter': expected one of none, full, equal, decorrelated; did you mean 'full'?\n",
+        ),
+        (
+            &["budget", "shw", "k"][..],
+            "backoff: unrecognized subcommand 'shw'; did you mean 'show'? (see 'backoff --help')\n",
+        ),
+    ] {
+        let out = backoff(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(125), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), message, "{args:?}");
+    }
+    follow_advice(&[
+        (
+            &["--max-retry", "3", "--", "true"],
+            &[],
+            "did you mean '--max-retries'?",
+            &["--max-retries", "3", "--", "true"],
+        ),
+        (
+            &["--preset", "crul", "--", "true"],
+            &[],
+            "did you mean 'curl'?",
+            &["--preset", "curl", "--", "true"],
+        ),
+    ]);
+}
+
+#[test]
 fn help_and_version_exit_zero() {
     backoff(["--help"]).assert().success();
     backoff(["--version"]).assert().success();
     backoff(["schedule", "--help"]).assert().success();
+}
+
+/// What backoff prints on stdout for `args`, at a terminal `columns` wide
+/// (or, with `None`, for a pipe, which clap wraps at 100 columns).
+fn help_text(args: &[&str], columns: Option<&str>) -> String {
+    let mut cmd = backoff(args);
+    cmd.env_remove("COLUMNS");
+    if let Some(c) = columns {
+        cmd.env("COLUMNS", c);
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{args:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The options of `cmd` as help names them: `--long`, or `-s` for an
+/// option with no long name; hidden ones aside.
+fn option_names(cmd: &clap::Command) -> Vec<String> {
+    cmd.get_arguments()
+        .filter(|a| !a.is_hide_set() && !a.is_positional())
+        .map(|a| match (a.get_long(), a.get_short()) {
+            (Some(long), _) => format!("--{long}"),
+            (None, Some(short)) => format!("-{short}"),
+            (None, None) => unreachable!("{:?}", a.get_id()),
+        })
+        .collect()
+}
+
+#[test]
+fn short_help_fits_one_screen_and_says_where_the_rest_is() {
+    use clap::CommandFactory;
+    let all = option_names(&backoff_cli::cli::Cli::command());
+    for columns in [None, Some("80")] {
+        let help = help_text(&["-h"], columns);
+        let lines: Vec<&str> = help.lines().collect();
+        assert!(
+            lines.len() <= 50,
+            "{columns:?}: {} lines:\n{help}",
+            lines.len()
+        );
+        for flag in [
+            "--max-retries",
+            "--base",
+            "--cap",
+            "--jitter",
+            "--retry-on",
+            "--stop-on",
+            "--until-output",
+            "--timeout",
+            "--max-time",
+            "--preset",
+            "--quiet",
+            "--verbose",
+            "--help",
+        ] {
+            assert!(help.contains(&format!("{flag} ")), "{flag}:\n{help}");
+        }
+        for sub in ["schedule", "simulate", "budget", "breaker"] {
+            assert!(help.contains(&format!("backoff {sub} ")), "{sub}:\n{help}");
+        }
+        // A short list: most options are left to --help.
+        let shown = all
+            .iter()
+            .filter(|f| help.contains(&format!("{f} ")))
+            .count();
+        assert!(shown <= 16, "{shown} options:\n{help}");
+        let last = lines.last().unwrap();
+        assert!(
+            last.contains("'backoff --help'") && last.contains("'man backoff'"),
+            "{last}"
+        );
+    }
+}
+
+#[test]
+fn long_help_names_every_option_of_every_command() {
+    use clap::CommandFactory;
+    fn check(cmd: &clap::Command, path: &[&str]) {
+        let args = [path, &["--help"]].concat();
+        let help = help_text(&args, Some("80"));
+        for flag in option_names(cmd) {
+            let named = help.contains(&format!("{flag} ")) || help.contains(&format!("{flag}\n"));
+            assert!(named, "{args:?} lacks {flag}");
+        }
+        for sub in cmd.get_subcommands() {
+            assert!(
+                help.contains(sub.get_name()),
+                "{args:?} lacks {}",
+                sub.get_name()
+            );
+            check(sub, &[path, &[sub.get_name()]].concat());
+        }
+    }
+    let cmd = backoff_cli::cli::Cli::command();
+    assert!(option_names(&cmd).len() > 50);
+    check(&cmd, &[]);
+    // The exit statuses are in --help, not in -h.
+    assert!(help_text(&["--help"], None).contains("127 command not found"));
 }
 
 #[test]
