@@ -8,6 +8,7 @@
 //! completion would. The tests run the real shells on the checked-in
 //! scripts.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -276,7 +277,7 @@ fn bash_one_word_a_line(script: &str) -> String {
         match args {
             Some(args) => {
                 let args = args.replace("-f \"${cur}\"", "-f -- \"${cur}\"");
-                out.push_str(&format!("{indent}_backoff_compgen {args}\n"));
+                writeln!(out, "{indent}_backoff_compgen {args}").unwrap();
             }
             None => out.push_str(line),
         }
@@ -601,20 +602,14 @@ fn fish_completes_a_file_name_with_spaces_as_one_word() {
 #[test]
 fn the_bash_completion_passes_shellcheck() {
     let script = completions_dir().join("backoff.bash");
-    let out = match Command::new("shellcheck")
-        .args(["--shell=bash", "--format=gcc"])
-        .arg(&script)
-        .output()
-    {
-        Ok(out) => out,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            println!(
-                "skipped the_bash_completion_passes_shellcheck: shellcheck is not installed \
-                 (apt-get install shellcheck)"
-            );
-            return;
-        }
-        Err(e) => panic!("shellcheck: {e}"),
+    let Some(out) = crate::support::checked_by(
+        "the_bash_completion_passes_shellcheck",
+        "shellcheck",
+        Command::new("shellcheck")
+            .args(["--shell=bash", "--format=gcc"])
+            .arg(&script),
+    ) else {
+        return;
     };
     assert!(
         out.status.success(),
