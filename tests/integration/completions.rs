@@ -563,6 +563,67 @@ fn bash_completes_a_file_name_with_spaces_as_one_word() {
     assert!(!compopt.iter().any(|o| o == "-o filenames"), "{compopt:?}");
 }
 
+/// Types `line` and a Tab into an interactive bash (in a pseudo-terminal
+/// that python3's pty module opens) whose `backoff` is a function printing
+/// each of its arguments in `<>`, then Enter: what it prints is what the
+/// completion put on the line, word by word, as bash parsed it.
+const TYPE_IN_BASH: &str = r#"
+import os, pty, select, sys, time
+
+line, script = sys.argv[1], sys.argv[2]
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ.update(TERM="dumb", INPUTRC="/dev/null", PS1="$ ")
+    os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
+
+def read_until(marker, seconds=9):
+    seen, end = b"", time.monotonic() + seconds
+    while time.monotonic() < end:
+        if select.select([fd], [], [], 0.05)[0]:
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                break
+            seen += data
+            if marker in seen:
+                return seen
+    sys.exit("no %r within %ss: %r" % (marker, seconds, seen))
+
+os.write(fd, ("source '%s'; backoff() { printf '<%%s>' \"$@\"; echo; }; echo RE''ADY\n" % script).encode())
+read_until(b"READY\r\n")
+os.write(fd, line.encode() + b"\t\n")
+os.write(fd, b"echo DO''NE\n")
+seen = read_until(b"DONE\r\n")
+os.write(fd, b"exit\n")
+os.waitpid(pid, 0)
+for got in seen.decode(errors="replace").splitlines():
+    if got.startswith("<"):
+        print(got)
+"#;
+
+/// The words bash runs after `line` and a Tab in `dir`, or `None` without
+/// python3.
+fn bash_typed(dir: &Path, line: &str) -> Option<Vec<String>> {
+    let script = completions_dir().join("backoff.bash");
+    let out = run_in(
+        dir,
+        "python3",
+        &["-c", TYPE_IN_BASH, line, &script.display().to_string()],
+    )?;
+    Some(matches(line, &out))
+}
+
+#[test]
+fn bash_inserts_a_file_name_with_spaces_as_one_word() {
+    let dir = a_file_with_a_space();
+    let Some(typed) = bash_typed(dir.path(), "backoff --report my") else {
+        return;
+    };
+    assert_eq!(typed, ["<--report><my report.json>"]);
+    let typed = bash_typed(dir.path(), "backoff -- cat my").unwrap();
+    assert_eq!(typed, ["<--><cat><my report.json>"]);
+}
+
 #[test]
 fn fish_completes_values_after_a_space() {
     for (line, values) in [
