@@ -8,7 +8,11 @@ function __fish_backoff_needs_command
     set -l cmd (commandline -opc)
     set -e cmd[1]
     argparse -s (__fish_backoff_global_optspecs) -- $cmd 2>/dev/null
-    or return
+    or begin
+        # Not parsed yet: an option waits for its value, which is completed.
+        contains -- "$cmd[-1]" --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --name --log-format --report --metrics-file
+        return
+    end
     if set -q argv[1]
         # Also print the command, so this can be used to figure out what it is.
         echo $argv[1]

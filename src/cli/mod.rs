@@ -76,10 +76,10 @@ fn in_short_help(arg: clap::Arg) -> clap::Arg {
 /// The usage line of `-h`, `--help` and the man page: every subcommand.
 pub const USAGE: &str = "\
 backoff [OPTIONS] [--] COMMAND [ARGS]...
-       backoff schedule [POLICY OPTIONS]
+       backoff schedule [OPTIONS]
        backoff simulate [OPTIONS]
-       backoff budget show|reset KEY
-       backoff breaker show|reset KEY";
+       backoff budget show|reset KEY [OPTIONS]
+       backoff breaker show|reset KEY [OPTIONS]";
 
 /// Run a command and retry it with capped exponential backoff and jitter.
 ///

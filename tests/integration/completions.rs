@@ -8,13 +8,16 @@
 //! completion would. The tests run the real shells on the checked-in
 //! scripts.
 
-use std::path::Path;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use backoff_cli::cli::Cli;
 use clap::CommandFactory;
 use clap_complete::Shell;
+
+use crate::support::TempDir;
 
 /// The words the parts below are made of: backoff's options that take a
 /// value (`--base 1s`), those whose value is optional and then a number
@@ -109,18 +112,33 @@ _backoff() {
     fi
     local -a subcommands=()
     if (( start == 1 )); then
-        subcommands=($(compgen -W "@SUBCOMMAND_LIST@" -- "$cur"))
+        _backoff_compgen -W "@SUBCOMMAND_LIST@" -- "$cur"
+        subcommands=("${COMPREPLY[@]}")
     fi
     COMPREPLY=()
     if declare -F _command_offset >/dev/null; then
         _command_offset "$start"
     elif (( start == COMP_CWORD )); then
-        COMPREPLY=($(compgen -c -- "$cur"))
+        _backoff_compgen -c -- "$cur"
     else
-        compopt -o filenames 2>/dev/null
-        COMPREPLY=($(compgen -f -- "$cur"))
+        _backoff_compgen -f -- "$cur"
     fi
     COMPREPLY=("${subcommands[@]}" "${COMPREPLY[@]}")
+}
+
+# Sets COMPREPLY to the words `compgen "$@"` prints, one a line, so that a
+# file name with spaces stays one word; file names (-f) are quoted when
+# bash inserts them, and a directory gets its slash.
+_backoff_compgen() {
+    COMPREPLY=()
+    local word
+    while IFS= read -r word; do
+        COMPREPLY+=("$word")
+    done < <(compgen "$@")
+    if [[ $1 == -f ]]; then
+        compopt -o filenames 2>/dev/null
+    fi
+    return 0
 }
 "#;
 
@@ -236,6 +254,67 @@ fn replace_once(script: &str, from: &str, to: &str) -> String {
     script.replacen(from, to, 1)
 }
 
+/// bash: the generated script sets `COMPREPLY=( $(compgen ...) )`, which
+/// splits compgen's lines at spaces too (shellcheck's SC2207), so that a file
+/// `my report.json` would be offered as two words, and inserts file names
+/// unquoted. Each such line calls `_backoff_compgen` (in [`BASH`]) instead,
+/// which keeps one word a line and has file names quoted; `compgen -f` is
+/// also given `--`, for a word that starts with a dash.
+fn bash_one_word_a_line(script: &str) -> String {
+    let mut out = String::with_capacity(script.len());
+    for line in script.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        let indent = &body[..body.len() - body.trim_start().len()];
+        let args = body
+            .trim_start()
+            .strip_prefix("COMPREPLY=( $(compgen ")
+            .and_then(|rest| rest.strip_suffix(") )"))
+            .or_else(|| {
+                body.trim_start()
+                    .strip_prefix("COMPREPLY=($(compgen ")
+                    .and_then(|rest| rest.strip_suffix("))"))
+            });
+        match args {
+            Some(args) => {
+                let args = args.replace("-f \"${cur}\"", "-f -- \"${cur}\"");
+                writeln!(out, "{indent}_backoff_compgen {args}").unwrap();
+            }
+            None => out.push_str(line),
+        }
+    }
+    assert!(
+        !out.contains("$(compgen"),
+        "a compgen the generated bash script runs otherwise: {}",
+        out.lines()
+            .find(|l| l.contains("$(compgen"))
+            .unwrap_or_default()
+    );
+    out
+}
+
+/// fish: the generated guard of backoff's own options fails while the line
+/// does not parse, as when its last word is an option that waits for its
+/// value; fish then completes file names after `--jitter `, not the
+/// option's values. The guard lets the options complete when the line does
+/// not parse only because of that, its last word being one of `value`
+/// (backoff's options that take a value; not those whose value is optional,
+/// after which the command comes).
+fn fish_values_after_a_space(script: &str, value: &[String]) -> String {
+    replace_once(
+        script,
+        "    argparse -s (__fish_backoff_global_optspecs) -- $cmd 2>/dev/null\n    or return\n",
+        &format!(
+            "    argparse -s (__fish_backoff_global_optspecs) -- $cmd 2>/dev/null\n    \
+             or begin\n        \
+             # Not parsed yet: an option waits for its value, which is completed.\n        \
+             contains -- \"$cmd[-1]\" {}\n        \
+             return\n    \
+             end\n",
+            value.join(" ")
+        ),
+    )
+}
+
 /// The checked-in completion script of `shell`: `clap_complete`'s, with the
 /// part that completes the wrapped command.
 pub fn script(shell: Shell) -> Vec<u8> {
@@ -246,8 +325,8 @@ pub fn script(shell: Shell) -> Vec<u8> {
     let script = match shell {
         // The generated function completes options; ours decides first.
         Shell::Bash => {
-            replace_once(&generated, "_backoff() {\n", "_backoff_options() {\n")
-                + &fill(BASH, &words, "|")
+            let options = replace_once(&generated, "_backoff() {\n", "_backoff_options() {\n");
+            bash_one_word_a_line(&options) + &fill(BASH, &words, "|")
         }
         Shell::Zsh => {
             let options = replace_once(&generated, "_backoff() {\n", "_backoff_options() {\n");
@@ -262,20 +341,32 @@ pub fn script(shell: Shell) -> Vec<u8> {
             let last = "\nif [ \"$funcstack[1]\" = \"_backoff\" ]; then\n";
             replace_once(&options, last, &(fill(ZSH, &words, "|") + last))
         }
-        Shell::Fish => generated + &fill(FISH, &words, " "),
+        Shell::Fish => {
+            fish_values_after_a_space(&generated, &words.value) + &fill(FISH, &words, " ")
+        }
         _ => generated,
     };
     script.into_bytes()
 }
 
+/// The directory of the checked-in completion scripts.
+fn completions_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("completions")
+}
+
 /// Runs `shell` with `args` in the completions directory, at most
 /// `PATIENCE` long; `None` when the shell is not installed.
 fn run(shell: &str, args: &[&str]) -> Option<Output> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("completions");
+    run_in(&completions_dir(), shell, args)
+}
+
+/// Runs `shell` with `args` in `dir`, at most `PATIENCE` long; `None` when
+/// the shell is not installed.
+fn run_in(dir: &Path, shell: &str, args: &[&str]) -> Option<Output> {
     let mut child = match Command::new(shell)
         .args(args)
-        .current_dir(&dir)
-        .env("HOME", &dir)
+        .current_dir(dir)
+        .env("HOME", dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -305,14 +396,30 @@ fn run(shell: &str, args: &[&str]) -> Option<Output> {
 /// What bash's completion offers for `line` (its last word is completed;
 /// a line that ends with a space completes an empty word).
 fn bash(line: &str) -> Vec<String> {
+    bash_in(&completions_dir(), line).0
+}
+
+/// What bash's completion offers for `line` in `dir`, and the options it
+/// asked `compopt` for (`-o filenames`: the words are file names, which
+/// bash quotes as it inserts them).
+fn bash_in(dir: &Path, line: &str) -> (Vec<String>, Vec<String>) {
     let words: Vec<String> = line.split(' ').map(|w| format!("'{w}'")).collect();
     let script = format!(
-        "source ./backoff.bash; COMP_WORDS=({}); COMP_CWORD={}; _backoff; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        "source '{}/backoff.bash'; compopt() {{ printf '<compopt> %s\\n' \"$*\"; }}; \
+         COMP_WORDS=({}); COMP_CWORD={}; _backoff; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        completions_dir().display(),
         words.join(" "),
         words.len() - 1
     );
-    let out = run("bash", &["--norc", "--noprofile", "-c", &script]).expect("bash");
-    matches(line, &out)
+    let out = run_in(dir, "bash", &["--norc", "--noprofile", "-c", &script]).expect("bash");
+    let (compopt, words): (Vec<String>, Vec<String>) = matches(line, &out)
+        .into_iter()
+        .partition(|w| w.starts_with("<compopt> "));
+    let compopt = compopt
+        .iter()
+        .map(|w| w["<compopt> ".len()..].to_owned())
+        .collect();
+    (words, compopt)
 }
 
 /// The matches a shell printed for `line`, one a line (fish adds a tab and
@@ -408,12 +515,192 @@ fn zsh_completes_the_command_and_its_arguments() {
 
 /// What fish's completion offers for `line`, or `None` without fish.
 fn fish(line: &str) -> Option<Vec<String>> {
-    let script = format!("source ./backoff.fish; complete -C '{line}'");
-    let out = run("fish", &["--no-config", "-c", &script])?;
+    fish_in(&completions_dir(), line)
+}
+
+/// What fish's completion offers for `line` in `dir`, or `None` without
+/// fish.
+fn fish_in(dir: &Path, line: &str) -> Option<Vec<String>> {
+    let script = format!(
+        "source '{}/backoff.fish'; complete -C '{line}'",
+        completions_dir().display()
+    );
+    let out = run_in(dir, "fish", &["--no-config", "-c", &script])?;
     Some(matches(line, &out))
 }
 
 #[test]
 fn fish_completes_the_command_and_its_arguments() {
     completes_the_command(&fish);
+}
+
+/// A directory holding one file whose name has a space, `my report.json`.
+fn a_file_with_a_space() -> TempDir {
+    let dir = TempDir::new("completion");
+    std::fs::write(dir.path().join("my report.json"), "").unwrap();
+    dir
+}
+
+#[test]
+fn bash_completes_a_file_name_with_spaces_as_one_word() {
+    let dir = a_file_with_a_space();
+    for line in [
+        "backoff --report my",
+        "backoff --metrics-file my",
+        "backoff simulate --plot my",
+        "backoff -- cat my",
+    ] {
+        let (words, compopt) = bash_in(dir.path(), line);
+        assert_eq!(words, ["my report.json"], "{line:?}");
+        assert!(
+            compopt.iter().any(|o| o == "-o filenames"),
+            "{line:?}: {compopt:?}"
+        );
+    }
+    // Values are words, not file names.
+    let (words, compopt) = bash_in(dir.path(), "backoff --jitter ");
+    assert!(offers(&words, "full") && !offers(&words, "my report.json"));
+    assert!(!compopt.iter().any(|o| o == "-o filenames"), "{compopt:?}");
+}
+
+/// Types `line` and a Tab into an interactive bash (in a pseudo-terminal
+/// that python3's pty module opens) whose `backoff` is a function printing
+/// each of its arguments in `<>`, then Enter: what it prints is what the
+/// completion put on the line, word by word, as bash parsed it.
+const TYPE_IN_BASH: &str = r#"
+import os, pty, select, sys, time
+
+line, script = sys.argv[1], sys.argv[2]
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ.update(TERM="dumb", INPUTRC="/dev/null", PS1="$ ")
+    os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
+
+def read_until(marker, seconds=9):
+    seen, end = b"", time.monotonic() + seconds
+    while time.monotonic() < end:
+        if select.select([fd], [], [], 0.05)[0]:
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                break
+            seen += data
+            if marker in seen:
+                return seen
+    sys.exit("no %r within %ss: %r" % (marker, seconds, seen))
+
+os.write(fd, ("source '%s'; backoff() { printf '<%%s>' \"$@\"; echo; }; echo RE''ADY\n" % script).encode())
+read_until(b"READY\r\n")
+os.write(fd, line.encode() + b"\t\n")
+os.write(fd, b"echo DO''NE\n")
+seen = read_until(b"DONE\r\n")
+os.write(fd, b"exit\n")
+os.waitpid(pid, 0)
+for got in seen.decode(errors="replace").splitlines():
+    if got.startswith("<"):
+        print(got)
+"#;
+
+/// The words bash runs after `line` and a Tab in `dir`, or `None` without
+/// python3.
+fn bash_typed(dir: &Path, line: &str) -> Option<Vec<String>> {
+    let script = completions_dir().join("backoff.bash");
+    let out = run_in(
+        dir,
+        "python3",
+        &["-c", TYPE_IN_BASH, line, &script.display().to_string()],
+    )?;
+    Some(matches(line, &out))
+}
+
+#[test]
+fn bash_inserts_a_file_name_with_spaces_as_one_word() {
+    let dir = a_file_with_a_space();
+    let Some(typed) = bash_typed(dir.path(), "backoff --report my") else {
+        return;
+    };
+    assert_eq!(typed, ["<--report><my report.json>"]);
+    let typed = bash_typed(dir.path(), "backoff -- cat my").unwrap();
+    assert_eq!(typed, ["<--><cat><my report.json>"]);
+}
+
+#[test]
+fn fish_completes_values_after_a_space() {
+    for (line, values) in [
+        (
+            "backoff --jitter ",
+            &["none", "full", "equal", "decorrelated"][..],
+        ),
+        ("backoff -q --jitter ", &["full"]),
+        ("backoff --preset ", &["curl", "wget", "git"]),
+        ("backoff --budget-store-fail ", &["open", "closed"]),
+        ("backoff --log-format ", &["json"]),
+        ("backoff schedule --jitter ", &["full"]),
+        ("backoff budget show --format ", &["json", "text"]),
+    ] {
+        let Some(seen) = fish(line) else { return };
+        for value in values {
+            assert!(offers(&seen, value), "{line:?}: {seen:?}");
+        }
+        // No file names: the completions directory holds backoff.fish.
+        assert!(!offers(&seen, "backoff.fish"), "{line:?}: {seen:?}");
+    }
+    // With `=`, as before.
+    assert!(offers(&fish("backoff --jitter=").unwrap(), "--jitter=full"));
+}
+
+#[test]
+fn fish_completes_a_file_name_with_spaces_as_one_word() {
+    let dir = a_file_with_a_space();
+    for line in ["backoff --report my", "backoff -- cat my"] {
+        let Some(seen) = fish_in(dir.path(), line) else {
+            return;
+        };
+        assert_eq!(seen, ["my report.json"], "{line:?}");
+    }
+}
+
+#[test]
+fn the_bash_completion_passes_shellcheck() {
+    let script = completions_dir().join("backoff.bash");
+    let Some(out) = crate::support::checked_by(
+        "the_bash_completion_passes_shellcheck",
+        "shellcheck",
+        Command::new("shellcheck")
+            .args(["--shell=bash", "--format=gcc"])
+            .arg(&script),
+    ) else {
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_generated_compgen_lines_keep_one_word_a_line() {
+    let generated = "\
+            COMPREPLY=( $(compgen -W \"${opts}\" -- \"${cur}\") )
+                    COMPREPLY=($(compgen -f \"${cur}\"))
+                    COMPREPLY=($(compgen -W \"text json\" -- \"${cur}\"))
+                    COMPREPLY=()
+";
+    assert_eq!(
+        bash_one_word_a_line(generated),
+        "\
+            _backoff_compgen -W \"${opts}\" -- \"${cur}\"
+                    _backoff_compgen -f -- \"${cur}\"
+                    _backoff_compgen -W \"text json\" -- \"${cur}\"
+                    COMPREPLY=()
+"
+    );
+}
+
+#[test]
+#[should_panic(expected = "a compgen the generated bash script runs otherwise")]
+fn a_compgen_of_another_form_is_not_left_as_it_is() {
+    bash_one_word_a_line("    words=($(compgen -W \"a b\" -- \"$cur\"))\n");
 }

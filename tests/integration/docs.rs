@@ -7,7 +7,9 @@
 //!     BACKOFF_REGENERATE=1 cargo test --test integration generated
 //!
 //! The man page's hand-written sections (environment, exit status, signals,
-//! processes, examples) live below.
+//! processes, examples) live below. Each subcommand has a page of its own,
+//! whose synopsis is its line of the usage; a page's date is the day it
+//! last changed (see `dated`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -310,31 +312,222 @@ Show the delays a policy produces, and run nothing.
 In a crontab: quiet unless backoff itself fails, with metrics for Prometheus.
 "#;
 
-/// The SEE ALSO section: the subcommands' own pages, as generated below,
-/// and the tools backoff works with or resembles.
-fn see_also(cmd: &clap::Command) -> String {
-    let pages: Vec<String> = cmd
-        .get_subcommands()
-        .map(|s| format!("\\fB\\%backoff\\-{}\\fR(1)", s.get_name()))
-        .chain([
-            "\\fB\\%timeout\\fR(1)".to_owned(),
-            "\\fB\\%curl\\fR(1)".to_owned(),
-        ])
+/// The section of backoff(1) that tells more about each subcommand.
+const MORE_ABOUT: &[(&str, &str)] = &[
+    ("schedule", "CLASSIFYING ATTEMPTS"),
+    ("simulate", "SIMULATION"),
+    ("budget", "RETRY BUDGET"),
+    ("breaker", "CIRCUIT BREAKER"),
+];
+
+/// The pages generated: backoff(1) and one for each subcommand.
+fn page_names(cmd: &clap::Command) -> Vec<String> {
+    std::iter::once("backoff".to_owned())
+        .chain(
+            cmd.get_subcommands()
+                .map(|s| format!("backoff-{}", s.get_name())),
+        )
+        .collect()
+}
+
+/// `text` as roff text: a backslash and a dash escaped, and a line that
+/// would start with a control character kept text.
+fn roff_escape(text: &str) -> String {
+    let text = text.replace('\\', "\\e").replace('-', "\\-");
+    if text.starts_with(['.', '\'']) {
+        format!("\\&{text}")
+    } else {
+        text
+    }
+}
+
+/// One usage line in roff: the words typed as they are (`backoff`,
+/// `budget`, `--`) in bold, the words that stand for something (`KEY`,
+/// `OPTIONS`) in italics, brackets, bars and dots as they are.
+fn usage_line(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.trim().chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+            let mut word = String::new();
+            while let Some(&c) = chars.peek() {
+                if !(c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+                    break;
+                }
+                word.push(c);
+                chars.next();
+            }
+            let font = if word.chars().any(|c| c.is_ascii_lowercase()) || word == "--" {
+                'B'
+            } else {
+                'I'
+            };
+            write!(out, "\\f{font}{}\\fR", roff_escape(&word)).unwrap();
+        } else {
+            out.push(c);
+            chars.next();
+        }
+    }
+    out
+}
+
+/// The SYNOPSIS section: `lines`, one usage each.
+fn synopsis(lines: &[&str]) -> String {
+    let lines: Vec<String> = lines.iter().map(|l| usage_line(l)).collect();
+    format!(".SH SYNOPSIS\n{}\n", lines.join("\n.br\n"))
+}
+
+/// The usage lines of backoff's subcommand `name` in `backoff -h`.
+fn usage_of(name: &str) -> Vec<&'static str> {
+    let lines: Vec<&str> = backoff_cli::cli::USAGE
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with(&format!("backoff {name} ")))
+        .collect();
+    assert!(!lines.is_empty(), "no usage line of {name}");
+    lines
+}
+
+/// The SEE ALSO section: the other generated pages, then `others`.
+fn see_also(cmd: &clap::Command, page: &str, others: &[&str]) -> String {
+    let pages: Vec<String> = page_names(cmd)
+        .iter()
+        .filter(|p| *p != page)
+        .map(|p| format!("\\fB\\%{}\\fR(1)", roff_escape(p)))
+        .chain(others.iter().map(|o| format!("\\fB\\%{o}\\fR(1)")))
         .collect();
     format!(".SH \"SEE ALSO\"\n{}\n", pages.join(", "))
 }
 
-/// Every generated file with its expected content.
-fn generated() -> Vec<(PathBuf, Vec<u8>)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let cmd = Cli::command();
-    let mut files = Vec::new();
+/// The `.TH` line of page `name`, dated `date` (YYYY-MM-DD).
+fn title(name: &str, date: &str) -> String {
+    format!(
+        ".TH {} 1 {date} \"backoff {}\"\n",
+        roff_escape(&name.to_uppercase()),
+        env!("CARGO_PKG_VERSION")
+    )
+}
 
-    let man = clap_mangen::Man::new(cmd.clone()).date("");
-    let mut page = Vec::new();
-    man.render_title(&mut page).unwrap();
+/// What `clap_mangen` renders, tidied for `mandoc -T lint`: the roff
+/// package's preamble (which defines `\*(Aq`) once, not before each
+/// section; no blank line between two `.br` (before the list of possible
+/// values), which is a paragraph break that both `.br` undo, but one
+/// `.sp`; no space at the end of a line.
+fn tidy(page: &str) -> String {
+    const PREAMBLE: &str = ".ie \\n(.g .ds Aq \\(aq\n.el .ds Aq '\n";
+    let body = page.replace(PREAMBLE, "").replace(".br\n\n.br\n", ".sp\n");
+    let mut out = String::from(PREAMBLE);
+    for line in body.lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The options of a subcommand's subcommands (`budget show` and `budget
+/// reset`), each once, in the order they come; one that not all of them
+/// take says which do. `sub` is built, as part of backoff's command.
+fn options_of_commands(sub: &clap::Command) -> clap::Command {
+    let commands: Vec<&clap::Command> = sub.get_subcommands().collect();
+    let mut union = clap::Command::new("options")
+        .disable_help_flag(true)
+        .disable_version_flag(true);
+    let mut seen = Vec::new();
+    for command in &commands {
+        for arg in command.get_arguments() {
+            if seen.contains(arg.get_id()) {
+                continue;
+            }
+            seen.push(arg.get_id().clone());
+            let takers: Vec<&str> = commands
+                .iter()
+                .filter(|c| c.get_arguments().any(|a| a.get_id() == arg.get_id()))
+                .map(|c| c.get_name())
+                .collect();
+            let mut arg = arg.clone().display_order(seen.len());
+            if takers.len() < commands.len() {
+                let only = format!(" ({} only)", takers.join(", "));
+                arg = match (arg.get_long_help(), arg.get_help()) {
+                    (Some(long), _) => {
+                        let long = format!("{long}{only}");
+                        arg.long_help(long)
+                    }
+                    (None, Some(help)) => {
+                        let help = format!("{help}{only}");
+                        arg.help(help)
+                    }
+                    (None, None) => arg.help(only.trim().to_owned()),
+                };
+            }
+            union = union.arg(arg);
+        }
+    }
+    union
+}
+
+/// A section of `command`'s page as `clap_mangen` renders it.
+fn rendered(
+    command: clap::Command,
+    render: fn(&clap_mangen::Man, &mut dyn std::io::Write) -> std::io::Result<()>,
+) -> String {
+    let mut out = Vec::new();
+    render(&clap_mangen::Man::new(command), &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// The page of subcommand `sub`, dated `date`.
+fn subcommand_page(cmd: &clap::Command, sub: &clap::Command, date: &str) -> String {
+    let name = format!("backoff-{}", sub.get_name());
+    let about = sub.get_about().map(ToString::to_string).unwrap_or_default();
+    let mut page = title(&name, date);
+    write!(
+        page,
+        ".SH NAME\n{} \\- {}\n",
+        roff_escape(&name),
+        roff_escape(&about)
+    )
+    .unwrap();
+    page.push_str(&synopsis(&usage_of(sub.get_name())));
+    page.push_str(&rendered(
+        sub.clone(),
+        clap_mangen::Man::render_description_section,
+    ));
+    if let Some((_, section)) = MORE_ABOUT.iter().find(|(s, _)| *s == sub.get_name()) {
+        write!(page, ".PP\nSee \\fB{section}\\fR in \\fBbackoff\\fR(1).\n").unwrap();
+    }
+    if sub.has_subcommands() {
+        page.push_str(".SH COMMANDS\n");
+        for command in sub.get_subcommands() {
+            let about = command
+                .get_about()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            write!(
+                page,
+                ".TP\n\\fB{}\\fR\n{}\n",
+                roff_escape(command.get_name()),
+                roff_escape(&about)
+            )
+            .unwrap();
+        }
+    }
+    let options = if sub.has_subcommands() {
+        options_of_commands(sub)
+    } else {
+        sub.clone()
+    };
+    page.push_str(&rendered(options, clap_mangen::Man::render_options_section));
+    page.push_str(&see_also(cmd, &name, &[]));
+    tidy(&page)
+}
+
+/// backoff(1), dated `date`.
+fn main_page(cmd: &clap::Command, date: &str) -> String {
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut page = title("backoff", date).into_bytes();
     man.render_name_section(&mut page).unwrap();
-    man.render_synopsis_section(&mut page).unwrap();
+    let usage: Vec<&str> = backoff_cli::cli::USAGE.lines().collect();
+    page.extend_from_slice(synopsis(&usage).as_bytes());
     man.render_description_section(&mut page).unwrap();
     man.render_options_section(&mut page).unwrap();
     man.render_subcommands_section(&mut page).unwrap();
@@ -357,22 +550,81 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
     ] {
         page.extend_from_slice(section.as_bytes());
     }
-    page.extend_from_slice(see_also(&cmd).as_bytes());
+    page.extend_from_slice(see_also(cmd, "backoff", &["timeout", "curl"]).as_bytes());
     man.render_version_section(&mut page).unwrap();
-    files.push((root.join("man/backoff.1"), page));
+    tidy(&String::from_utf8(page).unwrap())
+}
 
-    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
-        let name = format!("backoff-{}", sub.get_name());
-        let static_name: &'static str = Box::leak(name.clone().into_boxed_str());
-        let sub = sub.clone().name(static_name);
-        let mut page = Vec::new();
-        clap_mangen::Man::new(sub)
-            .date("")
-            .render(&mut page)
-            .unwrap();
-        files.push((root.join(format!("man/{name}.1")), page));
+/// The date in the `.TH` line of `page`, if it has one (YYYY-MM-DD).
+fn date_of(page: &str) -> Option<&str> {
+    let date = page
+        .lines()
+        .find_map(|l| l.strip_prefix(".TH "))?
+        .split_whitespace()
+        .nth(2)?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let parts: Vec<&str> = date.split('-').collect();
+    (parts.len() == 3
+        && parts[0].len() == 4
+        && parts[1].len() == 2
+        && parts[2].len() == 2
+        && parts.iter().all(|p| digits(p)))
+    .then_some(date)
+}
+
+/// The date of the last commit (YYYY-MM-DD), or today's outside a git
+/// checkout.
+fn last_commit_date(root: &Path) -> String {
+    std::process::Command::new("git")
+        .args(["log", "-1", "--format=%cs"])
+        .current_dir(root)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|d| d.trim().to_owned())
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| {
+            humantime::format_rfc3339(std::time::SystemTime::now()).to_string()[..10].to_owned()
+        })
+}
+
+/// The page at `path` as `render` makes it for a date: dated as it is while
+/// nothing else of it changes, else by the last commit, so that the date
+/// says when the page last changed and regenerating the same sources gives
+/// the same page.
+fn dated(path: &Path, root: &Path, render: impl Fn(&str) -> String) -> Vec<u8> {
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    if let Some(date) = date_of(&old) {
+        let page = render(date);
+        if page == old {
+            return page.into_bytes();
+        }
     }
+    render(&last_commit_date(root)).into_bytes()
+}
 
+/// The man pages with their expected content, backoff(1) first.
+fn man_page_files(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    // Built, the subcommands have the settings they inherit (no `help`
+    // subcommand).
+    let mut cmd = Cli::command();
+    cmd.build();
+    let path = root.join("man/backoff.1");
+    let page = dated(&path, root, |date| main_page(&cmd, date));
+    let mut files = vec![(path, page)];
+    for sub in cmd.get_subcommands() {
+        let path = root.join(format!("man/backoff-{}.1", sub.get_name()));
+        let page = dated(&path, root, |date| subcommand_page(&cmd, sub, date));
+        files.push((path, page));
+    }
+    files
+}
+
+/// Every generated file with its expected content.
+fn generated() -> Vec<(PathBuf, Vec<u8>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = man_page_files(root);
     for (shell, file) in [
         (Shell::Bash, "backoff.bash"),
         (Shell::Zsh, "_backoff"),
@@ -449,7 +701,7 @@ fn generated_man_pages_and_completions_are_up_to_date() {
 
 #[test]
 fn the_man_page_has_its_hand_written_sections() {
-    let page = String::from_utf8(generated().remove(0).1).unwrap();
+    let page = man_pages().remove(0).1;
     for section in [
         ".SH \"EXIT STATUS\"",
         ".SH SIGNALS",
@@ -469,7 +721,7 @@ fn the_man_page_has_its_hand_written_sections() {
 
 #[test]
 fn the_usage_names_every_subcommand() {
-    let page = String::from_utf8(generated().remove(0).1).unwrap();
+    let page = man_pages().remove(0).1;
     for sub in Cli::command().get_subcommands() {
         assert!(
             backoff_cli::cli::USAGE.contains(&format!("backoff {} ", sub.get_name())),
@@ -485,13 +737,231 @@ fn the_usage_names_every_subcommand() {
             .get_output()
             .clone();
         let help = String::from_utf8(out.stdout).unwrap();
+        let synopsis = synopsis_of(&page);
         for line in backoff_cli::cli::USAGE.lines() {
             assert!(help.contains(line), "{flag}: {line}");
-            let name = line.trim().strip_prefix("backoff").unwrap();
             assert!(
-                page.contains(&format!("\\fBbackoff\\fR{}", name.replace('-', "\\-"))),
+                synopsis.contains(&line.trim().to_owned()),
                 "man page: {line}"
             );
         }
     }
+}
+
+/// The generated man pages, by name (`backoff-budget`), as text.
+fn man_pages() -> Vec<(String, String)> {
+    man_page_files(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .into_iter()
+        .map(|(path, page)| {
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            (name, String::from_utf8(page).unwrap())
+        })
+        .collect()
+}
+
+/// Roff text as it reads: without font changes and the escapes that
+/// print nothing, with dashes and backslashes as they print.
+fn plain(roff: &str) -> String {
+    ["\\fB", "\\fI", "\\fR", "\\%", "\\&"]
+        .iter()
+        .fold(roff.to_owned(), |text, escape| text.replace(escape, ""))
+        .replace("\\-", "-")
+        .replace("\\e", "\\")
+}
+
+/// The lines of a page's SYNOPSIS, as they read.
+fn synopsis_of(page: &str) -> Vec<String> {
+    page.lines()
+        .skip_while(|l| *l != ".SH SYNOPSIS")
+        .skip(1)
+        .take_while(|l| !l.starts_with(".SH"))
+        .filter(|l| *l != ".br")
+        .map(plain)
+        .collect()
+}
+
+#[test]
+fn each_page_has_the_synopsis_of_the_commands_it_tells_of() {
+    let expected = [
+        (
+            "backoff",
+            &[
+                "backoff [OPTIONS] [--] COMMAND [ARGS]...",
+                "backoff schedule [OPTIONS]",
+                "backoff simulate [OPTIONS]",
+                "backoff budget show|reset KEY [OPTIONS]",
+                "backoff breaker show|reset KEY [OPTIONS]",
+            ][..],
+        ),
+        ("backoff-schedule", &["backoff schedule [OPTIONS]"]),
+        ("backoff-simulate", &["backoff simulate [OPTIONS]"]),
+        (
+            "backoff-budget",
+            &["backoff budget show|reset KEY [OPTIONS]"],
+        ),
+        (
+            "backoff-breaker",
+            &["backoff breaker show|reset KEY [OPTIONS]"],
+        ),
+    ];
+    let pages = man_pages();
+    let names: Vec<&str> = pages.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, expected.map(|(name, _)| name));
+    for ((name, page), (_, synopsis)) in pages.iter().zip(expected) {
+        assert_eq!(synopsis_of(page), synopsis, "{name}");
+        // The title names the page, with a date.
+        let title = page.lines().find(|l| l.starts_with(".TH ")).unwrap();
+        assert!(
+            plain(title).starts_with(&format!(".TH {} 1 ", name.to_uppercase())),
+            "{title}"
+        );
+        assert!(date_of(page).is_some(), "{title}");
+    }
+}
+
+#[test]
+fn a_subcommands_page_lists_its_commands_and_every_option() {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let pages = man_pages();
+    for sub in cmd.get_subcommands() {
+        let name = format!("backoff-{}", sub.get_name());
+        let page = &pages.iter().find(|(n, _)| *n == name).unwrap().1;
+        let options = page
+            .split("\n.SH OPTIONS\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{name}: no OPTIONS"));
+        let commands: Vec<&clap::Command> = if sub.has_subcommands() {
+            sub.get_subcommands().collect()
+        } else {
+            vec![sub]
+        };
+        for command in commands {
+            if !std::ptr::eq(command, sub) {
+                assert!(
+                    page.contains(&format!(".TP\n\\fB{}\\fR\n", command.get_name())),
+                    "{name}: {}",
+                    command.get_name()
+                );
+            }
+            for arg in command.get_arguments() {
+                let shown = match arg.get_long() {
+                    Some(long) => format!("\\fB\\-\\-{}\\fR", long.replace('-', "\\-")),
+                    None => format!("\\fI{}\\fR", arg.get_value_names().unwrap()[0]),
+                };
+                assert!(options.contains(&shown), "{name}: {shown}");
+            }
+        }
+    }
+    let budget = &pages.iter().find(|(n, _)| n == "backoff-budget").unwrap().1;
+    assert!(budget.contains("Output format (show only)"), "{budget}");
+}
+
+#[test]
+fn the_man_pages_link_only_pages_that_exist() {
+    let pages = man_pages();
+    let names: Vec<&str> = pages.iter().map(|(name, _)| name.as_str()).collect();
+    for (name, page) in &pages {
+        let text = plain(page);
+        let mut linked = Vec::new();
+        for (at, _) in text.match_indices("backoff") {
+            let rest = &text[at..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_lowercase() || c == '-'))
+                .unwrap_or(rest.len());
+            if rest[end..].starts_with("(1)") {
+                linked.push(&rest[..end]);
+            }
+        }
+        for link in &linked {
+            assert!(names.contains(link), "{name} links {link}(1)");
+        }
+        // Each page sends the reader to the others.
+        for other in names.iter().filter(|n| *n != name) {
+            assert!(linked.contains(other), "{name} does not link {other}(1)");
+        }
+    }
+    // The sections a subcommand's page sends the reader to are there.
+    let main = &pages[0].1;
+    for (_, section) in MORE_ABOUT {
+        assert!(
+            main.contains(&format!(".SH \"{section}\"\n"))
+                || main.contains(&format!(".SH {section}\n")),
+            "{section}"
+        );
+    }
+}
+
+#[test]
+fn every_man_page_passes_mandoc_lint() {
+    let dir = crate::support::TempDir::new("mandoc");
+    for (name, page) in man_pages() {
+        let path = dir.path().join(format!("{name}.1"));
+        std::fs::write(&path, page).unwrap();
+        let Some(out) = crate::support::checked_by(
+            "every_man_page_passes_mandoc_lint",
+            "mandoc",
+            std::process::Command::new("mandoc")
+                .args(["-T", "lint", "-W", "warning"])
+                .arg(&path),
+        ) else {
+            return;
+        };
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success() && said.is_empty(), "{name}.1: {said}");
+    }
+}
+
+#[test]
+fn a_page_keeps_its_date_until_it_changes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = crate::support::TempDir::new("man-date");
+    let path = dir.path().join("page.1");
+    let render =
+        |text: &'static str| move |date: &str| format!(".TH PAGE 1 {date} \"x\"\n{text}\n");
+    // A page as it was regenerated on another day keeps that day.
+    std::fs::write(&path, render("same")("2020-01-31")).unwrap();
+    assert_eq!(
+        dated(&path, root, render("same")),
+        render("same")("2020-01-31").into_bytes()
+    );
+    // A page that changes gets the date of the last commit.
+    let changed = String::from_utf8(dated(&path, root, render("changed"))).unwrap();
+    assert_eq!(changed, render("changed")(&last_commit_date(root)));
+    assert_ne!(date_of(&changed), Some("2020-01-31"));
+    // So does a page without a date, or without a file.
+    std::fs::write(&path, ".TH PAGE 1  \"x\"\nsame\n").unwrap();
+    assert_eq!(
+        date_of(&String::from_utf8(dated(&path, root, render("same"))).unwrap()),
+        Some(last_commit_date(root).as_str())
+    );
+    let none = dir.path().join("none.1");
+    assert!(date_of(&String::from_utf8(dated(&none, root, render("same"))).unwrap()).is_some());
+}
+
+#[test]
+fn the_roff_of_the_pages_is_tidied() {
+    let preamble = ".ie \\n(.g .ds Aq \\(aq\n.el .ds Aq '\n";
+    let page = format!(
+        ".TH A 1 2026-01-01 \"a\" \n{preamble}.SH NAME\n{preamble}.TP\nhelp\n.br\n\n.br\n\\fIPossible values:\\fR\n"
+    );
+    assert_eq!(
+        tidy(&page),
+        format!(
+            "{preamble}.TH A 1 2026-01-01 \"a\"\n.SH NAME\n.TP\nhelp\n.sp\n\\fIPossible values:\\fR\n"
+        )
+    );
+    assert_eq!(
+        usage_line("backoff budget show|reset KEY [OPTIONS]"),
+        "\\fBbackoff\\fR \\fBbudget\\fR \\fBshow\\fR|\\fBreset\\fR \\fIKEY\\fR [\\fIOPTIONS\\fR]"
+    );
+    assert_eq!(
+        plain(&usage_line("  backoff [OPTIONS] [--] COMMAND [ARGS]...")),
+        "backoff [OPTIONS] [--] COMMAND [ARGS]..."
+    );
+    assert_eq!(roff_escape(".x-y\\"), "\\&.x\\-y\\e");
 }

@@ -427,3 +427,27 @@ pub fn output_for(child: Child, limit: Duration) -> std::process::Output {
     unsafe { libc::kill(i32::try_from(pid).unwrap(), libc::SIGKILL) };
     panic!("pid {pid} still running after {limit:?}");
 }
+
+/// The output of a checking tool run by `command` (mandoc, shellcheck),
+/// waited for at most `PATIENCE`; `None` when it is not installed, said on
+/// one line naming `test` and the package to install.
+pub fn checked_by(
+    test: &str,
+    package: &str,
+    command: &mut Command,
+) -> Option<std::process::Output> {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    match child {
+        Ok(child) => Some(output_within(child)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let program = command.get_program().to_string_lossy();
+            eprintln!("skipped {test}: {program} is not installed (apt-get install {package})");
+            None
+        }
+        Err(e) => panic!("{}: {e}", command.get_program().to_string_lossy()),
+    }
+}
