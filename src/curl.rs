@@ -111,13 +111,16 @@ fn takes_value(name: &str) -> bool {
 
 /// Whether curl's arguments make a request that must not be repeated
 /// blindly: a POST or PATCH (`-X`/`--request`, or implied by `-d`,
-/// `--data*`, `--json`, `-F`, `--form*`), without an `Idempotency-Key`
-/// header (`-H`/`--header`).
+/// `--data*`, `--json`, `-F`, `--form*`, but not with `-G`/`--get`, which
+/// puts the data in the URL of a GET), without an `Idempotency-Key` header
+/// (`-H`/`--header`).
 pub fn request_not_idempotent(args: &[OsString]) -> bool {
+    let opts = options(args);
+    let get = last_switch(&opts, &["get"]);
     let mut method: Option<String> = None;
     let mut sends = false;
     let mut keyed = false;
-    for opt in options(args) {
+    for opt in opts {
         match opt.name.as_str() {
             "request" => method = opt.value.map(|m| m.to_ascii_uppercase()),
             "data" | "data-ascii" | "data-binary" | "data-raw" | "data-urlencode" | "json"
@@ -132,7 +135,7 @@ pub fn request_not_idempotent(args: &[OsString]) -> bool {
             _ => {}
         }
     }
-    let method = method.unwrap_or_else(|| if sends { "POST" } else { "GET" }.to_owned());
+    let method = method.unwrap_or_else(|| if sends && !get { "POST" } else { "GET" }.to_owned());
     matches!(method.as_str(), "POST" | "PATCH") && !keyed
 }
 
@@ -644,6 +647,35 @@ mod tests {
             "--no-remote-name-all",
             "http://h/"
         ])));
+    }
+
+    #[test]
+    fn data_sent_with_get_is_in_the_url_of_a_get() {
+        let unsafe_request = |words: &[&str]| request_not_idempotent(&curl(words));
+        assert!(!unsafe_request(&["-G", "-d", "q=1", "http://h/"]));
+        assert!(!unsafe_request(&[
+            "-sSG",
+            "--data-urlencode",
+            "q=a b",
+            "http://h/"
+        ]));
+        assert!(!unsafe_request(&["--get", "--json", "{}", "http://h/"]));
+        // Unless the method is named, or --get turned off again.
+        assert!(unsafe_request(&[
+            "-G",
+            "-X",
+            "POST",
+            "-d",
+            "q=1",
+            "http://h/"
+        ]));
+        assert!(unsafe_request(&[
+            "-G",
+            "--no-get",
+            "-d",
+            "q=1",
+            "http://h/"
+        ]));
     }
 
     #[test]
