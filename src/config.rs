@@ -986,9 +986,9 @@ fn where_heads_are(
     };
     match preset {
         _ if dump_headers => rules.with_headers(Headers::Elsewhere),
-        Some(Preset::Curl) if named("curl") => rules.with_headers(Headers::on_streams(
-            crate::classify::curl_header_streams(command),
-        )),
+        Some(Preset::Curl) if named("curl") => {
+            rules.with_headers(Headers::on_streams(crate::curl::header_streams(command)))
+        }
         Some(Preset::Wget) if named("wget") => {
             rules.with_headers(Headers::on_streams([false, true]))
         }
@@ -1024,7 +1024,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         preset: streams.preset,
         not_idempotent: curl_preset
             && !streams.idempotent
-            && crate::classify::curl_request_not_idempotent(&cli.command),
+            && crate::curl::request_not_idempotent(&cli.command),
         ..rules
     };
     let retry_after = streams.retry_after_pattern.clone().or_else(|| {
@@ -1038,7 +1038,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         streams.preset,
     )
     .map_err(|why| UsageError(format!("invalid output rules: {why}")))?;
-    let dump_headers = curl_preset && !crate::classify::curl_shows_headers(&cli.command);
+    let dump_headers = curl_preset && !crate::curl::shows_headers(&cli.command);
     let output_rules =
         output_rules.map(|r| where_heads_are(r, streams.preset, &cli.command, dump_headers));
     let verbosity = if cli.output.quiet {
@@ -1066,8 +1066,8 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         hold_stdout: streams.hold_stdout
             || (curl_preset
                 && !streams.stream_stdout
-                && crate::classify::curl_writes_body_to_stdout(&cli.command)),
-        curl_without_fail: curl_preset && !crate::classify::curl_fails_on_http_errors(&cli.command),
+                && crate::curl::writes_body_to_stdout(&cli.command)),
+        curl_without_fail: curl_preset && !crate::curl::fails_on_http_errors(&cli.command),
         dump_headers,
         replay_stdin: streams.replay_stdin,
         foreground: cli.foreground,

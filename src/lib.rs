@@ -3,9 +3,9 @@
 //!
 //! The crate is a pure core inside a thin shell. The core decides and
 //! touches no OS facility: `policy` and `jitter` (the delays), `classify`
-//! (success, retry or stop), `run` (the retry loop, over small traits),
-//! `event` (what a run tells), `schedule`, `signal` (signal names) and
-//! `duration`. Around it: `cli` (the command line as clap sees it), `config`
+//! (success, retry or stop), `curl` (what curl's arguments ask for), `run`
+//! (the retry loop, over small traits), `event` (what a run tells),
+//! `schedule`, `signal` (signal names) and `duration`. Around it: `cli` (the command line as clap sees it), `config`
 //! (checked settings built from it), `exec` (running attempts: spawning, the
 //! event-driven wait, copying and scanning output), `sys` (every system
 //! call std lacks, and every `unsafe`), `report` (every line and file
@@ -17,6 +17,7 @@ pub mod budget;
 pub mod classify;
 pub mod cli;
 pub mod config;
+pub mod curl;
 pub mod duration;
 pub mod event;
 pub mod exec;

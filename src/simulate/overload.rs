@@ -549,13 +549,13 @@ pub fn simulate(setup: &Setup) -> Vec<Outcome> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::budget::bucket::UNIT;
 
     /// A small fleet: 100 clients at 1/s, capacity 200/s, a queue of 100,
     /// a full outage from 5s for 5s, a horizon of 30s.
-    fn small() -> Setup {
+    pub(crate) fn small() -> Setup {
         Setup {
             scenario: "test",
             clients: 100,
