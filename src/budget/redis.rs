@@ -151,7 +151,16 @@ elseif op == 'deposit' then
 elseif op == 'reset' then
   level = burst
 end
-redis.call('DEL', KEYS[1])
+-- A hash of the three fields is written over, never removed first: while
+-- its slot migrates, a key removed within a script cannot be written again
+-- on this node (the write is redirected), and would be lost. Anything else
+-- (a level alone, a corrupt value) is replaced.
+local fields = redis.call('TYPE', KEYS[1])['ok'] == 'hash'
+  and redis.call('HLEN', KEYS[1]) == 3
+  and redis.call('HEXISTS', KEYS[1], 'level') == 1
+  and redis.call('HEXISTS', KEYS[1], 'burst') == 1
+  and redis.call('HEXISTS', KEYS[1], 'ratio') == 1
+if not fields then redis.call('DEL', KEYS[1]) end
 redis.call('HSET', KEYS[1], 'level', n(level), 'burst', n(burst), 'ratio', n(ratio))
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
 return {granted, n(level), repaired, n(burst), n(ratio)}
