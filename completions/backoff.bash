@@ -337,12 +337,16 @@ _backoff_options() {
             return 0
             ;;
         backoff__subcmd__budget__subcmd__reset)
-            opts="-h --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --help"
+            opts="-h --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 _backoff_compgen -W "${opts}" -- "${cur}"
                 return 0
             fi
             case "${prev}" in
+                --budget-ratio)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
                 --budget-burst)
                     _backoff_compgen -f -- "${cur}"
                     return 0
@@ -371,12 +375,16 @@ _backoff_options() {
             return 0
             ;;
         backoff__subcmd__budget__subcmd__show)
-            opts="-h --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --format --help"
+            opts="-h --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 _backoff_compgen -W "${opts}" -- "${cur}"
                 return 0
             fi
             case "${prev}" in
+                --budget-ratio)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
                 --budget-burst)
                     _backoff_compgen -f -- "${cur}"
                     return 0

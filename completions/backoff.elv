@@ -133,10 +133,11 @@ set edit:completion:arg-completer[backoff] = {|@words|
         &'backoff;budget'= {
             cand -h 'Print help'
             cand --help 'Print help'
-            cand show 'Print the tokens left in a budget'
-            cand reset 'Fill a budget to its burst again'
+            cand show 'Print the tokens left in a budget, and the burst and ratio its state records (else those of the options, said to be theirs)'
+            cand reset 'Fill a budget to its burst again: the one its state records, or with --budget-burst or --budget-ratio those given'
         }
         &'backoff;budget;show'= {
+            cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'
             cand --budget-dir 'Directory of the budgets'' and breakers'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
             cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
@@ -147,6 +148,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'backoff;budget;reset'= {
+            cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'
             cand --budget-dir 'Directory of the budgets'' and breakers'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
             cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use backoff_cli::budget::breaker::{Admission, Breaker, Circuit, RunEnd};
 use backoff_cli::budget::bucket::{Bucket, UNIT};
 use backoff_cli::budget::file::{FileBreaker, FileBudget};
-use backoff_cli::budget::{BreakerPlace, BreakerStore, FailMode, Place, Store, Unwatched};
+use backoff_cli::budget::{BreakerPlace, BreakerStore, FailMode, Place, Refill, Store, Unwatched};
 use backoff_cli::event::BreakerNews;
 use backoff_cli::run::CircuitBreaker;
 
@@ -165,7 +165,7 @@ impl Opened {
     /// Fills the bucket, or closes the circuit.
     fn reset(&self) -> Result<(), String> {
         match self {
-            Opened::Budget(s) => s.reset(),
+            Opened::Budget(s) => s.reset(Refill::Given).map(|_| ()),
             Opened::Breaker(s) => s.reset(),
         }
         .map_err(|e| e.to_string())
@@ -512,7 +512,7 @@ fn cell(
 fn check_state(store: &Opened, burst: u64, done: u64, failed: u64) -> Result<(), String> {
     match store {
         Opened::Budget(s) => {
-            let level = s.level().map_err(|e| e.to_string())?;
+            let level = s.level().map_err(|e| e.to_string())?.micros;
             let expected = (burst - done) * UNIT;
             if level != expected {
                 return Err(format!(

@@ -11,8 +11,8 @@ use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches};
 
 use crate::budget::breaker::Breaker;
-use crate::budget::bucket::show_tokens;
-use crate::budget::{BreakerStore, Store};
+use crate::budget::bucket::{Bucket, show_tokens};
+use crate::budget::{BreakerStore, Refill, Store};
 use crate::cli::{self, Cli, Format, SimFormat, Sub};
 use crate::config::{self, Given, RunConfig, UsageError};
 use crate::event::{Report, Reports};
@@ -496,24 +496,47 @@ fn budget_command(command: &cli::BudgetCommand, given: &Given) -> anyhow::Result
         Some(server) => UsageError(format!("retry budget '{key}' ({server}): {e}")),
         None => UsageError(format!("retry budget '{key}': {e}")),
     };
+    let tokens = |micros: u64| show_tokens(micros).parse::<f64>().unwrap_or(0.0);
     match command {
         cli::BudgetCommand::Show { key, store, format } => {
-            let b = config::open_budget(key, store, 0, given)?;
+            let b = config::open_budget(key, store, given)?;
             let level = b.level().map_err(|e| fail(key, &b, e))?;
-            let line = match format {
-                cli::BudgetFormat::Text => format!(
-                    "{key}: {} of {} tokens ({})\n",
-                    show_tokens(level),
-                    show_tokens(store.budget_burst),
-                    b.describe()
+            // The state's own bucket; the flags' where it records none (no
+            // state yet, or one of an older version).
+            let (made, source) = match level.made {
+                Some(made) => (made, "state"),
+                None => (
+                    Bucket {
+                        burst: store.budget_burst,
+                        ratio: store.budget_ratio,
+                    },
+                    "options",
                 ),
+            };
+            let line = match format {
+                cli::BudgetFormat::Text => {
+                    let from = if level.made.is_some() {
+                        ""
+                    } else {
+                        "; burst and ratio from the options: the state records none"
+                    };
+                    format!(
+                        "{key}: {} of {} tokens, {} a success ({}{from})\n",
+                        show_tokens(level.micros),
+                        show_tokens(made.burst),
+                        show_tokens(made.ratio),
+                        b.describe()
+                    )
+                }
                 cli::BudgetFormat::Json => format!(
                     "{}\n",
                     serde_json::json!({
                         "key": key,
-                        "tokens": show_tokens(level).parse::<f64>().unwrap_or(0.0),
-                        "micro_tokens": level,
-                        "burst": show_tokens(store.budget_burst).parse::<f64>().unwrap_or(0.0),
+                        "tokens": tokens(level.micros),
+                        "micro_tokens": level.micros,
+                        "burst": tokens(made.burst),
+                        "ratio": tokens(made.ratio),
+                        "bucket_from": source,
                         "store": b.describe(),
                     })
                 ),
@@ -521,8 +544,13 @@ fn budget_command(command: &cli::BudgetCommand, given: &Given) -> anyhow::Result
             let _ = std::io::stdout().write_all(line.as_bytes());
         }
         cli::BudgetCommand::Reset { key, store } => {
-            let b = config::open_budget(key, store, 0, given)?;
-            b.reset().map_err(|e| fail(key, &b, e))?;
+            let b = config::open_budget(key, store, given)?;
+            let refill = if given.gave("--budget-burst") || given.gave("--budget-ratio") {
+                Refill::Given
+            } else {
+                Refill::Recorded
+            };
+            b.reset(refill).map_err(|e| fail(key, &b, e))?;
         }
     }
     Ok(Exit::SUCCESS)

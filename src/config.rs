@@ -299,6 +299,13 @@ impl Given {
         self.environment.iter().any(|e| e == id)
     }
 
+    /// Whether the command line or the environment gave `flag`'s value
+    /// (not its default).
+    pub fn gave(&self, flag: &str) -> bool {
+        self.typed(flag)
+            .is_some_and(|(_, source)| source != ValueSource::DefaultValue)
+    }
+
     /// The text of `flag`'s value as it was given, and where from.
     fn typed(&self, flag: &str) -> Option<(&str, ValueSource)> {
         let id = flag.strip_prefix("--")?.replace('-', "_");
@@ -786,15 +793,18 @@ fn check_overload_times(s: &overload::Setup, given: &Given) -> Result<(), UsageE
 
 /// Opens the budget `key`: in Redis with `--budget-store`, else in a file
 /// of `--budget-dir`.
-pub fn open_budget(
-    key: &str,
-    store: &BudgetStore,
-    ratio: u64,
-    given: &Given,
-) -> Result<Store, UsageError> {
+pub fn open_budget(key: &str, store: &BudgetStore, given: &Given) -> Result<Store, UsageError> {
+    if store.budget_ratio > store.budget_burst {
+        return Err(invalid(
+            given,
+            bucket::show_tokens(store.budget_ratio),
+            "--budget-ratio",
+            "greater than --budget-burst",
+        ));
+    }
     let bucket = Bucket {
         burst: store.budget_burst,
-        ratio,
+        ratio: store.budget_ratio,
     };
     let place = &store.place;
     check_store(place, given)?;
@@ -936,15 +946,7 @@ fn budget(args: &BudgetArgs, breaker: bool, given: &Given) -> Result<Option<Stor
         }
         return Ok(None);
     };
-    if args.budget_ratio > args.store.budget_burst {
-        return Err(invalid(
-            given,
-            bucket::show_tokens(args.budget_ratio),
-            "--budget-ratio",
-            "greater than --budget-burst",
-        ));
-    }
-    open_budget(key, &args.store, args.budget_ratio, given).map(Some)
+    open_budget(key, &args.store, given).map(Some)
 }
 
 /// What ends a run: `--until-failure` (which takes no retry limit) or a

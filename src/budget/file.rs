@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::budget::breaker::{Admission, Breaker, Circuit, RunEnd};
-use crate::budget::bucket::{Bucket, check_key};
-use crate::budget::{FailMode, StoreError, deadline_after};
+use crate::budget::bucket::{Bucket, MAX_BURST, UNIT, check_key};
+use crate::budget::{FailMode, Level, Refill, StoreError, deadline_after};
 use crate::duration::human;
 use crate::run::{Wait, Waited};
 use crate::sys::effective_uid;
@@ -25,27 +25,60 @@ use crate::sys::fd::{open_dir, open_in};
 
 /// The state file's only line, fixed in length so that an update is one
 /// write of the same size at offset 0: a process killed at any moment
-/// leaves the old state or the new one, never a mix.
-fn record(micros: u64) -> String {
-    format!("backoff-budget v1 micro-tokens {micros:020}\n")
+/// leaves the old state or the new one, never a mix. It records the level
+/// and the bucket of the run that wrote it.
+fn record(level: u64, made: Bucket) -> String {
+    format!(
+        "backoff-budget v2 micro-tokens {level:020} burst {:020} ratio {:020}\n",
+        made.burst, made.ratio
+    )
 }
 
-/// The length of a record: no state file is read further.
-const RECORD_LEN: usize = 52;
+/// The length of a record.
+const RECORD_LEN: usize = 106;
+
+/// The length of a record of the first version, which holds the level
+/// alone: still read, and replaced by a record of the current one at the
+/// next change.
+const RECORD_V1_LEN: usize = 52;
 
 /// How long a process waits for the lock before it tries again. A holder
 /// keeps the lock for microseconds; a signal cuts a slice short.
 const LOCK_SLICE: Duration = Duration::from_millis(2);
 
-/// Parses the state file; `None` if it is not exactly a record.
-fn parse(text: &[u8]) -> Option<u64> {
-    let digits = text
-        .strip_prefix(b"backoff-budget v1 micro-tokens ")?
-        .strip_suffix(b"\n")?;
+/// Twenty digits exactly, as a record writes a number.
+fn number(digits: &[u8]) -> Option<u64> {
     if digits.len() != 20 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
     std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// Parses the state file; `None` if it is not exactly a record of either
+/// version, or records a bucket no run can be given (a burst below one
+/// token or above the largest, a ratio above the burst, a level above it).
+fn parse(text: &[u8]) -> Option<Level> {
+    if let Some(digits) = text
+        .strip_prefix(b"backoff-budget v1 micro-tokens ")
+        .and_then(|t| t.strip_suffix(b"\n"))
+    {
+        return Some(Level {
+            micros: number(digits)?,
+            made: None,
+        });
+    }
+    let rest = text
+        .strip_prefix(b"backoff-budget v2 micro-tokens ")?
+        .strip_suffix(b"\n")?;
+    let (level, rest) = rest.split_at_checked(20)?;
+    let (burst, ratio) = rest.strip_prefix(b" burst ")?.split_at_checked(20)?;
+    let ratio = ratio.strip_prefix(b" ratio ")?;
+    let (micros, burst, ratio) = (number(level)?, number(burst)?, number(ratio)?);
+    let valid = (UNIT..=MAX_BURST * UNIT).contains(&burst) && ratio <= burst && micros <= burst;
+    valid.then_some(Level {
+        micros,
+        made: Some(Bucket { burst, ratio }),
+    })
 }
 
 /// The default budget directory, the same for a user's cron jobs and
@@ -83,19 +116,26 @@ trait Record: Copy + PartialEq {
     const KIND: &'static str;
     /// The length of a record: no state file is read further.
     const LEN: usize;
+    /// The lengths of the records read: `LEN`, and those of older versions.
+    const READ: &'static [usize] = &[Self::LEN];
     /// The record's text, `LEN` bytes.
     fn write(self) -> String;
     /// The state a record holds; `None` if the text is not one.
     fn read(text: &[u8]) -> Option<Self>;
 }
 
-impl Record for u64 {
+impl Record for Level {
     const KIND: &'static str = "budget";
     const LEN: usize = RECORD_LEN;
+    const READ: &'static [usize] = &[RECORD_LEN, RECORD_V1_LEN];
     fn write(self) -> String {
-        record(self)
+        match self.made {
+            Some(made) => record(self.micros, made),
+            // Never written so: every change records its bucket.
+            None => format!("backoff-budget v1 micro-tokens {:020}\n", self.micros),
+        }
     }
-    fn read(text: &[u8]) -> Option<u64> {
+    fn read(text: &[u8]) -> Option<Level> {
         parse(text)
     }
 }
@@ -157,7 +197,7 @@ impl FileBudget {
     ) -> Result<FileBudget, String> {
         check_key(key)?;
         Ok(FileBudget {
-            file: StateFile::new(dir, key, u64::KIND, timeout),
+            file: StateFile::new(dir, key, Level::KIND, timeout),
             key: key.to_owned(),
             bucket,
             fail,
@@ -172,15 +212,23 @@ impl FileBudget {
     /// The level a retry or a deposit starts from: a corrupt state is
     /// reported and becomes a fresh bucket (fail mode open), or is left
     /// alone and the budget is not used (closed).
-    fn level_of(&self, state: State<u64>) -> Result<u64, StoreError> {
+    fn level_of(&self, state: State<Level>) -> Result<u64, StoreError> {
         match state {
             State::Fresh => Ok(self.bucket.burst),
-            State::Held(level) => Ok(level.min(self.bucket.burst)),
+            State::Held(level) => Ok(level.micros.min(self.bucket.burst)),
             State::Corrupt(why) if self.fail == FailMode::Open => {
                 crate::report::say(&format!("retry budget {why}; starting a fresh bucket"));
                 Ok(self.bucket.burst)
             }
             State::Corrupt(why) => Err(StoreError::Failed(why)),
+        }
+    }
+
+    /// A state of `micros` tokens, made with this budget's bucket.
+    fn made(&self, micros: u64) -> Level {
+        Level {
+            micros,
+            made: Some(self.bucket),
         }
     }
 
@@ -193,8 +241,8 @@ impl FileBudget {
         self.file.with_state(Access::Change, wait, |state| {
             let level = self.level_of(state)?;
             Ok(match self.bucket.take(level) {
-                Some(new) => (Some(new), true),
-                None => (Some(level), false),
+                Some(new) => (Some(self.made(new)), true),
+                None => (Some(self.made(level)), false),
             })
         })
     }
@@ -207,21 +255,37 @@ impl FileBudget {
     pub fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
         self.file.with_state(Access::Change, wait, |state| {
             let level = self.level_of(state)?;
-            Ok((Some(self.bucket.deposit(level)), ()))
+            Ok((Some(self.made(self.bucket.deposit(level))), ()))
         })
     }
 
-    /// The current level, in millionths of a token. Creates nothing.
+    /// The current level, and the bucket the state records. Creates
+    /// nothing; no state yet is a full bucket of the burst given.
     ///
     /// # Errors
     ///
     /// When the state file cannot be used or is corrupt.
-    pub fn level(&self, wait: &mut dyn Wait) -> Result<u64, StoreError> {
+    pub fn level(&self, wait: &mut dyn Wait) -> Result<Level, StoreError> {
         let burst = self.bucket.burst;
         self.file
-            .with_state(Access::Look, wait, |state: State<u64>| match state {
-                State::Fresh => Ok((None, burst)),
-                State::Held(level) => Ok((None, level.min(burst))),
+            .with_state(Access::Look, wait, |state: State<Level>| match state {
+                State::Fresh => Ok((
+                    None,
+                    Level {
+                        micros: burst,
+                        made: None,
+                    },
+                )),
+                State::Held(level) => {
+                    let limit = level.made.map_or(burst, |b| b.burst);
+                    Ok((
+                        None,
+                        Level {
+                            micros: level.micros.min(limit),
+                            ..level
+                        },
+                    ))
+                }
                 State::Corrupt(why) => Err(StoreError::Failed(format!(
                     "{why}; 'backoff budget reset {}' with the same --budget-dir repairs it",
                     self.key
@@ -229,15 +293,28 @@ impl FileBudget {
             })
     }
 
-    /// Fills the bucket to `burst` again, whatever the state file held.
+    /// Fills the bucket to its burst again, whatever the state file held:
+    /// the burst it records (`Refill::Recorded`, when it records one), else
+    /// the one given. The bucket it was filled as.
     ///
     /// # Errors
     ///
     /// When the state file cannot be used.
-    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
-        let burst = self.bucket.burst;
+    pub fn reset(&self, refill: Refill, wait: &mut dyn Wait) -> Result<Bucket, StoreError> {
         self.file
-            .with_state(Access::Change, wait, |_: State<u64>| Ok((Some(burst), ())))
+            .with_state(Access::Change, wait, |state: State<Level>| {
+                let bucket = match state {
+                    State::Held(Level {
+                        made: Some(made), ..
+                    }) if refill == Refill::Recorded => made,
+                    _ => self.bucket,
+                };
+                let full = Level {
+                    micros: bucket.burst,
+                    made: Some(bucket),
+                };
+                Ok((Some(full), bucket))
+            })
     }
 }
 
@@ -566,11 +643,11 @@ impl StateFile {
                 R::KIND
             ))
         };
-        if len != R::LEN as u64 {
+        if !R::READ.iter().any(|&l| l as u64 == len) {
             return Ok(corrupt(format!("{len} bytes, ")));
         }
         let mut text = Vec::with_capacity(R::LEN);
-        file.take(R::LEN as u64)
+        file.take(len)
             .read_to_end(&mut text)
             .map_err(|e| failed(path, &e))?;
         Ok(R::read(&text).map_or_else(|| corrupt(String::new()), State::Held))
@@ -599,11 +676,13 @@ impl StateFile {
         let (new, answer) = change(state)?;
         if let Some(new) = new.filter(|&n| access == Access::Change && old != Some(n)) {
             let write = |file: &mut File| -> io::Result<()> {
+                let text = new.write();
                 file.seek(SeekFrom::Start(0))?;
-                file.write_all(new.write().as_bytes())?;
-                // Only a corrupt state was longer: it is cut after the record.
-                if file.metadata()?.len() != R::LEN as u64 {
-                    file.set_len(R::LEN as u64)?;
+                file.write_all(text.as_bytes())?;
+                // Only a corrupt state was longer, or one of an older
+                // version of another length: it is cut after the record.
+                if file.metadata()?.len() != text.len() as u64 {
+                    file.set_len(text.len() as u64)?;
                 }
                 Ok(())
             };
@@ -652,15 +731,51 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_anything_else_is_corrupt() {
-        for v in [0, 1, UNIT / 10, 10 * UNIT, u64::MAX] {
-            assert_eq!(record(v).len(), RECORD_LEN);
-            assert_eq!(parse(record(v).as_bytes()), Some(v));
+        let made = |burst, ratio| Bucket { burst, ratio };
+        for (v, bucket) in [
+            (0, made(UNIT, 0)),
+            (1, made(3 * UNIT, UNIT / 10)),
+            (10 * UNIT, made(10 * UNIT, UNIT / 10)),
+            (MAX_BURST * UNIT, made(MAX_BURST * UNIT, MAX_BURST * UNIT)),
+        ] {
+            let text = record(v, bucket);
+            assert_eq!(text.len(), RECORD_LEN);
+            let level = Level {
+                micros: v,
+                made: Some(bucket),
+            };
+            assert_eq!(parse(text.as_bytes()), Some(level));
+            assert_eq!(level.write(), text);
         }
+        // The first version's records are still read: a level alone.
+        for v in [0, 1, 10 * UNIT, u64::MAX] {
+            let old = format!("backoff-budget v1 micro-tokens {v:020}\n");
+            assert_eq!(old.len(), RECORD_V1_LEN);
+            let level = Level {
+                micros: v,
+                made: None,
+            };
+            assert_eq!(parse(old.as_bytes()), Some(level));
+            assert_eq!(level.write(), old);
+        }
+        let good = record(2 * UNIT, made(3 * UNIT, UNIT / 10));
         for bad in [
-            "",
-            "10\n",
-            "backoff-budget v1 micro-tokens 12\n",
-            "backoff-budget v1 micro-tokens 0000000000000000000x\n",
+            String::new(),
+            "10\n".to_owned(),
+            "backoff-budget v1 micro-tokens 12\n".to_owned(),
+            "backoff-budget v1 micro-tokens 0000000000000000000x\n".to_owned(),
+            good.trim_end().to_owned(),
+            good.replace(" burst ", " burst  "),
+            good.replace("v2", "v3"),
+            good.replace("ratio 0", "ratio x"),
+            // No run is given a burst below one token or above the largest,
+            // a ratio above its burst, or a level above it.
+            record(0, made(0, 0)),
+            record(0, made(UNIT - 1, 0)),
+            record(0, made(MAX_BURST * UNIT + 1, 0)),
+            record(0, made(UNIT, UNIT + 1)),
+            record(UNIT + 1, made(UNIT, 0)),
+            record(u64::MAX, made(u64::MAX, u64::MAX)),
         ] {
             assert_eq!(parse(bad.as_bytes()), None, "{bad:?}");
         }
@@ -669,7 +784,9 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn any_bytes_are_a_state_or_corrupt(text in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..130)) {
-            let _ = parse(&text);
+            if let Some(level) = parse(&text) {
+                proptest::prop_assert_eq!(level.write().into_bytes(), text.clone());
+            }
             if let Some(c) = parse_breaker(&text) {
                 proptest::prop_assert_eq!(c.checked(), Some(c));
                 proptest::prop_assert_eq!(breaker_record(c).into_bytes(), text);

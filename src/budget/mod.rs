@@ -17,6 +17,7 @@ use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
 use crate::budget::breaker::{Circuit, RunEnd};
+use crate::budget::bucket::Bucket;
 use crate::budget::file::{FileBreaker, FileBudget};
 use crate::event::BreakerNews;
 use crate::run::{Decision, Wait, Waited};
@@ -81,6 +82,26 @@ impl Wait for Unwatched {
     }
 }
 
+/// A bucket's state as a store holds it: its level, in millionths of a
+/// token, and the burst and ratio of the run that last changed it (`None`
+/// in a state written by a version of backoff that did not record them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Level {
+    /// Tokens left, in millionths.
+    pub micros: u64,
+    /// The bucket the state was made with.
+    pub made: Option<Bucket>,
+}
+
+/// The burst a reset fills a bucket to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refill {
+    /// The burst the state records, else the one given.
+    Recorded,
+    /// The one given (`--budget-burst`), recorded from now on.
+    Given,
+}
+
 /// Where a retry budget lives.
 #[derive(Debug)]
 pub enum Place {
@@ -124,12 +145,14 @@ impl Store {
         }
     }
 
-    /// The current level, in millionths of a token. Creates nothing.
+    /// The current level, and the bucket the state records; a state that
+    /// does not exist yet is a full bucket of the burst given, and records
+    /// none. Creates nothing.
     ///
     /// # Errors
     ///
     /// When the store cannot be used.
-    pub fn level(&self) -> Result<u64, StoreError> {
+    pub fn level(&self) -> Result<Level, StoreError> {
         match &self.place {
             Place::File(f) => f.level(&mut Unwatched),
             #[cfg(feature = "redis")]
@@ -137,16 +160,17 @@ impl Store {
         }
     }
 
-    /// Fills the bucket again, repairing a corrupt state.
+    /// Fills the bucket to the burst `refill` says, repairing a corrupt
+    /// state: the bucket it was filled as.
     ///
     /// # Errors
     ///
     /// When the store cannot be used.
-    pub fn reset(&self) -> Result<(), StoreError> {
+    pub fn reset(&self, refill: Refill) -> Result<Bucket, StoreError> {
         match &self.place {
-            Place::File(f) => f.reset(&mut Unwatched),
+            Place::File(f) => f.reset(refill, &mut Unwatched),
             #[cfg(feature = "redis")]
-            Place::Redis(r) => r.reset(&mut Unwatched),
+            Place::Redis(r) => r.reset(refill, &mut Unwatched),
         }
     }
 

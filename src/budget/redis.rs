@@ -33,9 +33,9 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use crate::budget::breaker::{Admission, Breaker, Circuit, RunEnd};
-use crate::budget::bucket::Bucket;
+use crate::budget::bucket::{Bucket, MAX_BURST, UNIT};
 use crate::budget::secret::{redact, scrub};
-use crate::budget::{FailMode, StoreError, deadline_after};
+use crate::budget::{FailMode, Level, Refill, StoreError, deadline_after};
 use crate::duration::human;
 use crate::run::{Wait, Waited};
 
@@ -72,46 +72,98 @@ const CLOCK_AGE: Duration = Duration::from_mins(1);
 /// it is moved again), within its time.
 const REDIRECTIONS: usize = 5;
 
-/// The bucket update, run atomically by Redis. KEYS[1] is the bucket;
-/// ARGV: operation (take, deposit, show, reset), burst and ratio in
-/// millionths of a token, expiry in seconds, and what a corrupt state
+/// The bucket update, run atomically by Redis. KEYS[1] is the bucket, a
+/// hash of three fields: `level`, and the `burst` and `ratio` of the run
+/// that last changed it, each in millionths of a token and digits alone, as
+/// the file's record (a string of digits alone, the level, is a state of an
+/// older version of backoff: read, and replaced by a hash at the next
+/// change). ARGV: operation (take, deposit, show, reset), burst and ratio
+/// in millionths of a token, expiry in seconds, what a corrupt state
 /// becomes for take and deposit: `repair` (a full bucket) or `keep` (an
-/// error, the state left alone); a state is digits alone, as the file's. Reset never reads the state, so it repairs
-/// any (a value of the wrong type included). Returns {granted, level,
-/// repaired}.
+/// error, the state left alone), and for reset `recorded` (fill to the
+/// burst the state records, if it records a valid one) or `given`. Reset
+/// repairs any state (a value of the wrong type included). Returns
+/// {granted, level, repaired, burst, ratio}: for show, the burst and ratio
+/// the state records (empty when it records none); else those written.
 const SCRIPT: &str = r"
 local op = ARGV[1]
 local burst = tonumber(ARGV[2])
 local ratio = tonumber(ARGV[3])
-local level = burst
-local repaired = 0
-if op ~= 'reset' then
-  local raw = redis.call('GET', KEYS[1])
-  if raw then
-    -- Digits alone, as written here, and no more than a u64 has: tonumber
-    -- would take 'inf', '0x10' or ' 5' too.
-    level = nil
-    if #raw <= 20 and string.match(raw, '^%d+$') then level = tonumber(raw) end
-    if level == nil then
-      if op == 'show' or ARGV[5] ~= 'repair' then
-        return redis.error_reply('corrupt budget state at ' .. KEYS[1])
-      end
-      level = burst
-      repaired = 1
-    end
+local limit = 1000000000000
+-- Digits alone, as written here, and no more than a u64 has: tonumber
+-- would take 'inf', '0x10' or ' 5' too.
+local function digits(raw)
+  if type(raw) == 'string' and #raw <= 20 and string.match(raw, '^%d+$') then
+    return tonumber(raw)
   end
+  return nil
+end
+-- The state: its level, the burst and ratio it records (nil for a level
+-- alone), or nil and an error for a state that is not one.
+local function state()
+  local kind = redis.call('TYPE', KEYS[1])['ok']
+  if kind == 'none' then return burst, nil, nil end
+  if kind == 'string' then
+    local level = digits(redis.call('GET', KEYS[1]))
+    if level == nil then return nil end
+    return level, nil, nil
+  end
+  if kind ~= 'hash' or redis.call('HLEN', KEYS[1]) ~= 3 then return nil end
+  local got = redis.call('HMGET', KEYS[1], 'level', 'burst', 'ratio')
+  local l, b, r = digits(got[1]), digits(got[2]), digits(got[3])
+  if l == nil or b == nil or r == nil then return nil end
+  if b < 1000000 or b > limit or r > b or l > b then return nil end
+  return l, b, r
+end
+local level, had_burst, had_ratio = burst, nil, nil
+local repaired = 0
+if op ~= 'reset' or ARGV[6] == 'recorded' then
+  local l, b, r = state()
+  if l ~= nil then
+    level, had_burst, had_ratio = l, b, r
+  elseif op == 'reset' then
+    level = burst
+  elseif op == 'show' or ARGV[5] ~= 'repair' then
+    return redis.error_reply('corrupt budget state at ' .. KEYS[1])
+  else
+    level = burst
+    repaired = 1
+  end
+end
+local function n(x)
+  if x == nil then return '' end
+  return string.format('%d', x)
+end
+if op == 'show' then
+  if had_burst ~= nil and level > had_burst then level = had_burst end
+  if had_burst == nil and level > burst then level = burst end
+  return {1, n(level), 0, n(had_burst), n(had_ratio)}
+end
+if op == 'reset' and had_burst ~= nil then
+  burst, ratio = had_burst, had_ratio
 end
 if level > burst then level = burst end
 local granted = 1
-if op == 'show' then
-  return {1, string.format('%d', level), 0}
-elseif op == 'take' then
+if op == 'take' then
   if level >= 1000000 then level = level - 1000000 else granted = 0 end
 elseif op == 'deposit' then
   level = math.min(burst, level + ratio)
+elseif op == 'reset' then
+  level = burst
 end
-redis.call('SET', KEYS[1], string.format('%d', level), 'EX', tonumber(ARGV[4]))
-return {granted, string.format('%d', level), repaired}
+-- A hash of the three fields is written over, never removed first: while
+-- its slot migrates, a key removed within a script cannot be written again
+-- on this node (the write is redirected), and would be lost. Anything else
+-- (a level alone, a corrupt value) is replaced.
+local fields = redis.call('TYPE', KEYS[1])['ok'] == 'hash'
+  and redis.call('HLEN', KEYS[1]) == 3
+  and redis.call('HEXISTS', KEYS[1], 'level') == 1
+  and redis.call('HEXISTS', KEYS[1], 'burst') == 1
+  and redis.call('HEXISTS', KEYS[1], 'ratio') == 1
+if not fields then redis.call('DEL', KEYS[1]) end
+redis.call('HSET', KEYS[1], 'level', n(level), 'burst', n(burst), 'ratio', n(ratio))
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
+return {granted, n(level), repaired, n(burst), n(ratio)}
 ";
 
 /// The breaker's decisions, run atomically by Redis with the rules of
@@ -207,6 +259,41 @@ local shown = after
 if op == 'admit' then shown = before end
 return {decision, n(since), n(untl), shown[1], shown[2], shown[3], shown[4], n(now), tostring(repaired)}
 ";
+
+/// What the budget script answered.
+#[derive(Debug, PartialEq, Eq)]
+struct BudgetReply {
+    granted: bool,
+    level: Level,
+}
+
+/// Reads the budget script's reply, and whether it repaired a corrupt
+/// state; `None` for anything that is not a reply the script makes (a
+/// bucket no run can be given included).
+fn budget_reply(reply: &[String]) -> Option<(BudgetReply, bool)> {
+    let [granted, level, repaired, burst, ratio] = reply else {
+        return None;
+    };
+    let micros = level.parse().ok()?;
+    let made = match (burst.as_str(), ratio.as_str()) {
+        ("", "") => None,
+        (burst, ratio) => {
+            let (burst, ratio) = (burst.parse().ok()?, ratio.parse().ok()?);
+            if !(UNIT..=MAX_BURST * UNIT).contains(&burst) || ratio > burst {
+                return None;
+            }
+            Some(Bucket { burst, ratio })
+        }
+    };
+    if made.is_some_and(|b| micros > b.burst) {
+        return None;
+    }
+    let reply = BudgetReply {
+        granted: granted == "1",
+        level: Level { micros, made },
+    };
+    Some((reply, repaired == "1"))
+}
 
 /// A budget kept in Redis.
 pub struct RedisBudget {
@@ -676,27 +763,35 @@ impl RedisBudget {
 
     /// Runs the script for `op` and reads its answer. A corrupt state that
     /// became a full bucket is reported here.
-    fn call(&self, op: &'static str, wait: &mut dyn Wait) -> Result<(bool, u64), StoreError> {
+    fn call(
+        &self,
+        op: &'static str,
+        refill: Refill,
+        wait: &mut dyn Wait,
+    ) -> Result<BudgetReply, StoreError> {
         let args = vec![
             op.to_owned(),
             self.bucket.burst.to_string(),
             self.bucket.ratio.to_string(),
             REDIS_IDLE_TTL.as_secs().to_string(),
             if self.repair { "repair" } else { "keep" }.to_owned(),
+            match refill {
+                Refill::Recorded => "recorded",
+                Refill::Given => "given",
+            }
+            .to_owned(),
         ];
         let reply = self.server.call(&self.script, &self.key, args, wait)?;
-        let corrupt = || StoreError::Failed("corrupt budget state".to_owned());
-        let [granted, level, repaired] = &reply[..] else {
-            return Err(corrupt());
-        };
-        if repaired == "1" {
+        let (answer, repaired) = budget_reply(&reply)
+            .ok_or_else(|| StoreError::Failed("corrupt budget state".into()))?;
+        if repaired {
             crate::report::say(&format!(
                 "retry budget store {}: corrupt budget state at {}; starting a fresh bucket",
                 self.url(),
                 self.key
             ));
         }
-        Ok((granted == "1", level.parse().map_err(|_| corrupt())?))
+        Ok(answer)
     }
 
     /// Takes a token for a retry; `Ok(false)` when there is none.
@@ -706,7 +801,7 @@ impl RedisBudget {
     /// When the store cannot be reached in time, or a signal ends the wait;
     /// the message never shows the password.
     pub fn take(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
-        self.call("take", wait).map(|(granted, _)| granted)
+        self.call("take", Refill::Given, wait).map(|a| a.granted)
     }
 
     /// Deposits after a success.
@@ -715,25 +810,30 @@ impl RedisBudget {
     ///
     /// As `take`.
     pub fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
-        self.call("deposit", wait).map(|_| ())
+        self.call("deposit", Refill::Given, wait).map(|_| ())
     }
 
-    /// The current level, in millionths of a token.
+    /// The current level, and the bucket the state records.
     ///
     /// # Errors
     ///
     /// As `take`.
-    pub fn level(&self, wait: &mut dyn Wait) -> Result<u64, StoreError> {
-        self.call("show", wait).map(|(_, level)| level)
+    pub fn level(&self, wait: &mut dyn Wait) -> Result<Level, StoreError> {
+        self.call("show", Refill::Given, wait).map(|a| a.level)
     }
 
-    /// Fills the bucket again.
+    /// Fills the bucket again, as `refill` says: the bucket it was filled
+    /// as.
     ///
     /// # Errors
     ///
     /// As `level`.
-    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
-        self.call("reset", wait).map(|_| ())
+    pub fn reset(&self, refill: Refill, wait: &mut dyn Wait) -> Result<Bucket, StoreError> {
+        let answer = self.call("reset", refill, wait)?;
+        answer
+            .level
+            .made
+            .ok_or_else(|| StoreError::Failed("unexpected reply from the budget script".into()))
     }
 
     /// The server's URL, without the password.
@@ -986,6 +1086,60 @@ mod tests {
         assert_eq!(
             cutoff(deadline, Duration::from_millis(250)) + Duration::from_millis(25),
             deadline
+        );
+    }
+
+    #[test]
+    fn the_script_knows_the_largest_burst() {
+        assert!(SCRIPT.contains(&format!("local limit = {}\n", MAX_BURST * UNIT)));
+    }
+
+    #[test]
+    fn a_budget_reply_records_a_bucket_a_run_may_be_given_or_none() {
+        let reply = |items: [&str; 5]| budget_reply(&items.map(String::from));
+        let bucket = Bucket {
+            burst: 3 * UNIT,
+            ratio: UNIT / 10,
+        };
+        assert_eq!(
+            reply(["1", "2000000", "0", "3000000", "100000"]),
+            Some((
+                BudgetReply {
+                    granted: true,
+                    level: Level {
+                        micros: 2 * UNIT,
+                        made: Some(bucket)
+                    }
+                },
+                false
+            ))
+        );
+        assert_eq!(
+            reply(["0", "5", "1", "", ""]),
+            Some((
+                BudgetReply {
+                    granted: false,
+                    level: Level {
+                        micros: 5,
+                        made: None
+                    }
+                },
+                true
+            ))
+        );
+        for bad in [
+            ["1", "x", "0", "", ""],
+            ["1", "1", "0", "3000000", ""],
+            ["1", "1", "0", "999999", "0"],
+            ["1", "1", "0", "1000000000001", "0"],
+            ["1", "1", "0", "1000000", "1000001"],
+            ["1", "1000001", "0", "1000000", "0"],
+        ] {
+            assert_eq!(reply(bad), None, "{bad:?}");
+        }
+        assert_eq!(
+            budget_reply(&["1".to_owned(), "1".to_owned(), "0".to_owned()]),
+            None
         );
     }
 

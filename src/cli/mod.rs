@@ -376,7 +376,8 @@ pub enum SimFormat {
 /// `backoff budget show|reset KEY`.
 #[derive(Debug, Subcommand)]
 pub enum BudgetCommand {
-    /// Print the tokens left in a budget.
+    /// Print the tokens left in a budget, and the burst and ratio its state
+    /// records (else those of the options, said to be theirs).
     Show {
         /// The budget's key.
         #[arg(value_name = "KEY", value_parser = values::budget_key)]
@@ -387,7 +388,8 @@ pub enum BudgetCommand {
         #[arg(long, value_enum, default_value = "text")]
         format: BudgetFormat,
     },
-    /// Fill a budget to its burst again.
+    /// Fill a budget to its burst again: the one its state records, or
+    /// with --budget-burst or --budget-ratio those given.
     Reset {
         /// The budget's key.
         #[arg(value_name = "KEY", value_parser = values::budget_key)]
@@ -409,6 +411,10 @@ pub enum BudgetFormat {
 /// Where a budget lives and how big it is.
 #[derive(Debug, Clone, Args)]
 pub struct BudgetStore {
+    /// Tokens a success deposits
+    #[arg(long, value_name = "R", value_parser = values::ratio, allow_hyphen_values = true, default_value = "0.1")]
+    pub budget_ratio: u64,
+
     /// Most tokens a budget holds, and starts with
     #[arg(long, value_name = "N", value_parser = values::burst, allow_hyphen_values = true, default_value = "10")]
     pub budget_burst: u64,
@@ -463,10 +469,6 @@ pub struct BudgetArgs {
     /// blocked.
     #[arg(long, value_name = "KEY", value_parser = values::budget_key)]
     pub budget: Option<String>,
-
-    /// Tokens a success deposits
-    #[arg(long, value_name = "R", value_parser = values::ratio, allow_hyphen_values = true, default_value = "0.1")]
-    pub budget_ratio: u64,
 
     #[command(flatten)]
     pub store: BudgetStore,
@@ -965,7 +967,10 @@ mod tests {
         assert_eq!(p.max_retries, 6);
         assert_eq!(cli.time.signal, libc::SIGTERM);
         assert_eq!(cli.time.kill_after, Duration::from_secs(5));
-        assert_eq!(cli.budget.budget_ratio, crate::budget::bucket::UNIT / 10);
+        assert_eq!(
+            cli.budget.store.budget_ratio,
+            crate::budget::bucket::UNIT / 10
+        );
         let store = &cli.budget.store;
         assert_eq!(store.budget_burst, 10 * crate::budget::bucket::UNIT);
         assert_eq!(store.place.budget_store_timeout, Duration::from_millis(250));

@@ -10,23 +10,136 @@ use crate::support::{
     PATIENCE, Running, TempDir, backoff, command, past_first_attempt, record_peak_rss,
 };
 
-fn show_micro(dir: &Path, key: &str, burst: &str) -> u64 {
-    let out = backoff([
-        "budget",
-        "show",
-        key,
-        "--format",
-        "json",
-        "--budget-burst",
-        burst,
-    ])
-    .arg("--budget-dir")
-    .arg(dir)
-    .args(["--budget-store-timeout", "10s"])
-    .output()
-    .unwrap();
+/// The record of 8 tokens left in a bucket of the default burst and ratio.
+const RECORD_8_OF_10: &str = "backoff-budget v2 micro-tokens 00000000000008000000 burst 00000000000010000000 ratio 00000000000000100000\n";
+
+/// What `budget show --format json` says of a bucket: its level in
+/// millionths, its burst and ratio, and where they came from.
+pub fn bucket(v: &serde_json::Value) -> (u64, f64, f64, &str) {
+    let number = |field: &str| v[field].as_f64().unwrap_or(-1.0);
+    (
+        v["micro_tokens"].as_u64().unwrap_or(u64::MAX),
+        number("burst"),
+        number("ratio"),
+        v["bucket_from"].as_str().unwrap_or("?"),
+    )
+}
+
+/// `backoff budget show KEY` with `options` against the state files in
+/// `dir`: its output.
+fn show(dir: &Path, key: &str, options: &[&str]) -> String {
+    let out = backoff(["budget", "show", key])
+        .args(options)
+        .arg("--budget-dir")
+        .arg(dir)
+        .args(["--budget-store-timeout", "10s"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The same with `--format json`.
+fn show_json(dir: &Path, key: &str) -> serde_json::Value {
+    serde_json::from_str(&show(dir, key, &["--format", "json"])).unwrap()
+}
+
+/// `backoff budget reset KEY` with `options`.
+fn reset(dir: &Path, key: &str, options: &[&str]) {
+    backoff(["budget", "reset", key])
+        .args(options)
+        .arg("--budget-dir")
+        .arg(dir)
+        .assert()
+        .success();
+}
+
+#[test]
+fn budget_show_reports_the_burst_and_ratio_the_bucket_was_made_with() {
+    let dir = TempDir::new("budget-made");
+    let store = private_dir(&dir);
+    // Two retries from a bucket of 3 that deposits half a token a success.
+    let made = ["--budget-burst", "3", "--budget-ratio", "0.5"];
+    budgeted(&store, "small", "exit 3", &made).assert().code(3);
+    let file = store.join("small.budget");
+    let line = format!("small: 1 of 3 tokens, 0.5 a success ({})\n", file.display());
+    assert_eq!(show(&store, "small", &[]), line);
+    // The state's bucket, whatever the options of show say.
+    assert_eq!(show(&store, "small", &["--budget-burst", "7"]), line);
+    let v = show_json(&store, "small");
+    assert_eq!(bucket(&v), (1_000_000, 3.0, 0.5, "state"), "{v}");
+    assert_eq!(v["tokens"], 1.0, "{v}");
+    // A success deposits the ratio, up to the burst.
+    budgeted(&store, "small", "exit 0", &made)
+        .assert()
+        .success();
+    assert_eq!(bucket(&show_json(&store, "small")).0, 1_500_000);
+
+    // Reset fills the bucket to the burst it records; with the options, to
+    // theirs, which it records from then on.
+    reset(&store, "small", &[]);
+    assert_eq!(
+        bucket(&show_json(&store, "small")),
+        (3_000_000, 3.0, 0.5, "state")
+    );
+    reset(&store, "small", &["--budget-burst", "5"]);
+    assert_eq!(
+        bucket(&show_json(&store, "small")),
+        (5_000_000, 5.0, 0.1, "state")
+    );
+
+    // No state yet: the options' bucket, and show says where it came from.
+    let text = show(&store, "none", &[]);
+    assert!(
+        text.starts_with("none: 10 of 10 tokens, 0.1 a success (")
+            && text.ends_with("; burst and ratio from the options: the state records none)\n"),
+        "{text}"
+    );
+    assert_eq!(
+        bucket(&show_json(&store, "none")),
+        (10_000_000, 10.0, 0.1, "options")
+    );
+    // A ratio above the burst is refused, as for a run.
+    backoff(["budget", "show", "none", "--budget-burst", "1"])
+        .args(["--budget-ratio", "2", "--budget-dir"])
+        .arg(&store)
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains("greater than --budget-burst"));
+}
+
+#[test]
+fn a_state_of_the_first_version_is_read_and_upgraded_at_its_next_change() {
+    let dir = TempDir::new("budget-v1");
+    let store = private_dir(&dir);
+    let file = store.join("old.budget");
+    let old = "backoff-budget v1 micro-tokens 00000000000003000000\n";
+    std::fs::write(&file, old).unwrap();
+    // It records no bucket: show takes the options', and says so.
+    assert_eq!(
+        bucket(&show_json(&store, "old")),
+        (3_000_000, 10.0, 0.1, "options")
+    );
+    // Two retries take two of its three tokens, and record the bucket.
+    let out = budgeted(&store, "old", "exit 3", &["--budget-burst", "4"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(!stderr.contains("corrupt"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "backoff-budget v2 micro-tokens 00000000000001000000 burst 00000000000004000000 ratio 00000000000000100000\n"
+    );
+    assert_eq!(
+        bucket(&show_json(&store, "old")),
+        (1_000_000, 4.0, 0.1, "state")
+    );
+}
+
+fn show_micro(dir: &Path, key: &str, burst: &str) -> u64 {
+    let shown = show(dir, key, &["--format", "json", "--budget-burst", burst]);
+    let v: serde_json::Value = serde_json::from_str(&shown).unwrap();
     v["micro_tokens"].as_u64().unwrap()
 }
 
@@ -210,10 +323,22 @@ fn a_corrupt_truncated_or_huge_state_is_reported_once_and_becomes_a_fresh_bucket
     let dir = TempDir::new("budget-corrupt");
     let store = private_dir(&dir);
     let record = "backoff-budget v1 micro-tokens 00000000000003000000\n";
-    let cases: [(&str, &[u8]); 3] = [
+    // Records of the current form that no run writes: a level above the
+    // burst, a burst of no token, one above the largest.
+    let v2 = |level: u64, burst: u64| {
+        format!(
+            "backoff-budget v2 micro-tokens {level:020} burst {burst:020} ratio {:020}\n",
+            0
+        )
+    };
+    let (above, empty, vast) = (v2(4_000_000, 3_000_000), v2(0, 0), v2(0, 1_000_000_000_001));
+    let cases: [(&str, &[u8]); 6] = [
         ("garbage", b"ten tokens, trust me\n"),
         ("truncated", &record.as_bytes()[..30]),
         ("huge", b""),
+        ("above", above.as_bytes()),
+        ("empty", empty.as_bytes()),
+        ("vast", vast.as_bytes()),
     ];
     for (key, content) in cases {
         let file = store.join(format!("{key}.budget"));
@@ -260,7 +385,11 @@ fn a_corrupt_truncated_or_huge_state_is_reported_once_and_becomes_a_fresh_bucket
             8_000_000,
             "{key}: two retries"
         );
-        assert_eq!(std::fs::metadata(&file).unwrap().len(), record.len() as u64);
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            RECORD_8_OF_10,
+            "{key}: a record of the current version, cut after it"
+        );
     }
 
     // Closed: reported, left alone, not retried; the command still runs.

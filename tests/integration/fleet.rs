@@ -339,7 +339,7 @@ fn a_password_in_the_url_never_shows() {
         .assert()
         .success()
         .stdout(predicates::str::contains(
-            "pw: 9 of 10 tokens (redis://:***@",
+            "pw: 9 of 10 tokens, 0.1 a success (redis://:***@",
         ));
 }
 
@@ -470,7 +470,7 @@ fn no_form_of_a_password_shows_not_even_with_a_slash_or_in_a_unix_url() {
         .assert()
         .success()
         .stdout(predicates::str::contains(
-            "pw: 9 of 10 tokens (redis://:***@",
+            "pw: 9 of 10 tokens, 0.1 a success (redis://:***@",
         ));
     // The unencoded form says how to write it.
     backoff(["budget", "show", "pw", "--budget-store", &urls[0]])
@@ -632,31 +632,12 @@ fn a_budget_key_that_is_not_digits_alone_is_corrupt() {
     for value in NOT_A_LEVEL {
         redis_cli(&redis, &["SET", "backoff:budget:n", value]);
         // Closed: said once, left alone, not retried.
-        let out = backoff(["--budget", "n", "--budget-store", &redis.url()])
-            .args(LIVE)
-            .args(["--budget-store-fail", "closed", "--base", "1ms"])
-            .args(["--max-retries", "2", "--", "sh", "-c", "exit 3"])
-            .timeout(PATIENCE)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{value:?}: {stderr}");
-        assert_eq!(stderr.matches("corrupt").count(), 1, "{value:?}: {stderr}");
-        assert_eq!(
-            stderr.matches("failed (exit 3)").count(),
-            1,
-            "{value:?}: {stderr}"
-        );
+        corrupt_when_closed(&redis.url(), "n", &format!("{value:?}"));
         assert_eq!(
             redis_cli(&redis, &["GET", "backoff:budget:n"]),
             value.trim(),
             "left alone"
         );
-        backoff(["budget", "show", "n", "--budget-store", &redis.url()])
-            .args(LIVE)
-            .assert()
-            .code(125)
-            .stderr(predicates::str::contains("corrupt"));
     }
 }
 
@@ -692,4 +673,156 @@ fn a_decision_given_up_on_a_frozen_store_takes_no_token_when_the_store_thaws() {
         redis_cli(&redis, &["info", "clients"]).contains("connected_clients:1\r")
     });
     assert_eq!(level(&redis.url(), "late"), 4_000_000, "{stderr}");
+}
+
+/// `backoff budget show KEY --format json` against the store, with no
+/// option of a bucket: what it says of the bucket.
+fn shown(url: &str, key: &str) -> (u64, f64, f64, String) {
+    let out = backoff(["budget", "show", key, "--format", "json"])
+        .args(["--budget-store", url])
+        .args(LIVE)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (micros, burst, ratio, from) = crate::budget::bucket(&v);
+    (micros, burst, ratio, from.to_owned())
+}
+
+/// A budgeted run against the store of `sh -c SCRIPT`, with up to two
+/// quick retries and `options`.
+fn run(url: &str, key: &str, script: &str, options: &[&str]) -> std::process::Output {
+    backoff(["--budget", key, "--budget-store", url])
+        .args(LIVE)
+        .args(["--base", "1ms", "--max-retries", "2"])
+        .args(options)
+        .args(["--", "sh", "-c", script])
+        .timeout(PATIENCE)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn budget_show_reports_the_burst_and_ratio_a_bucket_in_redis_was_made_with() {
+    let redis = Redis::start(None);
+    let url = redis.url();
+    let made = ["--budget-burst", "3", "--budget-ratio", "0.5"];
+    assert_eq!(run(&url, "small", "exit 3", &made).status.code(), Some(3));
+    let out = backoff(["budget", "show", "small", "--budget-store", &url])
+        .args(LIVE)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("small: 1 of 3 tokens, 0.5 a success ({url} key backoff:budget:small)\n"),
+        "{out:?}"
+    );
+    let state = |micros, burst, ratio| (micros, burst, ratio, "state".to_owned());
+    assert_eq!(shown(&url, "small"), state(1_000_000, 3.0, 0.5));
+    assert_eq!(
+        redis_cli(&redis, &["HGETALL", "backoff:budget:small"]),
+        "level\n1000000\nburst\n3000000\nratio\n500000"
+    );
+    let ttl: u64 = redis_cli(&redis, &["TTL", "backoff:budget:small"])
+        .parse()
+        .unwrap();
+    assert!(ttl > 600_000, "{ttl}");
+    assert!(run(&url, "small", "exit 0", &made).status.success());
+    assert_eq!(shown(&url, "small"), state(1_500_000, 3.0, 0.5));
+
+    // Reset fills the bucket to the burst it records; with the options, to
+    // theirs.
+    let reset = |options: &[&str]| {
+        backoff(["budget", "reset", "small", "--budget-store", &url])
+            .args(LIVE)
+            .args(options)
+            .assert()
+            .success();
+    };
+    reset(&[]);
+    assert_eq!(shown(&url, "small"), state(3_000_000, 3.0, 0.5));
+    reset(&["--budget-burst", "5"]);
+    assert_eq!(shown(&url, "small"), state(5_000_000, 5.0, 0.1));
+    // No key yet: the options' bucket, said to be theirs.
+    let options = |micros| (micros, 10.0, 0.1, "options".to_owned());
+    assert_eq!(shown(&url, "none"), options(10_000_000));
+
+    // A level alone, as an older backoff wrote it: read, then a hash.
+    redis_cli(&redis, &["SET", "backoff:budget:old", "3000000"]);
+    assert_eq!(shown(&url, "old"), options(3_000_000));
+    let out = run(&url, "old", "exit 3", &["--budget-burst", "4"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(3) && !stderr.contains("corrupt"),
+        "{stderr}"
+    );
+    assert_eq!(shown(&url, "old"), state(1_000_000, 4.0, 0.1));
+}
+
+/// A run against the store with `--budget-store-fail closed` finds the
+/// state of `key` corrupt: it says so once and does not retry, and `budget
+/// show` says so too (`what` names the state, for the messages).
+fn corrupt_when_closed(url: &str, key: &str, what: &str) {
+    let out = backoff(["--budget", key, "--budget-store", url])
+        .args(LIVE)
+        .args(["--budget-store-fail", "closed", "--base", "1ms"])
+        .args(["--max-retries", "2", "--", "sh", "-c", "exit 3"])
+        .timeout(PATIENCE)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{what}: {stderr}");
+    assert_eq!(stderr.matches("corrupt").count(), 1, "{what}: {stderr}");
+    assert_eq!(
+        stderr.matches("failed (exit 3)").count(),
+        1,
+        "{what}: {stderr}"
+    );
+    backoff(["budget", "show", key, "--budget-store", url])
+        .args(LIVE)
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains("corrupt"));
+}
+
+#[test]
+fn a_budget_hash_that_no_run_writes_is_corrupt() {
+    let redis = Redis::start(None);
+    let url = redis.url();
+    let hashes: [&[&str]; 7] = [
+        &["level", "1000000", "burst", "3000000"],
+        &[
+            "level", "1000000", "burst", "3000000", "ratio", "0", "more", "1",
+        ],
+        &["level", "1e6", "burst", "3000000", "ratio", "0"],
+        &["level", "4000000", "burst", "3000000", "ratio", "0"],
+        &["level", "0", "burst", "0", "ratio", "0"],
+        &["level", "0", "burst", "1000000000001", "ratio", "0"],
+        &["level", "0", "burst", "1000000", "ratio", "2000000"],
+    ];
+    for fields in hashes {
+        redis_cli(&redis, &["DEL", "backoff:budget:h"]);
+        let mut args = vec!["HSET", "backoff:budget:h"];
+        args.extend_from_slice(fields);
+        redis_cli(&redis, &args);
+        // Closed: said once, left alone, not retried.
+        corrupt_when_closed(&url, "h", &format!("{fields:?}"));
+        assert_eq!(
+            redis_cli(&redis, &["HLEN", "backoff:budget:h"]),
+            (fields.len() / 2).to_string(),
+            "left alone"
+        );
+        // Open: a fresh bucket of the run's own.
+        let out = run(&url, "h", "exit 3", &["--budget-burst", "2"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("starting a fresh bucket"),
+            "{fields:?}: {stderr}"
+        );
+        assert_eq!(
+            shown(&url, "h"),
+            (0, 2.0, 0.1, "state".to_owned()),
+            "{fields:?}"
+        );
+    }
 }

@@ -237,7 +237,20 @@ fn the_report_is_written_after_sigterm_during_a_delay() {
 /// metric has a TYPE.
 fn parse_exposition(text: &str) -> BTreeMap<String, f64> {
     let mut types = BTreeMap::new();
+    let mut helps = std::collections::BTreeSet::new();
     let mut samples = BTreeMap::new();
+    // The families in the order their lines come: each once, its lines
+    // together.
+    let mut families: Vec<String> = Vec::new();
+    let mut enter = |name: &str| {
+        if families.last().map(String::as_str) != Some(name) {
+            assert!(
+                !families.iter().any(|f| f == name),
+                "the lines of {name} are apart"
+            );
+            families.push(name.to_owned());
+        }
+    };
     assert!(text.ends_with('\n'), "the text must end with a newline");
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
@@ -247,9 +260,13 @@ fn parse_exposition(text: &str) -> BTreeMap<String, f64> {
                 types.insert(name.to_owned(), kind.to_owned()).is_none(),
                 "TYPE twice: {line}"
             );
+            enter(name);
             continue;
         }
-        if line.starts_with("# HELP ") {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let name = rest.split(' ').next().unwrap_or_default();
+            assert!(helps.insert(name.to_owned()), "HELP twice: {line}");
+            enter(name);
             continue;
         }
         assert!(
@@ -275,6 +292,7 @@ fn parse_exposition(text: &str) -> BTreeMap<String, f64> {
             assert!(v.starts_with('"') && v.ends_with('"'), "label value {v:?}");
         }
         assert!(types.contains_key(name), "no TYPE for {name}");
+        enter(name);
         if types[name] == "counter" {
             assert!(
                 name.ends_with("_total"),
@@ -322,6 +340,107 @@ fn the_metrics_file_parses_and_counters_add_up_across_runs() {
     let mode =
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o644);
+}
+
+/// Checks a metrics file with `promtool check metrics`, when Prometheus's
+/// promtool is installed.
+fn promtool_accepts(file: &Path) {
+    let run = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(file).unwrap())
+        .output();
+    match run {
+        Ok(out) => assert!(out.status.success(), "promtool: {out:?}"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            println!(
+                "promtool is not installed (Debian package prometheus): the metrics file is checked by the test's parser alone"
+            );
+        }
+        Err(e) => panic!("promtool: {e}"),
+    }
+}
+
+#[test]
+#[allow(clippy::float_cmp)] // small whole numbers, exact in f64
+fn runs_of_two_names_sharing_a_metrics_file_keep_each_others_series() {
+    let dir = TempDir::new("metrics-names");
+    let file = dir.join("shared.prom");
+    // Another exporter's metric is there first, and a line that is not one.
+    std::fs::write(
+        &file,
+        "# HELP node_thing Another exporter's.\n# TYPE node_thing gauge\nnode_thing{a=\"x\"} 3\nnot a sample\n",
+    )
+    .unwrap();
+    let run = |name: &str, script: &str, code: i32| {
+        backoff(["--metrics-file", file.to_str().unwrap(), "--name", name])
+            .args(["--base", "1ms", "--jitter", "none", "--max-retries", "1"])
+            .args(["-q", "--", "sh", "-c", script])
+            .timeout(PATIENCE)
+            .assert()
+            .code(code);
+    };
+    run("nightly", "exit 1", 1);
+    run("hourly \"h\"", "exit 0", 0);
+    run("nightly", "exit 0", 0);
+    run("nightly", "exit 1", 1);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let m = parse_exposition(&text);
+    promtool_accepts(&file);
+    let (n, h) = (r#"name="nightly""#, r#"name="hourly \"h\"""#);
+    let expected: [(&str, &str, f64); 22] = [
+        ("backoff_last_attempts", n, 2.0),
+        ("backoff_last_retries", n, 1.0),
+        ("backoff_last_successes", n, 0.0),
+        ("backoff_last_resets", n, 0.0),
+        ("backoff_last_exit_status", n, 1.0),
+        ("backoff_last_success", n, 0.0),
+        ("backoff_runs_total", n, 3.0),
+        ("backoff_attempts_total", n, 5.0),
+        ("backoff_retries_total", n, 2.0),
+        (
+            "backoff_attempt_outcomes_total",
+            &format!("{n},outcome=\"exit\""),
+            4.0,
+        ),
+        (
+            "backoff_attempt_outcomes_total",
+            &format!("{n},outcome=\"success\""),
+            1.0,
+        ),
+        ("backoff_last_attempts", h, 1.0),
+        ("backoff_last_retries", h, 0.0),
+        ("backoff_last_successes", h, 1.0),
+        ("backoff_last_resets", h, 0.0),
+        ("backoff_last_exit_status", h, 0.0),
+        ("backoff_last_success", h, 1.0),
+        ("backoff_runs_total", h, 1.0),
+        ("backoff_attempts_total", h, 1.0),
+        ("backoff_retries_total", h, 0.0),
+        ("backoff_backoff_seconds_total", h, 0.0),
+        (
+            "backoff_attempt_outcomes_total",
+            &format!("{h},outcome=\"success\""),
+            1.0,
+        ),
+    ];
+    for (metric, labels, value) in expected {
+        let series = format!("{metric}{{{labels}}}");
+        assert_eq!(m.get(&series), Some(&value), "{series} in {text}");
+    }
+    let series = |metric: &str, labels: &str| m[&format!("{metric}{{{labels}}}")];
+    assert!(series("backoff_backoff_seconds_total", n) > 0.0, "{text}");
+    assert!(series("backoff_last_backoff_seconds", n) > 0.0, "{text}");
+    let ran = |labels| series("backoff_last_run_timestamp_seconds", labels);
+    assert!(ran(h) > 1.7e9 && ran(n) >= ran(h), "{text}");
+    // Nothing else of backoff's, the other exporter's metric as it was, and
+    // the line that is not one gone.
+    let ours = m.keys().filter(|k| k.starts_with("backoff_")).count();
+    assert_eq!(ours, 2 * 12 + 3, "{text}");
+    assert!(
+        text.ends_with("# HELP node_thing Another exporter's.\n# TYPE node_thing gauge\nnode_thing{a=\"x\"} 3\n"),
+        "{text}"
+    );
+    assert!(!text.contains("not a sample"), "{text}");
 }
 
 #[test]
