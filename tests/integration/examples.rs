@@ -322,6 +322,8 @@ impl Stage {
             "worker",
             "sync",
             "integration-tests",
+            "nightly.sh",
+            "hourly.sh",
         ] {
             script(&dir.join("work").join(name), ok);
         }
