@@ -10,18 +10,18 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::budget::breaker::Breaker;
-use crate::budget::bucket::show_tokens;
 use crate::budget::{BreakerStore, Store};
 use crate::cli::{self, Cli, Format, SimFormat, Sub};
 use crate::config::{self, Given, RunConfig, UsageError};
 use crate::event::{Report, Reports};
 use crate::exec::{self, RealExecutor};
 use crate::exit::Exit;
+use crate::fleet::breaker::Breaker;
+use crate::fleet::bucket::show_tokens;
 use crate::report::json::JsonReport;
 use crate::report::run_report::Recorder;
 use crate::report::text::TextReport;
-use crate::report::{self, Labels, LogFormat, Std, Verbosity, atomic, ci, metrics, say};
+use crate::report::{self, Labels, LogFormat, Std, Verbosity, Warnings, atomic, ci, metrics, say};
 use crate::run::Executor as _;
 use crate::simulate::{self, svg, table};
 use crate::sys::signals::SignalWatch;
@@ -437,7 +437,7 @@ fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Resu
     };
     match command {
         cli::BreakerCommand::Show { key, store, format } => {
-            let b = config::open_breaker(key, store, limits, given)?;
+            let b = config::open_breaker(key, store, limits, given, &Warnings::default())?;
             let (circuit, now) = b.show().map_err(|e| fail(key, &b, e))?;
             let line = match format {
                 cli::BudgetFormat::Text => format!(
@@ -456,7 +456,7 @@ fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Resu
             let _ = std::io::stdout().write_all(line.as_bytes());
         }
         cli::BreakerCommand::Reset { key, store } => {
-            let b = config::open_breaker(key, store, limits, given)?;
+            let b = config::open_breaker(key, store, limits, given, &Warnings::default())?;
             b.reset().map_err(|e| fail(key, &b, e))?;
         }
     }
@@ -471,7 +471,7 @@ fn budget_command(command: &cli::BudgetCommand, given: &Given) -> anyhow::Result
     };
     match command {
         cli::BudgetCommand::Show { key, store, format } => {
-            let b = config::open_budget(key, store, 0, given)?;
+            let b = config::open_budget(key, store, 0, given, &Warnings::default())?;
             let level = b.level().map_err(|e| fail(key, &b, e))?;
             let line = match format {
                 cli::BudgetFormat::Text => format!(
@@ -494,7 +494,7 @@ fn budget_command(command: &cli::BudgetCommand, given: &Given) -> anyhow::Result
             let _ = std::io::stdout().write_all(line.as_bytes());
         }
         cli::BudgetCommand::Reset { key, store } => {
-            let b = config::open_budget(key, store, 0, given)?;
+            let b = config::open_budget(key, store, 0, given, &Warnings::default())?;
             b.reset().map_err(|e| fail(key, &b, e))?;
         }
     }

@@ -15,10 +15,11 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::budget::breaker::{Admission, Breaker, Circuit, RunEnd};
-use crate::budget::bucket::{Bucket, check_key};
 use crate::budget::{FailMode, StoreError, deadline_after};
 use crate::duration::human;
+use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
+use crate::fleet::bucket::{Bucket, check_key};
+use crate::report::Warnings;
 use crate::run::{Wait, Waited};
 use crate::sys::effective_uid;
 use crate::sys::fd::{open_dir, open_in};
@@ -127,6 +128,7 @@ pub struct FileBudget {
     key: String,
     bucket: Bucket,
     fail: FailMode,
+    warnings: Warnings,
 }
 
 fn refuse(path: &Path, why: &str) -> StoreError {
@@ -154,6 +156,7 @@ impl FileBudget {
         bucket: Bucket,
         timeout: Duration,
         fail: FailMode,
+        warnings: Warnings,
     ) -> Result<FileBudget, String> {
         check_key(key)?;
         Ok(FileBudget {
@@ -161,6 +164,7 @@ impl FileBudget {
             key: key.to_owned(),
             bucket,
             fail,
+            warnings,
         })
     }
 
@@ -177,7 +181,8 @@ impl FileBudget {
             State::Fresh => Ok(self.bucket.burst),
             State::Held(level) => Ok(level.min(self.bucket.burst)),
             State::Corrupt(why) if self.fail == FailMode::Open => {
-                crate::report::say(&format!("retry budget {why}; starting a fresh bucket"));
+                self.warnings
+                    .warn(&format!("retry budget {why}; starting a fresh bucket"));
                 Ok(self.bucket.burst)
             }
             State::Corrupt(why) => Err(StoreError::Failed(why)),
@@ -312,6 +317,7 @@ pub struct FileBreaker {
     key: String,
     breaker: Breaker,
     fail: FailMode,
+    warnings: Warnings,
 }
 
 impl FileBreaker {
@@ -328,6 +334,7 @@ impl FileBreaker {
         breaker: Breaker,
         timeout: Duration,
         fail: FailMode,
+        warnings: Warnings,
     ) -> Result<FileBreaker, String> {
         check_key(key)?;
         Ok(FileBreaker {
@@ -335,6 +342,7 @@ impl FileBreaker {
             key: key.to_owned(),
             breaker,
             fail,
+            warnings,
         })
     }
 
@@ -348,7 +356,8 @@ impl FileBreaker {
             State::Fresh => Ok(Circuit::default()),
             State::Held(c) => Ok(c),
             State::Corrupt(why) if self.fail == FailMode::Open => {
-                crate::report::say(&format!("circuit breaker {why}; starting closed"));
+                self.warnings
+                    .warn(&format!("circuit breaker {why}; starting closed"));
                 Ok(Circuit::default())
             }
             State::Corrupt(why) => Err(StoreError::Failed(why)),
@@ -616,7 +625,7 @@ impl StateFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::budget::bucket::UNIT;
+    use crate::fleet::bucket::UNIT;
 
     #[test]
     fn breaker_records_round_trip_and_anything_else_is_corrupt() {
@@ -624,7 +633,7 @@ mod tests {
             Circuit::default(),
             Circuit {
                 failures: u32::MAX,
-                opened_ms: crate::budget::breaker::LATEST_MS,
+                opened_ms: crate::fleet::breaker::LATEST_MS,
                 until_ms: 1,
                 probe_until_ms: 1_796_144_602_783,
             },
@@ -681,7 +690,7 @@ mod tests {
             failures in proptest::prelude::any::<u64>(),
             times in proptest::array::uniform3(proptest::prop_oneof![
                 proptest::prelude::any::<u64>(),
-                0..=crate::budget::breaker::LATEST_MS + 1,
+                0..=crate::fleet::breaker::LATEST_MS + 1,
             ]),
         ) {
             let [opened, until, probe] = times;
@@ -689,7 +698,7 @@ mod tests {
                 "backoff-breaker v1 failures {failures:010} opened {opened:020} until {until:020} probe {probe:020}\n"
             );
             let valid = u32::try_from(failures).is_ok()
-                && times.iter().all(|&t| t <= crate::budget::breaker::LATEST_MS);
+                && times.iter().all(|&t| t <= crate::fleet::breaker::LATEST_MS);
             proptest::prop_assert_eq!(parse_breaker(text.as_bytes()).is_some(), valid, "{}", text);
         }
     }

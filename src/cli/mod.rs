@@ -897,9 +897,9 @@ mod tests {
         assert_eq!(p.max_retries, 6);
         assert_eq!(cli.time.signal, libc::SIGTERM);
         assert_eq!(cli.time.kill_after, Duration::from_secs(5));
-        assert_eq!(cli.budget.budget_ratio, crate::budget::bucket::UNIT / 10);
+        assert_eq!(cli.budget.budget_ratio, crate::fleet::bucket::UNIT / 10);
         let store = &cli.budget.store;
-        assert_eq!(store.budget_burst, 10 * crate::budget::bucket::UNIT);
+        assert_eq!(store.budget_burst, 10 * crate::fleet::bucket::UNIT);
         assert_eq!(store.place.budget_store_timeout, Duration::from_millis(250));
         assert_eq!(store.place.budget_store_fail, FailMode::Open);
         assert_eq!(

@@ -25,8 +25,8 @@ use crate::classify::{Observed, Outcome, Status, os_error};
 use crate::report::say;
 use crate::run::{self, AttemptSpec, Ended, Executor, Released, Wait};
 use crate::sys::guard::Guard;
-use crate::sys::process;
 use crate::sys::signals::{self, SignalWatch};
+use crate::sys::{children, process};
 use copy::Copier;
 use scan::OutputRules;
 pub use spool::{Replayed, spool_stdin};
@@ -363,7 +363,7 @@ impl Executor for RealExecutor {
         // Once the command is reaped, its id may name another group as soon
         // as its own is empty: the guard must not kill by it any more.
         self.watch_group(0);
-        let _ = process::reap(&mut child);
+        let _ = children::reap(&mut child);
         self.lingering = None;
         if !self.options.foreground && !ended_by_backoff && signals::group_exists(pgid) {
             self.lingering = Some(pgid);
@@ -402,7 +402,7 @@ impl Executor for RealExecutor {
             let _ = signals::signal_group(pgid, libc::SIGTERM);
             let _ = signals::signal_group(pgid, libc::SIGCONT);
         }
-        let _ = process::reap(&mut child);
+        let _ = children::reap(&mut child);
         // What is left holds the group's id: the guard keeps it meanwhile.
         let signal = self.end_leftovers(pgid);
         waited.interrupted = waited.interrupted.or(signal);

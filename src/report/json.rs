@@ -7,9 +7,9 @@ use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
-use crate::budget::breaker::{Admission, Circuit, RunEnd};
 use crate::classify::{Outcome, Status, os_error};
 use crate::event::{BreakerNews, Event, Next, Report};
+use crate::fleet::breaker::{Admission, Circuit, RunEnd};
 use crate::report::{Verbosity, utc_rfc3339};
 use crate::signal;
 

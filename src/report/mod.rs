@@ -7,6 +7,7 @@
 
 pub mod atomic;
 pub mod ci;
+pub mod fold;
 pub mod json;
 pub mod live;
 pub mod metrics;
@@ -95,6 +96,39 @@ pub fn say(message: &str) {
     };
     let line = format!("backoff: {}\n", escape_controls(&text));
     let _ = Std::Err.write_all(line.as_bytes());
+}
+
+/// `2/7`, or `2` without a limit.
+pub fn of(attempt: u64, max: Option<u64>) -> String {
+    match max {
+        Some(m) => format!("{attempt}/{m}"),
+        None => attempt.to_string(),
+    }
+}
+
+/// Where backoff's own warnings go once the configuration is known (a
+/// store that cannot be used, a corrupt state): each part of backoff that
+/// may warn is given one. In the text formats a warning is a line on
+/// stderr, `backoff: `, the labels (the time, the name), then the message;
+/// `Warnings::default()` writes it without labels.
+#[derive(Debug, Clone, Default)]
+pub struct Warnings {
+    labels: Labels,
+}
+
+impl Warnings {
+    /// Warnings as text lines, labelled with `labels`.
+    pub fn text(labels: Labels) -> Warnings {
+        Warnings { labels }
+    }
+
+    /// Writes `message` in one write, ignoring a closed stderr. Control
+    /// characters in it (from a value the user gave, say) are escaped.
+    pub fn warn(&self, message: &str) {
+        let text = self.labels.apply(message);
+        let line = format!("backoff: {}\n", escape_controls(&text));
+        let _ = Std::Err.write_all(line.as_bytes());
+    }
 }
 
 /// `t` as an RFC 3339 local time with milliseconds and the zone's offset:

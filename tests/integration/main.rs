@@ -11,6 +11,7 @@ mod fleet;
 mod hooks;
 mod http;
 mod idle;
+mod layout;
 mod limits;
 mod live;
 mod notices;
