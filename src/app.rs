@@ -170,9 +170,19 @@ fn bare_seconds(v: &str) -> bool {
         && cli::values::duration(&format!("{v}s")).is_ok()
 }
 
-/// Runs the command with retries.
+/// Runs the command with retries. Once the configuration is known, what
+/// backoff has to say, its errors included, is in the log format (a
+/// `warning` event in json).
 fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
     let cfg = config::run(cli, given)?;
+    Ok(run_configured(&cfg).unwrap_or_else(|e| {
+        cfg.warnings.warn(&format!("{e:#}"));
+        Exit::USAGE
+    }))
+}
+
+/// Runs the command as `cfg` says.
+fn run_configured(cfg: &RunConfig) -> anyhow::Result<Exit> {
     // From here on every line backoff writes carries the time and the name.
     let labels = Labels {
         clock: cfg
@@ -180,9 +190,8 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
             .then_some(SystemTime::now as fn() -> SystemTime),
         name: cfg.name.clone(),
     };
-    report::label_lines(labels.clone());
     if cfg.curl_without_fail && cfg.verbosity != Verbosity::Quiet {
-        say(
+        cfg.warnings.warn(
             "--preset curl: curl runs without -f (--fail), so an HTTP error exits 0 and is not retried; add -f",
         );
     }
@@ -215,11 +224,8 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
         breaker: cfg.breaker.as_ref().map(|b| b as &dyn run::CircuitBreaker),
         breaker_exit: cfg.breaker_exit,
     };
-    let label = cfg
-        .name
-        .clone()
-        .unwrap_or_else(|| cfg.command[0].to_string_lossy().into_owned());
-    let mut log = log_report(&cfg, labels, label.clone());
+    let label = config::run_label(cfg.name.as_ref(), &cfg.command);
+    let mut log = log_report(cfg, labels, label.clone());
     let mut recorder = Recorder::new(label, SystemTime::now);
     // The curl preset's own file for the response headers, when curl shows
     // none: it is added to curl's arguments, and read after each attempt.
@@ -258,6 +264,7 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
             folded: matches!(cfg.log_format, LogFormat::Github | LogFormat::Gitlab)
                 && cfg.verbosity != crate::report::Verbosity::Quiet
                 && !std::io::stderr().is_terminal(),
+            warnings: cfg.warnings.clone(),
         },
         cfg.output_rules.clone(),
         stdin,
@@ -272,7 +279,7 @@ fn run_command(cli: Cli, given: &Given) -> anyhow::Result<Exit> {
     );
     // A signal that ended the wait for the metrics file's lock ends backoff
     // as any signal does: it dies by it.
-    match write_summaries(&cfg, &recorder, exit, &mut |d| executor.pause(d)) {
+    match write_summaries(cfg, &recorder, exit, &mut |d| executor.pause(d)) {
         Some(sig) => Ok(Exit::Signal(sig)),
         None => Ok(exit),
     }
@@ -331,7 +338,8 @@ fn write_summaries(
         let mut doc = format!("{:#}", recorder.report(exit));
         doc.push('\n');
         if let Err(e) = atomic::write(path, doc.as_bytes()) {
-            say(&format!("cannot write --report '{}': {e}", path.display()));
+            cfg.warnings
+                .warn(&format!("cannot write --report '{}': {e}", path.display()));
         }
     }
     if let Some(path) = &cfg.metrics_file {
@@ -345,7 +353,7 @@ fn write_summaries(
             }),
         };
         if let Err(e) = written {
-            say(&format!(
+            cfg.warnings.warn(&format!(
                 "cannot write --metrics-file '{}': {e}",
                 path.display()
             ));
@@ -363,6 +371,7 @@ fn write_ci(cfg: &RunConfig, recorder: &Recorder, exit: Exit) {
             recorder,
             exit,
             &ci::delimiter([random_seed(), random_seed()]),
+            &cfg.warnings,
         );
     }
     if cfg.log_format == LogFormat::Gitlab && cfg.verbosity != crate::report::Verbosity::Quiet {

@@ -158,6 +158,8 @@ pub struct RunConfig {
     /// `--log-format`, or github under GitHub Actions, gitlab under GitLab
     /// CI, else text.
     pub log_format: LogFormat,
+    /// Where backoff's own warnings go, in the log format.
+    pub warnings: Warnings,
     /// Under GitHub Actions, the step's files for its outputs and summary.
     pub github_step: Option<StepFiles>,
     /// `--report`.
@@ -1024,14 +1026,42 @@ fn where_heads_are(
     }
 }
 
-/// Where the warnings of a run go: what the stores have to say carries the
-/// time and the name, as every line of the run does.
-fn warnings(output: &OutputArgs) -> Warnings {
+/// `--log-format`, or the format of the CI runner backoff runs under.
+fn log_format(output: &OutputArgs) -> LogFormat {
+    output.log_format.unwrap_or_else(|| {
+        let set = |name| std::env::var(name).is_ok_and(|v| v == "true");
+        if set("GITHUB_ACTIONS") {
+            LogFormat::Github
+        } else if set("GITLAB_CI") {
+            LogFormat::Gitlab
+        } else {
+            LogFormat::Text
+        }
+    })
+}
+
+/// Where the warnings of a run go, in its log format: in text, with the
+/// time and the name that start every line of the run; in json, as events
+/// named as the others are (`--name`, else the program).
+fn warnings(output: &OutputArgs, format: LogFormat, command: &[OsString]) -> Warnings {
+    if format == LogFormat::Json {
+        return Warnings::json(run_label(output.name.as_ref(), command), SystemTime::now);
+    }
     Warnings::text(Labels {
         clock: output
             .timestamps
             .then_some(SystemTime::now as fn() -> SystemTime),
         name: output.name.clone(),
+    })
+}
+
+/// What names a run in its events and reports: `--name`, else the program.
+pub fn run_label(name: Option<&String>, command: &[OsString]) -> String {
+    name.cloned().unwrap_or_else(|| {
+        command
+            .first()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default()
     })
 }
 
@@ -1087,7 +1117,16 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     } else {
         Verbosity::Normal
     };
-    let warnings = warnings(&cli.output);
+    let log_format = log_format(&cli.output);
+    let warnings = warnings(&cli.output, log_format, &cli.command);
+    let budget = budget(&cli.budget, cli.breaker.breaker.is_some(), given, &warnings)?;
+    let breaker = breaker(
+        &cli.breaker,
+        &cli.budget.store.place,
+        goal,
+        given,
+        &warnings,
+    )?;
     Ok(RunConfig {
         policy,
         rules,
@@ -1114,25 +1153,11 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         verbosity,
         name: cli.output.name,
         timestamps: cli.output.timestamps,
-        log_format: cli.output.log_format.unwrap_or_else(|| {
-            let set = |name| std::env::var(name).is_ok_and(|v| v == "true");
-            if set("GITHUB_ACTIONS") {
-                LogFormat::Github
-            } else if set("GITLAB_CI") {
-                LogFormat::Gitlab
-            } else {
-                LogFormat::Text
-            }
-        }),
+        log_format,
+        warnings,
         github_step: StepFiles::from_env(|name| std::env::var_os(name)),
-        budget: budget(&cli.budget, cli.breaker.breaker.is_some(), given, &warnings)?,
-        breaker: breaker(
-            &cli.breaker,
-            &cli.budget.store.place,
-            goal,
-            given,
-            &warnings,
-        )?,
+        budget,
+        breaker,
         breaker_exit: cli.breaker.breaker_exit,
         report: cli.output.report,
         metrics_file: cli.output.metrics_file,

@@ -120,6 +120,8 @@ pub enum Event<'a> {
         program: &'a OsString,
         /// Why, as the OS said it.
         error: &'a str,
+        /// Time since the run started.
+        total: Duration,
     },
     /// An attempt succeeded.
     Succeeded {

@@ -563,6 +563,7 @@ impl Loop<'_, '_> {
                     outcome,
                     program: &plan.command[0],
                     error: spawn_error.as_deref().unwrap_or("cannot start"),
+                    total: self.exec.now().saturating_duration_since(self.start),
                 });
                 let exit = exit_for(outcome, plan.preserve_status);
                 Step::Done(self.closing(HookKind::GiveUp, Some(Ending::Stopped), exit))

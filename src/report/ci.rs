@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::duration::human;
 use crate::exit::Exit;
 use crate::report::run_report::{AttemptRow, Recorder};
-use crate::report::{atomic, escape_controls, say};
+use crate::report::{Warnings, atomic, escape_controls};
 
 /// The files of a GitHub Actions step that backoff appends to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -40,9 +40,9 @@ impl StepFiles {
     }
 
     /// Appends the run's outputs and its summary. A file that cannot be
-    /// written is said on one line, and nothing else changes.
+    /// written is told to `warnings`, and nothing else changes.
     /// `delimiter` ends each output's value (see `outputs`).
-    pub fn write(&self, recorder: &Recorder, exit: Exit, delimiter: &str) {
+    pub fn write(&self, recorder: &Recorder, exit: Exit, delimiter: &str, warnings: &Warnings) {
         if let Some(path) = &self.output {
             let ours = outputs(recorder, exit, delimiter);
             let written = atomic::append_after(path, |file| {
@@ -53,13 +53,13 @@ impl StepFiles {
                 Ok(text)
             });
             if let Err(e) = written {
-                cannot_write("GITHUB_OUTPUT", path, &e);
+                cannot_write("GITHUB_OUTPUT", path, &e, warnings);
             }
         }
         if let Some(path) = &self.summary {
             let rows = SummaryRows::of(recorder.rows());
             let doc = summary(recorder.name(), recorder.ending(), &rows);
-            append("GITHUB_STEP_SUMMARY", path, &doc);
+            append("GITHUB_STEP_SUMMARY", path, &doc, warnings);
         }
     }
 }
@@ -393,16 +393,16 @@ pub fn gitlab_table(rows: impl Iterator<Item = AttemptRow>) -> String {
 /// Appends `text` to the file at `path` (named by the variable `var`) in
 /// one write, creating it if need be, and says on one line why not when
 /// it cannot.
-fn append(var: &str, path: &Path, text: &str) {
+fn append(var: &str, path: &Path, text: &str, warnings: &Warnings) {
     if let Err(e) = atomic::append(path, text.as_bytes()) {
-        cannot_write(var, path, &e);
+        cannot_write(var, path, &e, warnings);
     }
 }
 
 /// Says on one line that the file at `path`, named by `var`, was not
 /// written, and why.
-fn cannot_write(var: &str, path: &Path, e: &std::io::Error) {
-    say(&format!("cannot write ${var} '{}': {e}", path.display()));
+fn cannot_write(var: &str, path: &Path, e: &std::io::Error, warnings: &Warnings) {
+    warnings.warn(&format!("cannot write ${var} '{}': {e}", path.display()));
 }
 
 #[cfg(test)]

@@ -774,6 +774,7 @@ mod tests {
             outcome: Outcome::NotFound,
             program,
             error: "No such file or directory",
+            total: std::time::Duration::ZERO,
         }
     }
 

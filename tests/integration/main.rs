@@ -28,3 +28,4 @@ mod support;
 mod timestamps;
 mod usage;
 mod waiting;
+mod warnings;
