@@ -40,11 +40,12 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use backoff_cli::budget::breaker::{Admission, Breaker, Circuit, RunEnd};
-use backoff_cli::budget::bucket::{Bucket, UNIT};
 use backoff_cli::budget::file::{FileBreaker, FileBudget};
 use backoff_cli::budget::{BreakerPlace, BreakerStore, FailMode, Place, Refill, Store, Unwatched};
 use backoff_cli::event::BreakerNews;
+use backoff_cli::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
+use backoff_cli::fleet::bucket::{Bucket, UNIT};
+use backoff_cli::report::Warnings;
 use backoff_cli::run::CircuitBreaker;
 
 /// Long enough that a call waits out any queue rather than fail.
@@ -101,14 +102,29 @@ fn is_redis(place: &str) -> bool {
 #[cfg(feature = "redis")]
 fn redis_budget(url: &str, key: &str, bucket: Bucket) -> Result<Place, String> {
     use backoff_cli::budget::redis::RedisBudget;
-    RedisBudget::new(url, key, bucket, TIMEOUT, FailMode::Closed).map(|r| Place::Redis(Box::new(r)))
+    RedisBudget::new(
+        url,
+        key,
+        bucket,
+        TIMEOUT,
+        FailMode::Closed,
+        Warnings::default(),
+    )
+    .map(|r| Place::Redis(Box::new(r)))
 }
 
 #[cfg(feature = "redis")]
 fn redis_breaker(url: &str, key: &str) -> Result<BreakerPlace, String> {
     use backoff_cli::budget::redis::RedisBreaker;
-    RedisBreaker::new(url, key, BREAKER, TIMEOUT, FailMode::Closed)
-        .map(|r| BreakerPlace::Redis(Box::new(r)))
+    RedisBreaker::new(
+        url,
+        key,
+        BREAKER,
+        TIMEOUT,
+        FailMode::Closed,
+        Warnings::default(),
+    )
+    .map(|r| BreakerPlace::Redis(Box::new(r)))
 }
 
 #[cfg(not(feature = "redis"))]
@@ -141,9 +157,10 @@ impl Opened {
                         bucket,
                         TIMEOUT,
                         FailMode::Closed,
+                        Warnings::default(),
                     )?)
                 };
-                Opened::Budget(Store::new(place, FailMode::Closed))
+                Opened::Budget(Store::new(place, FailMode::Closed, Warnings::default()))
             }
             Kind::Breaker => {
                 let place = if is_redis(place) {
@@ -155,9 +172,15 @@ impl Opened {
                         BREAKER,
                         TIMEOUT,
                         FailMode::Closed,
+                        Warnings::default(),
                     )?)
                 };
-                Opened::Breaker(BreakerStore::new(key, place, FailMode::Closed))
+                Opened::Breaker(BreakerStore::new(
+                    key,
+                    place,
+                    FailMode::Closed,
+                    Warnings::default(),
+                ))
             }
         })
     }

@@ -10,18 +10,18 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::budget::breaker::Breaker;
-use crate::budget::bucket::{Bucket, show_tokens};
 use crate::budget::{BreakerStore, Refill, Store};
 use crate::cli::{self, Cli, Format, SimFormat, Sub};
 use crate::config::{self, Given, RunConfig, UsageError};
 use crate::event::{Report, Reports};
 use crate::exec::{self, RealExecutor};
 use crate::exit::Exit;
+use crate::fleet::breaker::Breaker;
+use crate::fleet::bucket::{Bucket, show_tokens};
 use crate::report::json::JsonReport;
 use crate::report::run_report::Recorder;
 use crate::report::text::TextReport;
-use crate::report::{self, Labels, LogFormat, Std, Verbosity, atomic, ci, metrics, say};
+use crate::report::{self, Labels, LogFormat, Std, Verbosity, Warnings, atomic, ci, metrics, say};
 use crate::run::Executor as _;
 use crate::simulate::{self, svg, table};
 use crate::sys::signals::SignalWatch;
@@ -194,9 +194,19 @@ fn bare_seconds(v: &str) -> bool {
 }
 
 /// Runs the command with retries; `options` are backoff's own words of the
-/// command line, for advice that repeats them.
+/// command line, for advice that repeats them. Once the configuration is
+/// known, what backoff has to say, its errors included, is in the log
+/// format (a `warning` event in json).
 fn run_command(cli: Cli, given: &Given, options: &[OsString]) -> anyhow::Result<Exit> {
     let cfg = config::run(cli, given)?;
+    Ok(run_configured(&cfg, options).unwrap_or_else(|e| {
+        cfg.warnings.warn(&format!("{e:#}"));
+        Exit::USAGE
+    }))
+}
+
+/// Runs the command as `cfg` says.
+fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit> {
     // From here on every line backoff writes carries the time and the name.
     let labels = Labels {
         clock: cfg
@@ -204,9 +214,8 @@ fn run_command(cli: Cli, given: &Given, options: &[OsString]) -> anyhow::Result<
             .then_some(SystemTime::now as fn() -> SystemTime),
         name: cfg.name.clone(),
     };
-    report::label_lines(labels.clone());
     if cfg.curl_without_fail && cfg.verbosity != Verbosity::Quiet {
-        say(
+        cfg.warnings.warn(
             "--preset curl: curl runs without -f (--fail), so an HTTP error exits 0 and is not retried; add -f",
         );
     }
@@ -241,11 +250,8 @@ fn run_command(cli: Cli, given: &Given, options: &[OsString]) -> anyhow::Result<
         breaker_exit: cfg.breaker_exit,
         misplaced: misplaced.as_deref(),
     };
-    let label = cfg
-        .name
-        .clone()
-        .unwrap_or_else(|| cfg.command[0].to_string_lossy().into_owned());
-    let mut log = log_report(&cfg, labels, label.clone());
+    let label = config::run_label(cfg.name.as_ref(), &cfg.command);
+    let mut log = log_report(cfg, labels, label.clone());
     let mut recorder = Recorder::new(label, SystemTime::now);
     // The curl preset's own file for the response headers, when curl shows
     // none: it is added to curl's arguments, and read after each attempt.
@@ -284,6 +290,7 @@ fn run_command(cli: Cli, given: &Given, options: &[OsString]) -> anyhow::Result<
             folded: matches!(cfg.log_format, LogFormat::Github | LogFormat::Gitlab)
                 && cfg.verbosity != crate::report::Verbosity::Quiet
                 && !std::io::stderr().is_terminal(),
+            warnings: cfg.warnings.clone(),
         },
         cfg.output_rules.clone(),
         stdin,
@@ -299,7 +306,7 @@ fn run_command(cli: Cli, given: &Given, options: &[OsString]) -> anyhow::Result<
     );
     // A signal that ended the wait for the metrics file's lock ends backoff
     // as any signal does: it dies by it.
-    match write_summaries(&cfg, &recorder, exit, &mut |d| executor.pause(d)) {
+    match write_summaries(cfg, &recorder, exit, &mut |d| executor.pause(d)) {
         Some(sig) => Ok(Exit::Signal(sig)),
         None => Ok(exit),
     }
@@ -358,7 +365,8 @@ fn write_summaries(
         let mut doc = format!("{:#}", recorder.report(exit));
         doc.push('\n');
         if let Err(e) = atomic::write(path, doc.as_bytes()) {
-            say(&format!("cannot write --report '{}': {e}", path.display()));
+            cfg.warnings
+                .warn(&format!("cannot write --report '{}': {e}", path.display()));
         }
     }
     if let Some(path) = &cfg.metrics_file {
@@ -372,7 +380,7 @@ fn write_summaries(
             }),
         };
         if let Err(e) = written {
-            say(&format!(
+            cfg.warnings.warn(&format!(
                 "cannot write --metrics-file '{}': {e}",
                 path.display()
             ));
@@ -390,6 +398,7 @@ fn write_ci(cfg: &RunConfig, recorder: &Recorder, exit: Exit) {
             recorder,
             exit,
             &ci::delimiter([random_seed(), random_seed()]),
+            &cfg.warnings,
         );
     }
     if cfg.log_format == LogFormat::Gitlab && cfg.verbosity != crate::report::Verbosity::Quiet {
@@ -464,7 +473,7 @@ fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Resu
     };
     match command {
         cli::BreakerCommand::Show { key, store, format } => {
-            let b = config::open_breaker(key, store, limits, given)?;
+            let b = config::open_breaker(key, store, limits, given, &Warnings::default())?;
             let (circuit, now) = b.show().map_err(|e| fail(key, &b, e))?;
             let line = match format {
                 cli::BudgetFormat::Text => format!(
@@ -483,7 +492,7 @@ fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Resu
             let _ = std::io::stdout().write_all(line.as_bytes());
         }
         cli::BreakerCommand::Reset { key, store } => {
-            let b = config::open_breaker(key, store, limits, given)?;
+            let b = config::open_breaker(key, store, limits, given, &Warnings::default())?;
             b.reset().map_err(|e| fail(key, &b, e))?;
         }
     }
@@ -499,7 +508,7 @@ fn budget_command(command: &cli::BudgetCommand, given: &Given) -> anyhow::Result
     let tokens = |micros: u64| show_tokens(micros).parse::<f64>().unwrap_or(0.0);
     match command {
         cli::BudgetCommand::Show { key, store, format } => {
-            let b = config::open_budget(key, store, given)?;
+            let b = config::open_budget(key, store, given, &Warnings::default())?;
             let level = b.level().map_err(|e| fail(key, &b, e))?;
             // The state's own bucket; the flags' where it records none (no
             // state yet, or one of an older version).
@@ -544,7 +553,7 @@ fn budget_command(command: &cli::BudgetCommand, given: &Given) -> anyhow::Result
             let _ = std::io::stdout().write_all(line.as_bytes());
         }
         cli::BudgetCommand::Reset { key, store } => {
-            let b = config::open_budget(key, store, given)?;
+            let b = config::open_budget(key, store, given, &Warnings::default())?;
             let refill = if given.gave("--budget-burst") || given.gave("--budget-ratio") {
                 Refill::Given
             } else {

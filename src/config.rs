@@ -4,26 +4,26 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 
-use crate::budget::breaker::Breaker;
-use crate::budget::bucket::{self, Bucket};
 use crate::budget::file::{self, FileBreaker, FileBudget};
 use crate::budget::{BreakerPlace, BreakerStore, Place, Store, redact};
 use crate::classify::{Preset, Rule, Rules};
 use crate::cli::values::RuleList;
 use crate::cli::{
-    BreakerArgs, BudgetArgs, BudgetStore, Cli, GoalArgs, PolicyArgs, RuleArgs, SimFormat, SimModel,
-    SimScenario, SimStrategy, SimulateArgs, StoreArgs, TimeArgs,
+    BreakerArgs, BudgetArgs, BudgetStore, Cli, GoalArgs, OutputArgs, PolicyArgs, RuleArgs,
+    SimFormat, SimModel, SimScenario, SimStrategy, SimulateArgs, StoreArgs, TimeArgs,
 };
 use crate::exec::scan::{self, Headers, OutputRules};
+use crate::fleet::breaker::Breaker;
+use crate::fleet::bucket::{self, Bucket};
 use crate::jitter::Jitter;
 use crate::policy::{Policy, PolicyConfig};
 use crate::report::ci::StepFiles;
-use crate::report::{LogFormat, Verbosity};
+use crate::report::{Labels, LogFormat, Verbosity, Warnings};
 use crate::run::{Goal, Hints, Hooks};
 use crate::simulate::{self, overload};
 use clap::ValueEnum as _;
@@ -158,6 +158,8 @@ pub struct RunConfig {
     /// `--log-format`, or github under GitHub Actions, gitlab under GitLab
     /// CI, else text.
     pub log_format: LogFormat,
+    /// Where backoff's own warnings go, in the log format.
+    pub warnings: Warnings,
     /// Under GitHub Actions, the step's files for its outputs and summary.
     pub github_step: Option<StepFiles>,
     /// `--report`.
@@ -792,8 +794,13 @@ fn check_overload_times(s: &overload::Setup, given: &Given) -> Result<(), UsageE
 }
 
 /// Opens the budget `key`: in Redis with `--budget-store`, else in a file
-/// of `--budget-dir`.
-pub fn open_budget(key: &str, store: &BudgetStore, given: &Given) -> Result<Store, UsageError> {
+/// of `--budget-dir`; what it has to say goes to `warnings`.
+pub fn open_budget(
+    key: &str,
+    store: &BudgetStore,
+    given: &Given,
+    warnings: &Warnings,
+) -> Result<Store, UsageError> {
     if store.budget_ratio > store.budget_burst {
         return Err(invalid(
             given,
@@ -810,13 +817,15 @@ pub fn open_budget(key: &str, store: &BudgetStore, given: &Given) -> Result<Stor
     check_store(place, given)?;
     let fail = place.budget_store_fail;
     if let Some(url) = &place.budget_store {
-        return redis_budget(url, key, bucket, place, given).map(|p| Store::new(p, fail));
+        return redis_budget(url, key, bucket, place, given, warnings)
+            .map(|p| Store::new(p, fail, warnings.clone()));
     }
     // No default directory (no HOME) is not bad input: it is reported when
     // the budget is used, and the fail mode decides.
     let dir = place.budget_dir.clone().or_else(file::default_dir);
-    FileBudget::open(dir, key, bucket, place.budget_store_timeout, fail)
-        .map(|f| Store::new(Place::File(f), fail))
+    let timeout = place.budget_store_timeout;
+    FileBudget::open(dir, key, bucket, timeout, fail, warnings.clone())
+        .map(|f| Store::new(Place::File(f), fail, warnings.clone()))
         .map_err(|why| invalid(given, key, "--budget", why))
 }
 
@@ -834,27 +843,43 @@ fn check_store(place: &StoreArgs, given: &Given) -> Result<(), UsageError> {
 }
 
 /// Opens the breaker `key` with `breaker`'s limits: in Redis with
-/// `--budget-store`, else in a file of `--budget-dir`.
+/// `--budget-store`, else in a file of `--budget-dir`; what it has to say
+/// goes to `warnings`.
 pub fn open_breaker(
     key: &str,
     place: &StoreArgs,
     breaker: Breaker,
     given: &Given,
+    warnings: &Warnings,
 ) -> Result<BreakerStore, UsageError> {
     check_store(place, given)?;
     let fail = place.budget_store_fail;
     let timeout = place.budget_store_timeout;
     if let Some(url) = &place.budget_store {
         #[cfg(feature = "redis")]
-        return crate::budget::redis::RedisBreaker::new(url, key, breaker, timeout, fail)
-            .map(|r| BreakerStore::new(key, BreakerPlace::Redis(Box::new(r)), fail))
-            .map_err(|why| invalid(given, redact(url), "--budget-store", why));
+        return crate::budget::redis::RedisBreaker::new(
+            url,
+            key,
+            breaker,
+            timeout,
+            fail,
+            warnings.clone(),
+        )
+        .map(|r| {
+            BreakerStore::new(
+                key,
+                BreakerPlace::Redis(Box::new(r)),
+                fail,
+                warnings.clone(),
+            )
+        })
+        .map_err(|why| invalid(given, redact(url), "--budget-store", why));
         #[cfg(not(feature = "redis"))]
         return Err(no_redis(url, given));
     }
     let dir = place.budget_dir.clone().or_else(file::default_dir);
-    FileBreaker::open(dir, key, breaker, timeout, fail)
-        .map(|f| BreakerStore::new(key, BreakerPlace::File(f), fail))
+    FileBreaker::open(dir, key, breaker, timeout, fail, warnings.clone())
+        .map(|f| BreakerStore::new(key, BreakerPlace::File(f), fail, warnings.clone()))
         .map_err(|why| invalid(given, key, "--breaker", why))
 }
 
@@ -865,6 +890,7 @@ fn redis_budget(
     bucket: Bucket,
     s: &StoreArgs,
     given: &Given,
+    warnings: &Warnings,
 ) -> Result<Place, UsageError> {
     crate::budget::redis::RedisBudget::new(
         url,
@@ -872,6 +898,7 @@ fn redis_budget(
         bucket,
         s.budget_store_timeout,
         s.budget_store_fail,
+        warnings.clone(),
     )
     .map(|r| Place::Redis(Box::new(r)))
     .map_err(|why| invalid(given, redact(url), "--budget-store", why))
@@ -884,6 +911,7 @@ fn redis_budget(
     _: Bucket,
     _: &StoreArgs,
     given: &Given,
+    _: &Warnings,
 ) -> Result<Place, UsageError> {
     Err(no_redis(url, given))
 }
@@ -906,6 +934,7 @@ fn breaker(
     place: &StoreArgs,
     goal: Goal,
     given: &Given,
+    warnings: &Warnings,
 ) -> Result<Option<BreakerStore>, UsageError> {
     let Some(key) = &args.breaker else {
         return Ok(None);
@@ -931,13 +960,18 @@ fn breaker(
         failures: args.breaker_failures,
         cooldown_ms,
     };
-    open_breaker(key, place, limits, given).map(Some)
+    open_breaker(key, place, limits, given, warnings).map(Some)
 }
 
 /// Opens `--budget`. A `--budget-store` without it (or `--breaker`, which
 /// `breaker` tells) is an error when given on the command line; from `BACKOFF_BUDGET_STORE` it is not, since a fleet
 /// sets that once for every command, budgeted or not.
-fn budget(args: &BudgetArgs, breaker: bool, given: &Given) -> Result<Option<Store>, UsageError> {
+fn budget(
+    args: &BudgetArgs,
+    breaker: bool,
+    given: &Given,
+    warnings: &Warnings,
+) -> Result<Option<Store>, UsageError> {
     let Some(key) = &args.budget else {
         if given.budget_store && !breaker {
             return Err(UsageError(
@@ -946,7 +980,7 @@ fn budget(args: &BudgetArgs, breaker: bool, given: &Given) -> Result<Option<Stor
         }
         return Ok(None);
     };
-    open_budget(key, &args.store, given).map(Some)
+    open_budget(key, &args.store, given, warnings).map(Some)
 }
 
 /// What ends a run: `--until-failure` (which takes no retry limit) or a
@@ -996,6 +1030,45 @@ fn where_heads_are(
         }
         _ => rules,
     }
+}
+
+/// `--log-format`, or the format of the CI runner backoff runs under.
+fn log_format(output: &OutputArgs) -> LogFormat {
+    output.log_format.unwrap_or_else(|| {
+        let set = |name| std::env::var(name).is_ok_and(|v| v == "true");
+        if set("GITHUB_ACTIONS") {
+            LogFormat::Github
+        } else if set("GITLAB_CI") {
+            LogFormat::Gitlab
+        } else {
+            LogFormat::Text
+        }
+    })
+}
+
+/// Where the warnings of a run go, in its log format: in text, with the
+/// time and the name that start every line of the run; in json, as events
+/// named as the others are (`--name`, else the program).
+fn warnings(output: &OutputArgs, format: LogFormat, command: &[OsString]) -> Warnings {
+    if format == LogFormat::Json {
+        return Warnings::json(run_label(output.name.as_ref(), command), SystemTime::now);
+    }
+    Warnings::text(Labels {
+        clock: output
+            .timestamps
+            .then_some(SystemTime::now as fn() -> SystemTime),
+        name: output.name.clone(),
+    })
+}
+
+/// What names a run in its events and reports: `--name`, else the program.
+pub fn run_label(name: Option<&String>, command: &[OsString]) -> String {
+    name.cloned().unwrap_or_else(|| {
+        command
+            .first()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    })
 }
 
 /// Builds the configuration of a run from the top-level command line.
@@ -1050,6 +1123,16 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     } else {
         Verbosity::Normal
     };
+    let log_format = log_format(&cli.output);
+    let warnings = warnings(&cli.output, log_format, &cli.command);
+    let budget = budget(&cli.budget, cli.breaker.breaker.is_some(), given, &warnings)?;
+    let breaker = breaker(
+        &cli.breaker,
+        &cli.budget.store.place,
+        goal,
+        given,
+        &warnings,
+    )?;
     Ok(RunConfig {
         policy,
         rules,
@@ -1076,19 +1159,11 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         verbosity,
         name: cli.output.name,
         timestamps: cli.output.timestamps,
-        log_format: cli.output.log_format.unwrap_or_else(|| {
-            let set = |name| std::env::var(name).is_ok_and(|v| v == "true");
-            if set("GITHUB_ACTIONS") {
-                LogFormat::Github
-            } else if set("GITLAB_CI") {
-                LogFormat::Gitlab
-            } else {
-                LogFormat::Text
-            }
-        }),
+        log_format,
+        warnings,
         github_step: StepFiles::from_env(|name| std::env::var_os(name)),
-        budget: budget(&cli.budget, cli.breaker.breaker.is_some(), given)?,
-        breaker: breaker(&cli.breaker, &cli.budget.store.place, goal, given)?,
+        budget,
+        breaker,
         breaker_exit: cli.breaker.breaker_exit,
         report: cli.output.report,
         metrics_file: cli.output.metrics_file,

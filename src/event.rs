@@ -4,8 +4,8 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
-use crate::budget::breaker::{Admission, Circuit, RunEnd};
 use crate::classify::{Hint, Outcome, StopReason};
+use crate::fleet::breaker::{Admission, Circuit, RunEnd};
 use crate::policy::Delay;
 
 /// Something that happened during a run, worth telling the user.
@@ -129,6 +129,8 @@ pub enum Event<'a> {
         program: &'a OsString,
         /// Why, as the OS said it.
         error: &'a str,
+        /// Time since the run started.
+        total: Duration,
     },
     /// An attempt succeeded.
     Succeeded {

@@ -4,12 +4,13 @@
 //! The crate is a pure core inside a thin shell. The core decides and
 //! touches no OS facility: `policy` and `jitter` (the delays), `classify`
 //! (success, retry or stop), `curl` (what curl's arguments ask for), `run`
-//! (the retry loop, over small traits), `event` (what a run tells),
+//! (the retry loop, over small traits), `event` (what a run tells), `fleet`
+//! (the rules of retry budgets and circuit breakers shared by processes),
 //! `schedule`, `signal` (signal names) and `duration`. Around it: `cli` (the command line as clap sees it), `config`
 //! (checked settings built from it), `exec` (running attempts: spawning, the
 //! event-driven wait, copying and scanning output), `sys` (every system
 //! call std lacks, and every `unsafe`), `report` (every line and file
-//! backoff writes), `budget` (retry budgets and their stores), `simulate`
+//! backoff writes), `budget` (where budgets and breakers are stored), `simulate`
 //! (the jitter experiment), `exit` (exit statuses) and `app` (the wiring).
 
 pub mod app;
@@ -22,6 +23,7 @@ pub mod duration;
 pub mod event;
 pub mod exec;
 pub mod exit;
+pub mod fleet;
 pub mod jitter;
 pub mod policy;
 pub mod report;

@@ -6,11 +6,11 @@ use std::ffi::OsString;
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
-pub use crate::budget::breaker::{Admission, Circuit, RunEnd};
 use crate::classify::{Limit, Observed, Outcome, Rules, Status, StopReason, Verdict};
 pub use crate::event::HookKind;
 use crate::event::{BreakerNews, Ending, Event, HuntEnd, Next, Report};
 use crate::exit::Exit;
+pub use crate::fleet::breaker::{Admission, Circuit, RunEnd};
 use crate::policy::{Delay, Delays, Policy};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
@@ -584,6 +584,7 @@ impl Loop<'_, '_> {
                     outcome,
                     program: &plan.command[0],
                     error: spawn_error.as_deref().unwrap_or("cannot start"),
+                    total: self.exec.now().saturating_duration_since(self.start),
                 });
                 let exit = exit_for(outcome, plan.preserve_status);
                 Step::Done(self.closing(HookKind::GiveUp, Some(Ending::Stopped), exit))

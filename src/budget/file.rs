@@ -15,10 +15,11 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::budget::breaker::{Admission, Breaker, Circuit, RunEnd};
-use crate::budget::bucket::{Bucket, MAX_BURST, UNIT, check_key};
 use crate::budget::{FailMode, Level, Refill, StoreError, deadline_after};
 use crate::duration::human;
+use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
+use crate::fleet::bucket::{Bucket, MAX_BURST, UNIT, check_key};
+use crate::report::Warnings;
 use crate::run::{Wait, Waited};
 use crate::sys::effective_uid;
 use crate::sys::fd::{open_dir, open_in};
@@ -167,6 +168,7 @@ pub struct FileBudget {
     key: String,
     bucket: Bucket,
     fail: FailMode,
+    warnings: Warnings,
 }
 
 fn refuse(path: &Path, why: &str) -> StoreError {
@@ -194,6 +196,7 @@ impl FileBudget {
         bucket: Bucket,
         timeout: Duration,
         fail: FailMode,
+        warnings: Warnings,
     ) -> Result<FileBudget, String> {
         check_key(key)?;
         Ok(FileBudget {
@@ -201,6 +204,7 @@ impl FileBudget {
             key: key.to_owned(),
             bucket,
             fail,
+            warnings,
         })
     }
 
@@ -217,7 +221,8 @@ impl FileBudget {
             State::Fresh => Ok(self.bucket.burst),
             State::Held(level) => Ok(level.micros.min(self.bucket.burst)),
             State::Corrupt(why) if self.fail == FailMode::Open => {
-                crate::report::say(&format!("retry budget {why}; starting a fresh bucket"));
+                self.warnings
+                    .warn(&format!("retry budget {why}; starting a fresh bucket"));
                 Ok(self.bucket.burst)
             }
             State::Corrupt(why) => Err(StoreError::Failed(why)),
@@ -389,6 +394,7 @@ pub struct FileBreaker {
     key: String,
     breaker: Breaker,
     fail: FailMode,
+    warnings: Warnings,
 }
 
 impl FileBreaker {
@@ -405,6 +411,7 @@ impl FileBreaker {
         breaker: Breaker,
         timeout: Duration,
         fail: FailMode,
+        warnings: Warnings,
     ) -> Result<FileBreaker, String> {
         check_key(key)?;
         Ok(FileBreaker {
@@ -412,6 +419,7 @@ impl FileBreaker {
             key: key.to_owned(),
             breaker,
             fail,
+            warnings,
         })
     }
 
@@ -425,7 +433,8 @@ impl FileBreaker {
             State::Fresh => Ok(Circuit::default()),
             State::Held(c) => Ok(c),
             State::Corrupt(why) if self.fail == FailMode::Open => {
-                crate::report::say(&format!("circuit breaker {why}; starting closed"));
+                self.warnings
+                    .warn(&format!("circuit breaker {why}; starting closed"));
                 Ok(Circuit::default())
             }
             State::Corrupt(why) => Err(StoreError::Failed(why)),
@@ -695,7 +704,7 @@ impl StateFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::budget::bucket::UNIT;
+    use crate::fleet::bucket::UNIT;
 
     #[test]
     fn breaker_records_round_trip_and_anything_else_is_corrupt() {
@@ -703,7 +712,7 @@ mod tests {
             Circuit::default(),
             Circuit {
                 failures: u32::MAX,
-                opened_ms: crate::budget::breaker::LATEST_MS,
+                opened_ms: crate::fleet::breaker::LATEST_MS,
                 until_ms: 1,
                 probe_until_ms: 1_796_144_602_783,
             },
@@ -798,7 +807,7 @@ mod tests {
             failures in proptest::prelude::any::<u64>(),
             times in proptest::array::uniform3(proptest::prop_oneof![
                 proptest::prelude::any::<u64>(),
-                0..=crate::budget::breaker::LATEST_MS + 1,
+                0..=crate::fleet::breaker::LATEST_MS + 1,
             ]),
         ) {
             let [opened, until, probe] = times;
@@ -806,7 +815,7 @@ mod tests {
                 "backoff-breaker v1 failures {failures:010} opened {opened:020} until {until:020} probe {probe:020}\n"
             );
             let valid = u32::try_from(failures).is_ok()
-                && times.iter().all(|&t| t <= crate::budget::breaker::LATEST_MS);
+                && times.iter().all(|&t| t <= crate::fleet::breaker::LATEST_MS);
             proptest::prop_assert_eq!(parse_breaker(text.as_bytes()).is_some(), valid, "{}", text);
         }
     }

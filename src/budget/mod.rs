@@ -1,10 +1,8 @@
-//! Retry budgets and circuit breakers shared by processes: the token bucket
-//! (`bucket`, pure) and the breaker's state machine (`breaker`, pure), and
-//! where they live: a file per key for the processes of one machine (`file`),
-//! or Redis for a fleet (`redis`, behind the cargo feature of that name).
+//! Where the retry budgets and circuit breakers shared by processes live
+//! (their rules are pure, in `fleet`): a file per key for the processes of
+//! one machine (`file`), or Redis for a fleet (`redis`, behind the cargo
+//! feature of that name).
 
-pub mod breaker;
-pub mod bucket;
 pub mod file;
 #[cfg(feature = "redis")]
 pub mod redis;
@@ -16,10 +14,11 @@ use std::cell::Cell;
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
-use crate::budget::breaker::{Circuit, RunEnd};
-use crate::budget::bucket::Bucket;
+use crate::fleet::bucket::Bucket;
 use crate::budget::file::{FileBreaker, FileBudget};
 use crate::event::BreakerNews;
+use crate::fleet::breaker::{Circuit, RunEnd};
+use crate::report::Warnings;
 use crate::run::{Decision, Wait, Waited};
 
 /// What to do when the budget store cannot be reached.
@@ -119,15 +118,18 @@ pub struct Store {
     place: Place,
     fail: FailMode,
     warned: Cell<bool>,
+    warnings: Warnings,
 }
 
 impl Store {
-    /// A budget in `place`, following `fail` when the store cannot be used.
-    pub fn new(place: Place, fail: FailMode) -> Store {
+    /// A budget in `place`, following `fail` when the store cannot be used,
+    /// which it tells to `warnings`.
+    pub fn new(place: Place, fail: FailMode, warnings: Warnings) -> Store {
         Store {
             place,
             fail,
             warned: Cell::new(false),
+            warnings,
         }
     }
 
@@ -204,7 +206,7 @@ impl Store {
                 .server()
                 .map(|s| format!(" store {s}"))
                 .unwrap_or_default();
-            crate::report::say(&format!(
+            self.warnings.warn(&format!(
                 "retry budget{store} unavailable ({error}); {then}"
             ));
         }
@@ -255,17 +257,19 @@ pub struct BreakerStore {
     place: BreakerPlace,
     fail: FailMode,
     warned: Cell<bool>,
+    warnings: Warnings,
 }
 
 impl BreakerStore {
     /// The breaker `key` in `place`, following `fail` when the store cannot
-    /// be used.
-    pub fn new(key: &str, place: BreakerPlace, fail: FailMode) -> BreakerStore {
+    /// be used, which it tells to `warnings`.
+    pub fn new(key: &str, place: BreakerPlace, fail: FailMode, warnings: Warnings) -> BreakerStore {
         BreakerStore {
             key: key.to_owned(),
             place,
             fail,
             warned: Cell::new(false),
+            warnings,
         }
     }
 
@@ -321,7 +325,7 @@ impl BreakerStore {
                 .server()
                 .map(|s| format!(" store {s}"))
                 .unwrap_or_default();
-            crate::report::say(&format!(
+            self.warnings.warn(&format!(
                 "circuit breaker '{}'{store} unavailable ({error}); {then}",
                 self.key
             ));

@@ -32,11 +32,12 @@ use std::os::fd::AsFd;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use crate::budget::breaker::{Admission, Breaker, Circuit, RunEnd};
-use crate::budget::bucket::{Bucket, MAX_BURST, UNIT};
 use crate::budget::secret::{redact, scrub};
 use crate::budget::{FailMode, Level, Refill, StoreError, deadline_after};
 use crate::duration::human;
+use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
+use crate::fleet::bucket::{Bucket, MAX_BURST, UNIT};
+use crate::report::Warnings;
 use crate::run::{Wait, Waited};
 
 /// The namespace of budget keys in Redis.
@@ -303,6 +304,8 @@ pub struct RedisBudget {
     /// A corrupt state becomes a full bucket (`--budget-store-fail open`).
     repair: bool,
     script: Lua,
+    /// Where a repaired state is told.
+    warnings: Warnings,
 }
 
 impl std::fmt::Debug for RedisBudget {
@@ -751,6 +754,7 @@ impl RedisBudget {
         bucket: Bucket,
         timeout: Duration,
         fail: FailMode,
+        warnings: Warnings,
     ) -> Result<RedisBudget, String> {
         Ok(RedisBudget {
             server: Server::open(url, timeout)?,
@@ -758,6 +762,7 @@ impl RedisBudget {
             bucket,
             repair: fail == FailMode::Open,
             script: Lua::decision(SCRIPT),
+            warnings,
         })
     }
 
@@ -785,7 +790,7 @@ impl RedisBudget {
         let (answer, repaired) = budget_reply(&reply)
             .ok_or_else(|| StoreError::Failed("corrupt budget state".into()))?;
         if repaired {
-            crate::report::say(&format!(
+            self.warnings.warn(&format!(
                 "retry budget store {}: corrupt budget state at {}; starting a fresh bucket",
                 self.url(),
                 self.key
@@ -855,6 +860,8 @@ pub struct RedisBreaker {
     /// A corrupt state becomes a closed circuit (`--budget-store-fail open`).
     repair: bool,
     script: Lua,
+    /// Where a repaired state is told.
+    warnings: Warnings,
 }
 
 impl std::fmt::Debug for RedisBreaker {
@@ -922,6 +929,7 @@ impl RedisBreaker {
         breaker: Breaker,
         timeout: Duration,
         fail: FailMode,
+        warnings: Warnings,
     ) -> Result<RedisBreaker, String> {
         Ok(RedisBreaker {
             server: Server::open(url, timeout)?,
@@ -929,6 +937,7 @@ impl RedisBreaker {
             breaker,
             repair: fail == FailMode::Open,
             script: Lua::decision(BREAKER_SCRIPT),
+            warnings,
         })
     }
 
@@ -961,7 +970,7 @@ impl RedisBreaker {
             StoreError::Failed("unexpected reply from the breaker script".to_owned())
         })?;
         if repaired {
-            crate::report::say(&format!(
+            self.warnings.warn(&format!(
                 "circuit breaker store {}: corrupt breaker state at {}; starting closed",
                 self.url(),
                 self.key
@@ -1053,7 +1062,7 @@ impl RedisBreaker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::budget::breaker::LATEST_MS;
+    use crate::fleet::breaker::LATEST_MS;
     use proptest::prelude::*;
 
     #[test]

@@ -969,10 +969,10 @@ mod tests {
         assert_eq!(cli.time.kill_after, Duration::from_secs(5));
         assert_eq!(
             cli.budget.store.budget_ratio,
-            crate::budget::bucket::UNIT / 10
+            crate::fleet::bucket::UNIT / 10
         );
         let store = &cli.budget.store;
-        assert_eq!(store.budget_burst, 10 * crate::budget::bucket::UNIT);
+        assert_eq!(store.budget_burst, 10 * crate::fleet::bucket::UNIT);
         assert_eq!(store.place.budget_store_timeout, Duration::from_millis(250));
         assert_eq!(store.place.budget_store_fail, FailMode::Open);
         assert_eq!(

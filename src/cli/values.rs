@@ -328,7 +328,7 @@ pub fn runs(s: &str) -> Result<u32, String> {
 
 /// Parses a budget key.
 pub fn budget_key(s: &str) -> Result<String, String> {
-    crate::budget::bucket::check_key(s).map(|()| s.to_owned())
+    crate::fleet::bucket::check_key(s).map(|()| s.to_owned())
 }
 
 /// Parses `--breaker-failures`: 1 to a million runs.
@@ -342,7 +342,7 @@ pub fn breaker_failures(s: &str) -> Result<u32, String> {
 
 /// Parses `--budget-burst`: 1 to a million tokens, in millionths.
 pub fn burst(s: &str) -> Result<u64, String> {
-    use crate::budget::bucket::{MAX_BURST, UNIT, parse_tokens};
+    use crate::fleet::bucket::{MAX_BURST, UNIT, parse_tokens};
     let t = parse_tokens(s)?;
     if t < UNIT {
         return Err("must be at least 1".into());
@@ -355,7 +355,7 @@ pub fn burst(s: &str) -> Result<u64, String> {
 
 /// Parses `--budget-ratio`: 0 to a million tokens, in millionths.
 pub fn ratio(s: &str) -> Result<u64, String> {
-    use crate::budget::bucket::{MAX_BURST, UNIT, parse_tokens};
+    use crate::fleet::bucket::{MAX_BURST, UNIT, parse_tokens};
     let t = parse_tokens(s)?;
     if t > MAX_BURST * UNIT {
         return Err(format!("at most {MAX_BURST}"));

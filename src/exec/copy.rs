@@ -12,7 +12,7 @@ use std::os::fd::AsFd;
 use crate::classify::Observed;
 use crate::exec::describe;
 use crate::exec::scan::{LineScanner, OutputRules};
-use crate::report::say;
+use crate::report::Warnings;
 use crate::sys::fd::{self, Out};
 
 /// Bytes read from the command's output at a time: enough to make few
@@ -162,12 +162,16 @@ pub(super) struct Copier {
     /// The first write into the held stdout file that failed (the disk or
     /// a quota full), since the held file was last emptied.
     pub(super) lost: Option<io::Error>,
+    /// Where a stream that cannot be written is told.
+    warnings: Warnings,
 }
 
 impl Copier {
-    /// A copier matching `rules`.
-    pub(super) fn new(rules: Option<OutputRules>) -> Copier {
+    /// A copier matching `rules`, telling `warnings` of a stream it cannot
+    /// write.
+    pub(super) fn new(rules: Option<OutputRules>, warnings: Warnings) -> Copier {
         Copier {
+            warnings,
             rules,
             buffer: Vec::new(),
             lost: None,
@@ -249,7 +253,7 @@ impl Copier {
                 }
                 // The held file takes no more: the rest is read and dropped.
                 Err(e) if pipe.holds => self.lost = Some(e),
-                Err(e) => return unwritable(pipe, &e),
+                Err(e) => return unwritable(pipe, &e, &self.warnings),
             }
         }
         match pipe.from.read(&mut self.buffer[..limit]) {
@@ -281,7 +285,7 @@ impl Copier {
                         pipe.pending.extend_from_slice(&data[written..]);
                         Copied::Data
                     }
-                    Err(e) => unwritable(pipe, &e),
+                    Err(e) => unwritable(pipe, &e, &self.warnings),
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Copied::Nothing,
@@ -367,7 +371,7 @@ impl Copier {
             } else if !pipes[i].pending.is_empty() {
                 match flush(&mut pipes[i]) {
                     Ok(()) => Copied::Data,
-                    Err(e) => unwritable(&mut pipes[i], &e),
+                    Err(e) => unwritable(&mut pipes[i], &e, &self.warnings),
                 }
             } else if reading || !pipes[i].emptied() {
                 pipes[i].blocked = false;
@@ -401,14 +405,14 @@ fn flush(pipe: &mut Pipe) -> io::Result<()> {
 /// have had without backoff. Any other failure (a full disk, an I/O error)
 /// is told once, and the rest of the attempt's output on that stream is
 /// dropped: the command cannot be given the error, and runs on.
-fn unwritable(pipe: &mut Pipe, e: &io::Error) -> Copied {
+fn unwritable(pipe: &mut Pipe, e: &io::Error, warnings: &Warnings) -> Copied {
     pipe.pending.clear();
     if e.kind() == io::ErrorKind::BrokenPipe {
         return Copied::Done;
     }
     if !pipe.dropping {
         pipe.dropping = true;
-        say(&format!(
+        warnings.warn(&format!(
             "cannot write the command's {}: {}; the rest of this attempt's {} is dropped",
             pipe.stream,
             describe(e),

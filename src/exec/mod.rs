@@ -22,17 +22,17 @@ use std::time::{Duration, Instant, SystemTime};
 use libc::c_int;
 
 use crate::classify::{Observed, Outcome, Status, os_error};
-use crate::report::say;
+use crate::report::Warnings;
 use crate::run::{self, AttemptSpec, Ended, Executor, Released, Wait};
 use crate::sys::guard::Guard;
-use crate::sys::process;
 use crate::sys::signals::{self, SignalWatch};
+use crate::sys::{children, process};
 use copy::Copier;
 use scan::OutputRules;
 pub use spool::{Replayed, spool_stdin};
 
 /// How attempts are run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Keep the child in backoff's process group; signal only the child.
     pub foreground: bool,
@@ -52,6 +52,9 @@ pub struct Options {
     /// the attempt left unfinished, so that the marker that closes the fold
     /// starts a line of its own.
     pub folded: bool,
+    /// Where backoff's own warnings go (a guard that cannot be started, a
+    /// stopped command, output that cannot be passed on).
+    pub warnings: Warnings,
 }
 
 /// Runs attempts of one command for real.
@@ -101,12 +104,13 @@ impl RealExecutor {
         } else {
             None
         };
+        let copier = Copier::new(rules, options.warnings.clone());
         let guard = if options.foreground {
             None
         } else {
             Guard::start()
                 .map_err(|e| {
-                    say(&format!(
+                    options.warnings.warn(&format!(
                         "cannot start the guard process ({}): if backoff is killed, processes the command started may outlive it",
                         describe(&e)
                     ));
@@ -118,7 +122,7 @@ impl RealExecutor {
             options,
             watch,
             lingering: None,
-            copier: Copier::new(rules),
+            copier,
             stdin,
             held,
             headers: None,
@@ -221,12 +225,14 @@ impl RealExecutor {
         self.guard = None;
         self.guard = match Guard::start() {
             Ok(mut guard) => {
-                say("the guard process died; a new one was started");
+                self.options
+                    .warnings
+                    .warn("the guard process died; a new one was started");
                 let _ = guard.watch(pgid);
                 Some(guard)
             }
             Err(e) => {
-                say(&format!(
+                self.options.warnings.warn(&format!(
                     "the guard process died and cannot be started again ({}): if backoff is killed, processes the command started may outlive it",
                     describe(&e)
                 ));
@@ -375,7 +381,7 @@ impl Executor for RealExecutor {
         // Once the command is reaped, its id may name another group as soon
         // as its own is empty: the guard must not kill by it any more.
         self.watch_group(0);
-        let _ = process::reap(&mut child);
+        let _ = children::reap(&mut child);
         self.lingering = None;
         if !self.options.foreground && !ended_by_backoff && signals::group_exists(pgid) {
             self.lingering = Some(pgid);
@@ -399,11 +405,12 @@ impl Executor for RealExecutor {
         self.watch_group(child.id());
         // A hook is waited for as an attempt is, in its own group always,
         // with no output to watch.
-        let options = self.options;
+        let (foreground, idle_timeout) = (self.options.foreground, self.options.idle_timeout);
         self.options.foreground = false;
         self.options.idle_timeout = None;
         let mut waited = self.wait(&child, Vec::new(), Some(hook.limit));
-        self.options = options;
+        self.options.foreground = foreground;
+        self.options.idle_timeout = idle_timeout;
         let pgid = child.id();
         // Nothing of a hook outlives it (`sleep 300 &` would run beside the
         // next attempt, and past backoff's end): its shell is not reaped
@@ -414,7 +421,7 @@ impl Executor for RealExecutor {
             let _ = signals::signal_group(pgid, libc::SIGTERM);
             let _ = signals::signal_group(pgid, libc::SIGCONT);
         }
-        let _ = process::reap(&mut child);
+        let _ = children::reap(&mut child);
         // What is left holds the group's id: the guard keeps it meanwhile.
         let signal = self.end_leftovers(pgid);
         waited.interrupted = waited.interrupted.or(signal);

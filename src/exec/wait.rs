@@ -14,7 +14,6 @@ use libc::c_int;
 use crate::classify::{Limit, Observed};
 use crate::exec::RealExecutor;
 use crate::exec::copy::Pipe;
-use crate::report::say;
 use crate::signal::is_terminating;
 use crate::sys::{process, signals};
 
@@ -309,7 +308,7 @@ impl RealExecutor {
         } else {
             "it runs in a process group of its own (--foreground gives it the terminal)"
         };
-        say(&format!(
+        self.options.warnings.warn(&format!(
             "the command is stopped by {sig}: it {what}, which it may not do as {hint}; Ctrl-C or kill ends it"
         ));
         true

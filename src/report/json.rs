@@ -7,9 +7,9 @@ use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
-use crate::budget::breaker::{Admission, Circuit, RunEnd};
 use crate::classify::{Outcome, Status, os_error};
-use crate::event::{BreakerNews, Event, Next, Report};
+use crate::event::{BreakerNews, Ending, Event, Next, Report};
+use crate::fleet::breaker::{Admission, Circuit, RunEnd};
 use crate::report::{Verbosity, utc_rfc3339};
 use crate::signal;
 
@@ -157,9 +157,22 @@ fn goal_json(event: &Event<'_>) -> Value {
     }
 }
 
-/// The JSON object of a run that gives up.
+/// The JSON object of a run that gives up; a command that cannot start
+/// gives up too, after its `attempt_end`.
 fn give_up_json(event: &Event<'_>) -> Value {
     match *event {
+        Event::CannotStart {
+            attempt,
+            outcome,
+            total,
+            ..
+        } => json!({
+            "event": "give_up",
+            "attempts": attempt,
+            "outcome": outcome_json(outcome),
+            "reason": Ending::Stopped.name(),
+            "total_seconds": total.as_secs_f64(),
+        }),
         Event::GaveUp {
             attempts,
             total,
@@ -386,6 +399,24 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
     }
 }
 
+/// The line of the event `v`, with the fields every event has: the
+/// schema's version, the time, the run's name.
+fn stamped(mut v: Value, name: &str, clock: fn() -> SystemTime) -> String {
+    v["schema"] = json!(SCHEMA_VERSION);
+    v["time"] = json!(utc_rfc3339(clock()));
+    v["name"] = json!(name);
+    let mut line = v.to_string();
+    line.push('\n');
+    line
+}
+
+/// The line of one of backoff's own warnings (a store that cannot be used,
+/// a file that cannot be written): `{"event": "warning", "message": …}`,
+/// with the fields every event has.
+pub fn warning_line(message: &str, name: &str, clock: fn() -> SystemTime) -> String {
+    stamped(json!({"event": "warning", "message": message}), name, clock)
+}
+
 impl<W: Write> Report for JsonReport<W> {
     fn event(&mut self, event: &Event<'_>) {
         if self.verbosity == Verbosity::Quiet
@@ -396,12 +427,16 @@ impl<W: Write> Report for JsonReport<W> {
         {
             return;
         }
-        let mut v = event_json(event, self.verbosity == Verbosity::Verbose);
-        v["schema"] = json!(SCHEMA_VERSION);
-        v["time"] = json!(utc_rfc3339((self.clock)()));
-        v["name"] = json!(self.name);
-        let mut line = v.to_string();
-        line.push('\n');
+        let mut line = stamped(
+            event_json(event, self.verbosity == Verbosity::Verbose),
+            &self.name,
+            self.clock,
+        );
+        // Like any other end of a run, one whose command cannot start ends
+        // the stream with `give_up` (but for `-q`, which tells no end).
+        if self.verbosity > Verbosity::Quiet && matches!(event, Event::CannotStart { .. }) {
+            line.push_str(&stamped(give_up_json(event), &self.name, self.clock));
+        }
         let _ = self.out.write_all(line.as_bytes());
         let _ = self.out.flush();
     }

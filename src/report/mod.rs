@@ -7,6 +7,7 @@
 
 pub mod atomic;
 pub mod ci;
+pub mod fold;
 pub mod json;
 pub mod live;
 pub mod metrics;
@@ -77,24 +78,77 @@ impl Labels {
     }
 }
 
-/// The labels of every line `say` writes, once the configuration is known.
-static LABELS: OnceLock<Labels> = OnceLock::new();
-
-/// Labels every line `say` writes from now on (the first call wins).
-pub fn label_lines(labels: Labels) {
-    let _ = LABELS.set(labels);
+/// Writes `backoff: MESSAGE` to stderr in one write, ignoring a closed
+/// stderr: backoff's errors before the configuration is known (bad flags,
+/// bad values), which are plain lines whatever the log format. Control
+/// characters in it (from a value the user gave, say) are escaped. Once
+/// the configuration is known, what backoff has to say goes through the
+/// run's `Warnings`.
+pub fn say(message: &str) {
+    Warnings::default().warn(message);
 }
 
-/// Writes `backoff: MESSAGE` to stderr in one write, ignoring a closed
-/// stderr, with the time and the label of `label_lines`. Control characters
-/// in it (from a value the user gave, say) are escaped.
-pub fn say(message: &str) {
-    let text = match LABELS.get() {
-        Some(labels) => labels.apply(message),
-        None => message.to_owned(),
-    };
-    let line = format!("backoff: {}\n", escape_controls(&text));
-    let _ = Std::Err.write_all(line.as_bytes());
+/// `2/7`, or `2` without a limit.
+pub fn of(attempt: u64, max: Option<u64>) -> String {
+    match max {
+        Some(m) => format!("{attempt}/{m}"),
+        None => attempt.to_string(),
+    }
+}
+
+/// Where backoff's own warnings go once the configuration is known (a
+/// store that cannot be used, a corrupt state, a file that cannot be
+/// written): each part of backoff that may warn is given one. In the text
+/// formats a warning is a line on stderr, `backoff: `, the labels (the
+/// time, the name), then the message; in json, a `warning` event on the
+/// same stream as the others. `Warnings::default()` writes a text line
+/// without labels.
+#[derive(Debug, Clone, Default)]
+pub struct Warnings {
+    form: Form,
+}
+
+#[derive(Debug, Clone)]
+enum Form {
+    Text(Labels),
+    Json {
+        name: String,
+        clock: fn() -> SystemTime,
+    },
+}
+
+impl Default for Form {
+    fn default() -> Self {
+        Form::Text(Labels::default())
+    }
+}
+
+impl Warnings {
+    /// Warnings as text lines, labelled with `labels`.
+    pub fn text(labels: Labels) -> Warnings {
+        Warnings {
+            form: Form::Text(labels),
+        }
+    }
+
+    /// Warnings as JSON events of the run `name`, timed by `clock`.
+    pub fn json(name: String, clock: fn() -> SystemTime) -> Warnings {
+        Warnings {
+            form: Form::Json { name, clock },
+        }
+    }
+
+    /// Writes `message` in one write, ignoring a closed stderr. Control
+    /// characters in it (from a value the user gave, say) are escaped.
+    pub fn warn(&self, message: &str) {
+        let line = match &self.form {
+            Form::Text(labels) => {
+                format!("backoff: {}\n", escape_controls(&labels.apply(message)))
+            }
+            Form::Json { name, clock } => json::warning_line(message, name, *clock),
+        };
+        let _ = Std::Err.write_all(line.as_bytes());
+    }
 }
 
 /// `t` as an RFC 3339 local time with milliseconds and the zone's offset:

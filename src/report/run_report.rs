@@ -9,10 +9,10 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
-use crate::budget::breaker::{Admission, Circuit};
 use crate::classify::{Hint, Limit, Outcome};
 use crate::event::{BreakerNews, Ending, Event, HookKind, HuntEnd, Next, Report};
 use crate::exit::Exit;
+use crate::fleet::breaker::{Admission, Circuit};
 use crate::report::json::{SCHEMA_VERSION, outcome_json, run_end_name};
 use crate::report::utc_rfc3339;
 use crate::signal;
@@ -193,7 +193,7 @@ struct BreakerRecord {
 impl BreakerRecord {
     /// The circuit's state as the run leaves it (as it found it, when the
     /// run did not change it).
-    fn state(&self) -> Option<crate::budget::breaker::State> {
+    fn state(&self) -> Option<crate::fleet::breaker::State> {
         match (self.after, self.before) {
             (Some((c, _, now)), _) | (None, Some((c, now))) => Some(c.state(now)),
             (None, None) => None,
@@ -264,7 +264,7 @@ impl Recorder {
     /// The circuit's state as the run leaves it, and whether the run was
     /// skipped: for the metrics; `None` without a breaker (or without an
     /// answer from its store).
-    pub fn breaker_state(&self) -> Option<(crate::budget::breaker::State, bool)> {
+    pub fn breaker_state(&self) -> Option<(crate::fleet::breaker::State, bool)> {
         let b = self.breaker.as_ref()?;
         Some((b.state()?, b.decision == "skip"))
     }
@@ -469,7 +469,7 @@ impl Recorder {
 
 impl Report for Recorder {
     fn event(&mut self, event: &Event<'_>) {
-        if let Some(line) = crate::report::ci::ending(event) {
+        if let Some(line) = crate::report::text::ending(event) {
             self.ending = Some(line);
         }
         match *event {

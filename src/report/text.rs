@@ -7,13 +7,13 @@
 use std::ffi::OsString;
 use std::io::Write;
 
-use crate::budget::breaker::{Admission, Circuit, RunEnd, State};
 use crate::classify::{HintSource, Outcome, StopReason};
 use crate::duration::human;
 use crate::event::{BreakerNews, Ending, Event, HookKind, HuntEnd, Next, Report};
-use crate::report::ci::{self, Folds, Runner};
+use crate::fleet::breaker::{Admission, Circuit, RunEnd, State};
+use crate::report::fold::{self, Folds, Runner};
 use crate::report::live::{self, Live};
-use crate::report::{Labels, Verbosity, escape_controls};
+use crate::report::{Labels, Verbosity, escape_controls, of};
 use crate::signal;
 
 /// Writes events as `backoff: ` text lines, or as GitHub Actions
@@ -86,24 +86,16 @@ impl<W: Write> TextReport<W> {
 
     fn line(&mut self, marks: &str, level: Option<&str>, text: &str) {
         let text = self.labels.apply(text);
-        let title = ci::escape_property(self.labels.name.as_deref().unwrap_or("backoff"));
+        let title = fold::escape_property(self.labels.name.as_deref().unwrap_or("backoff"));
         let buf = match level.filter(|_| self.github) {
             Some(level) => format!(
                 "{marks}::{level} title={title}::{}\n",
-                ci::escape_workflow(&text)
+                fold::escape_workflow(&text)
             ),
             None => format!("{marks}backoff: {}\n", escape_controls(&text)),
         };
         let _ = self.out.write_all(buf.as_bytes());
         let _ = self.out.flush();
-    }
-}
-
-/// `2/7`, or `2` without a limit.
-pub fn of(attempt: u64, max: Option<u64>) -> String {
-    match max {
-        Some(m) => format!("{attempt}/{m}"),
-        None => attempt.to_string(),
     }
 }
 
@@ -689,6 +681,36 @@ pub fn quote_command(command: &[OsString]) -> String {
     words.join(" ")
 }
 
+/// For an event that ends a run, the sentence that tells how, as its last
+/// line says it (`giving up after 3 attempts in 1.2s: exit 1`), also when
+/// that line is not written (a success without `-v`, or `-q`).
+pub fn ending(event: &Event<'_>) -> Option<String> {
+    match event {
+        Event::Succeeded { .. }
+        | Event::GaveUp { .. }
+        | Event::NoFailure { .. }
+        | Event::CannotStart { .. }
+        | Event::Interrupted { .. }
+        | Event::InterruptedWriting { .. }
+        | Event::InterruptedHook { .. }
+        | Event::Breaker {
+            news:
+                BreakerNews::Admitted {
+                    admission: Admission::Skip { .. },
+                    ..
+                },
+            ..
+        } => text(event, Verbosity::Verbose),
+        Event::Breaker {
+            key,
+            news: BreakerNews::Unavailable { run: false },
+        } => Some(format!(
+            "circuit breaker '{key}' unavailable: the command was not run (--budget-store-fail closed)"
+        )),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -768,6 +790,7 @@ mod tests {
             outcome: Outcome::NotFound,
             program,
             error: "No such file or directory",
+            total: std::time::Duration::ZERO,
         }
     }
 

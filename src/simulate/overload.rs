@@ -27,8 +27,8 @@ use rand::RngExt;
 use rand::SeedableRng;
 use rand::rngs::Xoshiro256PlusPlus;
 
-use crate::budget::breaker::{Admission, Breaker, Circuit, RunEnd};
-use crate::budget::bucket::Bucket;
+use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
+use crate::fleet::bucket::Bucket;
 use crate::jitter::Jitter;
 use crate::policy::{Delays, Policy};
 
@@ -551,7 +551,7 @@ pub fn simulate(setup: &Setup) -> Vec<Outcome> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::budget::bucket::UNIT;
+    use crate::fleet::bucket::UNIT;
 
     /// A small fleet: 100 clients at 1/s, capacity 200/s, a queue of 100,
     /// a full outage from 5s for 5s, a horizon of 30s.

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use crate::budget::bucket::show_tokens;
+use crate::fleet::bucket::show_tokens;
 use crate::simulate::overload::{self, Outcome};
 use crate::simulate::{Cell, Setup, Strategy};
 

@@ -28,7 +28,7 @@ use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use crate::sys::fd::set_nonblocking;
-use crate::sys::{process, signals};
+use crate::sys::{children, process, signals};
 
 /// backoff's end of the pipe to its guard.
 pub struct Guard {
@@ -62,7 +62,7 @@ impl Guard {
                 drop(listen);
                 // A guard that stopped reading never holds backoff up.
                 set_nonblocking(&tell)?;
-                process::adopt(u32::try_from(pid).unwrap_or(0));
+                children::adopt(u32::try_from(pid).unwrap_or(0));
                 Ok(Guard {
                     tell: File::from(OwnedFd::from(tell)),
                     pid,
@@ -110,7 +110,7 @@ impl Drop for Guard {
             libc::kill(self.pid, libc::SIGKILL);
             libc::waitpid(self.pid, std::ptr::null_mut(), 0);
         }
-        process::forget(u32::try_from(self.pid).unwrap_or(0));
+        children::forget(u32::try_from(self.pid).unwrap_or(0));
     }
 }
 

@@ -1,5 +1,6 @@
 //! The thin layer over the operating system: signals (`signals`), starting
-//! the command and reaping orphans (`process`), the guard that outlives a
+//! the command (`process`), backoff's own children and the reaping of
+//! orphans (`children`), the guard that outlives a
 //! killed backoff (`guard`), descriptors (`fd`), sealed files in memory (`memfd`) and the
 //! local time zone's offset (`localtime`).
 //! Every `unsafe` block of backoff is in this module, each with a
@@ -7,6 +8,7 @@
 //! rustix makes most of them without `unsafe`. Nothing here decides
 //! anything.
 
+pub mod children;
 pub mod fd;
 pub mod guard;
 pub mod localtime;

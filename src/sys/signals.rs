@@ -111,7 +111,7 @@ impl SignalWatch {
     }
 
     /// The signals that arrived since the last call, in order. On SIGCHLD,
-    /// orphans that ended are reaped (see `process::reap_orphans`).
+    /// orphans that ended are reaped (see `children::reap_orphans`).
     pub fn pending(&mut self) -> Vec<c_int> {
         let mut got = Vec::new();
         let mut buf = [0u8; 64];
@@ -123,7 +123,7 @@ impl SignalWatch {
             }
         }
         if got.contains(&libc::SIGCHLD) {
-            crate::sys::process::reap_orphans();
+            crate::sys::children::reap_orphans();
         }
         got
     }

@@ -1,0 +1,8 @@
+//! The rules that processes sharing a retry budget or a circuit breaker
+//! follow, as pure arithmetic on the state they share: the token bucket
+//! (`bucket`) and the breaker's state machine (`breaker`). Where that
+//! state lives, and how it is read and written, is the stores' business
+//! (`budget`).
+
+pub mod breaker;
+pub mod bucket;
