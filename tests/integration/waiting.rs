@@ -576,14 +576,14 @@ fn explicit_delays_are_taken_in_order_and_the_last_repeats() {
         .take(4)
         .map(|l| l.split(',').nth(1).unwrap())
         .collect();
-    assert_eq!(bounds, ["1000", "5000", "30000", "30000"], "{csv}");
+    assert_eq!(bounds, ["1", "5", "30", "30"], "{csv}");
     let out = backoff(["schedule", "--delays", "1s,5s", "--format", "json"])
         .output()
         .unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
-        doc["policy"]["bounds_ms"],
-        serde_json::json!([1000.0, 5000.0])
+        doc["policy"]["bounds_seconds"],
+        serde_json::json!([1.0, 5.0])
     );
 }
 
