@@ -199,8 +199,7 @@ fn table_of(rows: &[Row], more: More, seeded: bool) -> String {
 }
 
 fn csv_of(rows: &[Row]) -> String {
-    let mut s =
-        String::from(
+    let mut s = String::from(
         "retry,bound_seconds,min_seconds,max_seconds,mean_seconds,total_max_seconds,total_mean_seconds,drawn_seconds\n",
     );
     for r in rows {

@@ -18,6 +18,7 @@ mod observe;
 mod processes;
 mod retrying;
 mod schedule;
+mod schema;
 mod servers;
 mod signals;
 mod simulation;
