@@ -26,7 +26,7 @@ fn show_micro(dir: &Path, key: &str, burst: &str) -> u64 {
     .output()
     .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = crate::support::json_of(crate::schema::Doc::BudgetShow, &out.stdout);
     v["micro_tokens"].as_u64().unwrap()
 }
 
@@ -531,7 +531,7 @@ fn cron_and_a_terminal_share_the_default_budget_in_the_home() {
     let show = ["budget", "show", "k", "--format", "json"];
     let out = as_user(&home, Some(&run), &show).output().unwrap();
     assert!(out.status.success(), "{out:?}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = crate::support::json_of(crate::schema::Doc::BudgetShow, &out.stdout);
     let state = home.join(".local/state/backoff");
     assert_eq!(
         v["micro_tokens"], 9_000_000,

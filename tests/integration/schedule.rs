@@ -42,7 +42,7 @@ fn schedule_json_gives_ranges_means_and_totals() {
     ])
     .output()
     .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = crate::support::json_of(crate::schema::Doc::Schedule, &out.stdout);
     let rows = doc["retries"].as_array().unwrap();
     assert_eq!(rows.len(), 6, "default max-retries");
     assert_eq!(rows[0]["min_seconds"], 0.5);
@@ -75,7 +75,7 @@ fn schedule_with_a_seed_draws_delays_inside_their_ranges_and_repeats_them() {
         };
         let first = run();
         assert_eq!(first, run(), "same seed, same output");
-        let doc: serde_json::Value = serde_json::from_slice(&first).unwrap();
+        let doc = crate::support::json_of(crate::schema::Doc::Schedule, &first);
         for row in doc["retries"].as_array().unwrap() {
             let d = row["drawn_seconds"].as_f64().unwrap();
             let (lo, hi) = (

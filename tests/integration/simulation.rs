@@ -12,7 +12,7 @@ fn cells(args: &[&str]) -> Vec<Value> {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = crate::support::json_of(crate::schema::Doc::Simulate, &out.stdout);
     doc["cells"].as_array().unwrap().clone()
 }
 
@@ -161,7 +161,7 @@ fn overload(args: &[&str]) -> Value {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    serde_json::from_slice(&out.stdout).unwrap()
+    crate::support::json_of(crate::schema::Doc::Simulate, &out.stdout)
 }
 
 fn strategy<'a>(doc: &'a Value, name: &str) -> &'a Value {
