@@ -116,8 +116,9 @@ fn means(p: &Policy, count: u64) -> Vec<Duration> {
     }
 }
 
-fn ms(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e6).round() / 1e3
+/// A duration in seconds, to the microsecond, for CSV and JSON.
+fn seconds(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e6
 }
 
 fn range_text(r: &Row) -> String {
@@ -198,20 +199,21 @@ fn table_of(rows: &[Row], more: More, seeded: bool) -> String {
 }
 
 fn csv_of(rows: &[Row]) -> String {
-    let mut s =
-        String::from("retry,bound_ms,min_ms,max_ms,mean_ms,total_max_ms,total_mean_ms,drawn_ms\n");
+    let mut s = String::from(
+        "retry,bound_seconds,min_seconds,max_seconds,mean_seconds,total_max_seconds,total_mean_seconds,drawn_seconds\n",
+    );
     for r in rows {
-        let drawn = r.drawn.map(|d| ms(d).to_string()).unwrap_or_default();
+        let drawn = r.drawn.map(|d| seconds(d).to_string()).unwrap_or_default();
         let _ = writeln!(
             s,
             "{},{},{},{},{},{},{},{drawn}",
             r.retry,
-            ms(r.bound),
-            ms(r.min),
-            ms(r.max),
-            ms(r.mean),
-            ms(r.total_max),
-            ms(r.total_mean)
+            seconds(r.bound),
+            seconds(r.min),
+            seconds(r.max),
+            seconds(r.mean),
+            seconds(r.total_max),
+            seconds(r.total_mean)
         );
     }
     s
@@ -224,24 +226,24 @@ fn json_of(cfg: &PolicyConfig, rows: &[Row], more: More) -> String {
         .map(|r| {
             json!({
                 "retry": r.retry,
-                "bound_ms": ms(r.bound),
-                "min_ms": ms(r.min),
-                "max_ms": ms(r.max),
+                "bound_seconds": seconds(r.bound),
+                "min_seconds": seconds(r.min),
+                "max_seconds": seconds(r.max),
                 "max_inclusive": r.max_inclusive,
-                "mean_ms": ms(r.mean),
-                "total_max_ms": ms(r.total_max),
-                "total_mean_ms": ms(r.total_mean),
-                "drawn_ms": r.drawn.map(ms),
+                "mean_seconds": seconds(r.mean),
+                "total_max_seconds": seconds(r.total_max),
+                "total_mean_seconds": seconds(r.total_mean),
+                "drawn_seconds": r.drawn.map(seconds),
             })
         })
         .collect();
     let doc = json!({
         "policy": {
-            "base_ms": ms(p.base),
-            "cap_ms": ms(p.cap),
+            "base_seconds": seconds(p.base),
+            "cap_seconds": seconds(p.cap),
             "factor": p.factor,
-            "bounds_ms": (!p.bounds.is_empty())
-                .then(|| p.bounds.iter().map(|&b| ms(b)).collect::<Vec<_>>()),
+            "bounds_seconds": (!p.bounds.is_empty())
+                .then(|| p.bounds.iter().map(|&b| seconds(b)).collect::<Vec<_>>()),
             "jitter": p.jitter.name(),
             "max_retries": cfg.max_retries,
             "seed": cfg.seed,

@@ -14,10 +14,10 @@ use std::cell::Cell;
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
-use crate::fleet::bucket::Bucket;
 use crate::budget::file::{FileBreaker, FileBudget};
 use crate::event::BreakerNews;
 use crate::fleet::breaker::{Circuit, RunEnd};
+use crate::fleet::bucket::Bucket;
 use crate::report::Warnings;
 use crate::run::{Decision, Wait, Waited};
 

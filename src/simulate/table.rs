@@ -3,6 +3,7 @@
 //! model.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -83,16 +84,16 @@ pub fn json_doc(setup: &Setup, cells: &[Cell]) -> String {
     let doc = json!({
         "model": "brooker-2015",
         "runs": setup.runs,
-        "base_ms": setup.base.as_secs_f64() * 1e3,
-        "cap_ms": setup.cap.as_secs_f64() * 1e3,
+        "base_seconds": setup.base.as_secs_f64(),
+        "cap_seconds": setup.cap.as_secs_f64(),
         "seed": setup.seed,
         "cells": cells.iter().map(|c| json!({
             "clients": c.clients,
             "strategy": c.strategy.name(),
             "calls_mean": c.calls.mean,
             "calls_sd": c.calls.sd,
-            "time_ms_mean": c.time_ms.mean,
-            "time_ms_sd": c.time_ms.sd,
+            "time_mean_seconds": c.time_ms.mean / 1e3,
+            "time_sd_seconds": c.time_ms.sd / 1e3,
         })).collect::<Vec<_>>(),
     });
     format!("{doc:#}\n")
@@ -268,7 +269,7 @@ pub fn overload_table(setup: &overload::Setup, outcomes: &[Outcome]) -> String {
 /// The overload model's CSV: a row per strategy.
 pub fn overload_csv(outcomes: &[Outcome]) -> String {
     let mut out = String::from(
-        "strategy,amplification,goodput,recovery_s,skipped,wasted,requests,attempts,succeeded\n",
+        "strategy,amplification,goodput,recovery_seconds,skipped,wasted,requests,attempts,succeeded\n",
     );
     for o in outcomes {
         let _ = writeln!(
@@ -300,7 +301,7 @@ pub(crate) fn per_second(v: &[u32], n: usize) -> Vec<f64> {
 /// The overload model's JSON: its parameters, and per strategy the
 /// measures and the offered load and goodput of every second.
 pub fn overload_json(s: &overload::Setup, outcomes: &[Outcome]) -> String {
-    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let seconds = |d: std::time::Duration| d.as_secs_f64();
     let doc = json!({
         "model": "overload",
         "scenario": s.scenario,
@@ -308,25 +309,25 @@ pub fn overload_json(s: &overload::Setup, outcomes: &[Outcome]) -> String {
         "rate": s.rate,
         "capacity": s.capacity,
         "queue": s.queue,
-        "timeout_ms": ms(s.timeout),
+        "timeout_seconds": seconds(s.timeout),
         "brownout": s.brownout,
-        "outage_start_ms": ms(s.outage_start),
-        "outage_length_ms": ms(s.outage_length),
-        "horizon_ms": ms(s.horizon),
+        "outage_start_seconds": seconds(s.outage_start),
+        "outage_length_seconds": seconds(s.outage_length),
+        "horizon_seconds": seconds(s.horizon),
         "max_retries": s.max_retries,
-        "base_ms": ms(s.base),
-        "cap_ms": ms(s.cap),
+        "base_seconds": seconds(s.base),
+        "cap_seconds": seconds(s.cap),
         "factor": s.factor,
         "budget_ratio": show_tokens(s.bucket.ratio).parse::<f64>().unwrap_or(0.0),
         "budget_burst": show_tokens(s.bucket.burst).parse::<f64>().unwrap_or(0.0),
         "breaker_failures": s.breaker.failures,
-        "breaker_cooldown_ms": s.breaker.cooldown_ms,
+        "breaker_cooldown_seconds": Duration::from_millis(s.breaker.cooldown_ms).as_secs_f64(),
         "seed": s.seed,
         "strategies": outcomes.iter().map(|o| json!({
             "strategy": o.strategy.name(),
             "amplification": o.amplification(),
             "goodput": o.goodput(),
-            "recovery_s": o.recovery_s,
+            "recovery_seconds": o.recovery_s,
             "skipped": o.skipped,
             "wasted": o.wasted,
             "requests": o.requests,

@@ -77,7 +77,7 @@ impl Store<'_> {
             .output()
             .unwrap();
         assert!(out.status.success(), "{out:?}");
-        serde_json::from_slice(&out.stdout).unwrap()
+        crate::support::json_of(crate::schema::Doc::BreakerShow, &out.stdout)
     }
 
     /// A run of `script` (by `sh -c`) with the breaker `key`.
@@ -423,8 +423,7 @@ fn the_breaker_shows_in_the_events_the_report_and_the_metrics() {
         (&update["state"], &update["failures"], &update["run"]),
         (&"open".into(), &1.into(), &"gave_up".into())
     );
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let doc: serde_json::Value = crate::support::report_at(&report);
     assert_eq!(doc["breaker"]["state_after"], "open", "{doc}");
     let prom = std::fs::read_to_string(&metrics).unwrap();
     assert!(
@@ -445,8 +444,7 @@ fn the_breaker_shows_in_the_events_the_report_and_the_metrics() {
         (&"skip".into(), &"open".into())
     );
     assert!(ev[0]["until"].is_string());
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let doc: serde_json::Value = crate::support::report_at(&report);
     assert_eq!(doc["reason"], "breaker_open");
     assert_eq!(doc["attempts"].as_array().unwrap().len(), 0);
     let prom = std::fs::read_to_string(&metrics).unwrap();

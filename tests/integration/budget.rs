@@ -41,7 +41,10 @@ fn show(dir: &Path, key: &str, options: &[&str]) -> String {
 
 /// The same with `--format json`.
 fn show_json(dir: &Path, key: &str) -> serde_json::Value {
-    serde_json::from_str(&show(dir, key, &["--format", "json"])).unwrap()
+    crate::support::json_of(
+        crate::schema::Doc::BudgetShow,
+        show(dir, key, &["--format", "json"]).as_bytes(),
+    )
 }
 
 /// `backoff budget reset KEY` with `options`.
@@ -139,7 +142,7 @@ fn a_state_of_the_first_version_is_read_and_upgraded_at_its_next_change() {
 
 fn show_micro(dir: &Path, key: &str, burst: &str) -> u64 {
     let shown = show(dir, key, &["--format", "json", "--budget-burst", burst]);
-    let v: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    let v = crate::support::json_of(crate::schema::Doc::BudgetShow, shown.as_bytes());
     v["micro_tokens"].as_u64().unwrap()
 }
 
@@ -660,7 +663,7 @@ fn cron_and_a_terminal_share_the_default_budget_in_the_home() {
     let show = ["budget", "show", "k", "--format", "json"];
     let out = as_user(&home, Some(&run), &show).output().unwrap();
     assert!(out.status.success(), "{out:?}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = crate::support::json_of(crate::schema::Doc::BudgetShow, &out.stdout);
     let state = home.join(".local/state/backoff");
     assert_eq!(
         v["micro_tokens"], 9_000_000,

@@ -132,7 +132,7 @@ fn level(url: &str, key: &str) -> u64 {
     .output()
     .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = crate::support::json_of(crate::schema::Doc::BudgetShow, &out.stdout);
     v["micro_tokens"].as_u64().unwrap()
 }
 
@@ -393,7 +393,7 @@ fn rediss_urls_reach_a_redis_that_speaks_only_tls() {
     .output()
     .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = crate::support::json_of(crate::schema::Doc::BudgetShow, &out.stdout);
     assert_eq!(
         v["micro_tokens"], 8_000_000,
         "two retries took two tokens over TLS"

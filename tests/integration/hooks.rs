@@ -211,7 +211,7 @@ fn hooks_are_in_the_json_events_and_the_report() {
     assert_eq!(hooks[1]["hook"], "on_give_up");
     assert_eq!(hooks[1]["exit"], 0);
     assert!(hooks[1]["duration_seconds"].is_number());
-    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let doc = crate::support::report_at(&report);
     assert_eq!(doc["hooks"][0]["hook"], "on_retry");
     assert_eq!(doc["hooks"][0]["after_attempt"], 1);
     assert_eq!(doc["hooks"][0]["outcome"]["code"], 4);
@@ -250,8 +250,7 @@ fn a_signal_during_on_give_up_is_what_the_report_and_step_outputs_say() {
         run.seen
     );
     // Before, they said `exhausted` and `failure` beside exit 143.
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let report: serde_json::Value = crate::support::report_at(&dir.join("report.json"));
     assert_eq!(report["reason"], "interrupted");
     assert_eq!(report["final_status"], 143);
     assert_eq!(report["final_signal"], "TERM");

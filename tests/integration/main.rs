@@ -21,6 +21,7 @@ mod observe;
 mod processes;
 mod retrying;
 mod schedule;
+mod schema;
 mod servers;
 mod signals;
 mod simulation;

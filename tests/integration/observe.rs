@@ -111,7 +111,7 @@ fn github_actions_get_warning_and_error_annotations_without_a_flag() {
 }
 
 fn report(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).expect("report written")).expect("report parses")
+    crate::support::report_at(path)
 }
 
 #[test]
@@ -604,7 +604,7 @@ fn report_and_metrics_named_dev_stdout_or_dev_stderr_are_written_through() {
     .output()
     .unwrap();
     assert!(out.status.success());
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("the report on stdout");
+    let doc = crate::support::json_of(crate::schema::Doc::Report, &out.stdout);
     assert_eq!(doc["reason"], "success");
     let m = parse_exposition(&String::from_utf8(out.stderr).unwrap());
     assert_eq!(m[r#"backoff_runs_total{name="true"}"#], 1.0);
@@ -797,7 +797,7 @@ fn forever_and_until_failure_runs_keep_what_they_know_of_each_attempt_bounded() 
             "{early} KiB at attempt 200, {late} KiB at attempt 2500"
         );
     }
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let doc = crate::support::report_at(&report);
     let listed = doc["attempts"].as_array().unwrap();
     assert_eq!(listed.len(), 200);
     assert_eq!(doc["attempts_omitted"], 2300);

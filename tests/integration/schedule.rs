@@ -42,13 +42,13 @@ fn schedule_json_gives_ranges_means_and_totals() {
     ])
     .output()
     .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = crate::support::json_of(crate::schema::Doc::Schedule, &out.stdout);
     let rows = doc["retries"].as_array().unwrap();
     assert_eq!(rows.len(), 6, "default max-retries");
-    assert_eq!(rows[0]["min_ms"], 500.0);
-    assert_eq!(rows[0]["max_ms"], 1000.0);
-    assert_eq!(rows[0]["mean_ms"], 750.0);
-    assert_eq!(rows[1]["total_max_ms"], 3000.0);
+    assert_eq!(rows[0]["min_seconds"], 0.5);
+    assert_eq!(rows[0]["max_seconds"], 1.0);
+    assert_eq!(rows[0]["mean_seconds"], 0.75);
+    assert_eq!(rows[1]["total_max_seconds"], 3.0);
     assert_eq!(doc["policy"]["jitter"], "equal");
 }
 
@@ -75,15 +75,15 @@ fn schedule_with_a_seed_draws_delays_inside_their_ranges_and_repeats_them() {
         };
         let first = run();
         assert_eq!(first, run(), "same seed, same output");
-        let doc: serde_json::Value = serde_json::from_slice(&first).unwrap();
+        let doc = crate::support::json_of(crate::schema::Doc::Schedule, &first);
         for row in doc["retries"].as_array().unwrap() {
-            let d = row["drawn_ms"].as_f64().unwrap();
+            let d = row["drawn_seconds"].as_f64().unwrap();
             let (lo, hi) = (
-                row["min_ms"].as_f64().unwrap(),
-                row["max_ms"].as_f64().unwrap(),
+                row["min_seconds"].as_f64().unwrap(),
+                row["max_seconds"].as_f64().unwrap(),
             );
             assert!(d >= lo && d <= hi, "{jitter}: {row}");
-            assert!(d <= 5000.0, "never above the cap");
+            assert!(d <= 5.0, "never above the cap");
         }
     }
 }
@@ -103,7 +103,7 @@ fn schedule_csv_has_a_header_and_a_row_per_retry() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().count(), 4);
-    assert!(text.starts_with("retry,bound_ms,"));
+    assert!(text.starts_with("retry,bound_seconds,"));
 }
 
 #[test]

@@ -748,6 +748,7 @@ fn hints_and_the_guard_are_in_the_json_events_and_the_run_report() {
     let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stderr)
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
+        .inspect(|e| crate::schema::valid(crate::schema::Doc::Event, e))
         .collect();
     let ends: Vec<&serde_json::Value> = events
         .iter()
@@ -759,8 +760,7 @@ fn hints_and_the_guard_are_in_the_json_events_and_the_run_report() {
     assert_eq!(ends[0]["delay_from_server"], true);
     assert_eq!(ends[1]["next"], "stopped");
     assert_eq!(ends[1]["stop_reason"], "not_idempotent");
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let doc: serde_json::Value = crate::support::report_at(&report);
     assert_eq!(doc["attempts"][0]["hint_seconds"], 1.0);
     assert_eq!(doc["attempts"][0]["hint_source"], "retry-after");
     assert!(doc["attempts"][1]["hint_seconds"].is_null());

@@ -12,7 +12,7 @@ fn cells(args: &[&str]) -> Vec<Value> {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = crate::support::json_of(crate::schema::Doc::Simulate, &out.stdout);
     doc["cells"].as_array().unwrap().clone()
 }
 
@@ -43,7 +43,7 @@ fn at_100_clients_full_jitter_does_the_least_work_and_exponential_takes_longest(
         calls("full") < calls("exponential") / 2.0,
         "full < half of exponential"
     );
-    let time = |s| get(&c, s, "time_ms_mean");
+    let time = |s| get(&c, s, "time_mean_seconds");
     assert!(
         time("exponential") > 5.0 * time("full"),
         "exponential takes many times longer"
@@ -161,7 +161,7 @@ fn overload(args: &[&str]) -> Value {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    serde_json::from_slice(&out.stdout).unwrap()
+    crate::support::json_of(crate::schema::Doc::Simulate, &out.stdout)
 }
 
 fn strategy<'a>(doc: &'a Value, name: &str) -> &'a Value {
@@ -204,13 +204,13 @@ fn in_the_metastable_scenario_only_a_budget_or_a_breaker_lets_retrying_clients_r
     let doc = overload(&["--scenario", "metastable", "--seed", "2015"]);
     for name in RETRYING_WITHOUT_A_LIMIT {
         let s = strategy(&doc, name);
-        assert!(s["recovery_s"].is_null(), "{name} recovered: {s}");
+        assert!(s["recovery_seconds"].is_null(), "{name} recovered: {s}");
         // Past the outage the server stays busy with attempts nobody waits for.
         let goodput = s["goodput_per_s"].as_array().unwrap();
         assert!(goodput[55].as_f64() == Some(0.0), "{name}: {goodput:?}");
     }
     for name in ["none", "full+budget", "full+breaker"] {
-        let r = strategy(&doc, name)["recovery_s"].as_f64();
+        let r = strategy(&doc, name)["recovery_seconds"].as_f64();
         assert!(r.is_some_and(|r| r < 10.0), "{name}: {r:?}");
     }
 }
@@ -258,7 +258,7 @@ fn overload_csv_and_table_have_a_row_per_strategy_and_say_never() {
     .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].starts_with("strategy,amplification,goodput,recovery_s,skipped"));
+    assert!(lines[0].starts_with("strategy,amplification,goodput,recovery_seconds,skipped"));
     assert_eq!(lines.len(), 3, "{text}");
     assert!(
         lines[1].starts_with("full,") && lines[1].contains(",never,"),

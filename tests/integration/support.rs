@@ -9,6 +9,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::schema::{self, Doc};
+
 /// The longest any single wait in a test may take before it fails: generous,
 /// so that a loaded two-core machine does not make tests flaky.
 pub const PATIENCE: Duration = Duration::from_secs(20);
@@ -35,12 +37,30 @@ where
     assert_cmd::Command::from_std(command(args))
 }
 
-/// The JSON events of `--log-format json`, one a line of `stderr`.
+/// The JSON events of `--log-format json`, one a line of `stderr`, each
+/// checked against `docs/schema/events.json`.
 pub fn events(stderr: &[u8]) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(stderr)
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}")))
+        .map(|l| json_of(Doc::Event, l.as_bytes()))
         .collect()
+}
+
+/// The JSON document backoff wrote, `bytes`, checked against the schema of
+/// `doc` in `docs/schema/`.
+pub fn json_of(doc: Doc, bytes: &[u8]) -> serde_json::Value {
+    let v = serde_json::from_slice(bytes)
+        .unwrap_or_else(|e| panic!("not JSON: {:?}: {e}", String::from_utf8_lossy(bytes)));
+    schema::valid(doc, &v);
+    v
+}
+
+/// The run report at `path` (`--report`), checked against
+/// `docs/schema/report.json`.
+pub fn report_at(path: &Path) -> serde_json::Value {
+    let bytes =
+        std::fs::read(path).unwrap_or_else(|e| panic!("no report at {}: {e}", path.display()));
+    json_of(Doc::Report, &bytes)
 }
 
 /// A fresh temporary directory, removed when dropped.

@@ -275,7 +275,7 @@ fn before_1970_json_events_and_the_report_show_the_time() {
     for e in &all {
         assert!(e["time"].as_str().unwrap().starts_with(day), "{e}");
     }
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = crate::support::json_of(crate::schema::Doc::Report, &out.stdout);
     for t in [
         &report["start"],
         &report["end"],

@@ -70,7 +70,7 @@ fn summarised(name: &str, args: &[&str]) -> (std::process::Output, serde_json::V
         .args(args)
         .output()
         .unwrap();
-    let doc = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let doc = crate::support::report_at(&report);
     (out, doc, std::fs::read_to_string(&metrics).unwrap())
 }
 
@@ -290,10 +290,7 @@ fn unmet_shows_in_json_events_the_report_and_the_metrics() {
         ],
     );
     assert_eq!(out.status.code(), Some(0));
-    let events: Vec<serde_json::Value> = stderr(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = crate::support::events(stderr(&out).as_bytes());
     let ends: Vec<&serde_json::Value> = events
         .iter()
         .filter(|e| e["event"] == "attempt_end")
@@ -576,14 +573,14 @@ fn explicit_delays_are_taken_in_order_and_the_last_repeats() {
         .take(4)
         .map(|l| l.split(',').nth(1).unwrap())
         .collect();
-    assert_eq!(bounds, ["1000", "5000", "30000", "30000"], "{csv}");
+    assert_eq!(bounds, ["1", "5", "30", "30"], "{csv}");
     let out = backoff(["schedule", "--delays", "1s,5s", "--format", "json"])
         .output()
         .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = crate::support::json_of(crate::schema::Doc::Schedule, &out.stdout);
     assert_eq!(
-        doc["policy"]["bounds_ms"],
-        serde_json::json!([1000.0, 5000.0])
+        doc["policy"]["bounds_seconds"],
+        serde_json::json!([1.0, 5.0])
     );
 }
 
