@@ -23,22 +23,39 @@ cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
 arch=${1:-$(uname -m)}
 target=$arch-unknown-linux-musl
 out=target/dist
-SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
-export SOURCE_DATE_EPOCH
+# Only cargo-deb sees it: the C code of the TLS crates is rebuilt when
+# SOURCE_DATE_EPOCH changes, and the binary with it.
+epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 
 if ! cargo deb --version >/dev/null 2>&1; then
     echo "dist: cargo-deb is needed for the Debian package: cargo install --locked cargo-deb" >&2
     exit 1
 fi
-# It also refuses an architecture there is no release for.
+# The binary that dist/build-static.sh made, when it is up to date: cargo
+# finds nothing to do (it rebuilds only what changed since). This also
+# refuses an architecture there is no release for.
 dist/build-static.sh "$arch" >/dev/null
 mkdir -p "$out"
 # cargo-deb prints the path of the package it wrote, last.
-deb=$(cargo deb --locked --no-build --target "$target" --output "$out/" | tail -n 1)
+deb=$(SOURCE_DATE_EPOCH=$epoch cargo deb --locked --no-build --target "$target" --output "$out/" | tail -n 1)
 if [ ! -f "$deb" ]; then
     echo "dist: cargo-deb did not say where it wrote the package (it said: $deb)" >&2
     exit 1
 fi
+
+# What cargo-deb cannot do: the control file loses its empty Depends field
+# and the Homepage that cargo-deb takes from the crate's documentation
+# address (docs.rs documents the library, not the command), and the
+# package gains the md5sums that dpkg -V checks. Repacked with the
+# same dates, in name order, owned by root.
+work=$(mktemp -d)
+trap 'rm -rf -- "$work"' EXIT
+dpkg-deb -R "$deb" "$work/pkg"
+sed -i -e '/^Depends: *$/d' -e '/^Homepage: /d' "$work/pkg/DEBIAN/control"
+(cd "$work/pkg" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z |
+    xargs -0 md5sum) >"$work/pkg/DEBIAN/md5sums"
+find "$work/pkg" -exec touch -h -d "@$epoch" {} +
+SOURCE_DATE_EPOCH=$epoch dpkg-deb --root-owner-group -Zxz --build "$work/pkg" "$deb" >/dev/null
 
 # The package must hold what this script promises.
 listing=$(dpkg-deb --contents "$deb")
@@ -46,7 +63,8 @@ for path in ./usr/bin/backoff ./usr/share/man/man1/backoff.1.gz \
     ./usr/share/bash-completion/completions/backoff \
     ./usr/share/zsh/vendor-completions/_backoff \
     ./usr/share/fish/vendor_completions.d/backoff.fish \
-    ./usr/share/doc/backoff/copyright ./usr/share/doc/backoff/THIRD-PARTY-NOTICES; do
+    ./usr/share/doc/backoff/copyright ./usr/share/doc/backoff/THIRD-PARTY-NOTICES \
+    ./usr/share/lintian/overrides/backoff; do
     if ! grep -q " $path\$" <<<"$listing"; then
         echo "dist: $path is missing from $deb" >&2
         exit 1
