@@ -8,7 +8,7 @@
 #
 # The archive holds one directory of the same name with the static
 # binary of dist/build-static.sh, the man pages, the bash, zsh, fish and
-# elvish completions, README.md, CHANGELOG.md, both licence texts and the
+# elvish completions, README.md, docs/guide.md, CHANGELOG.md, both licence texts and the
 # notices of the third-party code in the binary (THIRD-PARTY-NOTICES). Its
 # members are owned by root and dated by the last commit (SOURCE_DATE_EPOCH,
 # when set, wins), so that the same sources make the same archive.
@@ -44,13 +44,14 @@ archive() {
 
     bin=$(dist/build-static.sh "$arch")
     stage=$work/$arch/$name
-    mkdir -p "$stage/man" "$stage/completions" "$out"
+    mkdir -p "$stage/man" "$stage/completions" "$stage/docs" "$out"
     install -m 755 "$bin" "$stage/backoff"
     install -m 644 man/*.1 "$stage/man/"
     install -m 644 completions/_backoff completions/backoff.bash completions/backoff.fish \
         completions/backoff.elv "$stage/completions/"
     install -m 644 README.md CHANGELOG.md LICENSE-MIT LICENSE-APACHE \
         dist/THIRD-PARTY-NOTICES "$stage/"
+    install -m 644 docs/guide.md "$stage/docs/"
     tar -C "$work/$arch" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" \
         -cf - "$name" | gzip -n -9 > "$out/$name.tar.gz"
     (cd "$out" && sha256sum "$name.tar.gz" > "$name.tar.gz.sha256")
@@ -62,7 +63,7 @@ archive() {
     tar -C "$check" -xzf "$out/$name.tar.gz"
     unpacked=$check/$name
     for f in backoff man/backoff.1 completions/_backoff completions/backoff.bash \
-        completions/backoff.fish completions/backoff.elv README.md CHANGELOG.md \
+        completions/backoff.fish completions/backoff.elv README.md docs/guide.md CHANGELOG.md \
         LICENSE-MIT LICENSE-APACHE THIRD-PARTY-NOTICES; do
         if [ ! -s "$unpacked/$f" ]; then
             echo "dist: $f is missing from $name.tar.gz" >&2
