@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::classify::{Hint, Outcome, StopReason};
 use crate::fleet::breaker::{Admission, Circuit, RunEnd};
+use crate::fleet::throttle;
 use crate::policy::Delay;
 
 /// Something that happened during a run, worth telling the user.
@@ -349,6 +350,34 @@ pub enum BreakerNews {
         /// The time, in Unix milliseconds.
         now_ms: u64,
     },
+}
+
+/// What the adaptive throttle (`--throttle`) said of an attempt.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ThrottleNews {
+    /// Its decision, and the fleet's counts over the window it was made on.
+    Decided {
+        /// Sent or skipped, with what probability, on what counts.
+        decision: throttle::Decision,
+        /// The window the counts cover, in milliseconds.
+        window_ms: u64,
+    },
+    /// Its store could not be used (said already): the attempt is sent, or
+    /// skipped, as the fail mode says.
+    Unavailable {
+        /// Whether it is sent.
+        send: bool,
+    },
+}
+
+impl ThrottleNews {
+    /// Whether the attempt is sent.
+    pub fn send(self) -> bool {
+        match self {
+            ThrottleNews::Decided { decision, .. } => decision.send,
+            ThrottleNews::Unavailable { send } => send,
+        }
+    }
 }
 
 /// Receives the events of a run.

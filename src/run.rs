@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::classify::{Limit, Observed, Outcome, Rules, Status, StopReason, Verdict};
 pub use crate::event::HookKind;
-use crate::event::{BreakerNews, Ending, Event, HuntEnd, Next, Report};
+use crate::event::{BreakerNews, Ending, Event, HuntEnd, Next, Report, ThrottleNews};
 use crate::exit::Exit;
 pub use crate::fleet::breaker::{Admission, Circuit, RunEnd};
 use crate::policy::{Delay, Delays, Policy};
@@ -232,6 +232,22 @@ pub trait CircuitBreaker: std::fmt::Debug {
         probe: Option<u64>,
         wait: &mut dyn Wait,
     ) -> Option<(Circuit, u64)>;
+}
+
+/// An adaptive throttle shared by processes (`--throttle`): asked before
+/// each attempt, told of each attempt the backend accepted. Each call waits
+/// at most the store's timeout, through `wait`.
+pub trait AdaptiveThrottle: std::fmt::Debug {
+    /// Its key, for reports.
+    fn key(&self) -> &str;
+    /// Whether the next attempt is sent, where `draw` is uniform in [0, 1)
+    /// (the attempt is skipped when it falls below the probability): the
+    /// decision, or that the store cannot be used (said already); or the
+    /// terminating signal that ended the decision.
+    fn admit(&self, draw: f64, wait: &mut dyn Wait) -> Result<ThrottleNews, i32>;
+    /// Counts an attempt the backend accepted; a store that cannot be used
+    /// is said once, and a signal ends the call (the run goes on).
+    fn accept(&self, wait: &mut dyn Wait);
 }
 
 /// What a retry budget answered.
