@@ -40,6 +40,9 @@ pub enum Outcome {
     /// process slot, a descriptor, memory): this OS error number. Not the
     /// command's failure, and worth retrying.
     Unstarted(i32),
+    /// Not started: the adaptive throttle (`--throttle`) skipped it. A
+    /// failure worth retrying.
+    Throttled,
 }
 
 impl fmt::Display for Outcome {
@@ -58,6 +61,7 @@ impl fmt::Display for Outcome {
             Outcome::NotFound => f.write_str("command not found"),
             Outcome::CannotRun => f.write_str("command cannot be run"),
             Outcome::Unstarted(e) => write!(f, "backoff could not start it: {}", os_error(e)),
+            Outcome::Throttled => f.write_str("throttled"),
         }
     }
 }
@@ -74,6 +78,7 @@ impl Outcome {
             Outcome::NotFound => "127".to_owned(),
             Outcome::CannotRun => "126".to_owned(),
             Outcome::Unstarted(_) => "125".to_owned(),
+            Outcome::Throttled => "throttled".to_owned(),
         }
     }
 

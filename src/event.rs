@@ -104,6 +104,15 @@ pub enum Event<'a> {
         /// What happened.
         news: BreakerNews,
     },
+    /// The adaptive throttle (`--throttle`) decided on an attempt.
+    Throttle {
+        /// Its key.
+        key: &'a str,
+        /// The attempt's number.
+        attempt: u64,
+        /// What it decided.
+        news: ThrottleNews,
+    },
     /// A tick of the delay before the next attempt, for a report that
     /// counts it down (`Report::counts_down`): told when the delay starts
     /// (after `--on-retry`) and each time the whole seconds left change.

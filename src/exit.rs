@@ -22,6 +22,9 @@ impl Exit {
     pub const CANNOT_RUN: Exit = Exit::Code(126);
     /// The command was not found.
     pub const NOT_FOUND: Exit = Exit::Code(127);
+    /// No attempt ran: the adaptive throttle skipped them all
+    /// (`EX_TEMPFAIL`).
+    pub const TEMPFAIL: Exit = Exit::Code(75);
 
     /// The code a shell would report for this exit (`128 + N` for a signal).
     pub fn shell_code(self) -> i32 {

@@ -208,6 +208,8 @@ pub struct Plan<'a> {
     pub breaker: Option<&'a dyn CircuitBreaker>,
     /// `--breaker-exit`: the exit status of a run the breaker skips.
     pub breaker_exit: u8,
+    /// `--throttle`: the adaptive throttle shared with other processes.
+    pub throttle: Option<&'a dyn AdaptiveThrottle>,
     /// An option of backoff's own among the command's arguments, if any
     /// (`cli::advice::misplaced_option`): told when the first attempt fails
     /// as on bad usage.
@@ -305,6 +307,7 @@ pub fn exit_for(outcome: Outcome, preserve_status: bool) -> Exit {
         Outcome::NotFound => return Exit::NOT_FOUND,
         Outcome::CannotRun => return Exit::CANNOT_RUN,
         Outcome::Unstarted(_) => return Exit::USAGE,
+        Outcome::Throttled => return Exit::TEMPFAIL,
     };
     match status {
         Status::Code(c) => Exit::Code(c),
@@ -361,6 +364,9 @@ struct Loop<'r, 'p> {
     count: Count,
     /// The last attempt that ended, and how: for the hooks.
     last: Option<Outcome>,
+    /// The last attempt that ran (that the throttle did not skip): the
+    /// status of a run whose last attempt was skipped.
+    ran: Option<Outcome>,
     /// Why the run ends without success, once it does: for `--on-give-up`.
     reason: Option<Ending>,
 }
@@ -461,6 +467,7 @@ fn run_loop(
         waits: Waits::new(plan),
         count: Count::default(),
         last: None,
+        ran: None,
         reason: None,
     };
     run.report.event(&Event::Start {
@@ -500,7 +507,7 @@ impl Loop<'_, '_> {
                             reason: Ending::Deadline,
                             short_of: None,
                         };
-                        return self.end(&event, exit_for(last, plan.preserve_status));
+                        return self.end(&event, self.exit_for(last));
                     }
                     let spent = now.saturating_duration_since(began);
                     if let Some(signal) = self.pause(delay.saturating_sub(spent)) {
@@ -542,6 +549,9 @@ impl Loop<'_, '_> {
         let last = self.last;
         self.count.attempts = self.count.attempts.saturating_add(1);
         let number = self.count.attempts;
+        if let Some(step) = self.throttled(number) {
+            return step;
+        }
         let left = self
             .deadline
             .map(|d| d.saturating_duration_since(self.exec.now()));
@@ -572,7 +582,13 @@ impl Loop<'_, '_> {
             }
         };
         self.last = Some(outcome);
+        self.ran = Some(outcome);
         let verdict = plan.rules.classify(outcome, &seen);
+        if let Some(t) = plan.throttle
+            && accepted(verdict)
+        {
+            t.accept(self.exec);
+        }
         let cut = matches!(outcome, Outcome::TimedOut(_, Limit::Time))
             && left.is_some_and(|l| plan.timeout.is_none_or(|t| l < t));
         let judged = Judged {
@@ -607,6 +623,67 @@ impl Loop<'_, '_> {
             }
             _ => self.failed(&judged, verdict),
         }
+    }
+
+    /// Asks the adaptive throttle, if there is one, whether attempt `number`
+    /// is sent: `None` when it is; else what follows the skipped attempt,
+    /// a failure of its own outcome that the policy retries (or the end of
+    /// the run, when a signal ended the decision, or the deadline passed
+    /// while it was made).
+    fn throttled(&mut self, number: u64) -> Option<Step> {
+        let throttle = self.plan.throttle?;
+        let draw = self.waits.throttle_rng.random::<f64>();
+        let news = match throttle.admit(draw, self.exec) {
+            Ok(news) => news,
+            Err(signal) => return Some(Step::Done(self.interrupted(signal, None))),
+        };
+        self.report.event(&Event::Throttle {
+            key: throttle.key(),
+            attempt: number,
+            news,
+        });
+        let now = self.exec.now();
+        if news.send() {
+            // The decision took time: no attempt starts after the deadline.
+            if let (Some(d), Some(last)) = (self.deadline, self.last)
+                && now >= d
+            {
+                self.count.attempts = number - 1;
+                let event = Event::GaveUp {
+                    attempts: number - 1,
+                    total: now.saturating_duration_since(self.start),
+                    outcome: last,
+                    reason: Ending::Deadline,
+                    short_of: None,
+                };
+                return Some(Step::Done(self.end(&event, self.exit_for(last))));
+            }
+            return None;
+        }
+        self.last = Some(Outcome::Throttled);
+        self.report.event(&Event::AttemptStarted {
+            attempt: number,
+            max_attempts: self.max_attempts,
+        });
+        let judged = Judged {
+            number,
+            outcome: Outcome::Throttled,
+            elapsed: Duration::ZERO,
+            seen: Observed::default(),
+            cut: false,
+        };
+        Some(self.failed(&judged, Verdict::Retry))
+    }
+
+    /// The exit status of a run that ends after an attempt that ended with
+    /// `outcome`: a skipped attempt has none, and the run exits with that
+    /// of the last attempt that ran (`EX_TEMPFAIL`, 75, when none did).
+    fn exit_for(&self, outcome: Outcome) -> Exit {
+        let outcome = match outcome {
+            Outcome::Throttled => self.ran.unwrap_or(Outcome::Throttled),
+            o => o,
+        };
+        exit_for(outcome, self.plan.preserve_status)
     }
 
     /// After a successful attempt: the end of the run, or another run after
@@ -737,7 +814,13 @@ impl Loop<'_, '_> {
                     self.exec.now(),
                     self.deadline,
                 );
-                budgeted(plan, next, self.exec, self.deadline)
+                // A retry after a skipped attempt sends the request it
+                // did not send: it takes no token.
+                if a.outcome == Outcome::Throttled {
+                    (next, None)
+                } else {
+                    budgeted(plan, next, self.exec, self.deadline)
+                }
             }
         };
         if let (true, Some(after), Next::Retry { .. }) = (reset, plan.reset_after, next) {
@@ -766,7 +849,7 @@ impl Loop<'_, '_> {
                 reason: ending(next),
                 short_of: None,
             };
-            let exit = exit_for(a.outcome, plan.preserve_status);
+            let exit = self.exit_for(a.outcome);
             return Step::Done(self.end(&event, exit));
         };
         self.count.retries = self.count.retries.saturating_add(1);
@@ -873,6 +956,23 @@ impl Loop<'_, '_> {
             error: error.as_deref(),
         });
         signal.map_or(Ok(()), Err)
+    }
+}
+
+/// Whether an attempt judged `verdict` counts as one the backend
+/// accepted, for the adaptive throttle: a success, or a failure that is not
+/// the backend's (a stop rule, an HTTP status not worth retrying, a 4xx). A
+/// failure worth retrying is the backend's, and so are a command that could
+/// not start (nothing reached the backend), an interrupted one, and a
+/// request not idempotent whose fate is unknown.
+fn accepted(verdict: Verdict) -> bool {
+    match verdict {
+        Verdict::Success => true,
+        Verdict::Retry => false,
+        Verdict::Stop(why) => !matches!(
+            why,
+            StopReason::CannotStart | StopReason::NeverRetried | StopReason::NotIdempotent
+        ),
     }
 }
 
@@ -994,6 +1094,8 @@ fn retry_next(
 struct Waits {
     delays: Delays,
     hint_rng: Xoshiro256PlusPlus,
+    /// The draws of the adaptive throttle's decisions.
+    throttle_rng: Xoshiro256PlusPlus,
 }
 
 impl Waits {
@@ -1001,12 +1103,16 @@ impl Waits {
         Waits {
             delays: plan.policy.delays(plan.seed),
             hint_rng: Xoshiro256PlusPlus::seed_from_u64(plan.seed ^ HINT_SEED),
+            throttle_rng: Xoshiro256PlusPlus::seed_from_u64(plan.seed ^ THROTTLE_SEED),
         }
     }
 }
 
 /// Mixed into the seed of the generator of hints' jitter.
 const HINT_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// Mixed into the seed of the generator of the throttle's draws.
+const THROTTLE_SEED: u64 = 0xd1b5_4a32_d192_ed03;
 
 /// The wait a hint asks for: hint × U[1, 1 + jitter), at most the ceiling.
 fn jittered_hint(hint: Duration, hints: Hints, rng: &mut Xoshiro256PlusPlus) -> Duration {
@@ -1213,6 +1319,7 @@ mod tests {
             hooks: &NO_HOOKS,
             breaker: None,
             breaker_exit: 75,
+            throttle: None,
             misplaced: None,
         };
         let exit = run(&plan, &mut fake, &mut Events::default());
@@ -1495,6 +1602,7 @@ mod tests {
             hooks: &NO_HOOKS,
             breaker: None,
             breaker_exit: 75,
+            throttle: None,
             misplaced: None,
         }
     }
@@ -1613,5 +1721,208 @@ mod tests {
         assert_eq!(run(&plan, &mut fake, &mut quiet), Exit::SUCCESS);
         assert!(quiet.left.is_empty());
         assert_eq!(fake.slept, [ms(2500), ms(900)], "one wait per delay");
+    }
+
+    /// A throttle of backoff's own rules on a window kept here, at a clock
+    /// that does not move; `down` makes its store unusable (and says
+    /// whether the attempt is sent then).
+    #[derive(Debug)]
+    struct LocalThrottle {
+        window: std::cell::RefCell<crate::fleet::throttle::Window>,
+        down: Option<bool>,
+        budget_takes: Cell<u64>,
+    }
+
+    impl LocalThrottle {
+        const RULE: crate::fleet::throttle::Throttle = crate::fleet::throttle::Throttle {
+            window_ms: 120_000,
+            k_milli: 2000,
+        };
+
+        /// A window that has seen `requests` and `accepts` (`skips` none).
+        fn having(requests: u64, accepts: u64) -> LocalThrottle {
+            let mut w = crate::fleet::throttle::Window {
+                width_ms: Self::RULE.width_ms(),
+                ..Default::default()
+            };
+            w.slots[0].requests = requests;
+            w.slots[0].accepts = accepts;
+            LocalThrottle {
+                window: std::cell::RefCell::new(w),
+                down: None,
+                budget_takes: Cell::new(0),
+            }
+        }
+
+        fn counts(&self) -> crate::fleet::throttle::Counts {
+            self.window.borrow().counts(1)
+        }
+    }
+
+    impl AdaptiveThrottle for LocalThrottle {
+        fn key(&self) -> &'static str {
+            "api"
+        }
+        fn admit(&self, draw: f64, wait: &mut dyn Wait) -> Result<ThrottleNews, i32> {
+            if let Waited::Signal(s) = wait.wait_ready(None, Instant::now()) {
+                return Err(s);
+            }
+            if let Some(send) = self.down {
+                return Ok(ThrottleNews::Unavailable { send });
+            }
+            let (decision, after) = Self::RULE.admit(*self.window.borrow(), 1, draw);
+            self.window.replace(after);
+            Ok(ThrottleNews::Decided {
+                decision,
+                window_ms: Self::RULE.window_ms,
+            })
+        }
+        fn accept(&self, _: &mut dyn Wait) {
+            let after = Self::RULE.accept(*self.window.borrow(), 1);
+            self.window.replace(after);
+        }
+    }
+
+    impl RetryBudget for LocalThrottle {
+        fn take(&self, _: &mut dyn Wait) -> Decision {
+            self.budget_takes.set(self.budget_takes.get() + 1);
+            Decision::Granted
+        }
+        fn deposit(&self, _: &mut dyn Wait) {}
+    }
+
+    fn throttled(
+        fake: &mut Fake,
+        t: &LocalThrottle,
+        rules: &Rules,
+        retries: u64,
+    ) -> (Exit, Events) {
+        let command = [OsString::from("cmd")];
+        let plan = Plan {
+            max_retries: Some(retries),
+            throttle: Some(t),
+            budget: Some(t),
+            ..constant(Duration::from_millis(10), rules, &command)
+        };
+        let mut events = Events::default();
+        (run(&plan, fake, &mut events), events)
+    }
+
+    #[test]
+    fn a_skipped_attempt_runs_nothing_is_retried_after_its_delay_and_takes_no_token() {
+        // Every request of the window rejected: nearly every attempt is
+        // skipped.
+        let t = LocalThrottle::having(crate::fleet::throttle::MAX_COUNT, 0);
+        let mut fake = Fake::new(&[Outcome::Exited(0)]);
+        let (exit, events) = throttled(&mut fake, &t, &Rules::default(), 3);
+        assert_eq!(exit, Exit::TEMPFAIL, "no attempt ran: {:?}", events.0);
+        assert!(fake.seen.is_empty());
+        assert_eq!(fake.slept, vec![Duration::from_millis(10); 3]);
+        assert_eq!(t.budget_takes.get(), 0);
+        let skipped =
+            (events.0.iter()).filter(|e| e.starts_with("Failed") && e.contains("Throttled"));
+        assert_eq!(skipped.count(), 4, "{:?}", events.0);
+        assert_eq!(t.counts().skips, 4);
+    }
+
+    #[test]
+    fn a_run_whose_last_attempt_was_skipped_exits_as_the_last_that_ran() {
+        // Nothing rejected yet: the first attempt is sent; its failure and
+        // the window's rejections make the next ones skipped.
+        let t = LocalThrottle::having(0, 0);
+        let mut fake = Fake::new(&[Outcome::Exited(7)]);
+        let (exit, events) = {
+            let rules = Rules::default();
+            let command = [OsString::from("cmd")];
+            let plan = Plan {
+                max_retries: Some(2),
+                throttle: Some(&t),
+                ..constant(Duration::from_millis(10), &rules, &command)
+            };
+            let mut events = Events::default();
+            // The first decision is made on an empty window; then the
+            // window fills with rejections.
+            let first = run_with_window_filled_after_first(&plan, &mut fake, &mut events, &t);
+            (first, events)
+        };
+        assert_eq!(fake.seen.len(), 1, "{:?}", events.0);
+        assert_eq!(exit, Exit::Code(7), "{:?}", events.0);
+    }
+
+    /// Runs `plan` with `t` empty for the first decision and full of
+    /// rejections for the others.
+    fn run_with_window_filled_after_first(
+        plan: &Plan<'_>,
+        fake: &mut Fake,
+        events: &mut Events,
+        t: &LocalThrottle,
+    ) -> Exit {
+        #[derive(Debug)]
+        struct Then<'a>(&'a LocalThrottle, Cell<bool>);
+        impl AdaptiveThrottle for Then<'_> {
+            fn key(&self) -> &'static str {
+                "api"
+            }
+            fn admit(&self, draw: f64, wait: &mut dyn Wait) -> Result<ThrottleNews, i32> {
+                if self.1.replace(true) {
+                    self.0.window.borrow_mut().slots[0].requests =
+                        crate::fleet::throttle::MAX_COUNT;
+                }
+                self.0.admit(draw, wait)
+            }
+            fn accept(&self, wait: &mut dyn Wait) {
+                self.0.accept(wait);
+            }
+        }
+        let then = Then(t, Cell::new(false));
+        let plan = Plan {
+            throttle: Some(&then),
+            ..plan.clone()
+        };
+        run(&plan, fake, events)
+    }
+
+    #[test]
+    fn successes_and_failures_not_the_backends_are_accepts_and_retried_failures_are_not() {
+        let rules = Rules {
+            stop_on: vec![crate::classify::Rule::Codes(4, 4)],
+            ..Rules::default()
+        };
+        let cases: [(&[Outcome], u64); 3] = [
+            (&[Outcome::Exited(1), Outcome::Exited(0)], 1),
+            (&[Outcome::Exited(4)], 1),
+            (&[Outcome::Exited(1), Outcome::Exited(1)], 0),
+        ];
+        for (outcomes, accepts) in cases {
+            let t = LocalThrottle::having(0, 0);
+            let mut fake = Fake::new(outcomes);
+            throttled(&mut fake, &t, &rules, 1);
+            assert_eq!(t.counts().accepts, accepts, "{outcomes:?}");
+            assert_eq!(t.counts().requests, outcomes.len() as u64);
+        }
+    }
+
+    #[test]
+    fn a_store_down_sends_or_skips_as_its_fail_mode_says_and_a_signal_ends_the_run() {
+        let mut t = LocalThrottle::having(0, 0);
+        t.down = Some(false);
+        let mut fake = Fake::new(&[Outcome::Exited(0)]);
+        assert_eq!(
+            throttled(&mut fake, &t, &Rules::default(), 1).0,
+            Exit::TEMPFAIL
+        );
+        assert!(fake.seen.is_empty());
+        t.down = Some(true);
+        let mut fake = Fake::new(&[Outcome::Exited(0)]);
+        assert_eq!(
+            throttled(&mut fake, &t, &Rules::default(), 1).0,
+            Exit::SUCCESS
+        );
+        t.down = None;
+        let mut fake = Fake::new(&[Outcome::Exited(0)]);
+        fake.store = (Duration::ZERO, Waited::Signal(libc::SIGTERM));
+        let (exit, _) = throttled(&mut fake, &t, &Rules::default(), 1);
+        assert_eq!(exit, Exit::Signal(libc::SIGTERM));
+        assert!(fake.seen.is_empty());
     }
 }

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 
 use crate::classify::{Outcome, Status, os_error};
-use crate::event::{BreakerNews, Ending, Event, Next, Report};
+use crate::event::{BreakerNews, Ending, Event, Next, Report, ThrottleNews};
 use crate::fleet::breaker::{Admission, Circuit, RunEnd};
 use crate::report::{Verbosity, utc_rfc3339};
 use crate::signal;
@@ -21,8 +21,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// "code": 0}` (`--until-output` found no line), `{"kind": "signal",
 /// "signal": "TERM", "number": 15}`, `{"kind": "timeout", "limit": "time"}`
 /// (or `"idle"`), `{"kind":
-/// "not_found"}`, `{"kind": "cannot_run"}`, or `{"kind": "backoff_error",
-/// "error": "Too many open files"}` when backoff itself could not start it.
+/// "not_found"}`, `{"kind": "cannot_run"}`, `{"kind": "backoff_error",
+/// "error": "Too many open files"}` when backoff itself could not start it,
+/// or `{"kind": "throttled"}` when the adaptive throttle skipped it.
 pub fn outcome_json(o: Outcome) -> Value {
     match o {
         Outcome::Exited(c) => json!({"kind": "exit", "code": c}),
@@ -37,6 +38,7 @@ pub fn outcome_json(o: Outcome) -> Value {
         Outcome::NotFound => json!({"kind": "not_found"}),
         Outcome::CannotRun => json!({"kind": "cannot_run"}),
         Outcome::Unstarted(e) => json!({"kind": "backoff_error", "error": os_error(e)}),
+        Outcome::Throttled => json!({"kind": "throttled"}),
     }
 }
 
@@ -270,6 +272,33 @@ fn breaker_json(key: &str, news: BreakerNews) -> Value {
     }
 }
 
+/// The event of the adaptive throttle's decision on `attempt`.
+fn throttle_json(key: &str, attempt: u64, news: ThrottleNews) -> Value {
+    match news {
+        ThrottleNews::Decided {
+            decision,
+            window_ms,
+        } => json!({
+            "event": "throttle",
+            "key": key,
+            "attempt": attempt,
+            "decision": if decision.send { "send" } else { "skip" },
+            "probability": decision.probability,
+            "requests": decision.counts.requests,
+            "skips": decision.counts.skips,
+            "accepts": decision.counts.accepts,
+            "window_seconds": std::time::Duration::from_millis(window_ms).as_secs_f64(),
+        }),
+        ThrottleNews::Unavailable { send } => json!({
+            "event": "throttle",
+            "key": key,
+            "attempt": attempt,
+            "decision": "unavailable",
+            "send": send,
+        }),
+    }
+}
+
 /// The event of a signal that ended the run `during` what.
 fn interrupted(signal: i32, during: &str) -> Value {
     json!({
@@ -295,6 +324,8 @@ fn note_json(event: &Event<'_>) -> Value {
 }
 
 /// The JSON object for an event (without the common fields).
+// One arm per event.
+#[allow(clippy::too_many_lines)]
 fn event_json(event: &Event<'_>, verbose: bool) -> Value {
     match *event {
         Event::Start {
@@ -383,6 +414,7 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
         Event::OutputLost { why } => json!({"event": "output_lost", "error": why}),
         Event::InterruptedWriting { signal } => interrupted(signal, "output"),
         Event::Breaker { key, news } => breaker_json(key, news),
+        Event::Throttle { key, attempt, news } => throttle_json(key, attempt, news),
         // Told only to a report that counts down, which JSON does not.
         Event::Countdown { left } => {
             json!({"event": "countdown", "left_seconds": left.as_secs_f64()})

@@ -92,6 +92,15 @@ pub fn metrics(run: &Recorder, exit: Exit, previous: Option<&str>) -> String {
     for (kind, count) in run.outcomes() {
         file.add(Series::of(outcomes, name, Some(kind)), count as f64);
     }
+    fleet(&mut file, run, name);
+    file.render()
+}
+
+/// The series of the circuit breaker and the adaptive throttle, for a run
+/// that had them.
+// A count of skips is far below 2^53: exact.
+#[allow(clippy::cast_precision_loss)]
+fn fleet(file: &mut Exposition, run: &Recorder, name: &str) {
     if let Some((state, skipped)) = run.breaker_state() {
         let (gauge, counter) = ("backoff_breaker_state", "backoff_breaker_skipped_total");
         file.declare(
@@ -110,7 +119,26 @@ pub fn metrics(run: &Recorder, exit: Exit, previous: Option<&str>) -> String {
             f64::from(u8::from(skipped)),
         );
     }
-    file.render()
+    if let Some(t) = run.throttled() {
+        let (gauge, counter) = (
+            "backoff_throttle_reject_probability",
+            "backoff_throttled_total",
+        );
+        file.declare(
+            gauge,
+            "The probability with which the adaptive throttle skipped (or would have skipped) the last run's last attempt.",
+            "gauge",
+        );
+        if let Some((decision, _)) = t.last {
+            file.set(Series::of(gauge, name, None), decision.probability);
+        }
+        file.declare(
+            counter,
+            "Attempts the adaptive throttle skipped.",
+            "counter",
+        );
+        file.add(Series::of(counter, name, None), t.skipped as f64);
+    }
 }
 
 fn unix_seconds(t: SystemTime) -> f64 {

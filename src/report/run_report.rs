@@ -10,9 +10,10 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 
 use crate::classify::{Hint, Limit, Outcome};
-use crate::event::{BreakerNews, Ending, Event, HookKind, HuntEnd, Next, Report};
+use crate::event::{BreakerNews, Ending, Event, HookKind, HuntEnd, Next, Report, ThrottleNews};
 use crate::exit::Exit;
 use crate::fleet::breaker::{Admission, Circuit};
+use crate::fleet::throttle::Decision;
 use crate::report::json::{SCHEMA_VERSION, outcome_json, run_end_name};
 use crate::report::utc_rfc3339;
 use crate::signal;
@@ -118,7 +119,8 @@ struct AttemptRecord {
 
 impl AttemptRecord {
     /// The `outcome` label of the metrics: `success`, `exit`, `signal`,
-    /// `timeout`, `idle_timeout`, `unmet`, `cannot_start`, `backoff_error`
+    /// `timeout`, `idle_timeout`, `unmet`, `cannot_start`, `backoff_error`,
+    /// `throttled`
     /// (and `interrupted` for an attempt without an outcome, which the
     /// metrics leave out).
     pub fn kind(&self) -> &'static str {
@@ -131,6 +133,7 @@ impl AttemptRecord {
             Some(Outcome::TimedOut(_, Limit::Idle)) => "idle_timeout",
             Some(Outcome::NotFound | Outcome::CannotRun) => "cannot_start",
             Some(Outcome::Unstarted(_)) => "backoff_error",
+            Some(Outcome::Throttled) => "throttled",
             None => "interrupted",
         }
     }
@@ -173,6 +176,8 @@ pub struct Recorder {
     hooks: Kept<(HookKind, u64, Option<Outcome>, Duration)>,
     /// What the circuit breaker did, with `--breaker`.
     breaker: Option<BreakerRecord>,
+    /// What the adaptive throttle did, with `--throttle`.
+    throttle: Option<ThrottleRecord>,
     /// How the run ended, in the words of its last line.
     ending: Option<String>,
 }
@@ -188,6 +193,21 @@ struct BreakerRecord {
     before: Option<(Circuit, u64)>,
     /// The circuit after the run, how the run ended, and the time then.
     after: Option<(Circuit, &'static str, u64)>,
+}
+
+/// The adaptive throttle's part in a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThrottleRecord {
+    /// Its key.
+    pub key: String,
+    /// Attempts it decided on.
+    pub decisions: u64,
+    /// Attempts it skipped (the store's fail mode's skips included).
+    pub skipped: u64,
+    /// Decisions its store could not make.
+    pub unavailable: u64,
+    /// Its last decision, when its store made one.
+    pub last: Option<(Decision, u64)>,
 }
 
 impl BreakerRecord {
@@ -218,6 +238,7 @@ impl Recorder {
             resets: 0,
             hooks: Kept::new(),
             breaker: None,
+            throttle: None,
             ending: None,
         }
     }
@@ -267,6 +288,55 @@ impl Recorder {
     pub fn breaker_state(&self) -> Option<(crate::fleet::breaker::State, bool)> {
         let b = self.breaker.as_ref()?;
         Some((b.state()?, b.decision == "skip"))
+    }
+
+    /// Follows the adaptive throttle's news.
+    fn throttle(&mut self, key: &str, news: ThrottleNews) {
+        let t = self.throttle.get_or_insert_with(|| ThrottleRecord {
+            key: key.to_owned(),
+            decisions: 0,
+            skipped: 0,
+            unavailable: 0,
+            last: None,
+        });
+        t.decisions += 1;
+        t.skipped += u64::from(!news.send());
+        match news {
+            ThrottleNews::Decided {
+                decision,
+                window_ms,
+            } => t.last = Some((decision, window_ms)),
+            ThrottleNews::Unavailable { .. } => t.unavailable += 1,
+        }
+    }
+
+    /// What the adaptive throttle did; `None` without one.
+    pub fn throttled(&self) -> Option<&ThrottleRecord> {
+        self.throttle.as_ref()
+    }
+
+    /// The run report's `throttle` object.
+    fn throttle_json(&self) -> Value {
+        let Some(t) = &self.throttle else {
+            return Value::Null;
+        };
+        let last = t.last.map(|(d, window_ms)| {
+            json!({
+                "decision": if d.send { "send" } else { "skip" },
+                "probability": d.probability,
+                "requests": d.counts.requests,
+                "skips": d.counts.skips,
+                "accepts": d.counts.accepts,
+                "window_seconds": std::time::Duration::from_millis(window_ms).as_secs_f64(),
+            })
+        });
+        json!({
+            "key": t.key,
+            "decisions": t.decisions,
+            "skipped": t.skipped,
+            "unavailable": t.unavailable,
+            "last": last,
+        })
     }
 
     /// The run report's `breaker` object.
@@ -409,6 +479,7 @@ impl Recorder {
             })).collect::<Vec<_>>(),
             "hooks_omitted": self.hooks.left_out,
             "breaker": self.breaker_json(),
+            "throttle": self.throttle_json(),
             "backoff_seconds": self.backoff_seconds(),
             "final_status": exit.shell_code(),
             "final_signal": match exit {
@@ -542,6 +613,7 @@ impl Report for Recorder {
             }
             Event::Undelivered { bytes } => self.undelivered = bytes,
             Event::Breaker { key, news } => self.breaker(key, news),
+            Event::Throttle { key, news, .. } => self.throttle(key, news),
             Event::OutputLost { .. } | Event::Countdown { .. } | Event::MisplacedOption { .. } => {}
             Event::InterruptedWriting { .. } | Event::InterruptedHook { .. } => {
                 self.reason = Ending::Interrupted.name();

@@ -9,7 +9,7 @@ use std::io::Write;
 
 use crate::classify::{HintSource, Outcome, StopReason};
 use crate::duration::human;
-use crate::event::{BreakerNews, Ending, Event, HookKind, HuntEnd, Next, Report};
+use crate::event::{BreakerNews, Ending, Event, HookKind, HuntEnd, Next, Report, ThrottleNews};
 use crate::fleet::breaker::{Admission, Circuit, RunEnd, State};
 use crate::report::fold::{self, Folds, Runner};
 use crate::report::live::{self, Live};
@@ -294,6 +294,23 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
         ),
         Event::Hook { .. } => return hook_text(event, verbosity),
         Event::Breaker { key, news } if normal => return breaker_text(key, news, verbose),
+        Event::Throttle {
+            key,
+            attempt,
+            news:
+                ThrottleNews::Decided {
+                    decision,
+                    window_ms,
+                },
+        } if normal && !decision.send || verbose => format!(
+            "throttle '{key}': {} attempt {attempt} (skip probability {:.2}: {} requests, {} skipped, {} accepted in the last {})",
+            if decision.send { "sending" } else { "skipping" },
+            decision.probability,
+            decision.counts.requests,
+            decision.counts.skips,
+            decision.counts.accepts,
+            human(std::time::Duration::from_millis(window_ms)),
+        ),
         Event::CannotStart { program, error, .. } => {
             format!("cannot run '{}': {error}", program.to_string_lossy())
         }
@@ -546,6 +563,7 @@ fn failed_text(
 ) -> String {
     let head = match outcome {
         Outcome::Unmet(_) => format!("attempt {attempt} {outcome}"),
+        Outcome::Throttled => format!("attempt {attempt} skipped (throttled)"),
         _ => format!(
             "attempt {attempt} failed ({outcome}) after {}",
             human(elapsed)
