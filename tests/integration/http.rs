@@ -51,6 +51,15 @@ pub struct Server {
 impl Server {
     /// Serves `script` in order; after it, every request gets the last reply.
     pub fn start(script: Vec<Reply>) -> Server {
+        Server::serve(script, false)
+    }
+
+    /// Serves `script` in order, and again from its start after its end.
+    pub fn cycling(script: Vec<Reply>) -> Server {
+        Server::serve(script, true)
+    }
+
+    fn serve(script: Vec<Reply>, cycle: bool) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let url = format!("http://{}/resource", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -81,6 +90,7 @@ impl Server {
                 let mut sent = vec![0u8; body];
                 let _ = std::io::Read::read_exact(&mut reader, &mut sent);
                 seen.lock().unwrap().push(Instant::now());
+                let n = if cycle { n % script.len() } else { n };
                 let reply = script.get(n).or(script.last()).unwrap().clone();
                 let mut head = format!(
                     "HTTP/1.1 {} Scripted\r\nContent-Length: {}\r\nConnection: close\r\n",
