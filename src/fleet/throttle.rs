@@ -141,7 +141,7 @@ impl Window {
     /// The width the window counts in at `now_ms`, for a process whose own
     /// slots are `own_ms` wide: the state's while a slot of it is live,
     /// else its own.
-    fn width_at(&self, own_ms: u64, now_ms: u64) -> u64 {
+    pub fn width_at(&self, own_ms: u64, now_ms: u64) -> u64 {
         let live = self.width_ms != 0
             && self
                 .slots
