@@ -249,7 +249,10 @@ fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit>
         hooks: &cfg.hooks,
         breaker: cfg.breaker.as_ref().map(|b| b as &dyn run::CircuitBreaker),
         breaker_exit: cfg.breaker_exit,
-        throttle: None,
+        throttle: cfg
+            .throttle
+            .as_ref()
+            .map(|t| t as &dyn run::AdaptiveThrottle),
         misplaced: misplaced.as_deref(),
     };
     let label = config::run_label(cfg.name.as_ref(), &cfg.command);
