@@ -161,6 +161,8 @@ impl Window {
             };
         }
         let index = now_ms / width;
+        // Below SLOTS: the cast loses nothing.
+        #[allow(clippy::cast_possible_truncation)]
         let slot = &mut self.slots[(index % SLOTS as u64) as usize];
         if slot.index != index || slot.empty() {
             *slot = Slot {
@@ -180,6 +182,7 @@ impl Throttle {
     }
 
     /// K as a number.
+    #[allow(clippy::cast_precision_loss)] // k_milli is far below 2^53
     pub fn k(self) -> f64 {
         self.k_milli as f64 / 1000.0
     }
@@ -187,6 +190,7 @@ impl Throttle {
     /// The probability of skipping an attempt, given the counts:
     /// `max(0, (requests - K × accepts) / (requests + 1))`, always below 1.
     /// The Redis store's script computes it with the same operations.
+    #[allow(clippy::cast_precision_loss)] // counts are at most MAX_COUNT, below 2^53
     pub fn probability(self, c: Counts) -> f64 {
         let requests = c.requests as f64;
         let p = (requests - self.k() * c.accepts as f64) / (requests + 1.0);
@@ -235,6 +239,7 @@ mod tests {
     };
 
     #[test]
+    #[allow(clippy::float_cmp)] // max(0, x) is exactly 0 where x is not above it
     fn nothing_is_skipped_while_the_backend_accepts_more_than_one_in_k() {
         let c = |requests, accepts| Counts {
             requests,
