@@ -492,7 +492,7 @@ _backoff_options() {
             return 0
             ;;
         backoff__subcmd__simulate)
-            opts="-h --model --clients --runs --strategy --base --cap --factor --jitter --seed --format --plot --scenario --rate --capacity --queue --timeout --brownout --outage-start --outage-length --horizon --max-retries --budget-ratio --budget-burst --breaker-failures --breaker-cooldown --help"
+            opts="-h --model --clients --runs --strategy --base --cap --factor --jitter --seed --format --plot --scenario --rate --capacity --queue --timeout --brownout --outage-start --outage-length --horizon --max-retries --budget-ratio --budget-burst --breaker-failures --breaker-cooldown --throttle-window --throttle-k --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 _backoff_compgen -W "${opts}" -- "${cur}"
                 return 0
@@ -511,7 +511,7 @@ _backoff_options() {
                     return 0
                     ;;
                 --strategy)
-                    _backoff_compgen -W "none immediate exponential full equal decorrelated policy full+budget full+breaker" -- "${cur}"
+                    _backoff_compgen -W "none immediate exponential full equal decorrelated policy full+budget full+breaker full+throttle full+budget+throttle" -- "${cur}"
                     return 0
                     ;;
                 --base)
@@ -595,6 +595,14 @@ _backoff_options() {
                     return 0
                     ;;
                 --breaker-cooldown)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
+                --throttle-window)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
+                --throttle-k)
                     _backoff_compgen -f -- "${cur}"
                     return 0
                     ;;

@@ -131,6 +131,8 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-burst 'Most tokens that budget holds, and starts with [default: 10]'
             cand --breaker-failures 'Requests in a row that gave up that open the breaker of "full+breaker", one for all clients [default: 5]'
             cand --breaker-cooldown 'How long that breaker stays open before a probe [default: 5s]'
+            cand --throttle-window 'The window over which the adaptive throttle of "full+throttle" and "full+budget+throttle", one for all clients, counts requests and accepts, from 1s to 30 days [default: 2m]'
+            cand --throttle-k 'That throttle''s K, from 1 to 1000: it skips attempts when the requests pass K times the accepts [default: 2]'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }

@@ -133,7 +133,9 @@ equal\t'e/2 plus uniform in [0, e/2)'
 decorrelated\t'min(cap, uniform in [base, 3 · previous sleep)), from base'
 policy\t'Contention: backoff\'s own policy, from --base, --cap, --factor and --jitter'
 full+budget\t'Overload: full jitter under a retry budget shared by all clients'
-full+breaker\t'Overload: full jitter behind a circuit breaker shared by all clients'"
+full+breaker\t'Overload: full jitter behind a circuit breaker shared by all clients'
+full+throttle\t'Overload: full jitter behind an adaptive throttle shared by all clients'
+full+budget+throttle\t'Overload: full jitter under the shared retry budget, behind the shared adaptive throttle'"
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l base -d 'Base of the delays [default: Brooker\'s 5ms; overload: 100ms]' -r
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l cap -d 'Cap of the delays [default: Brooker\'s 2s; overload: 30s]' -r
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l factor -d 'Growth per retry of the "policy" strategy, and of every overload strategy' -r
@@ -162,6 +164,8 @@ complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l budget-rati
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l budget-burst -d 'Most tokens that budget holds, and starts with [default: 10]' -r
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l breaker-failures -d 'Requests in a row that gave up that open the breaker of "full+breaker", one for all clients [default: 5]' -r
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l breaker-cooldown -d 'How long that breaker stays open before a probe [default: 5s]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l throttle-window -d 'The window over which the adaptive throttle of "full+throttle" and "full+budget+throttle", one for all clients, counts requests and accepts, from 1s to 30 days [default: 2m]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l throttle-k -d 'That throttle\'s K, from 1 to 1000: it skips attempts when the requests pass K times the accepts [default: 2]' -r
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -s h -l help -d 'Print help'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "show" -d 'Print the tokens left in a budget, and the burst and ratio its state records (else those of the options, said to be theirs)'

@@ -23,7 +23,11 @@ use crate::cli::{
 use crate::exec::scan::{self, Headers, OutputRules};
 use crate::fleet::breaker::Breaker;
 use crate::fleet::bucket::{self, Bucket};
+<<<<<<< HEAD
 use crate::fleet::throttle::Throttle;
+=======
+use crate::fleet::throttle::{self, Throttle};
+>>>>>>> h3
 use crate::jitter::Jitter;
 use crate::policy::{Policy, PolicyConfig};
 use crate::report::ci::StepFiles;
@@ -532,6 +536,8 @@ fn other_model_options(args: &SimulateArgs) -> Vec<&'static str> {
         note(o.budget_burst.is_some(), "--budget-burst");
         note(o.breaker_failures.is_some(), "--breaker-failures");
         note(o.breaker_cooldown.is_some(), "--breaker-cooldown");
+        note(o.throttle_window.is_some(), "--throttle-window");
+        note(o.throttle_k.is_some(), "--throttle-k");
         note(args.format == SimFormat::Svg, "--format svg");
     } else {
         note(args.runs.is_some(), "--runs");
@@ -560,7 +566,11 @@ fn check_model(args: &SimulateArgs, given: &Given) -> Result<(), UsageError> {
     let only_other = |s: SimStrategy| match args.model {
         SimModel::Contention => matches!(
             s,
-            SimStrategy::Immediate | SimStrategy::FullBudget | SimStrategy::FullBreaker
+            SimStrategy::Immediate
+                | SimStrategy::FullBudget
+                | SimStrategy::FullBreaker
+                | SimStrategy::FullThrottle
+                | SimStrategy::FullBudgetThrottle
         ),
         SimModel::Overload => s == SimStrategy::Policy,
     };
@@ -718,11 +728,47 @@ fn overload(args: &SimulateArgs, given: &Given, seed: u64) -> Result<overload::S
             )
             .unwrap_or(u64::MAX),
         },
+        throttle: sim_throttle(o.throttle_window, o.throttle_k, given)?,
         strategies: overload_strategies(&args.strategy),
         seed,
     };
     check_overload_times(&setup, given)?;
     Ok(setup)
+}
+
+/// The adaptive throttle of the overload model: `--throttle-window` from
+/// 1s to 30 days (2m), `--throttle-k` from 1 to 1000 (2), kept in
+/// thousandths.
+fn sim_throttle(
+    window: Option<Duration>,
+    k: Option<f64>,
+    given: &Given,
+) -> Result<Throttle, UsageError> {
+    let window = window.unwrap_or(Duration::from_mins(2));
+    let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+    if !(throttle::MIN_WINDOW_MS..=throttle::MAX_WINDOW_MS).contains(&window_ms) {
+        return Err(invalid(
+            given,
+            show(window),
+            "--throttle-window",
+            "must be from 1s to 30 days",
+        ));
+    }
+    let k = k.unwrap_or(2.0);
+    #[allow(clippy::cast_precision_loss)]
+    let most = (throttle::MAX_K_MILLI / 1000) as f64;
+    if !(k.is_finite() && (1.0..=most).contains(&k)) {
+        return Err(invalid(
+            given,
+            k,
+            "--throttle-k",
+            format!("must be from 1 to {most}"),
+        ));
+    }
+    // From 1000 to MAX_K_MILLI: the cast loses nothing.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let k_milli = (k * 1000.0).round() as u64;
+    Ok(Throttle { window_ms, k_milli })
 }
 
 /// The overload strategies asked for, or all of them.
@@ -739,6 +785,8 @@ fn overload_strategies(asked: &[SimStrategy]) -> Vec<overload::Strategy> {
             SimStrategy::Decorrelated => Some(S::Decorrelated),
             SimStrategy::FullBudget => Some(S::FullBudget),
             SimStrategy::FullBreaker => Some(S::FullBreaker),
+            SimStrategy::FullThrottle => Some(S::FullThrottle),
+            SimStrategy::FullBudgetThrottle => Some(S::FullBudgetThrottle),
             SimStrategy::Policy => None,
         })
         .collect();

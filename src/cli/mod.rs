@@ -178,8 +178,8 @@ pub enum Sub {
     /// them.
     ///
     /// With --model overload: clients at a steady rate, a server of fixed
-    /// capacity, an outage, and retries with or without a shared budget or
-    /// breaker. Prints, per strategy, the amplification during the outage,
+    /// capacity, an outage, and retries with or without a shared budget,
+    /// breaker or adaptive throttle. Prints, per strategy, the amplification during the outage,
     /// the goodput and the time to recover (see the man page's SIMULATION).
     Simulate(Box<SimulateArgs>),
     /// Show or reset a retry budget shared by processes (see --budget)
@@ -321,6 +321,18 @@ pub struct OverloadArgs {
     #[arg(long, value_name = "DURATION", value_parser = values::duration,
           allow_hyphen_values = true)]
     pub breaker_cooldown: Option<Duration>,
+
+    /// The window over which the adaptive throttle of "full+throttle" and
+    /// "full+budget+throttle", one for all clients, counts requests and
+    /// accepts, from 1s to 30 days [default: 2m]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub throttle_window: Option<Duration>,
+
+    /// That throttle's K, from 1 to 1000: it skips attempts when the
+    /// requests pass K times the accepts [default: 2]
+    #[arg(long, value_name = "K", allow_hyphen_values = true)]
+    pub throttle_k: Option<f64>,
 }
 
 /// The models of `backoff simulate`.
@@ -365,6 +377,14 @@ pub enum SimStrategy {
     /// Overload: full jitter behind a circuit breaker shared by all clients.
     #[value(name = "full+breaker")]
     FullBreaker,
+    /// Overload: full jitter behind an adaptive throttle shared by all
+    /// clients.
+    #[value(name = "full+throttle")]
+    FullThrottle,
+    /// Overload: full jitter under the shared retry budget, behind the
+    /// shared adaptive throttle.
+    #[value(name = "full+budget+throttle")]
+    FullBudgetThrottle,
 }
 
 /// Output formats of `simulate`.

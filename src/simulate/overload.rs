@@ -1,6 +1,6 @@
 //! The overload model of `backoff simulate --model overload`: what retries
 //! do to a server that is past its capacity, with backoff's own delays,
-//! retry budget and circuit breaker.
+//! retry budget, circuit breaker and adaptive throttle.
 //!
 //! Time runs in ticks of 10 ms. N clients each make a request every
 //! 1/rate seconds, from a random phase (seeded; the same arrivals for every
@@ -13,6 +13,16 @@
 //! attempt as failed. An attempt served in time succeeds. A failed attempt
 //! is retried, at most `max_retries` times, after the strategy's delay
 //! (drawn by backoff's own `Delays`), on the first tick after that delay.
+//!
+//! Behind the adaptive throttle (`full+throttle`, `full+budget+throttle`,
+//! one window shared by all clients), every attempt, the first included,
+//! is first put to the throttle: a skipped attempt sends nothing, fails at
+//! once as "throttled", and is retried like any failed attempt, after its
+//! delay. The throttle counts as accepted the attempts the server answered
+//! in time; the model's only failures are the overload's (a full queue, an
+//! answer too late), and none of them counts. Under the budget as well, a
+//! retry takes a token only when the attempt before it reached the server:
+//! the retry of a throttled attempt takes none.
 //!
 //! The work spent on attempts nobody waits for any more is what makes the
 //! overload metastable: once the queue is longer than the server can work
@@ -29,6 +39,7 @@ use rand::rngs::Xoshiro256PlusPlus;
 
 use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
 use crate::fleet::bucket::Bucket;
+use crate::fleet::throttle::{Throttle, Window};
 use crate::jitter::Jitter;
 use crate::policy::{Delays, Policy};
 
@@ -65,11 +76,16 @@ pub enum Strategy {
     FullBudget,
     /// Full jitter behind a circuit breaker shared by all clients.
     FullBreaker,
+    /// Full jitter behind an adaptive throttle shared by all clients.
+    FullThrottle,
+    /// Full jitter under the shared retry budget, behind the shared
+    /// adaptive throttle.
+    FullBudgetThrottle,
 }
 
 impl Strategy {
     /// Every strategy, in the order of the outputs.
-    pub const ALL: [Strategy; 8] = [
+    pub const ALL: [Strategy; 10] = [
         Strategy::None,
         Strategy::Immediate,
         Strategy::Exponential,
@@ -78,6 +94,8 @@ impl Strategy {
         Strategy::Decorrelated,
         Strategy::FullBudget,
         Strategy::FullBreaker,
+        Strategy::FullThrottle,
+        Strategy::FullBudgetThrottle,
     ];
 
     /// The name used on the command line and in outputs.
@@ -91,7 +109,19 @@ impl Strategy {
             Strategy::Decorrelated => "decorrelated",
             Strategy::FullBudget => "full+budget",
             Strategy::FullBreaker => "full+breaker",
+            Strategy::FullThrottle => "full+throttle",
+            Strategy::FullBudgetThrottle => "full+budget+throttle",
         }
+    }
+
+    /// Whether its retries are under the shared budget.
+    pub fn budgeted(self) -> bool {
+        matches!(self, Strategy::FullBudget | Strategy::FullBudgetThrottle)
+    }
+
+    /// Whether its attempts are behind the shared throttle.
+    pub fn throttled(self) -> bool {
+        matches!(self, Strategy::FullThrottle | Strategy::FullBudgetThrottle)
     }
 
     /// The delays of its retries, as backoff's policy; `None` for no retry.
@@ -107,7 +137,11 @@ impl Strategy {
                 ));
             }
             Strategy::Exponential => Jitter::None,
-            Strategy::Full | Strategy::FullBudget | Strategy::FullBreaker => Jitter::Full,
+            Strategy::Full
+            | Strategy::FullBudget
+            | Strategy::FullBreaker
+            | Strategy::FullThrottle
+            | Strategy::FullBudgetThrottle => Jitter::Full,
             Strategy::Equal => Jitter::Equal,
             Strategy::Decorrelated => Jitter::Decorrelated,
         };
@@ -150,6 +184,9 @@ pub struct Setup {
     pub bucket: Bucket,
     /// The circuit breaker of `full+breaker`, shared by all clients.
     pub breaker: Breaker,
+    /// The adaptive throttle of `full+throttle` and `full+budget+throttle`,
+    /// one window shared by all clients.
+    pub throttle: Throttle,
     /// Strategies, in output order.
     pub strategies: Vec<Strategy>,
     /// Seed of everything random.
@@ -182,10 +219,12 @@ pub struct Outcome {
     pub requests: u64,
     /// Requests that succeeded (on any attempt) within the horizon.
     pub succeeded: u64,
-    /// Attempts sent over the horizon.
+    /// Attempts sent over the horizon (not those the throttle skipped).
     pub attempts: u64,
     /// Requests the open circuit did not send.
     pub skipped: u64,
+    /// Attempts the throttle did not send.
+    pub throttled: u64,
     /// Attempts the server worked on after their client had given up.
     pub wasted: u64,
     /// Requests made during the outage.
@@ -278,6 +317,10 @@ struct Sim<'a> {
     /// The budget's level, in millionths of a token.
     level: u64,
     circuit: Circuit,
+    /// The throttle's window, shared by all clients.
+    shared: Window,
+    /// The throttle's draws.
+    draws: Xoshiro256PlusPlus,
     timeout: usize,
     window: (usize, usize),
     out: Outcome,
@@ -328,7 +371,17 @@ impl Sim<'_> {
         self.send(t, id);
     }
 
+    /// An attempt of request `r`: put to the throttle, if any, then sent.
     fn send(&mut self, t: usize, r: u32) {
+        if self.strategy.throttled() {
+            let draw = self.draws.random::<f64>();
+            let (decision, window) = self.setup.throttle.admit(self.shared, ms(t), draw);
+            self.shared = window;
+            if !decision.send {
+                self.out.throttled += 1;
+                return self.fail(t, r, false);
+            }
+        }
         self.out.attempts += 1;
         self.out.sent[t] += 1;
         if self.in_window(t) {
@@ -340,7 +393,7 @@ impl Sim<'_> {
                 request: r,
             });
         } else {
-            self.fail(t, r);
+            self.fail(t, r, true);
         }
     }
 
@@ -352,7 +405,7 @@ impl Sim<'_> {
                 break;
             }
             self.stale += 1;
-            self.fail(t, q.request);
+            self.fail(t, q.request, true);
         }
     }
 
@@ -381,12 +434,14 @@ impl Sim<'_> {
         }
     }
 
-    fn fail(&mut self, t: usize, r: u32) {
+    /// An attempt of request `r` failed; `reached`: it reached the server
+    /// (it was not throttled). Its retry, if any, is due after its delay.
+    fn fail(&mut self, t: usize, r: u32, reached: bool) {
         let req = &self.requests[r as usize];
         let retry = self.policy.is_some()
             && req.probe.is_none()
             && req.retries < self.setup.max_retries
-            && (self.strategy != Strategy::FullBudget || self.take_token());
+            && (!self.strategy.budgeted() || !reached || self.take_token());
         if !retry {
             return self.end(t, r, RunEnd::GaveUp);
         }
@@ -423,8 +478,11 @@ impl Sim<'_> {
     fn succeed(&mut self, t: usize, r: u32) {
         self.out.succeeded += 1;
         self.out.good[t] += 1;
-        if self.strategy == Strategy::FullBudget {
+        if self.strategy.budgeted() {
             self.level = self.setup.bucket.deposit(self.level);
+        }
+        if self.strategy.throttled() {
+            self.shared = self.setup.throttle.accept(self.shared, ms(t));
         }
         self.end(t, r, RunEnd::Succeeded);
     }
@@ -462,6 +520,10 @@ pub fn run(setup: &Setup, strategy: Strategy, arrivals: &[u32]) -> Outcome {
         timers: vec![Vec::new(); horizon],
         level: setup.bucket.burst,
         circuit: Circuit::default(),
+        shared: Window::default(),
+        draws: Xoshiro256PlusPlus::seed_from_u64(
+            setup.seed ^ ((strategy as u64) << 56) ^ 0x7468_726f_7474_6c65,
+        ),
         timeout: ticks(setup.timeout).max(1),
         window: setup.window(),
         out: Outcome {
@@ -470,6 +532,7 @@ pub fn run(setup: &Setup, strategy: Strategy, arrivals: &[u32]) -> Outcome {
             succeeded: 0,
             attempts: 0,
             skipped: 0,
+            throttled: 0,
             wasted: 0,
             episode_requests: 0,
             episode_attempts: 0,
@@ -579,6 +642,10 @@ pub(crate) mod tests {
                 failures: 5,
                 cooldown_ms: 2000,
             },
+            throttle: Throttle {
+                window_ms: 120_000,
+                k_milli: 2000,
+            },
             strategies: Strategy::ALL.to_vec(),
             seed: 7,
         }
@@ -603,12 +670,19 @@ pub(crate) mod tests {
     fn without_an_outage_every_request_succeeds_at_its_first_attempt() {
         let mut s = small();
         s.outage_length = Duration::ZERO;
+        let mut start = s.clone();
+        start.horizon = Duration::from_secs(1);
         for strategy in Strategy::ALL {
             let o = outcome(&s, strategy);
             assert_eq!(o.succeeded, o.requests, "{strategy:?}");
             assert_eq!(o.attempts, o.requests, "{strategy:?}");
             assert_eq!((o.wasted, o.skipped), (0, 0));
             assert_eq!(o.recovery_s, Some(0.0));
+            // A throttle skips only while its window is new: the first
+            // attempts find requests counted and no accept yet. Their
+            // retries succeed.
+            assert_eq!(o.throttled, outcome(&start, strategy).throttled);
+            assert!(o.throttled < 10, "{o:?}");
         }
     }
 
@@ -641,6 +715,30 @@ pub(crate) mod tests {
         assert!(o.succeeded + o.skipped <= o.requests);
         assert!(o.amplification() < outcome(&s, Strategy::Full).amplification() / 2.0);
         assert!(o.recovery_s.is_some());
+    }
+
+    #[test]
+    fn a_throttled_attempt_sends_nothing_and_is_retried_without_a_token() {
+        let s = small();
+        let full = outcome(&s, Strategy::Full);
+        let throttle = outcome(&s, Strategy::FullThrottle);
+        assert!(throttle.throttled > 0);
+        // Every attempt wanted is sent or throttled; at most 1 + 3 a request.
+        let wanted = throttle.attempts + throttle.throttled;
+        assert!(wanted <= 4 * throttle.requests, "{throttle:?}");
+        assert!(
+            throttle.amplification() < full.amplification(),
+            "{throttle:?}"
+        );
+        // With an empty budget, only the retries of throttled attempts are
+        // made: a retry takes a token only after an attempt that was sent.
+        let mut empty = small();
+        empty.bucket = Bucket { burst: 0, ratio: 0 };
+        let budget = outcome(&empty, Strategy::FullBudget);
+        assert_eq!(budget.attempts, budget.requests);
+        let both = outcome(&empty, Strategy::FullBudgetThrottle);
+        let retries = both.attempts + both.throttled - both.requests;
+        assert!(retries > 0 && retries <= both.throttled, "{both:?}");
     }
 
     #[test]

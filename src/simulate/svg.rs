@@ -345,6 +345,8 @@ fn overload_colour(s: overload::Strategy) -> RGBColor {
         S::Decorrelated => RGBColor(0xff, 0x7f, 0x0e),
         S::FullBudget => RGBColor(0x94, 0x67, 0xbd),
         S::FullBreaker => RGBColor(0x17, 0xbe, 0xcf),
+        S::FullThrottle => RGBColor(0xe3, 0x77, 0xc2),
+        S::FullBudgetThrottle => RGBColor(0x7f, 0x7f, 0x00),
     }
 }
 
@@ -354,11 +356,11 @@ const BIN: usize = 10;
 /// The size of the overload charts: the width, the column titles above,
 /// one row per strategy, the note below, and the strategies' names on the
 /// left.
-const OVERLOAD_WIDTH: u32 = 1000;
+const OVERLOAD_WIDTH: u32 = 1100;
 const HEAD: u32 = 40;
 const ROW: u32 = 118;
 const FOOT: u32 = 56;
-const NAMES: u32 = 104;
+const NAMES: u32 = 196;
 const ROW_FONT: i32 = 15;
 
 /// The overload model's charts as an SVG document: per strategy a row of

@@ -228,6 +228,7 @@ pub fn overload_table(setup: &overload::Setup, outcomes: &[Outcome]) -> String {
             "goodput",
             "recovery_s",
             "skipped",
+            "throttled",
             "wasted",
         ]
         .map(str::to_owned)
@@ -240,6 +241,7 @@ pub fn overload_table(setup: &overload::Setup, outcomes: &[Outcome]) -> String {
             format!("{:.3}", o.goodput()),
             recovery(o),
             o.skipped.to_string(),
+            o.throttled.to_string(),
             o.wasted.to_string(),
         ]);
     }
@@ -269,17 +271,18 @@ pub fn overload_table(setup: &overload::Setup, outcomes: &[Outcome]) -> String {
 /// The overload model's CSV: a row per strategy.
 pub fn overload_csv(outcomes: &[Outcome]) -> String {
     let mut out = String::from(
-        "strategy,amplification,goodput,recovery_seconds,skipped,wasted,requests,attempts,succeeded\n",
+        "strategy,amplification,goodput,recovery_seconds,skipped,throttled,wasted,requests,attempts,succeeded\n",
     );
     for o in outcomes {
         let _ = writeln!(
             out,
-            "{},{:.4},{:.4},{},{},{},{},{},{}",
+            "{},{:.4},{:.4},{},{},{},{},{},{},{}",
             o.strategy.name(),
             o.amplification(),
             o.goodput(),
             recovery(o),
             o.skipped,
+            o.throttled,
             o.wasted,
             o.requests,
             o.attempts,
@@ -322,6 +325,8 @@ pub fn overload_json(s: &overload::Setup, outcomes: &[Outcome]) -> String {
         "budget_burst": show_tokens(s.bucket.burst).parse::<f64>().unwrap_or(0.0),
         "breaker_failures": s.breaker.failures,
         "breaker_cooldown_seconds": Duration::from_millis(s.breaker.cooldown_ms).as_secs_f64(),
+        "throttle_window_seconds": Duration::from_millis(s.throttle.window_ms).as_secs_f64(),
+        "throttle_k": s.throttle.k(),
         "seed": s.seed,
         "strategies": outcomes.iter().map(|o| json!({
             "strategy": o.strategy.name(),
@@ -329,6 +334,7 @@ pub fn overload_json(s: &overload::Setup, outcomes: &[Outcome]) -> String {
             "goodput": o.goodput(),
             "recovery_seconds": o.recovery_s,
             "skipped": o.skipped,
+            "throttled": o.throttled,
             "wasted": o.wasted,
             "requests": o.requests,
             "attempts": o.attempts,

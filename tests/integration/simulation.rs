@@ -1,6 +1,6 @@
 //! `backoff simulate`: the experiment's conclusions hold, the overload model
-//! shows the retry storm and what a budget and a breaker do, and the outputs
-//! are what they claim to be.
+//! shows the retry storm and what a budget, a breaker and an adaptive
+//! throttle do, and the outputs are what they claim to be.
 
 use serde_json::Value;
 
@@ -215,6 +215,70 @@ fn in_the_metastable_scenario_only_a_budget_or_a_breaker_lets_retrying_clients_r
     }
 }
 
+const THROTTLED: [&str; 2] = ["full+throttle", "full+budget+throttle"];
+
+/// The budget and the two throttled strategies, with the default window
+/// (2m) and K (2).
+fn with_throttles(args: &[&str]) -> Value {
+    let strategies = [
+        "--strategy",
+        "full+budget,full+throttle,full+budget+throttle",
+    ];
+    overload(&[args, &strategies, &["--seed", "2015"]].concat())
+}
+
+#[test]
+fn the_adaptive_throttle_lets_retrying_clients_recover_from_the_metastable_overload() {
+    let doc = with_throttles(&["--scenario", "metastable"]);
+    assert_eq!(doc["throttle_window_seconds"], 120.0);
+    assert_eq!(doc["throttle_k"], 2.0);
+    let budget = strategy(&doc, "full+budget")["recovery_seconds"]
+        .as_f64()
+        .unwrap();
+    for name in THROTTLED {
+        let s = strategy(&doc, name);
+        assert!(s["throttled"].as_u64().unwrap() > 0, "{name}: {s}");
+        let r = s["recovery_seconds"].as_f64();
+        assert!(r.is_some_and(|r| r < 40.0), "{name}: {r:?}");
+    }
+    // Alone, the throttle lets the queue drain only once the fleet's
+    // requests in its window pass twice its accepts, and keeps skipping
+    // after it has: it recovers, later than the budget.
+    let alone = strategy(&doc, "full+throttle")["recovery_seconds"]
+        .as_f64()
+        .unwrap();
+    assert!(alone > budget, "{alone} <= {budget}");
+    // Under the budget as well, the budget's limit keeps the queue short.
+    let both = strategy(&doc, "full+budget+throttle")["recovery_seconds"]
+        .as_f64()
+        .unwrap();
+    assert!(both <= budget + 1.0, "{both} vs {budget}");
+}
+
+#[test]
+fn during_a_brownout_a_throttle_serves_as_many_requests_as_the_budget() {
+    let doc = with_throttles(&["--brownout", "0.25"]);
+    // Successes during the brownout (10s to 20s), the same arrivals for
+    // every strategy.
+    let during = |name| -> f64 {
+        strategy(&doc, name)["goodput_per_s"].as_array().unwrap()[10..20]
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .sum()
+    };
+    let goodput = |name| strategy(&doc, name)["goodput"].as_f64().unwrap();
+    for name in THROTTLED {
+        assert!(during(name) >= during("full+budget"), "{name}");
+    }
+    assert!(goodput("full+budget+throttle") >= goodput("full+budget"));
+    // Over the whole run the throttle alone falls short of the budget: its
+    // window still counts the brownout's failures when the capacity
+    // returns, and it skips attempts to a server that would serve them.
+    let alone = strategy(&doc, "full+throttle");
+    assert!(alone["recovery_seconds"].as_f64().unwrap() > 0.0, "{alone}");
+    assert_eq!(strategy(&doc, "full+budget")["recovery_seconds"], 0.0);
+}
+
 #[test]
 fn the_overload_model_gives_the_same_output_for_the_same_seed() {
     let run = |format| {
@@ -273,8 +337,10 @@ fn overload_csv_and_table_have_a_row_per_strategy_and_say_never() {
         table.starts_with("overload (outage): 1000 clients"),
         "{table}"
     );
-    assert!(table.contains("strategy      amplification  goodput  recovery_s"));
-    assert_eq!(table.lines().count(), 2 + 8);
+    assert!(table.contains(
+        "strategy              amplification  goodput  recovery_s  skipped  throttled  wasted"
+    ));
+    assert_eq!(table.lines().count(), 2 + 10);
 }
 
 #[test]
@@ -305,6 +371,8 @@ fn overload_svg_goes_to_stdout_or_to_the_plot_file() {
         "time (s)",
         "full+budget",
         "full+breaker",
+        "full+throttle",
+        "full+budget+throttle",
     ] {
         assert!(drawing.contains(label), "the SVG lacks {label}");
     }
@@ -326,6 +394,11 @@ fn bad_overload_values_and_the_other_models_options_are_refused() {
         ["--timeout", "0s"],
         ["--breaker-failures", "0"],
         ["--budget-burst", "0"],
+        ["--throttle-window", "500ms"],
+        ["--throttle-window", "31days"],
+        ["--throttle-k", "0.5"],
+        ["--throttle-k", "NaN"],
+        ["--throttle-k", "1001"],
         ["--clients", "10,20"],
         ["--strategy", "policy"],
         ["--runs", "5"],
@@ -348,6 +421,9 @@ fn bad_overload_values_and_the_other_models_options_are_refused() {
         &["--max-retries", "3"],
         &["--format", "svg"],
         &["--strategy", "full+budget"],
+        &["--strategy", "full+throttle"],
+        &["--throttle-k", "3"],
+        &["--throttle-window", "1m"],
     ] {
         backoff(["simulate"])
             .args(args)
