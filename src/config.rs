@@ -23,11 +23,7 @@ use crate::cli::{
 use crate::exec::scan::{self, Headers, OutputRules};
 use crate::fleet::breaker::Breaker;
 use crate::fleet::bucket::{self, Bucket};
-<<<<<<< HEAD
-use crate::fleet::throttle::Throttle;
-=======
 use crate::fleet::throttle::{self, Throttle};
->>>>>>> h3
 use crate::jitter::Jitter;
 use crate::policy::{Policy, PolicyConfig};
 use crate::report::ci::StepFiles;

@@ -644,7 +644,7 @@ impl FileThrottle {
         self.file.with_state(Access::Change, wait, |state| {
             let before = self.window_of(state)?;
             let (decision, after) = self.throttle.admit(before, now_ms(), draw);
-            let window_ms = after.width_ms.saturating_mul(SLOTS as u64);
+            let window_ms = self.throttle.window_of(after.width_ms);
             Ok((Some(after), (decision, window_ms)))
         })
     }

@@ -181,6 +181,17 @@ impl Throttle {
         (self.window_ms / SLOTS as u64).max(1)
     }
 
+    /// The window that slots `width_ms` wide make: this throttle's own
+    /// when they are its slots (a window of 2s makes slots of 166 ms), else
+    /// twelve of them.
+    pub fn window_of(self, width_ms: u64) -> u64 {
+        if width_ms == self.width_ms() {
+            self.window_ms
+        } else {
+            width_ms.saturating_mul(SLOTS as u64)
+        }
+    }
+
     /// K as a number.
     // Counts and K stay below 2^53 (`MAX_COUNT`, `MAX_K_MILLI`): exact.
     #[allow(clippy::cast_precision_loss)]
