@@ -161,6 +161,8 @@ impl Window {
             };
         }
         let index = now_ms / width;
+        // Below SLOTS: no truncation.
+        #[allow(clippy::cast_possible_truncation)]
         let slot = &mut self.slots[(index % SLOTS as u64) as usize];
         if slot.index != index || slot.empty() {
             *slot = Slot {
@@ -180,6 +182,7 @@ impl Throttle {
     }
 
     /// K as a number.
+    #[allow(clippy::cast_precision_loss)] // K in thousandths is below 2^52
     pub fn k(self) -> f64 {
         self.k_milli as f64 / 1000.0
     }
@@ -187,6 +190,8 @@ impl Throttle {
     /// The probability of skipping an attempt, given the counts:
     /// `max(0, (requests - K × accepts) / (requests + 1))`, always below 1.
     /// The Redis store's script computes it with the same operations.
+    // A count past 2^53 becomes the double nearest it, as in the script.
+    #[allow(clippy::cast_precision_loss)]
     pub fn probability(self, c: Counts) -> f64 {
         let requests = c.requests as f64;
         let p = (requests - self.k() * c.accepts as f64) / (requests + 1.0);
@@ -235,6 +240,7 @@ mod tests {
     };
 
     #[test]
+    #[allow(clippy::float_cmp)] // zero exactly
     fn nothing_is_skipped_while_the_backend_accepts_more_than_one_in_k() {
         let c = |requests, accepts| Counts {
             requests,
