@@ -5,6 +5,11 @@
 //! are the server's clock, so the hosts' clocks need not agree. The
 //! password of the store's URL never shows in a message.
 //!
+//! The stores of one run that name the same URL make their calls on one
+//! connection, made at the first call. A script is called by its SHA-1
+//! (EVALSHA); the server is sent its text (SCRIPT LOAD) only when it does
+//! not know it yet, once per script while the server keeps its scripts.
+//!
 //! Each call to the store runs on a thread of its own, and backoff waits for
 //! its answer, for a terminating signal and for the timeout in one wait: a
 //! store that never answers (a frozen server, a slow name lookup) costs at
@@ -29,6 +34,7 @@
 
 use std::cell::RefCell;
 use std::os::fd::AsFd;
+use std::rc::{Rc, Weak};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
@@ -298,7 +304,8 @@ fn budget_reply(reply: &[String]) -> Option<(BudgetReply, bool)> {
 
 /// A budget kept in Redis.
 pub struct RedisBudget {
-    server: Server,
+    server: Rc<Server>,
+    timeout: Duration,
     key: String,
     bucket: Bucket,
     /// A corrupt state becomes a full bucket (`--budget-store-fail open`).
@@ -600,14 +607,20 @@ impl Call {
     }
 }
 
-/// A connection to the store, and the calls made on it: what budgets and
-/// breakers in Redis share.
+/// A connection to the store, and the calls made on it: what the budget
+/// and breaker of a run that name the same URL share (`shared`).
 struct Server {
     url: String,
     backend: Backend,
-    timeout: Duration,
     connection: RefCell<Option<Connection>>,
     clock: Lua,
+}
+
+thread_local! {
+    /// The servers in use, by URL: every store of a run that names the same
+    /// URL makes its calls on one connection. A server is forgotten when
+    /// the last store using it goes.
+    static SERVERS: RefCell<Vec<(String, Weak<Server>)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The nodes of a `redis+cluster://[user:password@]host:port,host:port`
@@ -644,9 +657,27 @@ fn cluster_nodes(url: &str) -> Result<Vec<String>, String> {
 }
 
 impl Server {
-    /// The server at `url`. Checks the URL only: nothing connects until a
-    /// call is made.
-    fn open(url: &str, timeout: Duration) -> Result<Server, String> {
+    /// The server at `url`, the one already in use if there is one (see
+    /// `SERVERS`). Checks the URL only: nothing connects until a call is
+    /// made.
+    fn shared(url: &str) -> Result<Rc<Server>, String> {
+        SERVERS.with_borrow_mut(|servers| {
+            servers.retain(|(_, s)| s.strong_count() > 0);
+            let known = servers
+                .iter()
+                .find(|(u, _)| u == url)
+                .and_then(|(_, s)| s.upgrade());
+            if let Some(server) = known {
+                return Ok(server);
+            }
+            let server = Rc::new(Server::open(url)?);
+            servers.push((url.to_owned(), Rc::downgrade(&server)));
+            Ok(server)
+        })
+    }
+
+    /// The server at `url`, of its own. Checks the URL only.
+    fn open(url: &str) -> Result<Server, String> {
         let cluster = url.starts_with("redis+cluster://") || url.starts_with("rediss+cluster://");
         if !cluster && !url.starts_with("redis://") && !url.starts_with("rediss://") {
             return Err(
@@ -680,23 +711,24 @@ impl Server {
         Ok(Server {
             url: url.to_owned(),
             backend,
-            timeout,
             connection: RefCell::new(None),
             clock: Lua::new(CLOCK.to_owned()),
         })
     }
 
     /// Runs `script` on `key` with `args` on a thread of its own and waits,
-    /// through `wait`, for its answer, at most the timeout.
+    /// through `wait`, for its answer, at most `timeout`. A call given up
+    /// on takes its connection with it: the next call makes a new one.
     fn call(
         &self,
         script: &Lua,
         key: &str,
         args: Vec<String>,
+        timeout: Duration,
         wait: &mut dyn Wait,
     ) -> Result<Vec<String>, StoreError> {
         let failed = |e: String| StoreError::Failed(scrub(&e, &self.url));
-        let deadline = deadline_after(self.timeout);
+        let deadline = deadline_after(timeout);
         let call = Call {
             backend: self.backend.clone(),
             connection: self.connection.take(),
@@ -705,9 +737,9 @@ impl Server {
             key: key.to_owned(),
             args,
             deadline,
-            cutoff: cutoff(deadline, self.timeout),
+            cutoff: cutoff(deadline, timeout),
             moved: false,
-            timed_out: format!("timed out after {}", human(self.timeout)),
+            timed_out: format!("timed out after {}", human(timeout)),
         };
         // The thread closes `done` when it has answered (or died).
         let call_timed_out = call.timed_out.clone();
@@ -757,7 +789,8 @@ impl RedisBudget {
         warnings: Warnings,
     ) -> Result<RedisBudget, String> {
         Ok(RedisBudget {
-            server: Server::open(url, timeout)?,
+            server: Server::shared(url)?,
+            timeout,
             key: format!("{REDIS_PREFIX}{key}"),
             bucket,
             repair: fail == FailMode::Open,
@@ -786,7 +819,9 @@ impl RedisBudget {
             }
             .to_owned(),
         ];
-        let reply = self.server.call(&self.script, &self.key, args, wait)?;
+        let reply = self
+            .server
+            .call(&self.script, &self.key, args, self.timeout, wait)?;
         let (answer, repaired) = budget_reply(&reply)
             .ok_or_else(|| StoreError::Failed("corrupt budget state".into()))?;
         if repaired {
@@ -854,7 +889,8 @@ impl RedisBudget {
 
 /// A circuit breaker kept in Redis.
 pub struct RedisBreaker {
-    server: Server,
+    server: Rc<Server>,
+    timeout: Duration,
     key: String,
     breaker: Breaker,
     /// A corrupt state becomes a closed circuit (`--budget-store-fail open`).
@@ -932,7 +968,8 @@ impl RedisBreaker {
         warnings: Warnings,
     ) -> Result<RedisBreaker, String> {
         Ok(RedisBreaker {
-            server: Server::open(url, timeout)?,
+            server: Server::shared(url)?,
+            timeout,
             key: format!("{REDIS_BREAKER_PREFIX}{key}"),
             breaker,
             repair: fail == FailMode::Open,
@@ -965,7 +1002,9 @@ impl RedisBreaker {
             .to_owned(),
             probe.map(|p| p.to_string()).unwrap_or_default(),
         ];
-        let reply = self.server.call(&self.script, &self.key, args, wait)?;
+        let reply = self
+            .server
+            .call(&self.script, &self.key, args, self.timeout, wait)?;
         let (reply, repaired) = breaker_reply(&reply).ok_or_else(|| {
             StoreError::Failed("unexpected reply from the breaker script".to_owned())
         })?;
