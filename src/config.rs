@@ -953,14 +953,30 @@ pub fn open_throttle(
     warnings: &Warnings,
 ) -> Result<ThrottleStore, UsageError> {
     check_store(place, given)?;
-    if place.budget_store.is_some() {
-        let store = crate::cli::flag_source("--budget-store", |id| given.from_environment(id));
-        return Err(UsageError(format!(
-            "'--throttle' with {store} is not supported yet"
-        )));
-    }
     let fail = place.budget_store_fail;
     let timeout = place.budget_store_timeout;
+    if let Some(url) = &place.budget_store {
+        #[cfg(feature = "redis")]
+        return crate::budget::redis::RedisThrottle::new(
+            url,
+            key,
+            throttle,
+            timeout,
+            fail,
+            warnings.clone(),
+        )
+        .map(|r| {
+            ThrottleStore::new(
+                key,
+                ThrottlePlace::Redis(Box::new(r)),
+                fail,
+                warnings.clone(),
+            )
+        })
+        .map_err(|why| invalid(given, redact(url), "--budget-store", why));
+        #[cfg(not(feature = "redis"))]
+        return Err(no_redis(url, given));
+    }
     let dir = place.budget_dir.clone().or_else(file::default_dir);
     FileThrottle::open(dir, key, throttle, timeout, fail, warnings.clone())
         .map(|f| ThrottleStore::new(key, ThrottlePlace::File(f), fail, warnings.clone()))

@@ -395,6 +395,9 @@ impl crate::run::CircuitBreaker for BreakerStore {
 pub enum ThrottlePlace {
     /// A file per key in a directory.
     File(FileThrottle),
+    /// A key in Redis.
+    #[cfg(feature = "redis")]
+    Redis(Box<redis::RedisThrottle>),
 }
 
 /// An adaptive throttle, wherever it lives, with what to do when its store
@@ -436,6 +439,8 @@ impl ThrottleStore {
     pub fn show(&self) -> Result<(Window, u64), StoreError> {
         match &self.place {
             ThrottlePlace::File(f) => f.show(&mut Unwatched),
+            #[cfg(feature = "redis")]
+            ThrottlePlace::Redis(r) => r.show(&mut Unwatched),
         }
     }
 
@@ -447,6 +452,8 @@ impl ThrottleStore {
     pub fn reset(&self) -> Result<(), StoreError> {
         match &self.place {
             ThrottlePlace::File(f) => f.reset(&mut Unwatched),
+            #[cfg(feature = "redis")]
+            ThrottlePlace::Redis(r) => r.reset(&mut Unwatched),
         }
     }
 
@@ -454,6 +461,8 @@ impl ThrottleStore {
     pub fn describe(&self) -> String {
         match &self.place {
             ThrottlePlace::File(f) => f.describe(),
+            #[cfg(feature = "redis")]
+            ThrottlePlace::Redis(r) => r.describe(),
         }
     }
 
@@ -462,6 +471,8 @@ impl ThrottleStore {
     pub fn server(&self) -> Option<String> {
         match &self.place {
             ThrottlePlace::File(_) => None,
+            #[cfg(feature = "redis")]
+            ThrottlePlace::Redis(r) => Some(r.url()),
         }
     }
 
@@ -488,6 +499,8 @@ impl crate::run::AdaptiveThrottle for ThrottleStore {
     fn admit(&self, draw: f64, wait: &mut dyn Wait) -> Result<ThrottleNews, i32> {
         let admitted = match &self.place {
             ThrottlePlace::File(f) => f.admit(draw, wait),
+            #[cfg(feature = "redis")]
+            ThrottlePlace::Redis(r) => r.admit(draw, wait),
         };
         match admitted {
             Ok((decision, window_ms)) => Ok(ThrottleNews::Decided {
@@ -513,6 +526,8 @@ impl crate::run::AdaptiveThrottle for ThrottleStore {
     fn accept(&self, wait: &mut dyn Wait) {
         let accepted = match &self.place {
             ThrottlePlace::File(f) => f.accept(wait),
+            #[cfg(feature = "redis")]
+            ThrottlePlace::Redis(r) => r.accept(wait),
         };
         if let Err(StoreError::Failed(why)) = accepted {
             self.warn(&why, "the accept is not counted");

@@ -1475,7 +1475,7 @@ impl RedisThrottle {
             probability: r.probability,
             counts: r.counts,
         };
-        Ok((decision, r.window.width_ms.saturating_mul(SLOTS as u64)))
+        Ok((decision, self.throttle.window_of(r.window.width_ms)))
     }
 
     /// Counts an accept.

@@ -346,3 +346,34 @@ fn a_slot_moved_while_twenty_processes_share_its_key_keeps_the_count_exact() {
         "{out:?}"
     );
 }
+
+#[test]
+fn fifty_processes_share_a_throttle_in_a_cluster_and_a_node_down_follows_the_fail_mode() {
+    let mut cluster = Cluster::start();
+    let url = cluster.url();
+    crate::throttling::fifty_against_a_server_that_rejects_four_in_five(&["--budget-store", &url]);
+    // The node of a throttle's key goes down: its decisions follow the
+    // fail mode, within the store's timeout.
+    let owner = cluster.owner("backoff:throttle:down");
+    cluster.kill(owner);
+    for (fail, code, ran) in [("open", 0, "ran\n"), ("closed", 75, "")] {
+        let started = Instant::now();
+        let out = backoff(["--throttle", "down", "--budget-store", &url])
+            .args(["--budget-store-timeout", "2s", "--budget-store-fail", fail])
+            .args(["--max-retries", "1", "--base", "1ms", "--", "echo", "ran"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{fail}: {out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), ran, "{fail}");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            text.contains("adaptive throttle 'down' store redis+cluster://")
+                && text.contains("unavailable ("),
+            "{fail}: {text}"
+        );
+        assert!(
+            started.elapsed() < PATIENCE,
+            "{fail}: bounded by the timeout"
+        );
+    }
+}

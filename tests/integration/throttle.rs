@@ -469,29 +469,37 @@ fn bad_throttle_options_are_refused_in_one_line() {
 }
 
 #[test]
-fn a_throttle_is_not_kept_in_redis_yet() {
-    // No server listens on port 1: nothing is tried there.
+fn a_throttle_in_redis_follows_the_fail_mode_when_the_server_is_down() {
+    // No server listens on port 1.
     let url = "redis://127.0.0.1:1";
-    let out = backoff(["--throttle", "k", "--budget-store", url, "--", "true"])
-        .timeout(PATIENCE)
-        .output()
-        .unwrap();
-    refused(
-        &out,
-        "'--throttle' with '--budget-store' is not supported yet",
-    );
+    for (fail, code, ran) in [("open", 0, "ran\n"), ("closed", 75, "")] {
+        let out = backoff(["--throttle", "k", "--budget-store", url])
+            .args([
+                "--budget-store-fail",
+                fail,
+                "--max-retries",
+                "1",
+                "--base",
+                "1ms",
+            ])
+            .args(["--", "echo", "ran"])
+            .timeout(PATIENCE)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{fail}: {}", stderr(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), ran, "{fail}");
+        let text = stderr(&out);
+        assert_eq!(
+            text.matches("adaptive throttle 'k' store redis://127.0.0.1:1 unavailable (")
+                .count(),
+            1,
+            "{fail}: said once: {text}"
+        );
+    }
     let out = backoff(["throttle", "show", "k", "--budget-store", url])
         .timeout(PATIENCE)
         .output()
         .unwrap();
-    refused(&out, "is not supported yet");
-    let out = backoff(["--throttle", "k", "--", "true"])
-        .env("BACKOFF_BUDGET_STORE", url)
-        .timeout(PATIENCE)
-        .output()
-        .unwrap();
-    refused(
-        &out,
-        "'--throttle' with BACKOFF_BUDGET_STORE (from the environment, for '--budget-store') is not supported yet",
-    );
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
 }

@@ -68,7 +68,7 @@ fn agrees(store: &RedisThrottle, rules: Throttle, step: Step) -> (Window, Option
     let found = (t0..=t1).any(|now| match (step, answer) {
         (Step::Admit(draw), Some((d, window_ms))) => {
             let (rd, rw) = rules.admit(before, now, draw);
-            same(rd, d) && rw == after && window_ms == rw.width_ms * SLOTS as u64
+            same(rd, d) && rw == after && window_ms == rules.window_of(rw.width_ms)
         }
         (Step::Accept, None) => rules.accept(before, now) == after,
         _ => false,
@@ -407,7 +407,7 @@ fn repairs_when_open() {
             .admit(0.5, &mut Unwatched)
             .unwrap_or_else(|e| panic!("{which}: {e}"));
         assert!(d.send && d.counts.requests == 0, "{which}: {d:?}");
-        assert_eq!(window_ms, QUICK.width_ms() * SLOTS as u64);
+        assert_eq!(window_ms, QUICK.window_ms);
         let (d, _) = store.admit(0.5, &mut Unwatched).unwrap();
         assert_eq!(d.counts.requests, 1, "{which}: {d:?}");
         hostile(&cli, "bad", which);

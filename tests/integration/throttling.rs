@@ -13,8 +13,14 @@ use crate::support::{Running, TempDir, backoff, command, events, json_of};
 
 /// `backoff throttle show KEY --format json` for the store in `dir`.
 fn show(dir: &Path, key: &str) -> serde_json::Value {
-    let out = backoff(["throttle", "show", key, "--format", "json", "--budget-dir"])
-        .arg(dir)
+    let dir = dir.to_str().unwrap();
+    show_in(&["--budget-dir", dir], key)
+}
+
+/// `backoff throttle show KEY --format json` for the store `store` names.
+pub fn show_in(store: &[&str], key: &str) -> serde_json::Value {
+    let out = backoff(["throttle", "show", key, "--format", "json"])
+        .args(store)
         .output()
         .unwrap();
     assert!(
@@ -27,12 +33,20 @@ fn show(dir: &Path, key: &str) -> serde_json::Value {
 
 #[test]
 fn fifty_processes_sharing_a_throttle_send_about_k_times_what_the_backend_accepts() {
-    // Four requests in five are rejected, whatever the load.
+    let dir = TempDir::new("throttle-50");
+    let store = dir.join("store");
+    fifty_against_a_server_that_rejects_four_in_five(&["--budget-dir", store.to_str().unwrap()]);
+}
+
+/// Fifty processes sharing the throttle `fleet` in `store` keep asking a
+/// server that rejects four requests in five, whatever the load, for 10 s:
+/// after the first window the fleet sends about K × what the server
+/// accepts, plus about one request a window, and keeps probing; the store
+/// counts far more requests wanted than sent.
+pub fn fifty_against_a_server_that_rejects_four_in_five(store: &[&str]) {
     let mut script = vec![Reply::new(503, "busy"); 4];
     script.push(Reply::new(200, "ok"));
     let server = Server::cycling(script);
-    let dir = TempDir::new("throttle-50");
-    let store = dir.join("store");
     let window = Duration::from_secs(2);
     let run_for = Duration::from_secs(10);
     let start = Instant::now();
@@ -58,9 +72,8 @@ fn fifty_processes_sharing_a_throttle_send_about_k_times_what_the_backend_accept
                 "100ms",
                 "--budget-store-timeout",
                 "10s",
-                "--budget-dir",
             ])
-            .arg(&store)
+            .args(store)
             .args(["--", "curl", "-fsS", "-o", "/dev/null", "--max-time", "5"])
             .arg(&server.url)
             .stdout(Stdio::null())
@@ -72,7 +85,7 @@ fn fifty_processes_sharing_a_throttle_send_about_k_times_what_the_backend_accept
     for child in children {
         crate::support::output_within(child);
     }
-    let shown = show(&store, "fleet");
+    let shown = show_in(store, "fleet");
     let requests = server.requests();
     let sent = requests.len() as u64;
     // Every fifth request is accepted, in the order they came.
@@ -150,14 +163,10 @@ fn a_run_tells_of_every_skip_in_its_events_report_metrics_and_outputs() {
     // Nothing accepted: each request makes the next skip likelier.
     assert!(skips >= 15, "{skips} skips: {stderr}");
     assert_eq!(decisions[0]["probability"], 0.0);
-    for (i, d) in decisions.iter().enumerate() {
-        let (r, a) = (
-            d["requests"].as_f64().unwrap(),
-            d["accepts"].as_f64().unwrap(),
-        );
-        assert_eq!(r, i as f64, "every decision counts the earlier ones");
-        assert_eq!(a, 0.0);
-        let p = d["probability"].as_f64().unwrap();
+    for (i, d) in (0u32..).zip(&decisions) {
+        assert_eq!(d["requests"], i, "every decision counts the earlier ones");
+        assert_eq!(d["accepts"], 0);
+        let (r, p) = (f64::from(i), d["probability"].as_f64().unwrap());
         assert!((p - r / (r + 1.0)).abs() < 1e-12, "{d}");
     }
     let throttled = evs
