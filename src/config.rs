@@ -942,9 +942,9 @@ pub fn throttle_limits(limits: &ThrottleLimits) -> Throttle {
     }
 }
 
-/// Opens the throttle `key` with `throttle`'s limits, in a file of
-/// `--budget-dir`; what it has to say goes to `warnings`. A throttle is
-/// not kept in Redis yet: with `--budget-store` it is refused.
+/// Opens the throttle `key` with `throttle`'s limits, in Redis with
+/// `--budget-store`, else in a file of `--budget-dir`; what it has to say
+/// goes to `warnings`.
 pub fn open_throttle(
     key: &str,
     place: &StoreArgs,
@@ -985,16 +985,24 @@ pub fn open_throttle(
 
 /// Opens `--throttle`, with its limits. `--throttle-window` and
 /// `--throttle-k` without it, like the breaker's limits without
-/// `--breaker`, change nothing.
+/// `--breaker`, change nothing; `--throttle` with `--until-failure`, whose
+/// runs end at a failure of the command, is refused.
 fn throttle(
     args: &ThrottleArgs,
     place: &StoreArgs,
+    goal: Goal,
     given: &Given,
     warnings: &Warnings,
 ) -> Result<Option<ThrottleStore>, UsageError> {
     let Some(key) = &args.throttle else {
         return Ok(None);
     };
+    if matches!(goal, Goal::Failure { .. }) {
+        return Err(UsageError(
+            "'--throttle' cannot be used with '--until-failure': a skipped run is no failure of the command"
+                .into(),
+        ));
+    }
     open_throttle(key, place, throttle_limits(&args.limits), given, warnings).map(Some)
 }
 
@@ -1090,7 +1098,7 @@ fn budget(
     let Some(key) = &args.budget else {
         if given.budget_store && !shared {
             return Err(UsageError(
-                "'--budget-store' needs '--budget KEY' or '--breaker KEY'".into(),
+                "'--budget-store' needs '--budget KEY', '--breaker KEY' or '--throttle KEY'".into(),
             ));
         }
         return Ok(None);
@@ -1186,6 +1194,20 @@ pub fn run_label(name: Option<&String>, command: &[OsString]) -> String {
     })
 }
 
+/// The hooks of `--on-retry`, `--on-give-up` and `--on-success`, and their
+/// `--hook-timeout`, which must be above zero.
+fn hooks(args: &crate::cli::HookArgs, given: &Given) -> Result<Hooks, UsageError> {
+    if args.hook_timeout.is_zero() {
+        return Err(invalid(given, "0", "--hook-timeout", "must be above zero"));
+    }
+    Ok(Hooks {
+        on_retry: args.on_retry.clone(),
+        on_give_up: args.on_give_up.clone(),
+        on_success: args.on_success.clone(),
+        timeout: args.hook_timeout,
+    })
+}
+
 /// Builds the configuration of a run from the top-level command line.
 pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     let policy = policy(&cli.policy, given)?;
@@ -1195,15 +1217,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     if cli.goal.reset_after.is_some_and(|d| d.is_zero()) {
         return Err(invalid(given, "0", "--reset-after", "must be above zero"));
     }
-    if cli.hooks.hook_timeout.is_zero() {
-        return Err(invalid(given, "0", "--hook-timeout", "must be above zero"));
-    }
-    let hooks = Hooks {
-        on_retry: cli.hooks.on_retry.clone(),
-        on_give_up: cli.hooks.on_give_up.clone(),
-        on_success: cli.hooks.on_success.clone(),
-        timeout: cli.hooks.hook_timeout,
-    };
+    let hooks = hooks(&cli.hooks, given)?;
     let streams = &cli.streams;
     // The curl preset reads curl's own arguments when the command is curl.
     let curl_preset = streams.preset == Some(Preset::Curl)
@@ -1249,7 +1263,13 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         given,
         &warnings,
     )?;
-    let throttle = throttle(&cli.throttle, &cli.budget.store.place, given, &warnings)?;
+    let throttle = throttle(
+        &cli.throttle,
+        &cli.budget.store.place,
+        goal,
+        given,
+        &warnings,
+    )?;
     Ok(RunConfig {
         policy,
         rules,

@@ -248,8 +248,9 @@ pub trait AdaptiveThrottle: std::fmt::Debug {
     /// terminating signal that ended the decision.
     fn admit(&self, draw: f64, wait: &mut dyn Wait) -> Result<ThrottleNews, i32>;
     /// Counts an attempt the backend accepted; a store that cannot be used
-    /// is said once, and a signal ends the call (the run goes on).
-    fn accept(&self, wait: &mut dyn Wait);
+    /// is said once. The terminating signal that ended the call, if one
+    /// did: the run ends by it once the attempt is told.
+    fn accept(&self, wait: &mut dyn Wait) -> Option<i32>;
 }
 
 /// What a retry budget answered.
@@ -367,6 +368,9 @@ struct Loop<'r, 'p> {
     /// The last attempt that ran (that the throttle did not skip): the
     /// status of a run whose last attempt was skipped.
     ran: Option<Outcome>,
+    /// A terminating signal that ended a store call after an attempt (the
+    /// throttle's accept): the run ends by it before the next attempt.
+    pending: Option<i32>,
     /// Why the run ends without success, once it does: for `--on-give-up`.
     reason: Option<Ending>,
 }
@@ -409,21 +413,26 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
         } => Some(until_ms),
         _ => None,
     };
-    // The probe is one attempt: its outcome alone decides.
+    // The probe is one attempt: its outcome alone decides, and the
+    // throttle does not skip it.
     let probe_plan;
     let plan = if claim.is_some() {
         probe_plan = Plan {
             max_retries: Some(0),
+            throttle: None,
             ..plan.clone()
         };
         &probe_plan
     } else {
         plan
     };
-    let (exit, reason) = run_loop(plan, exec, report, start);
+    let (exit, reason, ran) = run_loop(plan, exec, report, start);
     let end = match reason {
         None => RunEnd::Succeeded,
+        // A run whose attempts the throttle all skipped tells nothing of
+        // the command either.
         Some(Ending::Interrupted) => RunEnd::Interrupted,
+        Some(_) if !ran => RunEnd::Interrupted,
         Some(_) => RunEnd::GaveUp,
     };
     if let Some((after, now_ms)) = breaker.record(end, claim, exec) {
@@ -441,13 +450,14 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
 }
 
 /// The retry loop of `run`, started at `start`: how backoff should exit,
-/// and why the run ended without success (`None` for a success).
+/// why the run ended without success (`None` for a success), and whether
+/// an attempt ran (the throttle skipped them all).
 fn run_loop(
     plan: &Plan<'_>,
     exec: &mut dyn Executor,
     report: &mut dyn Report,
     start: Instant,
-) -> (Exit, Option<Ending>) {
+) -> (Exit, Option<Ending>, bool) {
     // Attempts in all, when the retry limit fixes them.
     let max_attempts = match plan.goal {
         Goal::Failure { runs } => runs,
@@ -468,6 +478,7 @@ fn run_loop(
         count: Count::default(),
         last: None,
         ran: None,
+        pending: None,
         reason: None,
     };
     run.report.event(&Event::Start {
@@ -475,7 +486,7 @@ fn run_loop(
         max_attempts,
     });
     let exit = run.go();
-    (exit, run.reason)
+    (exit, run.reason, run.ran.is_some())
 }
 
 impl Loop<'_, '_> {
@@ -486,6 +497,9 @@ impl Loop<'_, '_> {
             match self.attempt() {
                 Step::Done(exit) => return exit,
                 Step::Again { delay, retry } => {
+                    if let Some(signal) = self.pending {
+                        return self.interrupted(signal, None);
+                    }
                     // --on-retry runs at the start of the delay, and its time
                     // counts against it.
                     let began = self.exec.now();
@@ -585,9 +599,9 @@ impl Loop<'_, '_> {
         self.ran = Some(outcome);
         let verdict = plan.rules.classify(outcome, &seen);
         if let Some(t) = plan.throttle
-            && accepted(verdict)
+            && accepted(outcome, verdict)
         {
-            t.accept(self.exec);
+            self.pending = self.pending.or(t.accept(self.exec));
         }
         let cut = matches!(outcome, Outcome::TimedOut(_, Limit::Time))
             && left.is_some_and(|l| plan.timeout.is_none_or(|t| l < t));
@@ -635,7 +649,11 @@ impl Loop<'_, '_> {
         let draw = self.waits.throttle_rng.random::<f64>();
         let news = match throttle.admit(draw, self.exec) {
             Ok(news) => news,
-            Err(signal) => return Some(Step::Done(self.interrupted(signal, None))),
+            Err(signal) => {
+                // No attempt started.
+                self.count.attempts = number - 1;
+                return Some(Step::Done(self.interrupted(signal, None)));
+            }
         };
         self.report.event(&Event::Throttle {
             key: throttle.key(),
@@ -961,18 +979,25 @@ impl Loop<'_, '_> {
 
 /// Whether an attempt judged `verdict` counts as one the backend
 /// accepted, for the adaptive throttle: a success, or a failure that is not
-/// the backend's (a stop rule, an HTTP status not worth retrying, a 4xx). A
-/// failure worth retrying is the backend's, and so are a command that could
-/// not start (nothing reached the backend), an interrupted one, and a
-/// request not idempotent whose fate is unknown.
-fn accepted(verdict: Verdict) -> bool {
+/// the backend's (a stop rule, an HTTP status not worth retrying, a 4xx),
+/// or a command that could not start (nothing reached the backend). A
+/// failure worth retrying is the backend's, and so are an interrupted one
+/// and a request not idempotent whose fate is unknown.
+fn accepted(outcome: Outcome, verdict: Verdict) -> bool {
     match verdict {
+        // Nothing reached the backend: the request it counted is offset,
+        // so that a host that cannot start the command does not throttle
+        // the fleet.
+        _ if matches!(
+            outcome,
+            Outcome::NotFound | Outcome::CannotRun | Outcome::Unstarted(_)
+        ) =>
+        {
+            true
+        }
         Verdict::Success => true,
         Verdict::Retry => false,
-        Verdict::Stop(why) => !matches!(
-            why,
-            StopReason::CannotStart | StopReason::NeverRetried | StopReason::NotIdempotent
-        ),
+        Verdict::Stop(why) => !matches!(why, StopReason::NeverRetried | StopReason::NotIdempotent),
     }
 }
 
@@ -1777,9 +1802,10 @@ mod tests {
                 window_ms: Self::RULE.window_ms,
             })
         }
-        fn accept(&self, _: &mut dyn Wait) {
+        fn accept(&self, _: &mut dyn Wait) -> Option<i32> {
             let after = Self::RULE.accept(*self.window.borrow(), 1);
             self.window.replace(after);
+            None
         }
     }
 
@@ -1870,8 +1896,8 @@ mod tests {
                 }
                 self.0.admit(draw, wait)
             }
-            fn accept(&self, wait: &mut dyn Wait) {
-                self.0.accept(wait);
+            fn accept(&self, wait: &mut dyn Wait) -> Option<i32> {
+                self.0.accept(wait)
             }
         }
         let then = Then(t, Cell::new(false));
@@ -1924,5 +1950,36 @@ mod tests {
         let (exit, _) = throttled(&mut fake, &t, &Rules::default(), 1);
         assert_eq!(exit, Exit::Signal(libc::SIGTERM));
         assert!(fake.seen.is_empty());
+    }
+
+    #[test]
+    fn a_signal_during_an_accept_ends_the_run_before_the_next_attempt() {
+        #[derive(Debug)]
+        struct Cut(LocalThrottle);
+        impl AdaptiveThrottle for Cut {
+            fn key(&self) -> &'static str {
+                "api"
+            }
+            fn admit(&self, draw: f64, wait: &mut dyn Wait) -> Result<ThrottleNews, i32> {
+                self.0.admit(draw, wait)
+            }
+            fn accept(&self, _: &mut dyn Wait) -> Option<i32> {
+                Some(libc::SIGTERM)
+            }
+        }
+        let cut = Cut(LocalThrottle::having(0, 0));
+        let rules = Rules::default();
+        let command = [OsString::from("cmd")];
+        let plan = Plan {
+            goal: Goal::Success { in_a_row: 3 },
+            throttle: Some(&cut),
+            ..constant(Duration::from_millis(10), &rules, &command)
+        };
+        let mut fake = Fake::new(&[Outcome::Exited(0); 3]);
+        let mut events = Events::default();
+        let exit = run(&plan, &mut fake, &mut events);
+        assert_eq!(exit, Exit::Signal(libc::SIGTERM), "{:?}", events.0);
+        assert_eq!(fake.seen.len(), 1, "no attempt after the signal");
+        assert!(fake.slept.is_empty(), "no delay after the signal");
     }
 }

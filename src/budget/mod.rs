@@ -523,14 +523,19 @@ impl crate::run::AdaptiveThrottle for ThrottleStore {
         }
     }
 
-    fn accept(&self, wait: &mut dyn Wait) {
+    fn accept(&self, wait: &mut dyn Wait) -> Option<i32> {
         let accepted = match &self.place {
             ThrottlePlace::File(f) => f.accept(wait),
             #[cfg(feature = "redis")]
             ThrottlePlace::Redis(r) => r.accept(wait),
         };
-        if let Err(StoreError::Failed(why)) = accepted {
-            self.warn(&why, "the accept is not counted");
+        match accepted {
+            Ok(()) => None,
+            Err(StoreError::Failed(why)) => {
+                self.warn(&why, "the accept is not counted");
+                None
+            }
+            Err(StoreError::Interrupted(sig)) => Some(sig),
         }
     }
 }

@@ -459,7 +459,7 @@ pub struct StoreArgs {
     #[arg(long, value_name = "DIR")]
     pub budget_dir: Option<PathBuf>,
 
-    /// Keep budgets and breakers in Redis, shared by a fleet of hosts:
+    /// Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts:
     /// redis://[user:password@]host[:port][/db], rediss:// for TLS, or
     /// redis+cluster://host:port,host:port for a Redis Cluster (better given
     /// in the environment, where the password does not show in process

@@ -21,9 +21,10 @@
 pub const SLOTS: usize = 12;
 
 /// The largest count a slot holds; a state with a larger one is corrupt,
-/// and a count that would pass it stays at it. Below 2^53, so that the Redis
-/// store's script (whose numbers are doubles) counts exactly.
-pub const MAX_COUNT: u64 = 1_000_000_000_000_000;
+/// and a count that would pass it stays at it. The sum of a window's slots
+/// stays below 2^53, so that the Redis store's script (whose numbers are
+/// doubles) counts exactly, and `r / (r + 1)` below 1.
+pub const MAX_COUNT: u64 = 100_000_000_000_000;
 
 /// The longest window accepted: 30 days.
 pub const MAX_WINDOW_MS: u64 = 30 * 24 * 3_600_000;

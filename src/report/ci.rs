@@ -222,11 +222,14 @@ fn outputs(recorder: &Recorder, exit: Exit, delimiter: &str) -> String {
         ("exit_code", exit.shell_code().to_string()),
         ("outcome", outcome(recorder, exit).to_owned()),
         ("reason", recorder.reason().to_owned()),
-        (
-            "throttled",
-            recorder.throttled().map_or(0, |t| t.skipped).to_string(),
-        ),
-    ] {
+    ]
+    .into_iter()
+    // With --throttle only.
+    .chain(
+        recorder
+            .throttled()
+            .map(|t| ("throttled", t.skipped.to_string())),
+    ) {
         let _ = write!(text, "{key}<<{delimiter}\n{value}\n{delimiter}\n");
     }
     text

@@ -272,23 +272,33 @@ fn breaker_json(key: &str, news: BreakerNews) -> Value {
     }
 }
 
+/// A decision of the adaptive throttle, sent or skipped, with the
+/// probability and the counts of the window it was made on, as the events
+/// and the run report tell it.
+pub fn decision_json(decision: crate::fleet::throttle::Decision, window_ms: u64) -> Value {
+    json!({
+        "decision": if decision.send { "send" } else { "skip" },
+        "probability": decision.probability,
+        "requests": decision.counts.requests,
+        "skips": decision.counts.skips,
+        "accepts": decision.counts.accepts,
+        "window_seconds": std::time::Duration::from_millis(window_ms).as_secs_f64(),
+    })
+}
+
 /// The event of the adaptive throttle's decision on `attempt`.
 fn throttle_json(key: &str, attempt: u64, news: ThrottleNews) -> Value {
     match news {
         ThrottleNews::Decided {
             decision,
             window_ms,
-        } => json!({
-            "event": "throttle",
-            "key": key,
-            "attempt": attempt,
-            "decision": if decision.send { "send" } else { "skip" },
-            "probability": decision.probability,
-            "requests": decision.counts.requests,
-            "skips": decision.counts.skips,
-            "accepts": decision.counts.accepts,
-            "window_seconds": std::time::Duration::from_millis(window_ms).as_secs_f64(),
-        }),
+        } => {
+            let mut v = decision_json(decision, window_ms);
+            v["event"] = json!("throttle");
+            v["key"] = json!(key);
+            v["attempt"] = json!(attempt);
+            v
+        }
         ThrottleNews::Unavailable { send } => json!({
             "event": "throttle",
             "key": key,

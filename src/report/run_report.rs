@@ -320,16 +320,9 @@ impl Recorder {
         let Some(t) = &self.throttle else {
             return Value::Null;
         };
-        let last = t.last.map(|(d, window_ms)| {
-            json!({
-                "decision": if d.send { "send" } else { "skip" },
-                "probability": d.probability,
-                "requests": d.counts.requests,
-                "skips": d.counts.skips,
-                "accepts": d.counts.accepts,
-                "window_seconds": std::time::Duration::from_millis(window_ms).as_secs_f64(),
-            })
-        });
+        let last = t
+            .last
+            .map(|(d, window_ms)| crate::report::json::decision_json(d, window_ms));
         json!({
             "key": t.key,
             "decisions": t.decisions,
