@@ -53,7 +53,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
             cand --breaker 'Share a circuit breaker with every backoff process using the same KEY, in the store of the budgets (--budget-dir or --budget-store): after --breaker-failures runs in a row that gave up, the circuit is open and runs end at once without running the command; after --breaker-cooldown one run probes without retries, and its success closes the circuit'
@@ -146,7 +146,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
             cand --format 'Output format'
@@ -157,7 +157,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
             cand -h 'Print help (see more with ''--help'')'
@@ -171,7 +171,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
         }
         &'backoff;breaker;show'= {
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
             cand --format 'Output format'
@@ -180,7 +180,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
         }
         &'backoff;breaker;reset'= {
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
             cand -h 'Print help (see more with ''--help'')'
@@ -194,7 +194,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
         }
         &'backoff;throttle;show'= {
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
             cand --throttle-window 'The span of time the throttle counts over (from 1s to 30d)'
@@ -205,7 +205,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
         }
         &'backoff;throttle;reset'= {
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
             cand -h 'Print help (see more with ''--help'')'
