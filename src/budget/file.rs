@@ -2,18 +2,23 @@
 //! shared by the processes of one machine, updated under an exclusive lock.
 //! Nothing is opened until the budget is used; the directory and the file
 //! are opened without following a symbolic link, and neither is trusted
-//! when it belongs to another user or others may write to it. The lock is
-//! waited for at most the store's timeout, in short slices that a signal
-//! cuts short; at
-//! most a record's size of the file is read, and a file that does not hold a
-//! valid state is replaced by a fresh bucket or left alone, as the fail mode
-//! says, and never stops the command.
+//! when it belongs to another user or others may write to it. A lock that
+//! another process holds is waited for in the kernel's queue of the file's
+//! waiters, by a thread of its own, at most the store's timeout; a signal
+//! ends the wait at once, and a lock that comes after the wait was given up
+//! is let go at once. At most a record's size of the file is read, and a
+//! file that does not hold a valid state is replaced by a fresh bucket or
+//! left alone, as the fail mode says, and never stops the command.
 
 use std::fs::{File, TryLockError};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, PipeReader, PipeWriter, Read, Seek, SeekFrom, Write};
+use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+
+use rustix::fs::FlockOperation;
 
 use crate::budget::{FailMode, Level, Refill, StoreError, deadline_after};
 use crate::duration::human;
@@ -42,10 +47,6 @@ const RECORD_LEN: usize = 106;
 /// alone: still read, and replaced by a record of the current one at the
 /// next change.
 const RECORD_V1_LEN: usize = 52;
-
-/// How long a process waits for the lock before it tries again. A holder
-/// keeps the lock for microseconds; a signal cuts a slice short.
-const LOCK_SLICE: Duration = Duration::from_millis(2);
 
 /// Twenty digits exactly, as a record writes a number.
 fn number(digits: &[u8]) -> Option<u64> {
@@ -142,7 +143,7 @@ impl Record for Level {
 }
 
 /// How a state file is opened.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Access {
     /// To look: nothing is created, the lock is shared.
     Look,
@@ -159,6 +160,101 @@ struct StateFile {
     name: String,
     /// How long the lock is waited for.
     timeout: Duration,
+    /// The wait for the lock that the last call gave up, while its thread
+    /// still waits in the kernel's queue: the next call of the same access
+    /// to the same file takes it over rather than start another.
+    pending: Arc<Mutex<Option<LockWait>>>,
+}
+
+/// A wait for the lock of a state file in the kernel's queue of its
+/// waiters, by a thread of its own, which hands the lock over to the call
+/// that still wants it, or else lets go of it at once.
+#[derive(Debug)]
+struct LockWait {
+    /// What the thread and the calls agree on.
+    handoff: Arc<Mutex<Handoff>>,
+    /// Ends (readable) when the thread is done: the lock is held or let go,
+    /// or could not be waited for.
+    done: PipeReader,
+    /// The file's device and inode.
+    file_id: (u64, u64),
+    /// Which lock is waited for.
+    access: Access,
+}
+
+/// Where a wait for the lock stands. Each change is made under the mutex,
+/// so exactly one of the thread (no call wants the lock: it lets go) and a
+/// call (it takes the lock) ever has the lock that comes.
+#[derive(Debug)]
+enum Handoff {
+    /// The thread waits; `wanted`: a call waits for it.
+    Waiting { wanted: bool },
+    /// The lock, held through this descriptor (a duplicate of the one the
+    /// wait began with, sharing its lock), for the call that wanted it.
+    Held(File),
+    /// The lock came when no call wanted it, and was let go.
+    LetGo,
+    /// The lock could not be waited for: why.
+    Failed(io::Error),
+}
+
+/// The mutex's value, even if a thread panicked while it held it (every
+/// change to it is one assignment).
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The blocking lock of `access`: shared to look, exclusive to change.
+fn lock_operation(access: Access) -> FlockOperation {
+    match access {
+        Access::Look => FlockOperation::LockShared,
+        Access::Change => FlockOperation::LockExclusive,
+    }
+}
+
+/// The body of a lock wait's thread: waits in the kernel's queue for the
+/// lock of `file`, then hands it to the call that still wants it or lets
+/// go of it, and ends, which closes `done`.
+fn wait_in_queue(file: File, access: Access, handoff: &Mutex<Handoff>, done: PipeWriter) {
+    let got = loop {
+        match rustix::fs::flock(&file, lock_operation(access)) {
+            Err(rustix::io::Errno::INTR) => {}
+            other => break other,
+        }
+    };
+    let mut state = locked(handoff);
+    *state = match got {
+        Err(e) => Handoff::Failed(e.into()),
+        Ok(()) if matches!(*state, Handoff::Waiting { wanted: true }) => Handoff::Held(file),
+        Ok(()) => {
+            let _ = rustix::fs::flock(&file, FlockOperation::Unlock);
+            Handoff::LetGo
+        }
+    };
+    drop(state);
+    drop(done);
+}
+
+impl LockWait {
+    /// Starts a thread that waits for the lock of `file`, wanted.
+    fn start(file: &File, file_id: (u64, u64), access: Access) -> io::Result<LockWait> {
+        // A duplicate shares the file's open description, and so its lock;
+        // it is closed on exec, so that no command inherits the lock.
+        let theirs = file.try_clone()?;
+        let (done, end) = std::io::pipe()?;
+        let handoff = Arc::new(Mutex::new(Handoff::Waiting { wanted: true }));
+        let shared = Arc::clone(&handoff);
+        std::thread::Builder::new()
+            .name("state file lock".into())
+            .stack_size(64 * 1024)
+            .spawn(move || wait_in_queue(theirs, access, &shared, end))?;
+        Ok(LockWait {
+            handoff,
+            done,
+            file_id,
+            access,
+        })
+    }
 }
 
 /// A budget kept in a file, shared by processes.
@@ -516,6 +612,7 @@ impl StateFile {
             dir,
             name: format!("{key}.{kind}"),
             timeout,
+            pending: Arc::default(),
         }
     }
 
@@ -600,43 +697,82 @@ impl StateFile {
         Ok(Some((file, path)))
     }
 
-    /// Takes the lock of `file` (shared to look, exclusive to change),
-    /// waiting at most the timeout, in slices that a signal cuts short.
+    /// Takes the lock of `file` (shared to look, exclusive to change) and
+    /// returns the descriptor that holds it: at once when no other process
+    /// holds a lock that conflicts, else by a wait in the kernel's queue, at
+    /// most the timeout, which a signal ends at once.
     fn lock(
         &self,
-        file: &File,
+        file: File,
         path: &Path,
         access: Access,
         wait: &mut dyn Wait,
-    ) -> Result<(), StoreError> {
+    ) -> Result<File, StoreError> {
+        let tried = match access {
+            Access::Look => file.try_lock_shared(),
+            Access::Change => file.try_lock(),
+        };
+        match tried {
+            Ok(()) => return Ok(file),
+            Err(TryLockError::Error(e)) => return Err(failed(path, &e)),
+            Err(TryLockError::WouldBlock) => {}
+        }
         let deadline = deadline_after(self.timeout);
+        let queued = self.queue(&file, access).map_err(|e| failed(path, &e))?;
+        // The thread's duplicate keeps the file open while it waits.
+        drop(file);
         loop {
-            let tried = match access {
-                Access::Look => file.try_lock_shared(),
-                Access::Change => file.try_lock(),
+            let waited = wait.wait_ready(Some(queued.done.as_fd()), deadline);
+            let mut state = locked(&queued.handoff);
+            let now = std::mem::replace(&mut *state, Handoff::Waiting { wanted: false });
+            return match (now, waited) {
+                (Handoff::Held(held), Waited::Signal(sig)) => {
+                    let _ = rustix::fs::flock(&held, FlockOperation::Unlock);
+                    Err(StoreError::Interrupted(sig))
+                }
+                (Handoff::Held(held), _) => Ok(held),
+                (Handoff::Failed(e), _) => Err(failed(path, &e)),
+                (Handoff::LetGo, _) => Err(refuse(path, "lost its lock")),
+                (Handoff::Waiting { .. }, Waited::Ready) if Instant::now() < deadline => {
+                    *state = Handoff::Waiting { wanted: true };
+                    continue;
+                }
+                (Handoff::Waiting { .. }, waited) => {
+                    // Given up: the thread lets go of the lock when it
+                    // comes, unless a later call takes the wait over.
+                    drop(state);
+                    *locked(&self.pending) = Some(queued);
+                    Err(match waited {
+                        Waited::Signal(sig) => StoreError::Interrupted(sig),
+                        _ => refuse(
+                            path,
+                            &format!(
+                                "is locked by another process: timed out after {}",
+                                human(self.timeout)
+                            ),
+                        ),
+                    })
+                }
             };
-            match tried {
-                Ok(()) => return Ok(()),
-                Err(TryLockError::Error(e)) => return Err(failed(path, &e)),
-                Err(TryLockError::WouldBlock) => {}
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(refuse(
-                    path,
-                    &format!(
-                        "is locked by another process: timed out after {}",
-                        human(self.timeout)
-                    ),
-                ));
-            }
-            let slice = now
-                .checked_add(LOCK_SLICE)
-                .map_or(deadline, |t| t.min(deadline));
-            if let Waited::Signal(sig) = wait.wait_ready(None, slice) {
-                return Err(StoreError::Interrupted(sig));
+        }
+    }
+
+    /// A wait in the kernel's queue for the lock of `file`, wanted: the one
+    /// an earlier call gave up, when it still waits for the same lock of
+    /// the same file, else a new one.
+    fn queue(&self, file: &File, access: Access) -> io::Result<LockWait> {
+        let meta = file.metadata()?;
+        let file_id = (meta.dev(), meta.ino());
+        let given_up = locked(&self.pending).take();
+        if let Some(queued) = given_up.filter(|q| q.file_id == file_id && q.access == access) {
+            let mut state = locked(&queued.handoff);
+            if let Handoff::Waiting { wanted } = &mut *state {
+                *wanted = true;
+                drop(state);
+                return Ok(queued);
             }
         }
+        LockWait::start(file, file_id, access)
     }
 
     /// Reads at most a record's size of the state.
@@ -671,12 +807,12 @@ impl StateFile {
         wait: &mut dyn Wait,
         change: impl FnOnce(State<R>) -> Result<(Option<R>, T), StoreError>,
     ) -> Result<T, StoreError> {
-        let Some((mut file, path)) = self.open_file(access)? else {
+        let Some((file, path)) = self.open_file(access)? else {
             return change(State::Fresh).map(|(_, answer)| answer);
         };
         // The lock is released when the file is closed, even if the process
         // is killed, so no stale lock can outlive its holder.
-        self.lock(&file, &path, access, wait)?;
+        let mut file = self.lock(file, &path, access, wait)?;
         let state = Self::read::<R>(&mut file, &path)?;
         let old = match state {
             State::Held(r) => Some(r),
@@ -705,6 +841,77 @@ impl StateFile {
 mod tests {
     use super::*;
     use crate::fleet::bucket::UNIT;
+
+    /// A wait that ends at once, as a timeout that has passed.
+    struct Expired;
+
+    impl Wait for Expired {
+        fn wait_ready(&mut self, _: Option<std::os::fd::BorrowedFd<'_>>, _: Instant) -> Waited {
+            Waited::TimedOut
+        }
+    }
+
+    #[test]
+    fn a_wait_given_up_is_taken_over_by_the_next_call_and_lets_go_of_a_lock_that_comes_late() {
+        let dir = tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .unwrap();
+        let bucket = Bucket {
+            burst: 10 * UNIT,
+            ratio: UNIT / 10,
+        };
+        let budget = FileBudget::open(
+            Some(dir.path().to_owned()),
+            "late",
+            bucket,
+            Duration::from_secs(20),
+            FailMode::Closed,
+            Warnings::default(),
+        )
+        .unwrap();
+        budget
+            .reset(Refill::Given, &mut crate::budget::Unwatched)
+            .unwrap();
+        // Another open description of the file: its lock conflicts as
+        // another process's would.
+        let holder = File::open(dir.path().join("late.budget")).unwrap();
+        holder.lock().unwrap();
+
+        let given_up = |budget: &FileBudget| {
+            let error = budget.take(&mut Expired).unwrap_err().to_string();
+            assert!(error.contains("timed out after 20.0s"), "{error}");
+            let pending = locked(&budget.file.pending);
+            let queued = pending.as_ref().expect("a wait given up");
+            assert!(matches!(
+                *locked(&queued.handoff),
+                Handoff::Waiting { wanted: false }
+            ));
+            Arc::clone(&queued.handoff)
+        };
+        let first = given_up(&budget);
+        let second = given_up(&budget);
+        assert!(Arc::ptr_eq(&first, &second), "taken over, not started anew");
+
+        // The lock comes to the wait that no call wants: it is let go, and
+        // another takes it.
+        holder.unlock().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let other = File::open(dir.path().join("late.budget")).unwrap();
+        std::thread::spawn(move || tx.send(other.lock().map(|()| other)));
+        let other = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the lock let go")
+            .unwrap();
+        assert!(matches!(*locked(&first), Handoff::LetGo));
+        drop(other);
+        // A wait let go of is not taken over; the level is untouched.
+        assert!(budget.take(&mut crate::budget::Unwatched).unwrap());
+        assert_eq!(
+            budget.level(&mut crate::budget::Unwatched).unwrap().micros,
+            9 * UNIT
+        );
+    }
 
     #[test]
     fn breaker_records_round_trip_and_anything_else_is_corrupt() {
