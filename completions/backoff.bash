@@ -28,6 +28,9 @@ _backoff_options() {
             backoff,simulate)
                 cmd="backoff__subcmd__simulate"
                 ;;
+            backoff,throttle)
+                cmd="backoff__subcmd__throttle"
+                ;;
             backoff__subcmd__breaker,reset)
                 cmd="backoff__subcmd__breaker__subcmd__reset"
                 ;;
@@ -40,6 +43,12 @@ _backoff_options() {
             backoff__subcmd__budget,show)
                 cmd="backoff__subcmd__budget__subcmd__show"
                 ;;
+            backoff__subcmd__throttle,reset)
+                cmd="backoff__subcmd__throttle__subcmd__reset"
+                ;;
+            backoff__subcmd__throttle,show)
+                cmd="backoff__subcmd__throttle__subcmd__show"
+                ;;
             *)
                 ;;
         esac
@@ -47,7 +56,7 @@ _backoff_options() {
 
     case "${cmd}" in
         backoff)
-            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --until-failure --reset-after --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --retry-after-max --retry-after-jitter --idempotent --preset --hold-stdout --stream-stdout --replay-stdin --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --quiet --verbose --name --timestamps --log-format --report --metrics-file --foreground --help --version schedule simulate budget breaker"
+            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --until-failure --reset-after --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --retry-after-max --retry-after-jitter --idempotent --preset --hold-stdout --stream-stdout --replay-stdin --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --quiet --verbose --name --timestamps --log-format --report --metrics-file --foreground --help --version schedule simulate budget breaker throttle"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 _backoff_compgen -W "${opts}" -- "${cur}"
                 return 0
@@ -218,6 +227,18 @@ _backoff_options() {
                     return 0
                     ;;
                 --breaker-exit)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
+                --throttle)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
+                --throttle-window)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
+                --throttle-k)
                     _backoff_compgen -f -- "${cur}"
                     return 0
                     ;;
@@ -584,6 +605,92 @@ _backoff_options() {
             _backoff_compgen -W "${opts}" -- "${cur}"
             return 0
             ;;
+        backoff__subcmd__throttle)
+            opts="-h --help show reset"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                _backoff_compgen -W "${opts}" -- "${cur}"
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            _backoff_compgen -W "${opts}" -- "${cur}"
+            return 0
+            ;;
+        backoff__subcmd__throttle__subcmd__reset)
+            opts="-h --budget-dir --budget-store --budget-store-timeout --budget-store-fail --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                _backoff_compgen -W "${opts}" -- "${cur}"
+                return 0
+            fi
+            case "${prev}" in
+                --budget-dir)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
+                --budget-store)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
+                --budget-store-timeout)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
+                --budget-store-fail)
+                    _backoff_compgen -W "open closed" -- "${cur}"
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            _backoff_compgen -W "${opts}" -- "${cur}"
+            return 0
+            ;;
+        backoff__subcmd__throttle__subcmd__show)
+            opts="-h --budget-dir --budget-store --budget-store-timeout --budget-store-fail --throttle-window --throttle-k --format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                _backoff_compgen -W "${opts}" -- "${cur}"
+                return 0
+            fi
+            case "${prev}" in
+                --budget-dir)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
+                --budget-store)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
+                --budget-store-timeout)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
+                --budget-store-fail)
+                    _backoff_compgen -W "open closed" -- "${cur}"
+                    return 0
+                    ;;
+                --throttle-window)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
+                --throttle-k)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
+                --format)
+                    _backoff_compgen -W "text json" -- "${cur}"
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            _backoff_compgen -W "${opts}" -- "${cur}"
+            return 0
+            ;;
     esac
 }
 
@@ -608,7 +715,7 @@ _backoff_command_start() {
                 echo $(( i + 1 ))
                 return
                 ;;
-            --base|--cap|--factor|--jitter|--max-retries|--attempts|--delays|--poll|--seed|--retry-on|--stop-on|--success-on|--until-output|--consecutive|--reset-after|--on-retry|--on-give-up|--on-success|--hook-timeout|--timeout|--signal|--kill-after|--idle-timeout|--max-time|--retry-if-output|--stop-if-output|--retry-after-pattern|--retry-after-max|--retry-after-jitter|--preset|--budget|--budget-ratio|--budget-burst|--budget-dir|--budget-store|--budget-store-timeout|--budget-store-fail|--breaker|--breaker-failures|--breaker-cooldown|--breaker-exit|--name|--log-format|--report|--metrics-file)
+            --base|--cap|--factor|--jitter|--max-retries|--attempts|--delays|--poll|--seed|--retry-on|--stop-on|--success-on|--until-output|--consecutive|--reset-after|--on-retry|--on-give-up|--on-success|--hook-timeout|--timeout|--signal|--kill-after|--idle-timeout|--max-time|--retry-if-output|--stop-if-output|--retry-after-pattern|--retry-after-max|--retry-after-jitter|--preset|--budget|--budget-ratio|--budget-burst|--budget-dir|--budget-store|--budget-store-timeout|--budget-store-fail|--breaker|--breaker-failures|--breaker-cooldown|--breaker-exit|--throttle|--throttle-window|--throttle-k|--name|--log-format|--report|--metrics-file)
                 (( i += 2 ))
                 ;;
             --until-failure)
@@ -624,7 +731,7 @@ _backoff_command_start() {
             *)
                 if (( i == 1 )); then
                     case ${COMP_WORDS[i]} in
-                        schedule|simulate|budget|breaker) return ;;
+                        schedule|simulate|budget|breaker|throttle) return ;;
                     esac
                 fi
                 echo "$i"
@@ -646,7 +753,7 @@ _backoff() {
     fi
     local -a subcommands=()
     if (( start == 1 )); then
-        _backoff_compgen -W "schedule simulate budget breaker" -- "$cur"
+        _backoff_compgen -W "schedule simulate budget breaker throttle" -- "$cur"
         subcommands=("${COMPREPLY[@]}")
     fi
     COMPREPLY=()

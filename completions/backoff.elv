@@ -52,14 +52,17 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget 'Share a retry budget with every backoff process using the same KEY: each retry takes a token, each success deposits --budget-ratio of one; with no token left, backoff does not retry. First attempts are never blocked'
             cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'
-            cand --budget-dir 'Directory of the budgets'' and breakers'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
             cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
-            cand --budget-store-timeout 'How long a budget or breaker decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
-            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone and run the command (open), or do not retry, and with --breaker do not run the command (closed)'
+            cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
             cand --breaker 'Share a circuit breaker with every backoff process using the same KEY, in the store of the budgets (--budget-dir or --budget-store): after --breaker-failures runs in a row that gave up, the circuit is open and runs end at once without running the command; after --breaker-cooldown one run probes without retries, and its success closes the circuit'
             cand --breaker-failures 'Runs in a row that gave up that open the circuit'
             cand --breaker-cooldown 'How long an open circuit stays open before a probe'
             cand --breaker-exit 'Exit status of a run that an open circuit does not let run the command (75, EX_TEMPFAIL: try again later)'
+            cand --throttle 'Share an adaptive throttle with every backoff process using the same KEY, in the store of the budgets (--budget-dir): over --throttle-window, the fleet counts the attempts it wanted to make and those the backend accepted, and skips each new attempt with probability max(0, (requests - K × accepts) / (requests + 1))'
+            cand --throttle-window 'The span of time the throttle counts over (from 1s to 30d)'
+            cand --throttle-k 'K: nothing is skipped while the backend accepts more than one attempt in K, and the fleet sends about K times what it accepts (from 1 to 1000, at most three decimals)'
             cand --name 'Name the command in reports (default: the program''s name)'
             cand --log-format 'How backoff reports on stderr: text lines, one JSON object per event, GitHub Actions annotations and folds, or GitLab CI sections [default: github when GITHUB_ACTIONS is true, gitlab when GITLAB_CI is true, else text]'
             cand --report 'At exit, write a JSON summary of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr)'
@@ -85,6 +88,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand simulate 'Show why jitter matters, and what retries do to an overloaded server'
             cand budget 'Show or reset a retry budget shared by processes (see --budget)'
             cand breaker 'Show or reset a circuit breaker shared by processes (see --breaker)'
+            cand throttle 'Show or reset a throttle shared by processes (see --throttle)'
         }
         &'backoff;schedule'= {
             cand --base 'Upper bound of the first retry''s delay'
@@ -139,10 +143,10 @@ set edit:completion:arg-completer[backoff] = {|@words|
         &'backoff;budget;show'= {
             cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'
-            cand --budget-dir 'Directory of the budgets'' and breakers'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
             cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
-            cand --budget-store-timeout 'How long a budget or breaker decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
-            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone and run the command (open), or do not retry, and with --breaker do not run the command (closed)'
+            cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
             cand --format 'Output format'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -150,10 +154,10 @@ set edit:completion:arg-completer[backoff] = {|@words|
         &'backoff;budget;reset'= {
             cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'
-            cand --budget-dir 'Directory of the budgets'' and breakers'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
             cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
-            cand --budget-store-timeout 'How long a budget or breaker decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
-            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone and run the command (open), or do not retry, and with --breaker do not run the command (closed)'
+            cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -164,19 +168,44 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand reset 'Close a circuit, and start its count of failed runs again'
         }
         &'backoff;breaker;show'= {
-            cand --budget-dir 'Directory of the budgets'' and breakers'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
             cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
-            cand --budget-store-timeout 'How long a budget or breaker decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
-            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone and run the command (open), or do not retry, and with --breaker do not run the command (closed)'
+            cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
             cand --format 'Output format'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
         &'backoff;breaker;reset'= {
-            cand --budget-dir 'Directory of the budgets'' and breakers'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
             cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
-            cand --budget-store-timeout 'How long a budget or breaker decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
-            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone and run the command (open), or do not retry, and with --breaker do not run the command (closed)'
+            cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'backoff;throttle'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand show 'Print a throttle''s counts over its window (requests, of which skipped, and accepts), and the probability that the next attempt is skipped under --throttle-k'
+            cand reset 'Empty a throttle''s window: nothing counted, nothing skipped'
+        }
+        &'backoff;throttle;show'= {
+            cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
+            cand --throttle-window 'The span of time the throttle counts over (from 1s to 30d)'
+            cand --throttle-k 'K: nothing is skipped while the backend accepts more than one attempt in K, and the fleet sends about K times what it accepts (from 1 to 1000, at most three decimals)'
+            cand --format 'Output format'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'backoff;throttle;reset'= {
+            cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-store 'Keep budgets and breakers in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }

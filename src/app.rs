@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::budget::{BreakerStore, Refill, Store};
+use crate::budget::{BreakerStore, Refill, Store, ThrottleStore};
 use crate::cli::{self, Cli, Format, SimFormat, Sub};
 use crate::config::{self, Given, RunConfig, UsageError};
 use crate::event::{Report, Reports};
@@ -122,6 +122,7 @@ pub fn main_with_args(args: &[OsString]) -> Exit {
         Some(Sub::Schedule(ref args)) => schedule_command(args, &given),
         Some(Sub::Budget(ref command)) => budget_command(command, &given),
         Some(Sub::Breaker(ref command)) => breaker_command(command, &given),
+        Some(Sub::Throttle(ref command)) => throttle_command(command, &given),
         Some(Sub::Simulate(ref args)) => simulate_command(args, &given),
         None => {
             // backoff's own words: those before the command (and its `--`).
@@ -497,6 +498,83 @@ fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Resu
         }
     }
     Ok(Exit::SUCCESS)
+}
+
+/// `backoff throttle show|reset KEY`.
+fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Result<Exit> {
+    use crate::fleet::throttle::SLOTS;
+    let fail = |key: &str, t: &ThrottleStore, e: crate::budget::StoreError| match t.server() {
+        Some(server) => UsageError(format!("adaptive throttle '{key}' ({server}): {e}")),
+        None => UsageError(format!("adaptive throttle '{key}': {e}")),
+    };
+    match command {
+        cli::ThrottleCommand::Show {
+            key,
+            store,
+            limits,
+            format,
+        } => {
+            let throttle = config::throttle_limits(limits);
+            let t = config::open_throttle(key, store, throttle, given, &Warnings::default())?;
+            let (window, now) = t.show().map_err(|e| fail(key, &t, e))?;
+            let counts = window.counts(now);
+            let probability = throttle.probability(counts);
+            // The state's width while a slot of it counts (for a width of
+            // its own of 0, `width_at` is 0 only when none does), else the
+            // one the options give.
+            let from_state = window.width_at(0, now) != 0;
+            let width = window.width_at(throttle.width_ms(), now);
+            let window_ms = width.saturating_mul(SLOTS as u64);
+            let text = match format {
+                cli::BudgetFormat::Text => format!(
+                    "{key}: {} requests in the last {} ({} skipped), {} accepted; \
+                     the next attempt is skipped with probability {probability:.3} under K {} ({})\n",
+                    counts.requests,
+                    humantime::format_duration(Duration::from_millis(window_ms)),
+                    counts.skips,
+                    counts.accepts,
+                    show_k(throttle.k_milli),
+                    t.describe()
+                ),
+                cli::BudgetFormat::Json => format!(
+                    "{}\n",
+                    serde_json::json!({
+                        "key": key,
+                        "requests": counts.requests,
+                        "skips": counts.skips,
+                        "accepts": counts.accepts,
+                        "probability": probability,
+                        "k": throttle.k(),
+                        "window_seconds": Duration::from_millis(window_ms).as_secs_f64(),
+                        "window_from": if from_state { "state" } else { "options" },
+                        "store": t.describe(),
+                    })
+                ),
+            };
+            let _ = std::io::stdout().write_all(text.as_bytes());
+        }
+        cli::ThrottleCommand::Reset { key, store } => {
+            // Emptying a window needs none of its limits.
+            let limits = crate::fleet::throttle::Throttle {
+                window_ms: crate::fleet::throttle::MIN_WINDOW_MS,
+                k_milli: 1000,
+            };
+            let t = config::open_throttle(key, store, limits, given, &Warnings::default())?;
+            t.reset().map_err(|e| fail(key, &t, e))?;
+        }
+    }
+    Ok(Exit::SUCCESS)
+}
+
+/// K, in thousandths, as it was given: `2`, `1.5`, `1.125`.
+fn show_k(k_milli: u64) -> String {
+    let (whole, fraction) = (k_milli / 1000, k_milli % 1000);
+    if fraction == 0 {
+        return whole.to_string();
+    }
+    format!("{whole}.{fraction:03}")
+        .trim_end_matches('0')
+        .to_owned()
 }
 
 /// `backoff budget show|reset KEY`.

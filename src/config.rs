@@ -9,17 +9,21 @@ use std::time::{Duration, SystemTime};
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 
-use crate::budget::file::{self, FileBreaker, FileBudget};
-use crate::budget::{BreakerPlace, BreakerStore, Place, Store, redact};
+use crate::budget::file::{self, FileBreaker, FileBudget, FileThrottle};
+use crate::budget::{
+    BreakerPlace, BreakerStore, Place, Store, ThrottlePlace, ThrottleStore, redact,
+};
 use crate::classify::{Preset, Rule, Rules};
 use crate::cli::values::RuleList;
 use crate::cli::{
     BreakerArgs, BudgetArgs, BudgetStore, Cli, GoalArgs, OutputArgs, PolicyArgs, RuleArgs,
-    SimFormat, SimModel, SimScenario, SimStrategy, SimulateArgs, StoreArgs, TimeArgs,
+    SimFormat, SimModel, SimScenario, SimStrategy, SimulateArgs, StoreArgs, ThrottleArgs,
+    ThrottleLimits, TimeArgs,
 };
 use crate::exec::scan::{self, Headers, OutputRules};
 use crate::fleet::breaker::Breaker;
 use crate::fleet::bucket::{self, Bucket};
+use crate::fleet::throttle::Throttle;
 use crate::jitter::Jitter;
 use crate::policy::{Policy, PolicyConfig};
 use crate::report::ci::StepFiles;
@@ -172,6 +176,8 @@ pub struct RunConfig {
     pub breaker: Option<BreakerStore>,
     /// `--breaker-exit`.
     pub breaker_exit: u8,
+    /// `--throttle`, opened and checked.
+    pub throttle: Option<ThrottleStore>,
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
@@ -883,6 +889,55 @@ pub fn open_breaker(
         .map_err(|why| invalid(given, key, "--breaker", why))
 }
 
+/// The limits of a throttle, from `--throttle-window` and `--throttle-k`
+/// (each checked by its value parser).
+pub fn throttle_limits(limits: &ThrottleLimits) -> Throttle {
+    Throttle {
+        window_ms: u64::try_from(limits.throttle_window.as_millis()).unwrap_or(u64::MAX),
+        k_milli: limits.throttle_k,
+    }
+}
+
+/// Opens the throttle `key` with `throttle`'s limits, in a file of
+/// `--budget-dir`; what it has to say goes to `warnings`. A throttle is
+/// not kept in Redis yet: with `--budget-store` it is refused.
+pub fn open_throttle(
+    key: &str,
+    place: &StoreArgs,
+    throttle: Throttle,
+    given: &Given,
+    warnings: &Warnings,
+) -> Result<ThrottleStore, UsageError> {
+    check_store(place, given)?;
+    if place.budget_store.is_some() {
+        let store = crate::cli::flag_source("--budget-store", |id| given.from_environment(id));
+        return Err(UsageError(format!(
+            "'--throttle' with {store} is not supported yet"
+        )));
+    }
+    let fail = place.budget_store_fail;
+    let timeout = place.budget_store_timeout;
+    let dir = place.budget_dir.clone().or_else(file::default_dir);
+    FileThrottle::open(dir, key, throttle, timeout, fail, warnings.clone())
+        .map(|f| ThrottleStore::new(key, ThrottlePlace::File(f), fail, warnings.clone()))
+        .map_err(|why| invalid(given, key, "--throttle", why))
+}
+
+/// Opens `--throttle`, with its limits. `--throttle-window` and
+/// `--throttle-k` without it, like the breaker's limits without
+/// `--breaker`, change nothing.
+fn throttle(
+    args: &ThrottleArgs,
+    place: &StoreArgs,
+    given: &Given,
+    warnings: &Warnings,
+) -> Result<Option<ThrottleStore>, UsageError> {
+    let Some(key) = &args.throttle else {
+        return Ok(None);
+    };
+    open_throttle(key, place, throttle_limits(&args.limits), given, warnings).map(Some)
+}
+
 #[cfg(feature = "redis")]
 fn redis_budget(
     url: &str,
@@ -963,17 +1018,17 @@ fn breaker(
     open_breaker(key, place, limits, given, warnings).map(Some)
 }
 
-/// Opens `--budget`. A `--budget-store` without it (or `--breaker`, which
-/// `breaker` tells) is an error when given on the command line; from `BACKOFF_BUDGET_STORE` it is not, since a fleet
+/// Opens `--budget`. A `--budget-store` without it (or `--breaker` or
+/// `--throttle`, which `shared` tells) is an error when given on the command line; from `BACKOFF_BUDGET_STORE` it is not, since a fleet
 /// sets that once for every command, budgeted or not.
 fn budget(
     args: &BudgetArgs,
-    breaker: bool,
+    shared: bool,
     given: &Given,
     warnings: &Warnings,
 ) -> Result<Option<Store>, UsageError> {
     let Some(key) = &args.budget else {
-        if given.budget_store && !breaker {
+        if given.budget_store && !shared {
             return Err(UsageError(
                 "'--budget-store' needs '--budget KEY' or '--breaker KEY'".into(),
             ));
@@ -1125,7 +1180,8 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     };
     let log_format = log_format(&cli.output);
     let warnings = warnings(&cli.output, log_format, &cli.command);
-    let budget = budget(&cli.budget, cli.breaker.breaker.is_some(), given, &warnings)?;
+    let shared = cli.breaker.breaker.is_some() || cli.throttle.throttle.is_some();
+    let budget = budget(&cli.budget, shared, given, &warnings)?;
     let breaker = breaker(
         &cli.breaker,
         &cli.budget.store.place,
@@ -1133,6 +1189,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         given,
         &warnings,
     )?;
+    let throttle = throttle(&cli.throttle, &cli.budget.store.place, given, &warnings)?;
     Ok(RunConfig {
         policy,
         rules,
@@ -1165,6 +1222,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         budget,
         breaker,
         breaker_exit: cli.breaker.breaker_exit,
+        throttle,
         report: cli.output.report,
         metrics_file: cli.output.metrics_file,
         command: cli.command,

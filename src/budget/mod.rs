@@ -1,5 +1,6 @@
-//! Where the retry budgets and circuit breakers shared by processes live
-//! (their rules are pure, in `fleet`): a file per key for the processes of
+//! Where the retry budgets, circuit breakers and adaptive throttles shared
+//! by processes live (their rules are pure, in `fleet`): a file per key for
+//! the processes of
 //! one machine (`file`), or Redis for a fleet (`redis`, behind the cargo
 //! feature of that name).
 
@@ -14,10 +15,11 @@ use std::cell::Cell;
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
-use crate::budget::file::{FileBreaker, FileBudget};
-use crate::event::BreakerNews;
+use crate::budget::file::{FileBreaker, FileBudget, FileThrottle};
+use crate::event::{BreakerNews, ThrottleNews};
 use crate::fleet::breaker::{Circuit, RunEnd};
 use crate::fleet::bucket::Bucket;
+use crate::fleet::throttle::Window;
 use crate::report::Warnings;
 use crate::run::{Decision, Wait, Waited};
 
@@ -385,5 +387,191 @@ impl crate::run::CircuitBreaker for BreakerStore {
             }
             Err(StoreError::Interrupted(_)) => None,
         }
+    }
+}
+
+/// Where an adaptive throttle lives.
+#[derive(Debug)]
+pub enum ThrottlePlace {
+    /// A file per key in a directory.
+    File(FileThrottle),
+}
+
+/// An adaptive throttle, wherever it lives, with what to do when its store
+/// cannot be used: said once, then as the fail mode says (open: send the
+/// attempt; closed: skip it).
+#[derive(Debug)]
+pub struct ThrottleStore {
+    key: String,
+    place: ThrottlePlace,
+    fail: FailMode,
+    warned: Cell<bool>,
+    warnings: Warnings,
+}
+
+impl ThrottleStore {
+    /// The throttle `key` in `place`, following `fail` when the store
+    /// cannot be used, which it tells to `warnings`.
+    pub fn new(
+        key: &str,
+        place: ThrottlePlace,
+        fail: FailMode,
+        warnings: Warnings,
+    ) -> ThrottleStore {
+        ThrottleStore {
+            key: key.to_owned(),
+            place,
+            fail,
+            warned: Cell::new(false),
+            warnings,
+        }
+    }
+
+    /// The window as stored, and the time now, in Unix milliseconds.
+    /// Creates nothing.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used, or the state is corrupt.
+    pub fn show(&self) -> Result<(Window, u64), StoreError> {
+        match &self.place {
+            ThrottlePlace::File(f) => f.show(&mut Unwatched),
+        }
+    }
+
+    /// Empties the window, repairing a corrupt state.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used.
+    pub fn reset(&self) -> Result<(), StoreError> {
+        match &self.place {
+            ThrottlePlace::File(f) => f.reset(&mut Unwatched),
+        }
+    }
+
+    /// Where the throttle lives.
+    pub fn describe(&self) -> String {
+        match &self.place {
+            ThrottlePlace::File(f) => f.describe(),
+        }
+    }
+
+    /// The server of a throttle, for messages about it: a file's messages
+    /// name the file already.
+    pub fn server(&self) -> Option<String> {
+        match &self.place {
+            ThrottlePlace::File(_) => None,
+        }
+    }
+
+    /// Says once that the store cannot be used, and `then` what happens.
+    fn warn(&self, error: &str, then: &str) {
+        if !self.warned.replace(true) {
+            let store = self
+                .server()
+                .map(|s| format!(" store {s}"))
+                .unwrap_or_default();
+            self.warnings.warn(&format!(
+                "adaptive throttle '{}'{store} unavailable ({error}); {then}",
+                self.key
+            ));
+        }
+    }
+}
+
+impl crate::run::AdaptiveThrottle for ThrottleStore {
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn admit(&self, draw: f64, wait: &mut dyn Wait) -> Result<ThrottleNews, i32> {
+        let admitted = match &self.place {
+            ThrottlePlace::File(f) => f.admit(draw, wait),
+        };
+        match admitted {
+            Ok((decision, window_ms)) => Ok(ThrottleNews::Decided {
+                decision,
+                window_ms,
+            }),
+            Err(StoreError::Interrupted(sig)) => Err(sig),
+            Err(StoreError::Failed(why)) => {
+                let send = self.fail == FailMode::Open;
+                self.warn(
+                    &why,
+                    if send {
+                        "sending the attempt"
+                    } else {
+                        "skipping the attempt (--budget-store-fail closed)"
+                    },
+                );
+                Ok(ThrottleNews::Unavailable { send })
+            }
+        }
+    }
+
+    fn accept(&self, wait: &mut dyn Wait) {
+        let accepted = match &self.place {
+            ThrottlePlace::File(f) => f.accept(wait),
+        };
+        if let Err(StoreError::Failed(why)) = accepted {
+            self.warn(&why, "the accept is not counted");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::throttle::Throttle;
+    use crate::run::AdaptiveThrottle;
+
+    fn throttle_in(dir: std::path::PathBuf, fail: FailMode) -> Result<ThrottleStore, String> {
+        let limits = Throttle {
+            window_ms: 120_000,
+            k_milli: 2000,
+        };
+        let timeout = Duration::from_secs(10);
+        let warnings = Warnings::default();
+        let file = FileThrottle::open(Some(dir), "api", limits, timeout, fail, warnings.clone())?;
+        Ok(ThrottleStore::new(
+            "api",
+            ThrottlePlace::File(file),
+            fail,
+            warnings,
+        ))
+    }
+
+    #[test]
+    fn a_throttle_store_decides_or_follows_its_fail_mode() -> Result<(), String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let t = throttle_in(dir.path().join("store"), FailMode::Open)?;
+        assert_eq!(t.key(), "api");
+        assert_eq!(t.server(), None);
+        let news = t.admit(0.5, &mut Unwatched);
+        assert!(
+            matches!(news, Ok(ThrottleNews::Decided { decision, window_ms: 120_000 }) if decision.send),
+            "{news:?}"
+        );
+        t.accept(&mut Unwatched);
+        let (w, now) = t.show().map_err(|e| e.to_string())?;
+        assert_eq!((w.counts(now).requests, w.counts(now).accepts), (1, 1));
+        // A regular file where the directory should be: the store cannot
+        // be used.
+        let not_a_dir = dir.path().join("file");
+        std::fs::write(&not_a_dir, "").map_err(|e| e.to_string())?;
+        for (fail, send) in [(FailMode::Open, true), (FailMode::Closed, false)] {
+            let t = throttle_in(not_a_dir.clone(), fail)?;
+            for _ in 0..2 {
+                assert_eq!(
+                    t.admit(0.5, &mut Unwatched),
+                    Ok(ThrottleNews::Unavailable { send })
+                );
+                t.accept(&mut Unwatched);
+            }
+            assert!(t.warned.get());
+            assert!(t.reset().is_err());
+        }
+        Ok(())
     }
 }

@@ -79,7 +79,8 @@ backoff [OPTIONS] [--] COMMAND [ARGS]...
        backoff schedule [OPTIONS]
        backoff simulate [OPTIONS]
        backoff budget show|reset KEY [OPTIONS]
-       backoff breaker show|reset KEY [OPTIONS]";
+       backoff breaker show|reset KEY [OPTIONS]
+       backoff throttle show|reset KEY [OPTIONS]";
 
 /// Run a command and retry it with capped exponential backoff and jitter.
 ///
@@ -125,6 +126,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub breaker: BreakerArgs,
+
+    #[command(flatten)]
+    pub throttle: ThrottleArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -184,6 +188,9 @@ pub enum Sub {
     /// Show or reset a circuit breaker shared by processes (see --breaker)
     #[command(subcommand)]
     Breaker(BreakerCommand),
+    /// Show or reset a throttle shared by processes (see --throttle)
+    #[command(subcommand)]
+    Throttle(ThrottleCommand),
 }
 
 /// Options of `backoff simulate`.
@@ -423,12 +430,12 @@ pub struct BudgetStore {
     pub place: StoreArgs,
 }
 
-/// Where budgets and breakers live, and what to do when that store cannot
-/// be used.
+/// Where budgets, breakers and throttles live, and what to do when that
+/// store cannot be used.
 #[derive(Debug, Clone, Args)]
 pub struct StoreArgs {
-    /// Directory of the budgets' and breakers' state files [default:
-    /// $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]
+    /// Directory of the budgets', breakers' and throttles' state files
+    /// [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]
     #[arg(long, value_name = "DIR")]
     pub budget_dir: Option<PathBuf>,
 
@@ -445,16 +452,18 @@ pub struct StoreArgs {
     )]
     pub budget_store: Option<String>,
 
-    /// How long a budget or breaker decision may wait: for the Redis store,
-    /// or for the lock of a state file; then --budget-store-fail decides
+    /// How long a budget, breaker or throttle decision may wait: for the
+    /// Redis store, or for the lock of a state file; then --budget-store-fail
+    /// decides
     #[arg(long, value_name = "DURATION", value_parser = values::duration,
           allow_hyphen_values = true,
         default_value = "250ms")]
     pub budget_store_timeout: Duration,
 
     /// When the store cannot be reached or trusted, or does not answer in
-    /// time: retry under the local policy alone and run the command (open),
-    /// or do not retry, and with --breaker do not run the command (closed)
+    /// time: retry under the local policy alone, run the command and send
+    /// the attempt (open), or do not retry, with --breaker do not run the
+    /// command, and with --throttle skip the attempt (closed)
     #[arg(long, value_enum, value_name = "MODE", default_value = "open")]
     pub budget_store_fail: FailMode,
 }
@@ -520,6 +529,66 @@ pub enum BreakerCommand {
     /// Close a circuit, and start its count of failed runs again.
     Reset {
         /// The breaker's key.
+        #[arg(value_name = "KEY", value_parser = values::budget_key)]
+        key: String,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+/// The adaptive throttle of a run.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Adaptive throttle")]
+pub struct ThrottleArgs {
+    /// Share an adaptive throttle with every backoff process using the same
+    /// KEY, in the store of the budgets (--budget-dir): over
+    /// --throttle-window, the fleet counts the attempts it wanted to make
+    /// and those the backend accepted, and skips each new attempt with
+    /// probability max(0, (requests - K × accepts) / (requests + 1))
+    #[arg(long, value_name = "KEY", value_parser = values::budget_key)]
+    pub throttle: Option<String>,
+
+    #[command(flatten)]
+    pub limits: ThrottleLimits,
+}
+
+/// The window and K of an adaptive throttle.
+#[derive(Debug, Clone, Args)]
+pub struct ThrottleLimits {
+    /// The span of time the throttle counts over (from 1s to 30d)
+    #[arg(long, value_name = "DURATION", default_value = "2m",
+          value_parser = values::throttle_window, allow_hyphen_values = true)]
+    pub throttle_window: Duration,
+
+    /// K: nothing is skipped while the backend accepts more than one
+    /// attempt in K, and the fleet sends about K times what it accepts
+    /// (from 1 to 1000, at most three decimals)
+    #[arg(long, value_name = "K", default_value = "2",
+          value_parser = values::throttle_k, allow_hyphen_values = true)]
+    pub throttle_k: u64,
+}
+
+/// `backoff throttle show|reset KEY`.
+#[derive(Debug, Subcommand)]
+pub enum ThrottleCommand {
+    /// Print a throttle's counts over its window (requests, of which
+    /// skipped, and accepts), and the probability that the next attempt is
+    /// skipped under --throttle-k.
+    Show {
+        /// The throttle's key.
+        #[arg(value_name = "KEY", value_parser = values::budget_key)]
+        key: String,
+        #[command(flatten)]
+        store: StoreArgs,
+        #[command(flatten)]
+        limits: ThrottleLimits,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: BudgetFormat,
+    },
+    /// Empty a throttle's window: nothing counted, nothing skipped.
+    Reset {
+        /// The throttle's key.
         #[arg(value_name = "KEY", value_parser = values::budget_key)]
         key: String,
         #[command(flatten)]
@@ -936,7 +1005,7 @@ mod tests {
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
-        for name in ["schedule", "simulate", "budget", "breaker"] {
+        for name in ["schedule", "simulate", "budget", "breaker", "throttle"] {
             assert!(Cli::command().find_subcommand(name).is_some(), "{name}");
         }
     }
@@ -975,6 +1044,9 @@ mod tests {
         assert_eq!(store.budget_burst, 10 * crate::fleet::bucket::UNIT);
         assert_eq!(store.place.budget_store_timeout, Duration::from_millis(250));
         assert_eq!(store.place.budget_store_fail, FailMode::Open);
+        let throttle = &cli.throttle.limits;
+        assert_eq!(throttle.throttle_window, Duration::from_mins(2));
+        assert_eq!(throttle.throttle_k, 2000);
         assert_eq!(
             cli.rules.success_on,
             [RuleList(vec![crate::classify::Rule::Codes(0, 0)])]

@@ -340,6 +340,49 @@ pub fn breaker_failures(s: &str) -> Result<u32, String> {
         .ok_or_else(|| "must be a whole number from 1 to 1000000".to_owned())
 }
 
+/// Parses `--throttle-window`: a duration from `MIN_WINDOW_MS` to
+/// `MAX_WINDOW_MS` (1s to 30d).
+pub fn throttle_window(s: &str) -> Result<Duration, String> {
+    use crate::fleet::throttle::{MAX_WINDOW_MS, MIN_WINDOW_MS};
+    let d = duration(s)?;
+    if d < Duration::from_millis(MIN_WINDOW_MS) || d > Duration::from_millis(MAX_WINDOW_MS) {
+        return Err("must be from 1s to 30d".into());
+    }
+    Ok(d)
+}
+
+/// Parses `--throttle-k`: a decimal number from 1 to 1000 with at most
+/// three decimals, in thousandths.
+pub fn throttle_k(s: &str) -> Result<u64, String> {
+    use crate::fleet::throttle::MAX_K_MILLI;
+    let t = s.trim();
+    let (whole, fraction) = t.split_once('.').unwrap_or((t, ""));
+    let digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(fraction) || t.ends_with('.') {
+        return Err("must be a decimal number, like 2 or 1.5".into());
+    }
+    if fraction.len() > 3 {
+        return Err("at most three decimals".into());
+    }
+    // Past seven digits it is far above the largest: no need to read it.
+    let whole = whole.trim_start_matches('0');
+    if whole.len() > 7 {
+        return Err("at most 1000".into());
+    }
+    let milli = whole.parse::<u64>().unwrap_or(0) * 1000
+        + format!("{fraction:0<3}").parse::<u64>().unwrap_or(0);
+    if milli < 1000 {
+        return Err(
+            "must be at least 1 (below 1, attempts that the backend would accept are skipped)"
+                .into(),
+        );
+    }
+    if milli > MAX_K_MILLI {
+        return Err("at most 1000".into());
+    }
+    Ok(milli)
+}
+
 /// Parses `--budget-burst`: 1 to a million tokens, in millionths.
 pub fn burst(s: &str) -> Result<u64, String> {
     use crate::fleet::bucket::{MAX_BURST, UNIT, parse_tokens};
@@ -582,6 +625,44 @@ mod tests {
         }
     }
 
+    #[test]
+    fn throttle_options_are_bounded() {
+        assert_eq!(throttle_window("2m"), Ok(Duration::from_mins(2)));
+        assert_eq!(throttle_window("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(throttle_window("30d"), Ok(Duration::from_hours(720)));
+        for bad in ["10ms", "999ms", "30d 1ms", "31d", "0s", "2", ""] {
+            assert!(throttle_window(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(throttle_k("2"), Ok(2000));
+        assert_eq!(throttle_k("1"), Ok(1000));
+        assert_eq!(throttle_k("1.5"), Ok(1500));
+        assert_eq!(throttle_k("1.125"), Ok(1125));
+        assert_eq!(throttle_k(" 002.50 "), Ok(2500));
+        assert_eq!(throttle_k("1000"), Ok(1_000_000));
+        assert_eq!(throttle_k("1000.000"), Ok(1_000_000));
+        for (bad, why) in [
+            ("0.5", "at least 1"),
+            ("0.999", "at least 1"),
+            ("0", "at least 1"),
+            ("1000.001", "at most 1000"),
+            ("99999999999999999999999", "at most 1000"),
+            ("1.2345", "three decimals"),
+            ("", "decimal number"),
+            (".5", "decimal number"),
+            ("2.", "decimal number"),
+            ("-2", "decimal number"),
+            ("+2", "decimal number"),
+            ("1e3", "decimal number"),
+            ("NaN", "decimal number"),
+            ("inf", "decimal number"),
+            ("1.5.1", "decimal number"),
+            ("٣", "decimal number"),
+        ] {
+            let refused = throttle_k(bad).unwrap_err();
+            assert!(refused.contains(why), "{bad:?}: {refused}");
+        }
+    }
+
     proptest! {
         #[test]
         fn no_value_parser_panics(s in "\\PC{0,40}") {
@@ -598,6 +679,8 @@ mod tests {
             let _ = output_file(&s);
             let _ = summary_file(&s);
             let _ = budget_key(&s);
+            let _ = throttle_window(&s);
+            let _ = throttle_k(&s);
             let _ = client_counts(&s);
             let _ = runs(&s);
             let _ = burst(&s);

@@ -141,7 +141,7 @@ impl Window {
     /// The width the window counts in at `now_ms`, for a process whose own
     /// slots are `own_ms` wide: the state's while a slot of it is live,
     /// else its own.
-    fn width_at(&self, own_ms: u64, now_ms: u64) -> u64 {
+    pub fn width_at(&self, own_ms: u64, now_ms: u64) -> u64 {
         let live = self.width_ms != 0
             && self
                 .slots
@@ -161,6 +161,8 @@ impl Window {
             };
         }
         let index = now_ms / width;
+        // Below SLOTS: no truncation.
+        #[allow(clippy::cast_possible_truncation)]
         let slot = &mut self.slots[(index % SLOTS as u64) as usize];
         if slot.index != index || slot.empty() {
             *slot = Slot {
@@ -180,6 +182,8 @@ impl Throttle {
     }
 
     /// K as a number.
+    // Counts and K stay below 2^53 (`MAX_COUNT`, `MAX_K_MILLI`): exact.
+    #[allow(clippy::cast_precision_loss)]
     pub fn k(self) -> f64 {
         self.k_milli as f64 / 1000.0
     }
@@ -187,6 +191,7 @@ impl Throttle {
     /// The probability of skipping an attempt, given the counts:
     /// `max(0, (requests - K × accepts) / (requests + 1))`, always below 1.
     /// The Redis store's script computes it with the same operations.
+    #[allow(clippy::cast_precision_loss)]
     pub fn probability(self, c: Counts) -> f64 {
         let requests = c.requests as f64;
         let p = (requests - self.k() * c.accepts as f64) / (requests + 1.0);
@@ -235,6 +240,7 @@ mod tests {
     };
 
     #[test]
+    #[allow(clippy::float_cmp)]
     fn nothing_is_skipped_while_the_backend_accepts_more_than_one_in_k() {
         let c = |requests, accepts| Counts {
             requests,

@@ -505,7 +505,7 @@ fn a_state_file_or_directory_of_another_user_is_not_trusted_and_never_stops_the_
 }
 
 /// Holds the exclusive lock of `file` in another process until killed.
-fn hold_lock(file: &Path) -> std::process::Child {
+pub fn hold_lock(file: &Path) -> std::process::Child {
     let mut holder = std::process::Command::new("python3")
         .args([
             "-c",

@@ -200,6 +200,16 @@ The first run to ask is the probe: the store records its claim atomically, and i
 A store that cannot be used follows \fB\-\-budget\-store\-fail\fR: \fBopen\fR runs the command (said once), \fBclosed\fR skips the run. A corrupt state (one with a time past year 9999 included) is said once and starts closed (or, with \fBclosed\fR, skips the run); \fBbackoff breaker reset\fR \fIKEY\fR repairs it and closes the circuit. A run trusts a stored reopening, or a probe's claim, at most one \fB\-\-breaker\-cooldown\fR from its own clock (the server's, for Redis): a clock stepped back, or a host whose clock ran ahead, holds the circuit one cooldown, not as long as the step. \fBbackoff breaker show\fR \fIKEY\fR prints the state as stored, unclamped (\fB\-\-format json\fR for programs). JSON events \fBbreaker\fR (\fBdecision\fR run, probe, skip or unavailable; \fBstate\fR, \fBfailures\fR, \fBopened\fR, \fBuntil\fR) and \fBbreaker_update\fR (after the run: \fBprobe\fR, \fBrun\fR succeeded, gave_up or interrupted, and the new state); the run report's \fBbreaker\fR object and reason \fBbreaker_open\fR; the metrics \fBbackoff_breaker_state\fR (0 closed, 1 open, 2 half\-open) and \fBbackoff_breaker_skipped_total\fR. \fB\-\-breaker\fR with \fB\-\-until\-failure\fR is refused.
 "#;
 
+const THROTTLE: &str = r#".SH "ADAPTIVE THROTTLE"
+Every backoff process started with the same \fB\-\-throttle\fR \fIKEY\fR shares one adaptive throttle (client\-side throttling, as in the "Handling Overload" chapter of Google's SRE book). Over \fB\-\-throttle\-window\fR (2m, from 1s to 30d) the fleet counts its requests, every attempt it wanted to make, sent or skipped, and the attempts the backend accepted; each new attempt is skipped with probability max(0, (\fIrequests\fR \- \fIK\fR \(mu \fIaccepts\fR) / (\fIrequests\fR + 1)), where \fIK\fR is \fB\-\-throttle\-k\fR (2, from 1 to 1000, at most three decimals). While the backend accepts more than one attempt in \fIK\fR, nothing is skipped; when it accepts fewer, the fleet sends about \fIK\fR times what it accepts, and at least about one attempt a window, which sees it recover. \fB\-\-throttle\-window\fR and \fB\-\-throttle\-k\fR without \fB\-\-throttle\fR change nothing.
+.PP
+The window is kept as 12 slots of a twelfth of it each: a slot counts while it is the current one or one of the 11 before it. The state records the width of its slots: processes that share a key count in the state's width while any of its slots counts, and a state with no slot that counts takes the width of the process that writes it. A slot in the future (a clock stepped back) is not counted, and is replaced when its place comes round. Each count stops at 10^18.
+.PP
+The state of a key is the file \fIKEY\fR\fB.throttle\fR in \fB\-\-budget\-dir\fR, with the same checks, lock, timeout and fail mode as a budget file; it is one line of 1061 bytes, written in one write at its start: \fBbackoff\-throttle v1 width\fR \fIW\fR \fBslots\fR, then for each of the 12 slots, in the ring's order, its interval number (its start divided by \fIW\fR, which puts it at that number modulo 12 in the ring), requests, skips and accepts, each number 20 digits and preceded by a space. Anything else (another length, a character that is not a digit, a slot out of its place, a count past 10^18, more skips than requests, a width of 0 with a slot that is not all zeros, or above a twelfth of 30 days) is corrupt: a run says so once and starts a fresh window (or, with \fB\-\-budget\-store\-fail closed\fR, leaves it alone), and \fBbackoff throttle reset\fR \fIKEY\fR repairs it. A store that cannot be used follows \fB\-\-budget\-store\-fail\fR: \fBopen\fR sends the attempt (said once), \fBclosed\fR skips it. The throttle is not kept in Redis yet: \fB\-\-throttle\fR with \fB\-\-budget\-store\fR is refused.
+.PP
+\fBbackoff throttle show\fR \fIKEY\fR prints the counts of the window now and the probability that the next attempt is skipped under \fB\-\-throttle\-k\fR (\fBapi: 87 requests in the last 2m (11 skipped), 15 accepted; the next attempt is skipped with probability 0.648 under K 2 (\fR\fIstore\fR\fB)\fR), in the state's window while a slot of it counts, else in that of \fB\-\-throttle\-window\fR; with \fB\-\-format json\fR, one object with \fBkey\fR, \fBrequests\fR, \fBskips\fR, \fBaccepts\fR, \fBprobability\fR, \fBk\fR, \fBwindow_seconds\fR, \fBwindow_from\fR (\fBstate\fR or \fBoptions\fR) and \fBstore\fR. It creates nothing. \fBbackoff throttle reset\fR \fIKEY\fR empties the window. Both take \fB\-\-budget\-dir\fR; a corrupt or untrusted state, or a lock held past \fB\-\-budget\-store\-timeout\fR, is one line and exit 125.
+"#;
+
 const SIMULATION: &str = r#".SH SIMULATION
 \fBbackoff simulate\fR reproduces M. Brooker's "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015). One row under optimistic concurrency; each of N clients reads the row's version, then writes it back, and the write succeeds only if the version has not changed since the read. Every one\-way message takes |Normal(10 ms, 2 ms)|. A client whose write failed increments its retry counter \fIn\fR (1 on the first failure), sleeps, then reads again. With \fIe\fR = min(cap, base \(mu 2^\fIn\fR) (base 5ms, cap 2s): \fBnone\fR sleeps 0; \fBexponential\fR sleeps \fIe\fR; \fBfull\fR uniform in [0, \fIe\fR); \fBequal\fR \fIe\fR/2 + uniform in [0, \fIe\fR/2); \fBdecorrelated\fR min(cap, uniform in [base, 3 \(mu previous sleep)), from base, per client; \fBpolicy\fR is backoff's own policy (\fB\-\-base\fR, \fB\-\-cap\fR, \fB\-\-factor\fR, \fB\-\-jitter\fR; its first delay is bounded by base). For each client count and strategy it reports the mean and standard deviation over \fB\-\-runs\fR of the write calls the server handled (reads are not counted) and of the time the last client succeeded. It is a discrete\-event simulation (priority queue on event time, ties by insertion order), spread over the machine's cores, and deterministic with \fB\-\-seed\fR. \fB\-\-format csv\fR prints the original simulator's columns \fBclients,time,calls,Algorithm\fR (time in ms); \fB\-\-plot\fR \fIFILE\fR draws both charts into an SVG file, a line per strategy, each in a colour, dashes and marks of its own, the legend below them. This is \fB\-\-model contention\fR, the default.
 .PP
@@ -318,6 +328,7 @@ const MORE_ABOUT: &[(&str, &str)] = &[
     ("simulate", "SIMULATION"),
     ("budget", "RETRY BUDGET"),
     ("breaker", "CIRCUIT BREAKER"),
+    ("throttle", "ADAPTIVE THROTTLE"),
 ];
 
 /// The pages generated: backoff(1) and one for each subcommand.
@@ -541,6 +552,7 @@ fn main_page(cmd: &clap::Command, date: &str) -> String {
         CI_LOGS,
         BUDGET,
         BREAKER,
+        THROTTLE,
         SIMULATION,
         ENVIRONMENT,
         PROCESSES,
@@ -712,6 +724,7 @@ fn the_man_page_has_its_hand_written_sections() {
         ".SH \"WHAT ENDS A RUN\"",
         ".SH HOOKS",
         ".SH \"CIRCUIT BREAKER\"",
+        ".SH \"ADAPTIVE THROTTLE\"",
         ".SH \"CI LOGS\"",
         ".SH \"SEE ALSO\"",
     ] {
@@ -791,6 +804,7 @@ fn each_page_has_the_synopsis_of_the_commands_it_tells_of() {
                 "backoff simulate [OPTIONS]",
                 "backoff budget show|reset KEY [OPTIONS]",
                 "backoff breaker show|reset KEY [OPTIONS]",
+                "backoff throttle show|reset KEY [OPTIONS]",
             ][..],
         ),
         ("backoff-schedule", &["backoff schedule [OPTIONS]"]),
@@ -802,6 +816,10 @@ fn each_page_has_the_synopsis_of_the_commands_it_tells_of() {
         (
             "backoff-breaker",
             &["backoff breaker show|reset KEY [OPTIONS]"],
+        ),
+        (
+            "backoff-throttle",
+            &["backoff throttle show|reset KEY [OPTIONS]"],
         ),
     ];
     let pages = man_pages();

@@ -28,6 +28,7 @@ mod simulation;
 mod stalled;
 mod streams;
 mod support;
+mod throttle;
 mod timestamps;
 mod usage;
 mod waiting;

@@ -26,16 +26,19 @@ pub enum Doc {
     BudgetShow,
     /// `backoff breaker show KEY --format json`.
     BreakerShow,
+    /// `backoff throttle show KEY --format json`.
+    ThrottleShow,
 }
 
 impl Doc {
-    const ALL: [Doc; 6] = [
+    const ALL: [Doc; 7] = [
         Doc::Event,
         Doc::Report,
         Doc::Schedule,
         Doc::Simulate,
         Doc::BudgetShow,
         Doc::BreakerShow,
+        Doc::ThrottleShow,
     ];
 
     fn file(self) -> &'static str {
@@ -46,6 +49,7 @@ impl Doc {
             Doc::Simulate => "simulate.json",
             Doc::BudgetShow => "budget-show.json",
             Doc::BreakerShow => "breaker-show.json",
+            Doc::ThrottleShow => "throttle-show.json",
         }
     }
 }
@@ -511,4 +515,36 @@ fn each_subcommands_json_follows_its_schema() {
         assert!(out.status.success(), "{out:?}");
         json_of(Doc::BreakerShow, &out.stdout);
     }
+}
+
+#[test]
+fn the_json_of_throttle_show_follows_its_schema() {
+    let dir = TempDir::new("schema-throttle");
+    let store = dir.path().display().to_string();
+    // A fresh throttle, and one whose state counts.
+    let throttle = [
+        "throttle",
+        "show",
+        "t",
+        "--format",
+        "json",
+        "--budget-dir",
+        &store,
+    ];
+    let out = backoff(throttle).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let fresh = json_of(Doc::ThrottleShow, &out.stdout);
+    assert_eq!(fresh["window_from"], "options", "{fresh}");
+    std::fs::write(
+        dir.join("t.throttle"),
+        crate::throttle::record(10_000, &[(crate::throttle::now_ms() / 10_000, 9, 3, 1)]),
+    )
+    .unwrap();
+    let out = backoff(throttle).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let counted = json_of(Doc::ThrottleShow, &out.stdout);
+    assert_eq!(counted["window_from"], "state", "{counted}");
+    let mut bad = counted.clone();
+    bad["probability"] = json!(1.0);
+    assert!(check(Doc::ThrottleShow, &bad).is_err(), "{bad}");
 }
