@@ -1,9 +1,15 @@
-//! Retry budgets and circuit breakers kept in Redis (or Valkey), shared by a
-//! fleet of hosts: the same token bucket and breaker rules as the file
-//! store, each decision one Lua script that the server runs atomically on
-//! one key, never a read-modify-write from the client. The breaker's times
-//! are the server's clock, so the hosts' clocks need not agree. The
-//! password of the store's URL never shows in a message.
+//! Retry budgets, circuit breakers and adaptive throttles kept in Redis (or
+//! Valkey), shared by a fleet of hosts: the same token bucket, breaker and
+//! throttle rules as the file store, each decision one Lua script that the
+//! server runs atomically on one key, never a read-modify-write from the
+//! client. The breaker's and the throttle's times are the server's clock,
+//! so the hosts' clocks need not agree. The password of the store's URL
+//! never shows in a message.
+//!
+//! The stores of one run that name the same URL make their calls on one
+//! connection, made at the first call. A script is called by its SHA-1
+//! (EVALSHA); the server is sent its text (SCRIPT LOAD) only when it does
+//! not know it yet, once per script while the server keeps its scripts.
 //!
 //! Each call to the store runs on a thread of its own, and backoff waits for
 //! its answer, for a terminating signal and for the timeout in one wait: a
@@ -29,14 +35,19 @@
 
 use std::cell::RefCell;
 use std::os::fd::AsFd;
+use std::rc::{Rc, Weak};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use crate::budget::secret::{redact, scrub};
 use crate::budget::{FailMode, Level, Refill, StoreError, deadline_after};
 use crate::duration::human;
-use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
+use crate::fleet::breaker::{Admission, Breaker, Circuit, LATEST_MS, RunEnd};
 use crate::fleet::bucket::{Bucket, MAX_BURST, UNIT};
+use crate::fleet::throttle::{
+    Counts, Decision, MAX_COUNT, MAX_K_MILLI, MAX_WINDOW_MS, MIN_WINDOW_MS, SLOTS, Slot, Throttle,
+    Window,
+};
 use crate::report::Warnings;
 use crate::run::{Wait, Waited};
 
@@ -298,7 +309,8 @@ fn budget_reply(reply: &[String]) -> Option<(BudgetReply, bool)> {
 
 /// A budget kept in Redis.
 pub struct RedisBudget {
-    server: Server,
+    server: Rc<Server>,
+    timeout: Duration,
     key: String,
     bucket: Bucket,
     /// A corrupt state becomes a full bucket (`--budget-store-fail open`).
@@ -600,14 +612,20 @@ impl Call {
     }
 }
 
-/// A connection to the store, and the calls made on it: what budgets and
-/// breakers in Redis share.
+/// A connection to the store, and the calls made on it: what the budget,
+/// breaker and throttle of a run that name the same URL share (`shared`).
 struct Server {
     url: String,
     backend: Backend,
-    timeout: Duration,
     connection: RefCell<Option<Connection>>,
     clock: Lua,
+}
+
+thread_local! {
+    /// The servers in use, by URL: every store of a run that names the same
+    /// URL makes its calls on one connection. A server is forgotten when
+    /// the last store using it goes.
+    static SERVERS: RefCell<Vec<(String, Weak<Server>)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The nodes of a `redis+cluster://[user:password@]host:port,host:port`
@@ -644,9 +662,27 @@ fn cluster_nodes(url: &str) -> Result<Vec<String>, String> {
 }
 
 impl Server {
-    /// The server at `url`. Checks the URL only: nothing connects until a
-    /// call is made.
-    fn open(url: &str, timeout: Duration) -> Result<Server, String> {
+    /// The server at `url`, the one already in use if there is one (see
+    /// `SERVERS`). Checks the URL only: nothing connects until a call is
+    /// made.
+    fn shared(url: &str) -> Result<Rc<Server>, String> {
+        SERVERS.with_borrow_mut(|servers| {
+            servers.retain(|(_, s)| s.strong_count() > 0);
+            let known = servers
+                .iter()
+                .find(|(u, _)| u == url)
+                .and_then(|(_, s)| s.upgrade());
+            if let Some(server) = known {
+                return Ok(server);
+            }
+            let server = Rc::new(Server::open(url)?);
+            servers.push((url.to_owned(), Rc::downgrade(&server)));
+            Ok(server)
+        })
+    }
+
+    /// The server at `url`, of its own. Checks the URL only.
+    fn open(url: &str) -> Result<Server, String> {
         let cluster = url.starts_with("redis+cluster://") || url.starts_with("rediss+cluster://");
         if !cluster && !url.starts_with("redis://") && !url.starts_with("rediss://") {
             return Err(
@@ -680,23 +716,24 @@ impl Server {
         Ok(Server {
             url: url.to_owned(),
             backend,
-            timeout,
             connection: RefCell::new(None),
             clock: Lua::new(CLOCK.to_owned()),
         })
     }
 
     /// Runs `script` on `key` with `args` on a thread of its own and waits,
-    /// through `wait`, for its answer, at most the timeout.
+    /// through `wait`, for its answer, at most `timeout`. A call given up
+    /// on takes its connection with it: the next call makes a new one.
     fn call(
         &self,
         script: &Lua,
         key: &str,
         args: Vec<String>,
+        timeout: Duration,
         wait: &mut dyn Wait,
     ) -> Result<Vec<String>, StoreError> {
         let failed = |e: String| StoreError::Failed(scrub(&e, &self.url));
-        let deadline = deadline_after(self.timeout);
+        let deadline = deadline_after(timeout);
         let call = Call {
             backend: self.backend.clone(),
             connection: self.connection.take(),
@@ -705,9 +742,9 @@ impl Server {
             key: key.to_owned(),
             args,
             deadline,
-            cutoff: cutoff(deadline, self.timeout),
+            cutoff: cutoff(deadline, timeout),
             moved: false,
-            timed_out: format!("timed out after {}", human(self.timeout)),
+            timed_out: format!("timed out after {}", human(timeout)),
         };
         // The thread closes `done` when it has answered (or died).
         let call_timed_out = call.timed_out.clone();
@@ -757,7 +794,8 @@ impl RedisBudget {
         warnings: Warnings,
     ) -> Result<RedisBudget, String> {
         Ok(RedisBudget {
-            server: Server::open(url, timeout)?,
+            server: Server::shared(url)?,
+            timeout,
             key: format!("{REDIS_PREFIX}{key}"),
             bucket,
             repair: fail == FailMode::Open,
@@ -786,7 +824,9 @@ impl RedisBudget {
             }
             .to_owned(),
         ];
-        let reply = self.server.call(&self.script, &self.key, args, wait)?;
+        let reply = self
+            .server
+            .call(&self.script, &self.key, args, self.timeout, wait)?;
         let (answer, repaired) = budget_reply(&reply)
             .ok_or_else(|| StoreError::Failed("corrupt budget state".into()))?;
         if repaired {
@@ -854,7 +894,8 @@ impl RedisBudget {
 
 /// A circuit breaker kept in Redis.
 pub struct RedisBreaker {
-    server: Server,
+    server: Rc<Server>,
+    timeout: Duration,
     key: String,
     breaker: Breaker,
     /// A corrupt state becomes a closed circuit (`--budget-store-fail open`).
@@ -932,7 +973,8 @@ impl RedisBreaker {
         warnings: Warnings,
     ) -> Result<RedisBreaker, String> {
         Ok(RedisBreaker {
-            server: Server::open(url, timeout)?,
+            server: Server::shared(url)?,
+            timeout,
             key: format!("{REDIS_BREAKER_PREFIX}{key}"),
             breaker,
             repair: fail == FailMode::Open,
@@ -965,7 +1007,9 @@ impl RedisBreaker {
             .to_owned(),
             probe.map(|p| p.to_string()).unwrap_or_default(),
         ];
-        let reply = self.server.call(&self.script, &self.key, args, wait)?;
+        let reply = self
+            .server
+            .call(&self.script, &self.key, args, self.timeout, wait)?;
         let (reply, repaired) = breaker_reply(&reply).ok_or_else(|| {
             StoreError::Failed("unexpected reply from the breaker script".to_owned())
         })?;
@@ -1059,10 +1103,428 @@ impl RedisBreaker {
     }
 }
 
+/// The namespace of throttle keys in Redis.
+pub const REDIS_THROTTLE_PREFIX: &str = "backoff:throttle:";
+
+/// The adaptive throttle's decisions, run atomically by Redis with the
+/// rules of `fleet::throttle` (which its tests pin down) on the server's
+/// clock, the probability computed with the same operations in the same
+/// order. KEYS[1] is the window, the string `v1 WIDTH` and then each slot's
+/// `INDEX REQUESTS SKIPS ACCEPTS`, digits alone, slot 0 first. ARGV:
+/// operation (admit, accept, show, reset), the width of the caller's
+/// slots in milliseconds, K in thousandths, the draw (a decimal in [0, 1)),
+/// the idle time in seconds (the key expires that long after the window it
+/// holds), `repair` or `keep` for a corrupt state (as the budget's).
+/// Returns {decision (`send`, `skip`, or `none` but for admit), the
+/// probability (`%.17g`, 0 but for admit), the counts of the window read
+/// at the server's time (requests, skips, accepts), the server's time,
+/// repaired, then the window written (or read, for show): its width and
+/// the slots' numbers}, every item a string.
+const THROTTLE_SCRIPT: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local op = ARGV[1]
+local own = tonumber(ARGV[2])
+local k = tonumber(ARGV[3]) / 1000
+local draw = tonumber(ARGV[4])
+local idle = tonumber(ARGV[5])
+local slots = 12
+local max = 1000000000000000
+local widest = 216000000
+local latest = 253402300799999
+local longest = 1031
+if now > latest then
+  return redis.error_reply('the server clock is past year 9999')
+end
+local function blank()
+  local ring = {}
+  for i = 0, slots - 1 do ring[i] = {0, 0, 0, 0} end
+  return ring
+end
+local function empty(s)
+  return s[1] == 0 and s[2] == 0 and s[3] == 0 and s[4] == 0
+end
+-- The width and the ring of a state, or nil for anything that is not a
+-- window a store may hold: digits alone, at most 20 of them (tonumber
+-- would take 'inf', '0x10' or ' 5' too), every slot in its place.
+local function parse(raw)
+  if string.sub(raw, 1, 2) ~= 'v1' then return nil end
+  local n, pos = {}, 3
+  for i = 1, 1 + 4 * slots do
+    local _, e, d = string.find(raw, '^ (%d+)', pos)
+    if e == nil or #d > 20 then return nil end
+    n[i] = tonumber(d)
+    pos = e + 1
+  end
+  if pos ~= #raw + 1 then return nil end
+  local width, ring, all_empty = n[1], {}, true
+  for i = 0, slots - 1 do
+    local s = {n[4 * i + 2], n[4 * i + 3], n[4 * i + 4], n[4 * i + 5]}
+    if not empty(s) then
+      all_empty = false
+      if s[1] % slots ~= i then return nil end
+    end
+    if s[1] > max or s[2] > max or s[4] > max or s[3] > s[2] then return nil end
+    ring[i] = s
+  end
+  if width == 0 then
+    if not all_empty then return nil end
+  elseif width > widest then
+    return nil
+  end
+  return width, ring
+end
+local width, ring = 0, blank()
+local repaired = 0
+if op ~= 'reset' then
+  local kind = redis.call('TYPE', KEYS[1])['ok']
+  if kind ~= 'none' then
+    local w, r = nil, nil
+    if kind == 'string' and redis.call('STRLEN', KEYS[1]) <= longest then
+      w, r = parse(redis.call('GET', KEYS[1]))
+    end
+    if w ~= nil then
+      width, ring = w, r
+    elseif op == 'show' or ARGV[6] ~= 'repair' then
+      return redis.error_reply('corrupt throttle state at ' .. KEYS[1])
+    else
+      repaired = 1
+    end
+  end
+end
+-- Whether slot s counts now in slots of width w: the current interval or
+-- one of the slots - 1 before it.
+local function live(s, w)
+  local at = math.floor(now / math.max(w, 1))
+  return not empty(s) and s[1] <= at and at - s[1] < slots
+end
+-- The counts of the live slots, each summed in two parts (its 1e8s and
+-- the rest), so that the sums are exact past 2^53.
+local hi, lo = {0, 0, 0}, {0, 0, 0}
+for i = 0, slots - 1 do
+  local s = ring[i]
+  if live(s, width) then
+    for j = 1, 3 do
+      local h = math.floor(s[j + 1] / 100000000)
+      hi[j] = hi[j] + h
+      lo[j] = lo[j] + (s[j + 1] - h * 100000000)
+    end
+  end
+end
+-- A count as the double nearest it (one rounding, as a u64 made a double).
+local function near(j) return hi[j] * 100000000 + lo[j] end
+-- A count in digits, exactly.
+local function digits(j)
+  local carry = math.floor(lo[j] / 100000000)
+  local h, l = hi[j] + carry, lo[j] - carry * 100000000
+  if h == 0 then return string.format('%.0f', l) end
+  return string.format('%.0f%08.0f', h, l)
+end
+local decision, p = 'none', 0
+if op == 'admit' then
+  local requests = near(1)
+  p = (requests - k * near(3)) / (requests + 1)
+  if p < 0 then p = 0 end
+  if draw >= p then decision = 'send' else decision = 'skip' end
+end
+if op == 'admit' or op == 'accept' then
+  -- The state's width while a slot of it counts, else the caller's.
+  local use = own
+  if width ~= 0 then
+    for i = 0, slots - 1 do
+      if live(ring[i], width) then use = width end
+    end
+  end
+  if use ~= width then width, ring = use, blank() end
+  local at = math.floor(now / width)
+  local s = ring[at % slots]
+  if s[1] ~= at or empty(s) then
+    s = {at, 0, 0, 0}
+    ring[at % slots] = s
+  end
+  if op == 'admit' then
+    s[2] = math.min(s[2] + 1, max)
+    if decision == 'skip' then s[3] = math.min(s[3] + 1, s[2]) end
+  else
+    s[4] = math.min(s[4] + 1, max)
+  end
+end
+local function n(x) return string.format('%.0f', x) end
+local window = {n(width)}
+for i = 0, slots - 1 do
+  for j = 1, 4 do window[#window + 1] = n(ring[i][j]) end
+end
+if op ~= 'show' then
+  local ttl = idle + math.ceil(width * slots / 1000)
+  redis.call('SET', KEYS[1], 'v1 ' .. table.concat(window, ' '), 'EX', n(ttl))
+end
+local reply = {decision, string.format('%.17g', p), digits(1), digits(2), digits(3), n(now), tostring(repaired)}
+for i = 1, #window do reply[#reply + 1] = window[i] end
+return reply
+";
+
+/// What the throttle script answered.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct ThrottleReply {
+    /// For admit, whether the attempt is sent; `None` for the other
+    /// operations.
+    send: Option<bool>,
+    probability: f64,
+    /// The counts of the window read, at `now_ms`.
+    counts: Counts,
+    now_ms: u64,
+    /// The window written (read, for show).
+    window: Window,
+}
+
+/// Reads the throttle script's reply, and whether it repaired a corrupt
+/// state; `None` for anything that is not a reply the script makes (a
+/// window no store may hold included).
+fn throttle_reply(reply: &[String]) -> Option<(ThrottleReply, bool)> {
+    // Digits alone: `parse` would take a leading '+'.
+    let number = |s: &String| {
+        if s.is_empty() || s.len() > 20 || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        s.parse::<u64>().ok()
+    };
+    let [
+        decision,
+        probability,
+        requests,
+        skips,
+        accepts,
+        now,
+        repaired,
+        rest @ ..,
+    ] = reply
+    else {
+        return None;
+    };
+    let [width, slots @ ..] = rest else {
+        return None;
+    };
+    if slots.len() != 4 * SLOTS {
+        return None;
+    }
+    let send = match decision.as_str() {
+        "send" => Some(true),
+        "skip" => Some(false),
+        "none" => None,
+        _ => return None,
+    };
+    let probability: f64 = probability.parse().ok()?;
+    if !(0.0..1.0).contains(&probability) || (send.is_none() && probability != 0.0) {
+        return None;
+    }
+    let most = MAX_COUNT * SLOTS as u64;
+    let counts = Counts {
+        requests: number(requests)?,
+        skips: number(skips)?,
+        accepts: number(accepts)?,
+    };
+    if counts.requests > most || counts.accepts > most || counts.skips > counts.requests {
+        return None;
+    }
+    let mut window = Window {
+        width_ms: number(width)?,
+        ..Window::default()
+    };
+    for (slot, n) in window.slots.iter_mut().zip(slots.chunks_exact(4)) {
+        *slot = Slot {
+            index: number(&n[0])?,
+            requests: number(&n[1])?,
+            skips: number(&n[2])?,
+            accepts: number(&n[3])?,
+        };
+    }
+    let repaired = match repaired.as_str() {
+        "0" => false,
+        "1" => true,
+        _ => return None,
+    };
+    let now_ms = number(now)?;
+    if now_ms > LATEST_MS {
+        return None;
+    }
+    let reply = ThrottleReply {
+        send,
+        probability,
+        counts,
+        now_ms,
+        window: window.checked()?,
+    };
+    Some((reply, repaired))
+}
+
+/// An adaptive throttle kept in Redis.
+pub struct RedisThrottle {
+    server: Rc<Server>,
+    timeout: Duration,
+    key: String,
+    throttle: Throttle,
+    /// A corrupt state becomes a fresh window (`--budget-store-fail open`).
+    repair: bool,
+    script: Lua,
+    /// Where a repaired state is told.
+    warnings: Warnings,
+}
+
+impl std::fmt::Debug for RedisThrottle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisThrottle")
+            .field("url", &self.server.url())
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisThrottle {
+    /// A throttle `key` at `url` with `throttle`'s limits, as
+    /// `RedisBudget::new` opens a budget.
+    ///
+    /// # Errors
+    ///
+    /// As `RedisBudget::new`, and for a window or K out of their bounds.
+    pub fn new(
+        url: &str,
+        key: &str,
+        throttle: Throttle,
+        timeout: Duration,
+        fail: FailMode,
+        warnings: Warnings,
+    ) -> Result<RedisThrottle, String> {
+        if !(MIN_WINDOW_MS..=MAX_WINDOW_MS).contains(&throttle.window_ms) {
+            return Err(format!(
+                "a throttle's window is from {} to {}",
+                human(Duration::from_millis(MIN_WINDOW_MS)),
+                human(Duration::from_millis(MAX_WINDOW_MS))
+            ));
+        }
+        if !(1000..=MAX_K_MILLI).contains(&throttle.k_milli) {
+            return Err(format!(
+                "a throttle's K is from 1 to {}",
+                MAX_K_MILLI / 1000
+            ));
+        }
+        Ok(RedisThrottle {
+            server: Server::shared(url)?,
+            timeout,
+            key: format!("{REDIS_THROTTLE_PREFIX}{key}"),
+            throttle,
+            repair: fail == FailMode::Open,
+            script: Lua::decision(THROTTLE_SCRIPT),
+            warnings,
+        })
+    }
+
+    /// Runs the script for `op` and reads its answer. A corrupt state that
+    /// became a fresh window is reported here.
+    fn call(&self, op: &str, draw: f64, wait: &mut dyn Wait) -> Result<ThrottleReply, StoreError> {
+        let args = vec![
+            op.to_owned(),
+            self.throttle.width_ms().to_string(),
+            self.throttle.k_milli.to_string(),
+            // The shortest decimal that reads back as `draw`.
+            draw.to_string(),
+            REDIS_IDLE_TTL.as_secs().to_string(),
+            if self.repair { "repair" } else { "keep" }.to_owned(),
+        ];
+        let reply = self
+            .server
+            .call(&self.script, &self.key, args, self.timeout, wait)?;
+        let unexpected =
+            || StoreError::Failed("unexpected reply from the throttle script".to_owned());
+        let (reply, repaired) = throttle_reply(&reply).ok_or_else(unexpected)?;
+        if (op == "admit") != reply.send.is_some() {
+            return Err(unexpected());
+        }
+        if repaired {
+            self.warnings.warn(&format!(
+                "adaptive throttle store {}: corrupt throttle state at {}; starting a fresh window",
+                self.url(),
+                self.key
+            ));
+        }
+        Ok(reply)
+    }
+
+    /// Decides on an attempt, `draw` drawn uniformly from [0, 1): the
+    /// decision, and the window it counts in (its slots' width times
+    /// `SLOTS`), which may be another process's.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be reached in time, or a signal ends the wait;
+    /// the message never shows the password.
+    pub fn admit(&self, draw: f64, wait: &mut dyn Wait) -> Result<(Decision, u64), StoreError> {
+        if !(0.0..1.0).contains(&draw) {
+            return Err(StoreError::Failed(format!(
+                "a throttle's draw is in [0, 1), not {draw}"
+            )));
+        }
+        let r = self.call("admit", draw, wait)?;
+        let send = r.send.unwrap_or(true);
+        if send != (draw >= r.probability) || r.window.width_ms == 0 {
+            return Err(StoreError::Failed(
+                "unexpected reply from the throttle script".to_owned(),
+            ));
+        }
+        let decision = Decision {
+            send,
+            probability: r.probability,
+            counts: r.counts,
+        };
+        Ok((decision, r.window.width_ms.saturating_mul(SLOTS as u64)))
+    }
+
+    /// Counts an accept.
+    ///
+    /// # Errors
+    ///
+    /// As `admit`.
+    pub fn accept(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+        self.call("accept", 0.0, wait).map(|_| ())
+    }
+
+    /// The window and the server's time now. Creates nothing.
+    ///
+    /// # Errors
+    ///
+    /// As `admit`, and when the state is corrupt.
+    pub fn show(&self, wait: &mut dyn Wait) -> Result<(Window, u64), StoreError> {
+        let r = self.call("show", 0.0, wait)?;
+        if r.window.counts(r.now_ms) != r.counts {
+            return Err(StoreError::Failed(
+                "unexpected reply from the throttle script".to_owned(),
+            ));
+        }
+        Ok((r.window, r.now_ms))
+    }
+
+    /// Empties the window, whatever the key held.
+    ///
+    /// # Errors
+    ///
+    /// As `admit`.
+    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+        self.call("reset", 0.0, wait).map(|_| ())
+    }
+
+    /// The server's URL, without the password.
+    pub fn url(&self) -> String {
+        self.server.url()
+    }
+
+    /// Where the throttle lives, without the password.
+    pub fn describe(&self) -> String {
+        format!("{} key {}", self.server.url(), self.key)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::breaker::LATEST_MS;
     use proptest::prelude::*;
 
     #[test]
@@ -1194,5 +1656,180 @@ mod tests {
         };
         assert!(breaker_reply(&reply(LATEST_MS)).is_some());
         assert!(breaker_reply(&reply(LATEST_MS + 1)).is_none());
+    }
+
+    #[test]
+    fn the_throttle_script_knows_the_limits_of_a_window() {
+        for line in [
+            format!("local slots = {SLOTS}\n"),
+            format!("local max = {MAX_COUNT}\n"),
+            format!("local widest = {}\n", MAX_WINDOW_MS / SLOTS as u64),
+            format!("local latest = {LATEST_MS}\n"),
+            // `v1`, then the width and the slots' numbers, each a space and
+            // at most 20 digits.
+            format!("local longest = {}\n", 2 + (1 + 4 * SLOTS) * 21),
+        ] {
+            assert!(THROTTLE_SCRIPT.contains(&line), "{line}");
+        }
+    }
+
+    /// A reply of the throttle script: `head` (decision, probability,
+    /// requests, skips, accepts, now, repaired), then `window`.
+    fn throttle_items(head: [&str; 7], window: &Window) -> Vec<String> {
+        let mut items: Vec<String> = head.map(String::from).to_vec();
+        items.push(window.width_ms.to_string());
+        for s in window.slots {
+            for n in [s.index, s.requests, s.skips, s.accepts] {
+                items.push(n.to_string());
+            }
+        }
+        items
+    }
+
+    #[test]
+    fn a_throttle_reply_is_read_strictly() {
+        let mut w = Window {
+            width_ms: 10_000,
+            ..Window::default()
+        };
+        w.slots[1] = Slot {
+            index: 13,
+            requests: 5,
+            skips: 2,
+            accepts: 1,
+        };
+        let items = throttle_items(["skip", "0.5", "5", "2", "1", "130000", "1"], &w);
+        let (r, repaired) = throttle_reply(&items).unwrap_or_else(|| panic!("a reply"));
+        assert!(repaired);
+        assert_eq!(
+            r,
+            ThrottleReply {
+                send: Some(false),
+                probability: 0.5,
+                counts: Counts {
+                    requests: 5,
+                    skips: 2,
+                    accepts: 1
+                },
+                now_ms: 130_000,
+                window: w,
+            }
+        );
+        let shown = throttle_items(["none", "0", "0", "0", "0", "1", "0"], &Window::default());
+        assert_eq!(throttle_reply(&shown).map(|(r, _)| r.send), Some(None));
+        let bad_heads = [
+            ["maybe", "0.5", "5", "2", "1", "130000", "1"],
+            ["skip", "1", "5", "2", "1", "130000", "1"],
+            ["skip", "-0.1", "5", "2", "1", "130000", "1"],
+            ["skip", "NaN", "5", "2", "1", "130000", "1"],
+            ["skip", "inf", "5", "2", "1", "130000", "1"],
+            ["none", "0.5", "5", "2", "1", "130000", "1"],
+            ["skip", "0.5", "+5", "2", "1", "130000", "1"],
+            ["skip", "0.5", "5", "6", "1", "130000", "1"],
+            ["skip", "0.5", "5", "2", "", "130000", "1"],
+            ["skip", "0.5", "5", "2", "1", "253402300800000", "1"],
+            ["skip", "0.5", "5", "2", "1", "130000", "2"],
+            ["skip", "0.5", "12000000000000001", "2", "1", "130000", "0"],
+        ];
+        for head in bad_heads {
+            assert_eq!(throttle_reply(&throttle_items(head, &w)), None, "{head:?}");
+        }
+        let head = ["send", "0", "0", "0", "0", "1", "0"];
+        let mut misplaced = w;
+        misplaced.slots.swap(1, 2);
+        let mut too_many_skips = w;
+        too_many_skips.slots[1].skips = 6;
+        let mut no_width = w;
+        no_width.width_ms = 0;
+        for bad in [misplaced, too_many_skips, no_width] {
+            assert_eq!(throttle_reply(&throttle_items(head, &bad)), None, "{bad:?}");
+        }
+        let mut short = throttle_items(head, &w);
+        short.pop();
+        assert_eq!(throttle_reply(&short), None);
+        let mut long = throttle_items(head, &w);
+        long.push("0".into());
+        assert_eq!(throttle_reply(&long), None);
+        assert_eq!(throttle_reply(&[]), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_throttle_reply_is_a_window_a_store_may_hold_or_unexpected(
+            head in proptest::collection::vec(
+                proptest::prop_oneof![
+                    Just("send".to_owned()),
+                    Just("skip".to_owned()),
+                    Just("none".to_owned()),
+                    "[0-9]{1,25}",
+                    "0\\.[0-9]{1,20}",
+                    any::<u64>().prop_map(|n| n.to_string()),
+                    any::<f64>().prop_map(|n| n.to_string()),
+                    any::<String>(),
+                ],
+                0..9,
+            ),
+            slots in proptest::collection::vec(
+                proptest::prop_oneof![
+                    Just("0".to_owned()),
+                    "[0-9]{1,3}",
+                    (0..=MAX_COUNT + 1).prop_map(|n| n.to_string()),
+                    any::<u64>().prop_map(|n| n.to_string()),
+                    any::<String>(),
+                ],
+                0..=4 * SLOTS + 2,
+            ),
+        ) {
+            let reply: Vec<String> = head.into_iter().chain(slots).collect();
+            if let Some((r, _)) = throttle_reply(&reply) {
+                proptest::prop_assert_eq!(reply.len(), 8 + 4 * SLOTS);
+                proptest::prop_assert_eq!(r.window.checked(), Some(r.window));
+                proptest::prop_assert!((0.0..1.0).contains(&r.probability));
+                proptest::prop_assert!(r.counts.skips <= r.counts.requests);
+                proptest::prop_assert!(r.now_ms <= LATEST_MS);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_throttle_reply_of_any_window_reads_back_and_one_item_changed_never_panics(
+            width in 1..=MAX_WINDOW_MS / SLOTS as u64,
+            slots in proptest::collection::vec(
+                (0..MAX_COUNT / SLOTS as u64, 0..=MAX_COUNT, 0..=MAX_COUNT, 0..=MAX_COUNT),
+                SLOTS,
+            ),
+            now in 0..=LATEST_MS,
+            probability in 0.0f64..1.0,
+            changed in proptest::option::of((0..8 + 4 * SLOTS, any::<String>())),
+        ) {
+            let mut w = Window { width_ms: width, ..Window::default() };
+            for (i, (n, requests, skips, accepts)) in slots.into_iter().enumerate() {
+                let index = n * SLOTS as u64 + i as u64;
+                w.slots[i] = Slot { index, requests, skips: skips.min(requests), accepts };
+            }
+            let c = w.counts(now);
+            let numbers = [c.requests, c.skips, c.accepts, now].map(|n| n.to_string());
+            let p = format!("{probability:.17e}");
+            let head = ["skip", &p, &numbers[0], &numbers[1], &numbers[2], &numbers[3], "0"];
+            let mut items = throttle_items(head, &w);
+            match changed {
+                None => {
+                    let (r, repaired) = throttle_reply(&items).unwrap_or_else(|| panic!("a reply"));
+                    proptest::prop_assert!(!repaired);
+                    proptest::prop_assert_eq!(r.window, w);
+                    proptest::prop_assert_eq!(r.counts, c);
+                    proptest::prop_assert_eq!(r.probability.to_bits(), probability.to_bits());
+                }
+                Some((at, item)) => {
+                    items[at] = item;
+                    if let Some((r, _)) = throttle_reply(&items) {
+                        proptest::prop_assert_eq!(r.window.checked(), Some(r.window));
+                        proptest::prop_assert!((0.0..1.0).contains(&r.probability));
+                        proptest::prop_assert!(r.counts.skips <= r.counts.requests);
+                    }
+                }
+            }
+        }
     }
 }

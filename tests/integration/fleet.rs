@@ -826,3 +826,73 @@ fn a_budget_hash_that_no_run_writes_is_corrupt() {
         );
     }
 }
+
+/// How many times the server ran `command` since its statistics were
+/// reset, and how many of those failed, from `INFO commandstats`.
+fn command_calls(redis: &Redis, command: &str) -> (u64, u64) {
+    let stats = redis_cli(redis, &["INFO", "commandstats"]);
+    let Some(line) = stats
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("cmdstat_{command}:")))
+    else {
+        return (0, 0);
+    };
+    let field = |name: &str| {
+        line.split(',')
+            .find_map(|f| f.strip_prefix(&format!("{name}=")))
+            .map_or(0, |n| n.parse().unwrap())
+    };
+    (field("calls"), field("failed_calls"))
+}
+
+/// How many connections the server accepted since its statistics were
+/// reset, counting the one that asks.
+fn connections(redis: &Redis) -> u64 {
+    let stats = redis_cli(redis, &["INFO", "stats"]);
+    stats
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("total_connections_received:"))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_run_makes_one_connection_and_sends_each_script_once() {
+    let redis = Redis::start(None);
+    let url = redis.url();
+    let run = || {
+        assert_eq!(redis_cli(&redis, &["CONFIG", "RESETSTAT"]), "OK");
+        let out = backoff([
+            "--budget",
+            "one",
+            "--breaker",
+            "one",
+            "--budget-store",
+            &url,
+        ])
+        .args(LIVE)
+        .args(["--base", "1ms", "--max-retries", "4"])
+        .args(["--breaker-failures", "100"])
+        .args(["--", "sh", "-c", "exit 3"])
+        .timeout(PATIENCE)
+        .output()
+        .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{out:?}");
+        (
+            connections(&redis),
+            command_calls(&redis, "evalsha"),
+            command_calls(&redis, "script|load"),
+            command_calls(&redis, "eval"),
+        )
+    };
+    // The calls: the server's clock, the breaker's admission, four tokens,
+    // how the run ended. The budget and the breaker share the connection,
+    // and each of the three scripts is sent whole once: its first EVALSHA
+    // fails (NOSCRIPT), SCRIPT LOAD, EVALSHA again.
+    let first = run();
+    assert_eq!(first, (1 + 1, (7 + 3, 3), (3, 0), (0, 0)));
+    // The server keeps the scripts: the next run sends none.
+    let next = run();
+    assert_eq!(next, (1 + 1, (7, 0), (0, 0), (0, 0)));
+}

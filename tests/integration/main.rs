@@ -29,6 +29,7 @@ mod stalled;
 mod streams;
 mod support;
 mod throttle;
+mod throttle_redis;
 mod timestamps;
 mod usage;
 mod waiting;
