@@ -72,6 +72,8 @@ enum Kind {
     Breaker,
     /// `admit` and `accept` of an adaptive throttle.
     Throttle,
+    /// No call at all: what waking the processes of a round costs alone.
+    Nothing,
 }
 
 /// Every kind, in the order measured.
@@ -83,6 +85,7 @@ impl Kind {
             Kind::Budget => "budget",
             Kind::Breaker => "breaker",
             Kind::Throttle => "throttle",
+            Kind::Nothing => "nothing",
         }
     }
 
@@ -91,6 +94,7 @@ impl Kind {
             "budget" => Ok(Kind::Budget),
             "breaker" => Ok(Kind::Breaker),
             "throttle" => Ok(Kind::Throttle),
+            "nothing" => Ok(Kind::Nothing),
             _ => Err(format!("unknown kind '{s}'")),
         }
     }
@@ -103,6 +107,7 @@ enum Opened {
     Budget(Store),
     Breaker(BreakerStore),
     Throttle(Throttled),
+    Nothing,
 }
 
 /// An adaptive throttle in a file or in Redis.
@@ -276,6 +281,7 @@ impl Opened {
                 ))
             }
             Kind::Throttle => Opened::Throttle(Throttled::open(place, key)?),
+            Kind::Nothing => Opened::Nothing,
         })
     }
 
@@ -285,6 +291,7 @@ impl Opened {
             Opened::Budget(s) => s.reset(Refill::Given).map(|_| ()),
             Opened::Breaker(s) => s.reset(),
             Opened::Throttle(t) => t.reset(),
+            Opened::Nothing => Ok(()),
         }
         .map_err(|e| e.to_string())
     }
@@ -296,6 +303,7 @@ impl Opened {
             Opened::Budget(s) => s.level().map(drop),
             Opened::Breaker(s) => s.show().map(drop),
             Opened::Throttle(t) => t.show().map(drop),
+            Opened::Nothing => Ok(()),
         }
         .map_err(|e| e.to_string())
     }
@@ -323,6 +331,7 @@ impl Opened {
                 Ok(_) => Decided::Failed("the breaker's store was unavailable".into()),
                 Err(sig) => Decided::Failed(format!("interrupted by signal {sig}")),
             },
+            Opened::Nothing => Decided::Done,
             Opened::Throttle(t) => match t.admit() {
                 Ok(true) => match t.accept() {
                     Ok(()) => Decided::Done,
@@ -654,6 +663,7 @@ fn check_state(store: &Opened, burst: u64, done: u64, failed: u64) -> Result<(),
                 return Err(format!("the circuit is not closed: {circuit:?}"));
             }
         }
+        Opened::Nothing => {}
         Opened::Throttle(t) => {
             let (window, now_ms) = t.show().map_err(|e| e.to_string())?;
             let c = window.counts(now_ms);
@@ -908,7 +918,7 @@ fn rounds_row(r: &Rounds, alone_ns: u64) -> String {
     let serial_ns = r.server_ns.unwrap_or(alone_ns);
     let limit_ns = serial_ns * r.procs;
     format!(
-        "{:<12} {:<8} {:>5} {:>6} {:>9} {:>10} {:>9.2} {:>10} {:>8} {:>8} {:>10.2} {:>9.2} {:>7}",
+        "{:<12} {:<8} {:>5} {:>6} {:>9} {:>10} {:>9.2} {:>10} {:>8} {:>8} {:>10} {:>9.2} {:>7}",
         r.label,
         r.kind.name(),
         r.procs,
@@ -919,7 +929,11 @@ fn rounds_row(r: &Rounds, alone_ns: u64) -> String {
         micros(r.median_ns),
         micros(r.p99_ns),
         micros(r.max_ns),
-        r.p99_ns as f64 / (limit_ns.max(1) as f64),
+        if limit_ns == 0 {
+            "-".to_owned()
+        } else {
+            format!("{:.2}", r.p99_ns as f64 / limit_ns as f64)
+        },
         r.round_ns as f64 / 1e6,
         r.failed,
     )
@@ -1022,6 +1036,11 @@ fn matrix(args: &[String]) -> Result<(), String> {
     }
     println!();
     println!("{ROUNDS_HEADER}");
+    if let Some((_, place)) = stores.first() {
+        eprintln!("store_bench: no call in {round_count} rounds of {most} processes");
+        let r = rounds("-", place, Kind::Nothing, most, round_count)?;
+        println!("{}", rounds_row(&r, 0));
+    }
     for (label, place) in &stores {
         for kind in KINDS {
             eprintln!(
