@@ -704,6 +704,7 @@ fn rounds_worker(args: &[String]) -> Result<(), String> {
     writeln!(out, "ready")
         .and_then(|()| out.flush())
         .map_err(|e| e.to_string())?;
+    let cpu_before = own_cpu_ns();
     for fd in fds {
         // SAFETY: the parent left the read end of this round's pipe open
         // across exec at this number, for this process to read and close.
@@ -730,7 +731,27 @@ fn rounds_worker(args: &[String]) -> Result<(), String> {
             .and_then(|()| out.flush())
             .map_err(|e| e.to_string())?;
     }
+    // The CPU time of the rounds: waking, deciding, saying so.
+    writeln!(out, "cpu {}", own_cpu_ns().saturating_sub(cpu_before))
+        .and_then(|()| out.flush())
+        .map_err(|e| e.to_string())?;
     Ok(())
+}
+
+/// The CPU time this process has used, all its threads, in nanoseconds.
+fn own_cpu_ns() -> u64 {
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct,
+    // which getrusage fills in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes only the struct it is given.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &raw mut usage) } != 0 {
+        return 0;
+    }
+    let ns = |t: libc::timeval| {
+        u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000
+            + u64::try_from(t.tv_usec).unwrap_or(0) * 1000
+    };
+    ns(usage.ru_utime) + ns(usage.ru_stime)
 }
 
 /// The time a Redis server has spent running scripts, from `INFO
@@ -784,6 +805,8 @@ struct Rounds {
     round_ns: u64,
     /// For Redis: the server's time running scripts, per decision.
     server_ns: Option<u64>,
+    /// The CPU time of a worker per round: waking, deciding, saying so.
+    cpu_ns: u64,
 }
 
 /// A worker's line about a round: when its decision ended, how long it
@@ -802,6 +825,34 @@ fn read_round(out: &mut BufReader<ChildStdout>) -> Result<(u64, u64, u64), Strin
     Ok((end_ns, took_ns, outcome))
 }
 
+/// A pipe for each of `rounds` rounds, whose read ends the workers
+/// inherit (the write ends stay here), and the read ends' numbers.
+type Barriers = Vec<(std::io::PipeReader, std::io::PipeWriter)>;
+
+fn barriers(rounds: u64) -> Result<(Barriers, String), String> {
+    let mut barriers = Vec::new();
+    for _ in 0..rounds {
+        let (read, write) = std::io::pipe().map_err(|e| e.to_string())?;
+        rustix::io::fcntl_setfd(&read, rustix::io::FdFlags::empty()).map_err(|e| e.to_string())?;
+        barriers.push((read, write));
+    }
+    let fds: Vec<String> = barriers
+        .iter()
+        .map(|(r, _)| std::os::fd::AsRawFd::as_raw_fd(r).to_string())
+        .collect();
+    Ok((barriers, fds.join(",")))
+}
+
+/// A worker's last line: the CPU time of its rounds.
+fn read_cpu(out: &mut BufReader<ChildStdout>) -> Result<u64, String> {
+    let mut line = String::new();
+    out.read_line(&mut line).map_err(|e| e.to_string())?;
+    line.trim_end()
+        .strip_prefix("cpu ")
+        .and_then(|n| n.parse::<u64>().ok())
+        .ok_or_else(|| format!("a worker's CPU time: {line:?}"))
+}
+
 /// Runs `rounds` rounds of `procs` workers of `kind` against `place`, each
 /// round released when the last one is over, and checks the store's state
 /// after them.
@@ -811,17 +862,7 @@ fn rounds(label: &str, place: &str, kind: Kind, procs: u64, rounds: u64) -> Resu
     let store = Opened::open(kind, place, &key, burst)?;
     store.reset()?;
 
-    let mut barriers = Vec::new();
-    for _ in 0..rounds {
-        let (read, write) = std::io::pipe().map_err(|e| e.to_string())?;
-        // The workers inherit the read ends; the write ends stay here.
-        rustix::io::fcntl_setfd(&read, rustix::io::FdFlags::empty()).map_err(|e| e.to_string())?;
-        barriers.push((read, write));
-    }
-    let fds: Vec<String> = barriers
-        .iter()
-        .map(|(r, _)| std::os::fd::AsRawFd::as_raw_fd(r).to_string())
-        .collect();
+    let (barriers, fds) = barriers(rounds)?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let args = [
         "rounds-worker".to_owned(),
@@ -829,7 +870,7 @@ fn rounds(label: &str, place: &str, kind: Kind, procs: u64, rounds: u64) -> Resu
         place.to_owned(),
         key.clone(),
         burst.to_string(),
-        fds.join(","),
+        fds,
     ];
     let mut batch = Batch(Vec::new());
     for _ in 0..procs {
@@ -879,6 +920,7 @@ fn rounds(label: &str, place: &str, kind: Kind, procs: u64, rounds: u64) -> Resu
         spans.push(last_ns - released_ns);
     }
     let after = is_redis(place).then(|| script_time(place)).transpose()?;
+    let cpu_ns = outs.iter_mut().map(read_cpu).sum::<Result<u64, _>>()?;
     for child in &mut batch.0 {
         let status = child.wait().map_err(|e| e.to_string())?;
         if !status.success() {
@@ -907,18 +949,20 @@ fn rounds(label: &str, place: &str, kind: Kind, procs: u64, rounds: u64) -> Resu
         max_ns: latencies.last().copied().unwrap_or(0),
         round_ns: percentile(&spans, 500),
         server_ns,
+        cpu_ns: cpu_ns / (procs * rounds).max(1),
     })
 }
 
-const ROUNDS_HEADER: &str = "store        kind     procs rounds  alone_us  serial_us  limit_ms  median_us   p99_us   max_us  p99/limit  round_ms  errors";
+const ROUNDS_HEADER: &str = "store        kind     procs rounds  alone_us  serial_us  limit_ms  median_us   p99_us   max_us  p99/limit  round_ms  cpu_us  cpu_ms  errors";
 
 /// A row of rounds: `alone_ns`, one process's median decision alone.
 #[allow(clippy::cast_precision_loss)] // latencies far below 2^52 ns
 fn rounds_row(r: &Rounds, alone_ns: u64) -> String {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let serial_ns = r.server_ns.unwrap_or(alone_ns);
     let limit_ns = serial_ns * r.procs;
     format!(
-        "{:<12} {:<8} {:>5} {:>6} {:>9} {:>10} {:>9.2} {:>10} {:>8} {:>8} {:>10} {:>9.2} {:>7}",
+        "{:<12} {:<8} {:>5} {:>6} {:>9} {:>10} {:>9.2} {:>10} {:>8} {:>8} {:>10} {:>9.2} {:>7} {:>7.2} {:>7}",
         r.label,
         r.kind.name(),
         r.procs,
@@ -935,6 +979,8 @@ fn rounds_row(r: &Rounds, alone_ns: u64) -> String {
             format!("{:.2}", r.p99_ns as f64 / limit_ns as f64)
         },
         r.round_ns as f64 / 1e6,
+        micros(r.cpu_ns),
+        (r.cpu_ns * r.procs) as f64 / 1e6 / cpus as f64,
         r.failed,
     )
 }
