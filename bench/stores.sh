@@ -160,7 +160,9 @@ if ! {
     echo "  a decision holds the store: alone_us for a file, the server's own time running the scripts"
     echo "  per decision for Redis (INFO commandstats, eval and evalsha); limit_ms, serial_us times the"
     echo "  processes: what a round needs in series; p99/limit, the p99 over that; round_ms, the median"
-    echo "  time from a round's release to the end of its last decision"
+    echo "  time from a round's release to the end of its last decision; cpu_us, a process's CPU time"
+    echo "  per round; cpu_ms, that times the processes over the CPUs: the least a round can take;"
+    echo "  nothing: rounds of the same processes making no call"
 } | tee "$results"; then
     rm -f -- "$results"
     echo "bench: aborted, and no report is kept" >&2
