@@ -17,7 +17,7 @@ use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, mpsc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rustix::fs::FlockOperation;
 
@@ -1019,29 +1019,29 @@ impl StateFile {
             .map_err(|e| failed(&path, &e))?;
         // The thread's duplicate keeps the file open while it waits.
         drop(file);
-        loop {
-            let waited = wait.wait_ready(Some(queued.done.as_fd()), deadline);
-            if let Waited::Signal(sig) = waited {
-                self.give_up(queued);
-                return Err(StoreError::Interrupted(sig));
-            }
-            if let Ok(answer) = answered.try_recv() {
-                return answer;
-            }
-            if let Handoff::Failed(e) = &*locked(&queued.handoff) {
-                return Err(failed(&path, e));
-            }
-            if waited == Waited::TimedOut || Instant::now() >= deadline {
-                self.give_up(queued);
-                return Err(refuse(
-                    &path,
-                    &format!(
-                        "is locked by another process: timed out after {}",
-                        human(self.timeout)
-                    ),
-                ));
-            }
+        let waited = wait.wait_ready(Some(queued.done.as_fd()), deadline);
+        if let Waited::Signal(sig) = waited {
+            self.give_up(queued);
+            return Err(StoreError::Interrupted(sig));
         }
+        if let Ok(answer) = answered.try_recv() {
+            return answer;
+        }
+        if let Handoff::Failed(e) = &*locked(&queued.handoff) {
+            return Err(failed(&path, e));
+        }
+        if waited == Waited::Ready {
+            // The thread ended without an answer.
+            return Err(refuse(&path, "could not be locked"));
+        }
+        self.give_up(queued);
+        Err(refuse(
+            &path,
+            &format!(
+                "is locked by another process: timed out after {}",
+                human(self.timeout)
+            ),
+        ))
     }
 }
 
@@ -1080,6 +1080,7 @@ fn decide<R: Record, T>(
 mod tests {
     use super::*;
     use crate::fleet::bucket::UNIT;
+    use std::time::Instant;
 
     /// A wait that ends at once, as a timeout that has passed.
     struct Expired;
