@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# How far the shared stores of retry budgets and circuit breakers scale:
-# decisions per second and their latency (median, p99, max) against the
-# number of processes deciding at once on one key (1, 10, 100, 500), for the
+# How far the shared stores of retry budgets, circuit breakers and adaptive
+# throttles scale: decisions per second and their latency (median, p99,
+# max) against the number of processes deciding at once on one key (1, 10,
+# 100, 500), and rounds in which 500 processes each make one decision at
+# once, against the time those decisions need in series; for the
 # file store on the local disk, the file store on tmpfs (/dev/shm) and
 # Redis. The work is done by examples/store_bench.rs, through backoff's own
 # store code; bench/README.md says what is measured and how.
@@ -10,12 +12,13 @@
 #   bench/stores.sh [--quick]
 #
 #   --quick   a smoke run: 1, 10 and 100 processes, 2000 decisions a batch,
-#             at most 2 s each (about 10 s in all)
+#             at most 2 s each, 5 rounds of 100 (about 20 s in all)
 #
 # The full run makes 100 000 decisions a batch (split among its processes),
-# each batch stopped after 5 s; it takes about 2 minutes on a 2-core
-# machine. A budget's tokens are counted exactly at the end of each batch
-# and a breaker's circuit must still be closed: if not, the run aborts.
+# each batch stopped after 5 s, then 20 rounds of 500; it takes about 4
+# minutes on a 2-core machine. A budget's tokens and a throttle's counts
+# are checked exactly at the end of each batch and a breaker's circuit
+# must still be closed: if not, the run aborts.
 #
 # It builds the example with `cargo build --release --example store_bench`
 # (in $CARGO_TARGET_DIR when that is set), starts a redis-server of its own
@@ -47,9 +50,9 @@ for arg in "$@"; do
 done
 
 if $quick; then
-    procs=1,10,100 total=2000 max_secs=2
+    procs=1,10,100 total=2000 max_secs=2 rounds=5
 else
-    procs=1,10,100,500 total=100000 max_secs=5
+    procs=1,10,100,500 total=100000 max_secs=5 rounds=20
 fi
 most=${procs##*,}
 
@@ -140,15 +143,26 @@ if ! {
     echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     printf '%s\n' "${notes[@]}"
     echo "batches: $procs processes on one key, $total decisions split among them, each batch at most ${max_secs}s"
-    echo "budget: take, a retry token per decision; breaker: admit + record (succeeded), one run per decision"
+    echo "budget: take, a retry token per decision; breaker: admit + record (succeeded), one run per decision;"
+    echo "throttle: admit + accept, one attempt per decision (none skipped)"
+    echo "rounds: $most processes on one key, each making one decision at once, $rounds rounds"
     echo
-    "$bench" matrix "${stores[@]}" --procs "$procs" --total "$total" --max-secs "$max_secs" || exit 1
+    "$bench" matrix "${stores[@]}" --procs "$procs" --total "$total" --max-secs "$max_secs" \
+        --rounds "$rounds" || exit 1
     echo
     echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "decisions/s: all decisions over the wall time of the batch; vs_1: that over the rate of 1 process"
     echo "latency: of each decision, nearest rank; start_ms: until the last process began after the release"
     echo "server_us: the Redis server's CPU time during the batch, per decision (10 ms ticks)"
-    echo "tokens: each budget's level at the end was exactly the burst less one token per decision"
+    echo "tokens: each budget's level at the end was exactly the burst less one token per decision;"
+    echo "  each throttle's window counted exactly one request and one accept per decision"
+    echo "rounds: alone_us, one process's median decision (the 1-process batch above); serial_us, the time"
+    echo "  a decision holds the store: alone_us for a file, the server's own time running the scripts"
+    echo "  per decision for Redis (INFO commandstats, eval and evalsha); limit_ms, serial_us times the"
+    echo "  processes: what a round needs in series; p99/limit, the p99 over that; round_ms, the median"
+    echo "  time from a round's release to the end of its last decision; cpu_us, a process's CPU time"
+    echo "  per round; cpu_ms, that times the processes over the CPUs: the least a round can take;"
+    echo "  nothing: rounds of the same processes making no call"
 } | tee "$results"; then
     rm -f -- "$results"
     echo "bench: aborted, and no report is kept" >&2

@@ -40,11 +40,14 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use backoff_cli::budget::file::{FileBreaker, FileBudget};
-use backoff_cli::budget::{BreakerPlace, BreakerStore, FailMode, Place, Refill, Store, Unwatched};
+use backoff_cli::budget::file::{FileBreaker, FileBudget, FileThrottle};
+use backoff_cli::budget::{
+    BreakerPlace, BreakerStore, FailMode, Place, Refill, Store, StoreError, Unwatched,
+};
 use backoff_cli::event::BreakerNews;
 use backoff_cli::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
 use backoff_cli::fleet::bucket::{Bucket, UNIT};
+use backoff_cli::fleet::throttle::{Throttle, Window};
 use backoff_cli::report::Warnings;
 use backoff_cli::run::CircuitBreaker;
 
@@ -67,13 +70,22 @@ enum Kind {
     Budget,
     /// `admit` and `record` of a circuit breaker.
     Breaker,
+    /// `admit` and `accept` of an adaptive throttle.
+    Throttle,
+    /// No call at all: what waking the processes of a round costs alone.
+    Nothing,
 }
+
+/// Every kind, in the order measured.
+const KINDS: [Kind; 3] = [Kind::Budget, Kind::Breaker, Kind::Throttle];
 
 impl Kind {
     fn name(self) -> &'static str {
         match self {
             Kind::Budget => "budget",
             Kind::Breaker => "breaker",
+            Kind::Throttle => "throttle",
+            Kind::Nothing => "nothing",
         }
     }
 
@@ -81,6 +93,8 @@ impl Kind {
         match s {
             "budget" => Ok(Kind::Budget),
             "breaker" => Ok(Kind::Breaker),
+            "throttle" => Ok(Kind::Throttle),
+            "nothing" => Ok(Kind::Nothing),
             _ => Err(format!("unknown kind '{s}'")),
         }
     }
@@ -92,6 +106,90 @@ impl Kind {
 enum Opened {
     Budget(Store),
     Breaker(BreakerStore),
+    Throttle(Throttled),
+    Nothing,
+}
+
+/// An adaptive throttle in a file or in Redis.
+enum Throttled {
+    File(FileThrottle),
+    #[cfg(feature = "redis")]
+    Redis(backoff_cli::budget::redis::RedisThrottle),
+}
+
+/// A throttle whose window holds every decision of a batch: its counts
+/// can be checked at the end. The backend accepts every attempt, and the
+/// window starts with spare accepts, so none is ever skipped.
+const THROTTLE: Throttle = Throttle {
+    window_ms: 600_000,
+    k_milli: 2000,
+};
+
+impl Throttled {
+    fn open(place: &str, key: &str) -> Result<Throttled, String> {
+        if is_redis(place) {
+            #[cfg(feature = "redis")]
+            return backoff_cli::budget::redis::RedisThrottle::new(
+                place,
+                key,
+                THROTTLE,
+                TIMEOUT,
+                FailMode::Closed,
+                Warnings::default(),
+            )
+            .map(Throttled::Redis);
+            #[cfg(not(feature = "redis"))]
+            return Err("built without the redis feature".into());
+        }
+        FileThrottle::open(
+            Some(PathBuf::from(place)),
+            key,
+            THROTTLE,
+            TIMEOUT,
+            FailMode::Closed,
+            Warnings::default(),
+        )
+        .map(Throttled::File)
+    }
+
+    fn admit(&self) -> Result<bool, StoreError> {
+        // Any draw: with every attempt accepted, none is skipped.
+        let draw = 0.5;
+        match self {
+            Throttled::File(f) => f.admit(draw, &mut Unwatched),
+            #[cfg(feature = "redis")]
+            Throttled::Redis(r) => r.admit(draw, &mut Unwatched),
+        }
+        .map(|(decision, _)| decision.send)
+    }
+
+    fn accept(&self) -> Result<(), StoreError> {
+        match self {
+            Throttled::File(f) => f.accept(&mut Unwatched),
+            #[cfg(feature = "redis")]
+            Throttled::Redis(r) => r.accept(&mut Unwatched),
+        }
+    }
+
+    fn show(&self) -> Result<(Window, u64), StoreError> {
+        match self {
+            Throttled::File(f) => f.show(&mut Unwatched),
+            #[cfg(feature = "redis")]
+            Throttled::Redis(r) => r.show(&mut Unwatched),
+        }
+    }
+
+    /// Empties the window, then counts `SPARE_TOKENS` accepts in it: with
+    /// more accepts than processes deciding at once, the attempts of a
+    /// fresh window, admitted before any is accepted, are not skipped.
+    fn reset(&self) -> Result<(), StoreError> {
+        match self {
+            Throttled::File(f) => f.reset(&mut Unwatched),
+            #[cfg(feature = "redis")]
+            Throttled::Redis(r) => r.reset(&mut Unwatched),
+        }?;
+        (0..SPARE_TOKENS).try_for_each(|_| self.accept())
+    }
 }
 
 /// Whether `place` names a Redis server rather than a directory.
@@ -182,6 +280,8 @@ impl Opened {
                     Warnings::default(),
                 ))
             }
+            Kind::Throttle => Opened::Throttle(Throttled::open(place, key)?),
+            Kind::Nothing => Opened::Nothing,
         })
     }
 
@@ -190,6 +290,8 @@ impl Opened {
         match self {
             Opened::Budget(s) => s.reset(Refill::Given).map(|_| ()),
             Opened::Breaker(s) => s.reset(),
+            Opened::Throttle(t) => t.reset(),
+            Opened::Nothing => Ok(()),
         }
         .map_err(|e| e.to_string())
     }
@@ -200,6 +302,8 @@ impl Opened {
         match self {
             Opened::Budget(s) => s.level().map(drop),
             Opened::Breaker(s) => s.show().map(drop),
+            Opened::Throttle(t) => t.show().map(drop),
+            Opened::Nothing => Ok(()),
         }
         .map_err(|e| e.to_string())
     }
@@ -226,6 +330,15 @@ impl Opened {
                 )),
                 Ok(_) => Decided::Failed("the breaker's store was unavailable".into()),
                 Err(sig) => Decided::Failed(format!("interrupted by signal {sig}")),
+            },
+            Opened::Nothing => Decided::Done,
+            Opened::Throttle(t) => match t.admit() {
+                Ok(true) => match t.accept() {
+                    Ok(()) => Decided::Done,
+                    Err(e) => Decided::Failed(e.to_string()),
+                },
+                Ok(false) => Decided::Wrong("an attempt the backend accepts was skipped".into()),
+                Err(e) => Decided::Failed(e.to_string()),
             },
         }
     }
@@ -550,8 +663,326 @@ fn check_state(store: &Opened, burst: u64, done: u64, failed: u64) -> Result<(),
                 return Err(format!("the circuit is not closed: {circuit:?}"));
             }
         }
+        Opened::Nothing => {}
+        Opened::Throttle(t) => {
+            let (window, now_ms) = t.show().map_err(|e| e.to_string())?;
+            let c = window.counts(now_ms);
+            let accepts = c.accepts.saturating_sub(SPARE_TOKENS);
+            let exact = failed == 0 && c.requests == done && accepts == done;
+            if c.skips != 0 || accepts < done || !(exact || failed > 0) {
+                return Err(format!(
+                    "the window counts {} requests, {} skips and {} accepts after {done} \
+                     decisions ({failed} failed): attempts were lost or made",
+                    c.requests, c.skips, c.accepts
+                ));
+            }
+        }
     }
     Ok(())
+}
+
+/// `store_bench rounds-worker KIND WHERE KEY BURST FD,FD...`: one process
+/// of a batch of rounds. Each round it waits for the end of file on that
+/// round's pipe (inherited, at the descriptor named), makes one decision
+/// and says how it went on one line: `START_NS END_NS LATENCY_NS OUTCOME`
+/// (0 as expected, 1 no answer, 2 a wrong one).
+fn rounds_worker(args: &[String]) -> Result<(), String> {
+    use std::os::fd::FromRawFd;
+    let [kind, place, key, burst, fds] = args else {
+        return Err("usage: store_bench rounds-worker KIND WHERE KEY BURST FD,FD...".into());
+    };
+    let burst = burst
+        .parse::<u64>()
+        .map_err(|e| format!("'{burst}': {e}"))?;
+    let fds: Vec<i32> = fds
+        .split(',')
+        .map(|f| f.parse::<i32>().map_err(|e| format!("'{f}': {e}")))
+        .collect::<Result<_, _>>()?;
+    let store = Opened::open(Kind::parse(kind)?, place, key, burst)?;
+    store.look()?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ready")
+        .and_then(|()| out.flush())
+        .map_err(|e| e.to_string())?;
+    let cpu_before = own_cpu_ns();
+    for fd in fds {
+        // SAFETY: the parent left the read end of this round's pipe open
+        // across exec at this number, for this process to read and close.
+        let mut barrier = unsafe { std::fs::File::from_raw_fd(fd) };
+        let mut byte = [0; 1];
+        while barrier.read(&mut byte).map_err(|e| e.to_string())? != 0 {}
+        drop(barrier);
+        let started_ns = unix_ns();
+        let t = Instant::now();
+        let decided = store.decide();
+        let took = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let outcome = match decided {
+            Decided::Done => 0,
+            Decided::Failed(why) => {
+                eprintln!("store_bench: worker {}: {why}", std::process::id());
+                1
+            }
+            Decided::Wrong(why) => {
+                eprintln!("store_bench: worker {}: {why}", std::process::id());
+                2
+            }
+        };
+        writeln!(out, "{started_ns} {} {took} {outcome}", unix_ns())
+            .and_then(|()| out.flush())
+            .map_err(|e| e.to_string())?;
+    }
+    // The CPU time of the rounds: waking, deciding, saying so.
+    writeln!(out, "cpu {}", own_cpu_ns().saturating_sub(cpu_before))
+        .and_then(|()| out.flush())
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The CPU time this process has used, all its threads, in nanoseconds.
+fn own_cpu_ns() -> u64 {
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct,
+    // which getrusage fills in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes only the struct it is given.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &raw mut usage) } != 0 {
+        return 0;
+    }
+    let ns = |t: libc::timeval| {
+        u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000
+            + u64::try_from(t.tv_usec).unwrap_or(0) * 1000
+    };
+    ns(usage.ru_utime) + ns(usage.ru_stime)
+}
+
+/// The time a Redis server has spent running scripts, from `INFO
+/// commandstats`: the calls of `EVAL` and `EVALSHA`, and their
+/// microseconds.
+#[cfg(feature = "redis")]
+fn script_time(url: &str) -> Result<(u64, u64), String> {
+    let client = redis::Client::open(url).map_err(|e| e.to_string())?;
+    let mut con = client.get_connection().map_err(|e| e.to_string())?;
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut con)
+        .map_err(|e| e.to_string())?;
+    let (mut calls, mut usec) = (0, 0);
+    for line in info.lines() {
+        let Some(stats) = line
+            .strip_prefix("cmdstat_evalsha:")
+            .or_else(|| line.strip_prefix("cmdstat_eval:"))
+        else {
+            continue;
+        };
+        for field in stats.split(',') {
+            match field.split_once('=') {
+                Some(("calls", n)) => calls += n.parse::<u64>().map_err(|e| e.to_string())?,
+                Some(("usec", n)) => usec += n.parse::<u64>().map_err(|e| e.to_string())?,
+                _ => {}
+            }
+        }
+    }
+    Ok((calls, usec))
+}
+
+#[cfg(not(feature = "redis"))]
+fn script_time(_: &str) -> Result<(u64, u64), String> {
+    Err("built without the redis feature".into())
+}
+
+/// One measured batch of rounds: every process makes one decision at once,
+/// round after round.
+struct Rounds {
+    label: String,
+    kind: Kind,
+    procs: u64,
+    count: u64,
+    failed: u64,
+    median_ns: u64,
+    p99_ns: u64,
+    max_ns: u64,
+    /// The median, over the rounds, of the time from a round's release to
+    /// its last decision's end.
+    round_ns: u64,
+    /// For Redis: the server's time running scripts, per decision.
+    server_ns: Option<u64>,
+    /// The CPU time of a worker per round: waking, deciding, saying so.
+    cpu_ns: u64,
+}
+
+/// A worker's line about a round: when its decision ended, how long it
+/// took, and how it went.
+fn read_round(out: &mut BufReader<ChildStdout>) -> Result<(u64, u64, u64), String> {
+    let mut line = String::new();
+    out.read_line(&mut line).map_err(|e| e.to_string())?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("a worker's round: {e}"))?;
+    let [_, end_ns, took_ns, outcome] = fields[..] else {
+        return Err(format!("a worker's round: {line:?}"));
+    };
+    Ok((end_ns, took_ns, outcome))
+}
+
+/// A pipe for each of `rounds` rounds, whose read ends the workers
+/// inherit (the write ends stay here), and the read ends' numbers.
+type Barriers = Vec<(std::io::PipeReader, std::io::PipeWriter)>;
+
+fn barriers(rounds: u64) -> Result<(Barriers, String), String> {
+    let mut barriers = Vec::new();
+    for _ in 0..rounds {
+        let (read, write) = std::io::pipe().map_err(|e| e.to_string())?;
+        rustix::io::fcntl_setfd(&read, rustix::io::FdFlags::empty()).map_err(|e| e.to_string())?;
+        barriers.push((read, write));
+    }
+    let fds: Vec<String> = barriers
+        .iter()
+        .map(|(r, _)| std::os::fd::AsRawFd::as_raw_fd(r).to_string())
+        .collect();
+    Ok((barriers, fds.join(",")))
+}
+
+/// A worker's last line: the CPU time of its rounds.
+fn read_cpu(out: &mut BufReader<ChildStdout>) -> Result<u64, String> {
+    let mut line = String::new();
+    out.read_line(&mut line).map_err(|e| e.to_string())?;
+    line.trim_end()
+        .strip_prefix("cpu ")
+        .and_then(|n| n.parse::<u64>().ok())
+        .ok_or_else(|| format!("a worker's CPU time: {line:?}"))
+}
+
+/// Runs `rounds` rounds of `procs` workers of `kind` against `place`, each
+/// round released when the last one is over, and checks the store's state
+/// after them.
+fn rounds(label: &str, place: &str, kind: Kind, procs: u64, rounds: u64) -> Result<Rounds, String> {
+    let key = format!("store-bench-{}-rounds-{procs}", kind.name());
+    let burst = procs * rounds + SPARE_TOKENS;
+    let store = Opened::open(kind, place, &key, burst)?;
+    store.reset()?;
+
+    let (barriers, fds) = barriers(rounds)?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let args = [
+        "rounds-worker".to_owned(),
+        kind.name().to_owned(),
+        place.to_owned(),
+        key.clone(),
+        burst.to_string(),
+        fds,
+    ];
+    let mut batch = Batch(Vec::new());
+    for _ in 0..procs {
+        let child = Command::new(&exe)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start worker {} of {procs}: {e}", batch.0.len() + 1))?;
+        batch.0.push(child);
+    }
+    let releases: Vec<_> = barriers.into_iter().map(|(_, w)| w).collect();
+    let mut outs = Vec::new();
+    for child in &mut batch.0 {
+        let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut line = String::new();
+        out.read_line(&mut line).map_err(|e| e.to_string())?;
+        if line != "ready\n" {
+            return Err(format!("a worker did not get ready ({place})"));
+        }
+        outs.push(out);
+    }
+    let before = is_redis(place).then(|| script_time(place)).transpose()?;
+    let (mut latencies, mut spans) = (Vec::new(), Vec::new());
+    let (mut done, mut failed) = (0, 0);
+    for release in releases {
+        let released_ns = unix_ns();
+        drop(release);
+        let mut last_ns = released_ns;
+        for out in &mut outs {
+            let (end_ns, took_ns, outcome) = read_round(out)?;
+            last_ns = last_ns.max(end_ns);
+            match outcome {
+                0 => {
+                    done += 1;
+                    latencies.push(took_ns);
+                }
+                1 => failed += 1,
+                _ => {
+                    return Err(format!(
+                        "{label} {} with {procs} processes: an answer a correct store cannot give",
+                        kind.name()
+                    ));
+                }
+            }
+        }
+        spans.push(last_ns - released_ns);
+    }
+    let after = is_redis(place).then(|| script_time(place)).transpose()?;
+    let cpu_ns = outs.iter_mut().map(read_cpu).sum::<Result<u64, _>>()?;
+    for child in &mut batch.0 {
+        let status = child.wait().map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("a worker ended with {status}"));
+        }
+    }
+    batch.0.clear();
+    check_state(&store, burst, done, failed)
+        .map_err(|why| format!("{label} {} rounds of {procs} processes: {why}", kind.name()))?;
+    latencies.sort_unstable();
+    spans.sort_unstable();
+    let server_ns = match (before, after) {
+        (Some((c0, u0)), Some((c1, u1))) if c1 > c0 => {
+            Some((u1 - u0) * 1000 / (done + failed).max(1))
+        }
+        _ => None,
+    };
+    Ok(Rounds {
+        label: label.to_owned(),
+        kind,
+        procs,
+        count: rounds,
+        failed,
+        median_ns: percentile(&latencies, 500),
+        p99_ns: percentile(&latencies, 990),
+        max_ns: latencies.last().copied().unwrap_or(0),
+        round_ns: percentile(&spans, 500),
+        server_ns,
+        cpu_ns: cpu_ns / (procs * rounds).max(1),
+    })
+}
+
+const ROUNDS_HEADER: &str = "store        kind     procs rounds  alone_us  serial_us  limit_ms  median_us   p99_us   max_us  p99/limit  round_ms  cpu_us  cpu_ms  errors";
+
+/// A row of rounds: `alone_ns`, one process's median decision alone.
+#[allow(clippy::cast_precision_loss)] // latencies far below 2^52 ns
+fn rounds_row(r: &Rounds, alone_ns: u64) -> String {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let serial_ns = r.server_ns.unwrap_or(alone_ns);
+    let limit_ns = serial_ns * r.procs;
+    format!(
+        "{:<12} {:<8} {:>5} {:>6} {:>9} {:>10} {:>9.2} {:>10} {:>8} {:>8} {:>10} {:>9.2} {:>7} {:>7.2} {:>7}",
+        r.label,
+        r.kind.name(),
+        r.procs,
+        r.count,
+        micros(alone_ns),
+        micros(serial_ns),
+        limit_ns as f64 / 1e6,
+        micros(r.median_ns),
+        micros(r.p99_ns),
+        micros(r.max_ns),
+        if limit_ns == 0 {
+            "-".to_owned()
+        } else {
+            format!("{:.2}", r.p99_ns as f64 / limit_ns as f64)
+        },
+        r.round_ns as f64 / 1e6,
+        micros(r.cpu_ns),
+        (r.cpu_ns * r.procs) as f64 / 1e6 / cpus as f64,
+        r.failed,
+    )
 }
 
 /// Nanoseconds as microseconds, to three significant figures or so.
@@ -599,6 +1030,7 @@ fn matrix(args: &[String]) -> Result<(), String> {
     let mut total = 20_000;
     let mut max = Duration::from_secs(8);
     let mut redis_pid = None;
+    let mut round_count = 20;
     let mut args = args.iter();
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or(format!("{flag} needs a value"));
@@ -614,6 +1046,7 @@ fn matrix(args: &[String]) -> Result<(), String> {
             }
             "--total" => total = number(value()?)?,
             "--max-secs" => max = Duration::from_secs(number(value()?)?),
+            "--rounds" => round_count = number(value()?)?,
             "--redis-pid" => {
                 let v = value()?;
                 redis_pid = Some(v.parse::<u32>().map_err(|e| format!("{flag} '{v}': {e}"))?);
@@ -624,9 +1057,12 @@ fn matrix(args: &[String]) -> Result<(), String> {
     if procs.contains(&0) {
         return Err("--procs: a batch has at least one process".into());
     }
+    let most = procs.iter().copied().max().unwrap_or(1);
+    // One process's median decision alone, per store and kind.
+    let mut alone = Vec::new();
     println!("{HEADER}");
     for (label, place) in &stores {
-        for kind in [Kind::Budget, Kind::Breaker] {
+        for kind in KINDS {
             let mut one = None;
             for &n in &procs {
                 let each = (total / n).max(1);
@@ -635,9 +1071,34 @@ fn matrix(args: &[String]) -> Result<(), String> {
                 let c = cell(label, place, kind, n, each, max, server)?;
                 if n == 1 {
                     one = Some(c.rate());
+                    alone.push((label.clone(), kind, c.median_ns));
                 }
                 println!("{}", row(&c, one));
             }
+        }
+    }
+    if round_count == 0 {
+        return Ok(());
+    }
+    println!();
+    println!("{ROUNDS_HEADER}");
+    if let Some((_, place)) = stores.first() {
+        eprintln!("store_bench: no call in {round_count} rounds of {most} processes");
+        let r = rounds("-", place, Kind::Nothing, most, round_count)?;
+        println!("{}", rounds_row(&r, 0));
+    }
+    for (label, place) in &stores {
+        for kind in KINDS {
+            eprintln!(
+                "store_bench: {label} {} in {round_count} rounds of {most} processes",
+                kind.name()
+            );
+            let r = rounds(label, place, kind, most, round_count)?;
+            let alone_ns = alone
+                .iter()
+                .find(|(l, k, _)| l == label && *k == kind)
+                .map_or(0, |&(_, _, ns)| ns);
+            println!("{}", rounds_row(&r, alone_ns));
         }
     }
     Ok(())
@@ -647,10 +1108,11 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let ran = match args.first().map(String::as_str) {
         Some("worker") => worker(&args[1..]),
+        Some("rounds-worker") => rounds_worker(&args[1..]),
         Some("matrix") => matrix(&args[1..]),
         _ => Err(
             "usage: store_bench matrix [--store LABEL=WHERE]... [--procs N,N...] \
-                  [--total DECISIONS] [--max-secs SECONDS] [--redis-pid PID]"
+                  [--total DECISIONS] [--max-secs SECONDS] [--rounds R] [--redis-pid PID]"
                 .into(),
         ),
     };

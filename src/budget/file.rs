@@ -3,18 +3,23 @@
 //! shared by the processes of one machine, updated under an exclusive lock.
 //! Nothing is opened until the budget is used; the directory and the file
 //! are opened without following a symbolic link, and neither is trusted
-//! when it belongs to another user or others may write to it. The lock is
-//! waited for at most the store's timeout, in short slices that a signal
-//! cuts short; at
-//! most a record's size of the file is read, and a file that does not hold a
-//! valid state is replaced by a fresh bucket or left alone, as the fail mode
-//! says, and never stops the command.
+//! when it belongs to another user or others may write to it. A lock that
+//! another process holds is waited for in the kernel's queue of the file's
+//! waiters, by a thread of its own, at most the store's timeout; a signal
+//! ends the wait at once, and a lock that comes after the wait was given up
+//! is let go at once. At most a record's size of the file is read, and a
+//! file that does not hold a valid state is replaced by a fresh bucket or
+//! left alone, as the fail mode says, and never stops the command.
 
 use std::fs::{File, TryLockError};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, PipeReader, PipeWriter, Read, Seek, SeekFrom, Write};
+use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, mpsc};
+use std::time::Duration;
+
+use rustix::fs::FlockOperation;
 
 use crate::budget::{FailMode, Level, Refill, StoreError, deadline_after};
 use crate::duration::human;
@@ -44,10 +49,6 @@ const RECORD_LEN: usize = 106;
 /// alone: still read, and replaced by a record of the current one at the
 /// next change.
 const RECORD_V1_LEN: usize = 52;
-
-/// How long a process waits for the lock before it tries again. A holder
-/// keeps the lock for microseconds; a signal cuts a slice short.
-const LOCK_SLICE: Duration = Duration::from_millis(2);
 
 /// Twenty digits exactly, as a record writes a number.
 fn number(digits: &[u8]) -> Option<u64> {
@@ -144,7 +145,7 @@ impl Record for Level {
 }
 
 /// How a state file is opened.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Access {
     /// To look: nothing is created, the lock is shared.
     Look,
@@ -161,6 +162,129 @@ struct StateFile {
     name: String,
     /// How long the lock is waited for.
     timeout: Duration,
+    /// The wait for the lock that the last call gave up, while its thread
+    /// still waits in the kernel's queue: the next call of the same access
+    /// to the same file takes it over rather than start another.
+    pending: Arc<Mutex<Option<LockWait>>>,
+}
+
+/// A decision to make under the lock, on the thread that holds it: reads
+/// the state, changes it and sends the answer to the call that asked.
+type Job = Box<dyn FnOnce(&mut File) + Send>;
+
+/// A wait for the lock of a state file in the kernel's queue of its
+/// waiters, by a thread of its own, which makes the decision of the call
+/// that still wants it, or else lets go of the lock at once.
+#[derive(Debug)]
+struct LockWait {
+    /// What the thread and the calls agree on.
+    handoff: Arc<Mutex<Handoff>>,
+    /// Ends (readable) when the thread is done: the decision made, the lock
+    /// let go, or the lock not to be had.
+    done: PipeReader,
+    /// The file's device and inode.
+    file_id: (u64, u64),
+    /// Which lock is waited for.
+    access: Access,
+}
+
+/// Where a wait for the lock stands. Each change is made under the mutex,
+/// so that exactly one of two things happens to a lock that comes: the
+/// thread makes the decision of the call that still wants it, or, when no
+/// call does, lets go of it.
+enum Handoff {
+    /// The thread waits, with the decision of the call that waits for it,
+    /// if one does.
+    Waiting(Option<Job>),
+    /// The thread holds the lock and makes the decision.
+    Deciding,
+    /// The decision is made, or the lock came when no call wanted it; the
+    /// lock is let go.
+    Done,
+    /// The lock could not be waited for: why.
+    Failed(io::Error),
+}
+
+impl std::fmt::Debug for Handoff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Handoff::Waiting(job) => write!(f, "Waiting(wanted: {})", job.is_some()),
+            Handoff::Deciding => f.write_str("Deciding"),
+            Handoff::Done => f.write_str("Done"),
+            Handoff::Failed(e) => write!(f, "Failed({e})"),
+        }
+    }
+}
+
+/// The mutex's value, even if a thread panicked while it held it (every
+/// change to it is one assignment).
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The blocking lock of `access`: shared to look, exclusive to change.
+fn lock_operation(access: Access) -> FlockOperation {
+    match access {
+        Access::Look => FlockOperation::LockShared,
+        Access::Change => FlockOperation::LockExclusive,
+    }
+}
+
+/// The body of a lock wait's thread: waits in the kernel's queue for the
+/// lock of `file`, makes the decision of the call that still wants it,
+/// lets go of the lock, and ends, which closes `done`. The decision is
+/// made here rather than handed back, so that the lock passes from one
+/// process to the next with one wake-up.
+fn wait_in_queue(mut file: File, access: Access, handoff: &Mutex<Handoff>, done: PipeWriter) {
+    let got = loop {
+        match rustix::fs::flock(&file, lock_operation(access)) {
+            Err(rustix::io::Errno::INTR) => {}
+            other => break other,
+        }
+    };
+    let job = {
+        let mut state = locked(handoff);
+        match (got, std::mem::replace(&mut *state, Handoff::Done)) {
+            (Err(e), _) => {
+                *state = Handoff::Failed(e.into());
+                None
+            }
+            (Ok(()), Handoff::Waiting(Some(job))) => {
+                *state = Handoff::Deciding;
+                Some(job)
+            }
+            (Ok(()), _) => None,
+        }
+    };
+    if let Some(job) = job {
+        job(&mut file);
+        *locked(handoff) = Handoff::Done;
+    }
+    let _ = rustix::fs::flock(&file, FlockOperation::Unlock);
+    drop(file);
+    drop(done);
+}
+
+impl LockWait {
+    /// Starts a thread that waits for the lock of `file`, to make `job`.
+    fn start(file: &File, file_id: (u64, u64), access: Access, job: Job) -> io::Result<LockWait> {
+        // A duplicate shares the file's open description, and so its lock;
+        // it is closed on exec, so that no command inherits the lock.
+        let theirs = file.try_clone()?;
+        let (done, end) = std::io::pipe()?;
+        let handoff = Arc::new(Mutex::new(Handoff::Waiting(Some(job))));
+        let shared = Arc::clone(&handoff);
+        std::thread::Builder::new()
+            .name("state file lock".into())
+            .stack_size(64 * 1024)
+            .spawn(move || wait_in_queue(theirs, access, &shared, end))?;
+        Ok(LockWait {
+            handoff,
+            done,
+            file_id,
+            access,
+        })
+    }
 }
 
 /// A budget kept in a file, shared by processes.
@@ -245,11 +369,12 @@ impl FileBudget {
     ///
     /// When the state file cannot be used, or a signal ends the wait.
     pub fn take(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
-        self.file.with_state(Access::Change, wait, |state| {
-            let level = self.level_of(state)?;
-            Ok(match self.bucket.take(level) {
-                Some(new) => (Some(self.made(new)), true),
-                None => (Some(self.made(level)), false),
+        let this = self.clone();
+        self.file.with_state(Access::Change, wait, move |state| {
+            let level = this.level_of(state)?;
+            Ok(match this.bucket.take(level) {
+                Some(new) => (Some(this.made(new)), true),
+                None => (Some(this.made(level)), false),
             })
         })
     }
@@ -260,9 +385,10 @@ impl FileBudget {
     ///
     /// As `take`.
     pub fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
-        self.file.with_state(Access::Change, wait, |state| {
-            let level = self.level_of(state)?;
-            Ok((Some(self.made(self.bucket.deposit(level))), ()))
+        let this = self.clone();
+        self.file.with_state(Access::Change, wait, move |state| {
+            let level = this.level_of(state)?;
+            Ok((Some(this.made(this.bucket.deposit(level))), ()))
         })
     }
 
@@ -274,8 +400,9 @@ impl FileBudget {
     /// When the state file cannot be used or is corrupt.
     pub fn level(&self, wait: &mut dyn Wait) -> Result<Level, StoreError> {
         let burst = self.bucket.burst;
+        let this = self.clone();
         self.file
-            .with_state(Access::Look, wait, |state: State<Level>| match state {
+            .with_state(Access::Look, wait, move |state: State<Level>| match state {
                 State::Fresh => Ok((
                     None,
                     Level {
@@ -295,7 +422,7 @@ impl FileBudget {
                 }
                 State::Corrupt(why) => Err(StoreError::Failed(format!(
                     "{why}; 'backoff budget reset {}' with the same --budget-dir repairs it",
-                    self.key
+                    this.key
                 ))),
             })
     }
@@ -308,13 +435,14 @@ impl FileBudget {
     ///
     /// When the state file cannot be used.
     pub fn reset(&self, refill: Refill, wait: &mut dyn Wait) -> Result<Bucket, StoreError> {
+        let this = self.clone();
         self.file
-            .with_state(Access::Change, wait, |state: State<Level>| {
+            .with_state(Access::Change, wait, move |state: State<Level>| {
                 let bucket = match state {
                     State::Held(Level {
                         made: Some(made), ..
                     }) if refill == Refill::Recorded => made,
-                    _ => self.bucket,
+                    _ => this.bucket,
                 };
                 let full = Level {
                     micros: bucket.burst,
@@ -450,13 +578,14 @@ impl FileBreaker {
     ///
     /// When the state file cannot be used, or a signal ends the wait.
     pub fn admit(&self, wait: &mut dyn Wait) -> Result<(Admission, Circuit, u64), StoreError> {
-        self.file.with_state(Access::Change, wait, |state| {
+        let this = self.clone();
+        self.file.with_state(Access::Change, wait, move |state| {
             let now = now_ms();
             // The circuit as this run trusts it, as its lines tell it.
-            let before = self
+            let before = this
                 .circuit_of(state)?
-                .clamped(now, self.breaker.cooldown_ms);
-            let (admission, after) = self.breaker.admit(before, now);
+                .clamped(now, this.breaker.cooldown_ms);
+            let (admission, after) = this.breaker.admit(before, now);
             Ok((Some(after), (admission, before, now)))
         })
     }
@@ -473,10 +602,11 @@ impl FileBreaker {
         probe: Option<u64>,
         wait: &mut dyn Wait,
     ) -> Result<(Circuit, u64), StoreError> {
-        self.file.with_state(Access::Change, wait, |state| {
-            let before = self.circuit_of(state)?;
+        let this = self.clone();
+        self.file.with_state(Access::Change, wait, move |state| {
+            let before = this.circuit_of(state)?;
             let now = now_ms();
-            let after = self.breaker.record(before, now, end, probe);
+            let after = this.breaker.record(before, now, end, probe);
             Ok((Some(after), (after, now)))
         })
     }
@@ -487,15 +617,19 @@ impl FileBreaker {
     ///
     /// When the state file cannot be used or is corrupt.
     pub fn show(&self, wait: &mut dyn Wait) -> Result<(Circuit, u64), StoreError> {
-        self.file
-            .with_state(Access::Look, wait, |state: State<Circuit>| match state {
+        let this = self.clone();
+        self.file.with_state(
+            Access::Look,
+            wait,
+            move |state: State<Circuit>| match state {
                 State::Fresh => Ok((None, (Circuit::default(), now_ms()))),
                 State::Held(c) => Ok((None, (c, now_ms()))),
                 State::Corrupt(why) => Err(StoreError::Failed(format!(
                     "{why}; 'backoff breaker reset {}' with the same --budget-dir repairs it",
-                    self.key
+                    this.key
                 ))),
-            })
+            },
+        )
     }
 
     /// Closes the circuit, whatever the state file held.
@@ -641,10 +775,11 @@ impl FileThrottle {
         draw: f64,
         wait: &mut dyn Wait,
     ) -> Result<(throttle::Decision, u64), StoreError> {
-        self.file.with_state(Access::Change, wait, |state| {
-            let before = self.window_of(state)?;
-            let (decision, after) = self.throttle.admit(before, now_ms(), draw);
-            let window_ms = self.throttle.window_of(after.width_ms);
+        let this = self.clone();
+        self.file.with_state(Access::Change, wait, move |state| {
+            let before = this.window_of(state)?;
+            let (decision, after) = this.throttle.admit(before, now_ms(), draw);
+            let window_ms = this.throttle.window_of(after.width_ms);
             Ok((Some(after), (decision, window_ms)))
         })
     }
@@ -655,9 +790,10 @@ impl FileThrottle {
     ///
     /// As `admit`.
     pub fn accept(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
-        self.file.with_state(Access::Change, wait, |state| {
-            let before = self.window_of(state)?;
-            Ok((Some(self.throttle.accept(before, now_ms())), ()))
+        let this = self.clone();
+        self.file.with_state(Access::Change, wait, move |state| {
+            let before = this.window_of(state)?;
+            Ok((Some(this.throttle.accept(before, now_ms())), ()))
         })
     }
 
@@ -667,15 +803,19 @@ impl FileThrottle {
     ///
     /// When the state file cannot be used or is corrupt.
     pub fn show(&self, wait: &mut dyn Wait) -> Result<(Window, u64), StoreError> {
-        self.file
-            .with_state(Access::Look, wait, |state: State<Window>| match state {
+        let this = self.clone();
+        self.file.with_state(
+            Access::Look,
+            wait,
+            move |state: State<Window>| match state {
                 State::Fresh => Ok((None, (Window::default(), now_ms()))),
                 State::Held(w) => Ok((None, (w, now_ms()))),
                 State::Corrupt(why) => Err(StoreError::Failed(format!(
                     "{why}; 'backoff throttle reset {}' with the same --budget-dir repairs it",
-                    self.key
+                    this.key
                 ))),
-            })
+            },
+        )
     }
 
     /// Empties the window, whatever the state file held.
@@ -698,6 +838,7 @@ impl StateFile {
             dir,
             name: format!("{key}.{kind}"),
             timeout,
+            pending: Arc::default(),
         }
     }
 
@@ -782,42 +923,34 @@ impl StateFile {
         Ok(Some((file, path)))
     }
 
-    /// Takes the lock of `file` (shared to look, exclusive to change),
-    /// waiting at most the timeout, in slices that a signal cuts short.
-    fn lock(
-        &self,
-        file: &File,
-        path: &Path,
-        access: Access,
-        wait: &mut dyn Wait,
-    ) -> Result<(), StoreError> {
-        let deadline = deadline_after(self.timeout);
-        loop {
-            let tried = match access {
-                Access::Look => file.try_lock_shared(),
-                Access::Change => file.try_lock(),
-            };
-            match tried {
-                Ok(()) => return Ok(()),
-                Err(TryLockError::Error(e)) => return Err(failed(path, &e)),
-                Err(TryLockError::WouldBlock) => {}
+    /// A wait in the kernel's queue for the lock of `file`, to make `job`:
+    /// the one an earlier call gave up, when it still waits for the same
+    /// lock of the same file, else a new one.
+    fn queue(&self, file: &File, access: Access, job: Job) -> io::Result<LockWait> {
+        let meta = file.metadata()?;
+        let file_id = (meta.dev(), meta.ino());
+        let given_up = locked(&self.pending).take();
+        if let Some(queued) = given_up.filter(|q| q.file_id == file_id && q.access == access) {
+            let mut state = locked(&queued.handoff);
+            if let Handoff::Waiting(wanted @ None) = &mut *state {
+                *wanted = Some(job);
+                drop(state);
+                return Ok(queued);
             }
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(refuse(
-                    path,
-                    &format!(
-                        "is locked by another process: timed out after {}",
-                        human(self.timeout)
-                    ),
-                ));
-            }
-            let slice = now
-                .checked_add(LOCK_SLICE)
-                .map_or(deadline, |t| t.min(deadline));
-            if let Waited::Signal(sig) = wait.wait_ready(None, slice) {
-                return Err(StoreError::Interrupted(sig));
-            }
+        }
+        LockWait::start(file, file_id, access, job)
+    }
+
+    /// Gives up a wait for the lock: its thread lets go of the lock when it
+    /// comes, unless a later call takes the wait over. A decision already
+    /// under way is made all the same, as a store call that timed out may
+    /// have been applied.
+    fn give_up(&self, queued: LockWait) {
+        let mut state = locked(&queued.handoff);
+        if let Handoff::Waiting(wanted) = &mut *state {
+            *wanted = None;
+            drop(state);
+            *locked(&self.pending) = Some(queued);
         }
     }
 
@@ -846,47 +979,176 @@ impl StateFile {
 
     /// Opens and locks the state file and gives its state to `change`,
     /// which returns the state to write (`None`: nothing to write) and the
-    /// answer. To look, nothing is created: no file is a fresh state.
-    fn with_state<R: Record, T>(
+    /// answer. To look, nothing is created: no file is a fresh state. The
+    /// lock is taken at once when no other process holds one that
+    /// conflicts; else `change` is made by a thread that waits for it in the
+    /// kernel's queue, while the call waits at most the timeout, and a
+    /// signal ends its wait at once.
+    fn with_state<R, T>(
         &self,
         access: Access,
         wait: &mut dyn Wait,
-        change: impl FnOnce(State<R>) -> Result<(Option<R>, T), StoreError>,
-    ) -> Result<T, StoreError> {
+        change: impl FnOnce(State<R>) -> Result<(Option<R>, T), StoreError> + Send + 'static,
+    ) -> Result<T, StoreError>
+    where
+        R: Record + Send + 'static,
+        T: Send + 'static,
+    {
         let Some((mut file, path)) = self.open_file(access)? else {
             return change(State::Fresh).map(|(_, answer)| answer);
         };
         // The lock is released when the file is closed, even if the process
         // is killed, so no stale lock can outlive its holder.
-        self.lock(&file, &path, access, wait)?;
-        let state = Self::read::<R>(&mut file, &path)?;
-        let old = match state {
-            State::Held(r) => Some(r),
-            _ => None,
+        let tried = match access {
+            Access::Look => file.try_lock_shared(),
+            Access::Change => file.try_lock(),
         };
-        let (new, answer) = change(state)?;
-        if let Some(new) = new.filter(|&n| access == Access::Change && old != Some(n)) {
-            let write = |file: &mut File| -> io::Result<()> {
-                let text = new.write();
-                file.seek(SeekFrom::Start(0))?;
-                file.write_all(text.as_bytes())?;
-                // Only a corrupt state was longer, or one of an older
-                // version of another length: it is cut after the record.
-                if file.metadata()?.len() != text.len() as u64 {
-                    file.set_len(text.len() as u64)?;
-                }
-                Ok(())
-            };
-            write(&mut file).map_err(|e| failed(&path, &e))?;
+        match tried {
+            Ok(()) => return decide(&mut file, &path, access, change),
+            Err(TryLockError::Error(e)) => return Err(failed(&path, &e)),
+            Err(TryLockError::WouldBlock) => {}
         }
-        Ok(answer)
+        let deadline = deadline_after(self.timeout);
+        let (answer, answered) = mpsc::sync_channel(1);
+        let theirs = path.clone();
+        let job: Job = Box::new(move |file: &mut File| {
+            let _ = answer.send(decide(file, &theirs, access, change));
+        });
+        let queued = self
+            .queue(&file, access, job)
+            .map_err(|e| failed(&path, &e))?;
+        // The thread's duplicate keeps the file open while it waits.
+        drop(file);
+        let waited = wait.wait_ready(Some(queued.done.as_fd()), deadline);
+        if let Waited::Signal(sig) = waited {
+            self.give_up(queued);
+            return Err(StoreError::Interrupted(sig));
+        }
+        if let Ok(answer) = answered.try_recv() {
+            return answer;
+        }
+        if let Handoff::Failed(e) = &*locked(&queued.handoff) {
+            return Err(failed(&path, e));
+        }
+        if waited == Waited::Ready {
+            // The thread ended without an answer.
+            return Err(refuse(&path, "could not be locked"));
+        }
+        self.give_up(queued);
+        Err(refuse(
+            &path,
+            &format!(
+                "is locked by another process: timed out after {}",
+                human(self.timeout)
+            ),
+        ))
     }
+}
+
+/// Reads the state of `file`, whose lock is held, gives it to `change`, and
+/// writes the state it returns.
+fn decide<R: Record, T>(
+    file: &mut File,
+    path: &Path,
+    access: Access,
+    change: impl FnOnce(State<R>) -> Result<(Option<R>, T), StoreError>,
+) -> Result<T, StoreError> {
+    let state = StateFile::read::<R>(file, path)?;
+    let old = match state {
+        State::Held(r) => Some(r),
+        _ => None,
+    };
+    let (new, answer) = change(state)?;
+    if let Some(new) = new.filter(|&n| access == Access::Change && old != Some(n)) {
+        let write = |file: &mut File| -> io::Result<()> {
+            let text = new.write();
+            file.seek(SeekFrom::Start(0))?;
+            file.write_all(text.as_bytes())?;
+            // Only a corrupt state was longer, or one of an older version of
+            // another length: it is cut after the record.
+            if file.metadata()?.len() != text.len() as u64 {
+                file.set_len(text.len() as u64)?;
+            }
+            Ok(())
+        };
+        write(file).map_err(|e| failed(path, &e))?;
+    }
+    Ok(answer)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fleet::bucket::UNIT;
+    use std::time::Instant;
+
+    /// A wait that ends at once, as a timeout that has passed.
+    struct Expired;
+
+    impl Wait for Expired {
+        fn wait_ready(&mut self, _: Option<std::os::fd::BorrowedFd<'_>>, _: Instant) -> Waited {
+            Waited::TimedOut
+        }
+    }
+
+    #[test]
+    fn a_wait_given_up_is_taken_over_by_the_next_call_and_lets_go_of_a_lock_that_comes_late() {
+        let dir = tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .unwrap();
+        let bucket = Bucket {
+            burst: 10 * UNIT,
+            ratio: UNIT / 10,
+        };
+        let budget = FileBudget::open(
+            Some(dir.path().to_owned()),
+            "late",
+            bucket,
+            Duration::from_secs(20),
+            FailMode::Closed,
+            Warnings::default(),
+        )
+        .unwrap();
+        budget
+            .reset(Refill::Given, &mut crate::budget::Unwatched)
+            .unwrap();
+        // Another open description of the file: its lock conflicts as
+        // another process's would.
+        let holder = File::open(dir.path().join("late.budget")).unwrap();
+        holder.lock().unwrap();
+
+        let given_up = |budget: &FileBudget| {
+            let error = budget.take(&mut Expired).unwrap_err().to_string();
+            assert!(error.contains("timed out after 20.0s"), "{error}");
+            let pending = locked(&budget.file.pending);
+            let queued = pending.as_ref().expect("a wait given up");
+            assert!(matches!(*locked(&queued.handoff), Handoff::Waiting(None)));
+            Arc::clone(&queued.handoff)
+        };
+        let first = given_up(&budget);
+        let second = given_up(&budget);
+        assert!(Arc::ptr_eq(&first, &second), "taken over, not started anew");
+
+        // The lock comes to the wait that no call wants: it is let go, and
+        // another takes it.
+        holder.unlock().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let other = File::open(dir.path().join("late.budget")).unwrap();
+        std::thread::spawn(move || tx.send(other.lock().map(|()| other)));
+        let other = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the lock let go")
+            .unwrap();
+        assert!(matches!(*locked(&first), Handoff::Done));
+        drop(other);
+        // A wait let go of is not taken over; the level is untouched.
+        assert!(budget.take(&mut crate::budget::Unwatched).unwrap());
+        assert_eq!(
+            budget.level(&mut crate::budget::Unwatched).unwrap().micros,
+            9 * UNIT
+        );
+    }
 
     #[test]
     fn breaker_records_round_trip_and_anything_else_is_corrupt() {

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    PATIENCE, Running, TempDir, backoff, command, past_first_attempt, record_peak_rss,
+    PATIENCE, Running, TempDir, backoff, command, eventually, past_first_attempt, record_peak_rss,
 };
 
 /// The record of 8 tokens left in a bucket of the default burst and ratio.
@@ -568,7 +568,11 @@ fn a_held_lock_costs_at_most_the_timeout_and_a_signal_ends_the_wait() {
         "-c",
         "echo child $$; exit 3",
     ]);
-    past_first_attempt(cmd).dies_by_within_a_second(libc::SIGTERM);
+    let mut run = past_first_attempt(cmd);
+    eventually("backoff waiting in the lock's queue", || {
+        waits_for_lock(run.pid())
+    });
+    run.dies_by_within_a_second(libc::SIGTERM);
     holder.kill().unwrap();
     holder.wait().unwrap();
     assert_eq!(
@@ -576,6 +580,173 @@ fn a_held_lock_costs_at_most_the_timeout_and_a_signal_ends_the_wait() {
         10_000_000,
         "no token taken"
     );
+}
+
+/// Whether backoff (`pid`) waits for the lock of a state file: a thread of
+/// its own waits in the kernel's queue of the file's waiters.
+fn waits_for_lock(pid: i32) -> bool {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
+    tasks.into_iter().flatten().flatten().any(|task| {
+        std::fs::read_to_string(task.path().join("comm"))
+            .is_ok_and(|name| name.trim_end() == "state file lock")
+    })
+}
+
+/// Another process that holds the exclusive lock of a state file, and lets
+/// go of it or takes it again when told to, saying when it has.
+struct Holder {
+    child: std::process::Child,
+    said: std::sync::mpsc::Receiver<String>,
+}
+
+impl Holder {
+    /// Takes the lock of `file`, and returns once it holds it.
+    fn lock(file: &Path) -> Holder {
+        let script = "import fcntl, sys\n\
+            f = open(sys.argv[1], 'r+')\n\
+            fcntl.flock(f, fcntl.LOCK_EX)\n\
+            print('locked', flush=True)\n\
+            for line in sys.stdin:\n\
+            \x20   fcntl.flock(f, fcntl.LOCK_UN if line.strip() == 'release' else fcntl.LOCK_EX)\n\
+            \x20   print('released' if line.strip() == 'release' else 'locked', flush=True)\n";
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", script])
+            .arg(file)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, said) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(std::io::BufReader::new(out)) {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut holder = Holder { child, said };
+        holder.says("locked");
+        holder
+    }
+
+    /// Waits, at most `PATIENCE`, until the holder says `what`.
+    fn says(&mut self, what: &str) {
+        let line = self.said.recv_timeout(PATIENCE);
+        assert_eq!(line.as_deref(), Ok(what), "within {PATIENCE:?}");
+    }
+
+    /// Tells the holder to `release` the lock or `lock` it again, and waits
+    /// until it has.
+    fn tell(&mut self, what: &str) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        std::io::Write::write_all(stdin, format!("{what}\n").as_bytes()).unwrap();
+        self.says(if what == "release" {
+            "released"
+        } else {
+            "locked"
+        });
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_lock_let_go_is_taken_at_once_and_a_wait_given_up_lets_go_of_it_when_it_comes() {
+    let dir = TempDir::new("budget-queue");
+    let store = dir.join("store");
+    backoff(["budget", "reset", "q", "--budget-dir"])
+        .arg(&store)
+        .assert()
+        .success();
+    let mut holder = Holder::lock(&store.join("q.budget"));
+
+    // Waiting in the queue, with a timeout that never comes in a test: the
+    // lock is taken as soon as the holder lets go of it.
+    let mut cmd = command(["--budget", "q", "--budget-store-timeout", "10m"]);
+    cmd.arg("--budget-dir").arg(&store).args([
+        "--base",
+        "1ms",
+        "--max-retries",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "echo child $$; exit 3",
+    ]);
+    let mut run = past_first_attempt(cmd);
+    eventually("backoff waiting in the lock's queue", || {
+        waits_for_lock(run.pid())
+    });
+    holder.tell("release");
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(3), "{:?}", run.seen);
+    assert_eq!(run.wait_for_lines("child ", 2).len(), 2);
+    assert_eq!(show_micro(&store, "q", "10"), 9_000_000, "a token taken");
+
+    // A lock that never comes: the usual message, and the fail mode.
+    holder.tell("lock");
+    let log = dir.join("attempts");
+    let out = budgeted(
+        &store,
+        "q",
+        &format!("echo x >> '{}'; exit 3", log.display()),
+        &[
+            "--budget-store-timeout",
+            "300ms",
+            "--budget-store-fail",
+            "closed",
+        ],
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("is locked by another process: timed out after 300ms); not retrying (--budget-store-fail closed)"),
+        "{stderr}"
+    );
+    assert_eq!(dir.lines("attempts").len(), 1, "fail closed: not retried");
+
+    // A wait given up, whose lock comes while backoff still runs: it is let
+    // go at once, and the holder takes it again.
+    let mut cmd = command(["--budget", "q", "--budget-store-timeout", "300ms"]);
+    cmd.arg("--budget-dir").arg(&store).args([
+        "--base",
+        "1ms",
+        "--max-retries",
+        "1",
+        "--",
+        "sh",
+        "-c",
+    ]);
+    cmd.arg(format!(
+        "if [ -e '{0}' ]; then echo second; exec sleep 60; fi; : > '{0}'; exit 3",
+        dir.join("seen").display()
+    ));
+    let mut run = Running::start(cmd);
+    run.wait_for("timed out after 300ms");
+    run.wait_for("second");
+    assert!(
+        waits_for_lock(run.pid()),
+        "the given-up wait is still queued"
+    );
+    holder.tell("release");
+    holder.tell("lock");
+    assert!(
+        run.child.try_wait().unwrap().is_none(),
+        "backoff still runs"
+    );
+    run.signal(libc::SIGTERM);
+    run.wait_exit(PATIENCE);
+    holder.tell("release");
+    assert_eq!(show_micro(&store, "q", "10"), 9_000_000, "no token taken");
 }
 
 #[test]
