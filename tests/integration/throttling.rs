@@ -39,7 +39,7 @@ fn fifty_processes_sharing_a_throttle_send_about_k_times_what_the_backend_accept
 }
 
 /// Fifty processes sharing the throttle `fleet` in `store` keep asking a
-/// server that rejects four requests in five, whatever the load, for 10 s:
+/// server that rejects four requests in five, whatever the load, for 8 s:
 /// once its counts have settled, the fleet sends about K × what the server
 /// accepts, plus about one request a window; the store counts far more
 /// requests wanted than sent.
@@ -63,7 +63,7 @@ pub fn fifty_against_a_server_that_rejects_four_in_five(store: &[&str]) {
                 "--max-retries",
                 "1000000",
                 "--max-time",
-                "10s",
+                "8s",
                 "--base",
                 "20ms",
                 "--cap",
@@ -274,6 +274,8 @@ fn a_corrupt_state_becomes_a_fresh_window_or_is_left_alone() {
             "bad",
             "--budget-store-fail",
             "closed",
+            "--max-retries",
+            "0",
             "--budget-dir",
         ])
         .arg(&store)
