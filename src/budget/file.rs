@@ -1092,11 +1092,11 @@ mod tests {
     }
 
     #[test]
-    fn a_wait_given_up_is_taken_over_by_the_next_call_and_lets_go_of_a_lock_that_comes_late() {
+    fn a_wait_given_up_is_taken_over_by_the_next_call_and_lets_go_of_a_lock_that_comes_late()
+    -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::Builder::new()
             .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir()
-            .unwrap();
+            .tempdir()?;
         let bucket = Bucket {
             burst: 10 * UNIT,
             ratio: UNIT / 10,
@@ -1108,46 +1108,51 @@ mod tests {
             Duration::from_secs(20),
             FailMode::Closed,
             Warnings::default(),
-        )
-        .unwrap();
+        )?;
         budget
             .reset(Refill::Given, &mut crate::budget::Unwatched)
-            .unwrap();
+            .map_err(|e| e.to_string())?;
         // Another open description of the file: its lock conflicts as
         // another process's would.
-        let holder = File::open(dir.path().join("late.budget")).unwrap();
-        holder.lock().unwrap();
+        let holder = File::open(dir.path().join("late.budget"))?;
+        holder.lock()?;
 
         let given_up = |budget: &FileBudget| {
-            let error = budget.take(&mut Expired).unwrap_err().to_string();
+            let error = budget.take(&mut Expired).err().map(|e| e.to_string());
+            let error = error.unwrap_or_default();
             assert!(error.contains("timed out after 20.0s"), "{error}");
             let pending = locked(&budget.file.pending);
-            let queued = pending.as_ref().expect("a wait given up");
-            assert!(matches!(*locked(&queued.handoff), Handoff::Waiting(None)));
-            Arc::clone(&queued.handoff)
+            let queued = pending.as_ref().map(|q| Arc::clone(&q.handoff));
+            assert!(queued.is_some(), "a wait given up");
+            queued.inspect(|h| assert!(matches!(*locked(h), Handoff::Waiting(None))))
         };
-        let first = given_up(&budget);
-        let second = given_up(&budget);
+        let first = given_up(&budget).ok_or("no wait given up")?;
+        let second = given_up(&budget).ok_or("no wait given up")?;
         assert!(Arc::ptr_eq(&first, &second), "taken over, not started anew");
 
         // The lock comes to the wait that no call wants: it is let go, and
         // another takes it.
-        holder.unlock().unwrap();
+        holder.unlock()?;
         let (tx, rx) = std::sync::mpsc::channel();
-        let other = File::open(dir.path().join("late.budget")).unwrap();
+        let other = File::open(dir.path().join("late.budget"))?;
         std::thread::spawn(move || tx.send(other.lock().map(|()| other)));
-        let other = rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("the lock let go")
-            .unwrap();
+        let other = rx.recv_timeout(Duration::from_secs(20))??;
         assert!(matches!(*locked(&first), Handoff::Done));
         drop(other);
         // A wait let go of is not taken over; the level is untouched.
-        assert!(budget.take(&mut crate::budget::Unwatched).unwrap());
+        assert!(
+            budget
+                .take(&mut crate::budget::Unwatched)
+                .map_err(|e| e.to_string())?
+        );
         assert_eq!(
-            budget.level(&mut crate::budget::Unwatched).unwrap().micros,
+            budget
+                .level(&mut crate::budget::Unwatched)
+                .map_err(|e| e.to_string())?
+                .micros,
             9 * UNIT
         );
+        Ok(())
     }
 
     #[test]
