@@ -4,7 +4,8 @@
 //! The crate is a pure core inside a thin shell. The core decides and
 //! touches no OS facility: `policy` and `jitter` (the delays), `classify`
 //! (success, retry or stop), `curl` and `wget` (what their arguments ask
-//! for, read by `argv` as getopt reads them), `run`
+//! for, read by `argv` as getopt reads them), `preset` (which preset a run uses, and what it cannot do for the
+//! command at hand), `run`
 //! (the retry loop, over small traits), `event` (what a run tells), `fleet`
 //! (the rules of retry budgets and circuit breakers shared by processes),
 //! `schedule`, `signal` (signal names) and `duration`. Around it: `cli` (the command line as clap sees it), `config`
@@ -28,6 +29,7 @@ pub mod exit;
 pub mod fleet;
 pub mod jitter;
 pub mod policy;
+pub mod preset;
 pub mod report;
 pub mod run;
 pub mod schedule;
