@@ -77,9 +77,14 @@ pub struct Setting<'a> {
 }
 
 /// What the preset, `--retry-after` or the command's own retries leave
-/// undone or multiply, each said in one line with its fix.
+/// undone or multiply, each said in one line with its fix. A run of one
+/// attempt retries nothing: what a preset does for retries, a hint for
+/// the delay before one, retries to multiply, none of it is lost there.
 pub fn notices(s: &Setting<'_>) -> Vec<String> {
     let mut lines = Vec::new();
+    if s.attempts == Some(1) {
+        return lines;
+    }
     let program = s.command.first().map(|p| p.to_string_lossy().into_owned());
     let program = program.as_deref().unwrap_or_default();
     let named = |name| s.command.first().is_some_and(|p| is_program(p, name));
@@ -101,14 +106,10 @@ pub fn notices(s: &Setting<'_>) -> Vec<String> {
     } else {
         s.applied.map(label)
     };
-    // A hint is for the delay before a retry: a run of one attempt has
-    // none, nor retries to multiply.
-    if s.attempts != Some(1) {
-        if let Some(who) = wisher {
-            lines.extend(unseen_headers(&who, s));
-        }
-        lines.extend(nested_retries(s));
+    if let Some(who) = wisher {
+        lines.extend(unseen_headers(&who, s));
     }
+    lines.extend(nested_retries(s));
     lines
 }
 
@@ -422,6 +423,12 @@ mod tests {
         ));
         // git's words are read wherever they come from.
         assert!(notices(&given(Preset::Git)).is_empty());
+        // One attempt retries nothing: nothing is lost.
+        let once = Setting {
+            attempts: Some(1),
+            ..given(Preset::Curl)
+        };
+        assert!(notices(&once).is_empty());
     }
 
     #[test]
