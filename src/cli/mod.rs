@@ -903,11 +903,12 @@ pub struct StreamArgs {
     #[arg(long)]
     pub idempotent: bool,
 
-    /// Rules for a well-known command: retry what is transient for it
+    /// Retry what is transient for curl, wget or git (by default the
+    /// program's own preset; none for none)
     ///
     /// A command whose program is curl, wget or git gets its preset
-    /// without this option; `--preset none` turns that off. See the man
-    /// page's PRESETS for every rule.
+    /// without this option; --preset none turns that off, and another
+    /// NAME chooses another. See the man page's PRESETS for every rule.
     #[arg(long, value_enum, value_name = "NAME")]
     pub preset: Option<PresetName>,
 
