@@ -34,9 +34,12 @@ pub fn choose(given: Option<Option<Preset>>, command: &[OsString]) -> Option<App
 /// Whether the command is the preset's own program, whose arguments the
 /// curl and wget presets read.
 pub fn reads(preset: Preset, command: &[OsString]) -> bool {
-    command
-        .first()
-        .is_some_and(|p| is_program(p, preset.name()))
+    named(command, preset.name())
+}
+
+/// Whether the command's program is `name`.
+fn named(command: &[OsString], name: &str) -> bool {
+    command.first().is_some_and(|p| is_program(p, name))
 }
 
 /// The words the preset adds before the command's own arguments:
@@ -87,10 +90,11 @@ pub fn notices(s: &Setting<'_>) -> Vec<String> {
     }
     let program = s.command.first().map(|p| p.to_string_lossy().into_owned());
     let program = program.as_deref().unwrap_or_default();
-    let named = |name| s.command.first().is_some_and(|p| is_program(p, name));
     if let Some(applied) = s.applied {
         lines.extend(unread(applied, program, s));
-        if applied.preset == Preset::Curl && named("curl") && !curl::fails_on_http_errors(s.command)
+        if applied.preset == Preset::Curl
+            && named(s.command, "curl")
+            && !curl::fails_on_http_errors(s.command)
         {
             lines.push(format!(
                 "{}: curl runs without -f (--fail), so an HTTP error exits 0 and is not retried; add -f",
@@ -153,9 +157,8 @@ fn unread(applied: Applied, program: &str, s: &Setting<'_>) -> Option<String> {
 /// A wish to read a server's hint (`who`: `--retry-after`, or a preset)
 /// for a program that prints no header line where backoff reads it.
 fn unseen_headers(who: &str, s: &Setting<'_>) -> Option<String> {
-    let named = |name| s.command.first().is_some_and(|p| is_program(p, name));
     let unseen = "a server's Retry-After and rate limits go unseen";
-    if named("curl") && !s.dump_headers {
+    if named(s.command, "curl") && !s.dump_headers {
         if let Some(file) = curl::header_file(s.command) {
             let fix = if s.applied.is_some_and(|a| a.preset == Preset::Curl) {
                 "use -D /dev/stderr, or drop -D and the preset reads them"
@@ -172,7 +175,7 @@ fn unseen_headers(who: &str, s: &Setting<'_>) -> Option<String> {
             ));
         }
     }
-    if named("wget") && !wget::shows_headers(s.command) {
+    if named(s.command, "wget") && !wget::shows_headers(s.command) {
         return Some(format!(
             "{who}: wget prints no response headers without -S (--server-response), so {unseen}; add -S"
         ));
@@ -182,9 +185,8 @@ fn unseen_headers(who: &str, s: &Setting<'_>) -> Option<String> {
 
 /// The command's own retries inside backoff's: the product, and the fix.
 fn nested_retries(s: &Setting<'_>) -> Option<String> {
-    let named = |name| s.command.first().is_some_and(|p| is_program(p, name));
     let unlimited = s.attempts.is_none();
-    let (program, tries, what, fix) = if named("curl") {
+    let (program, tries, what, fix) = if named(s.command, "curl") {
         let retries = curl::retries(s.command).filter(|&n| n > 0)?;
         let mut what = vec![format!("--retry {retries}")];
         what.extend(curl::retries_more(s.command).into_iter().map(str::to_owned));
@@ -194,7 +196,7 @@ fn nested_retries(s: &Setting<'_>) -> Option<String> {
             "drop --retry, or give backoff --attempts 1"
         };
         ("curl", Some(retries.saturating_add(1)), what, fix)
-    } else if named("wget") {
+    } else if named(s.command, "wget") {
         let preset_added = s
             .applied
             .is_some_and(|a| !added_arguments(Some(a.preset), s.command).is_empty());
