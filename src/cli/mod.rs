@@ -903,8 +903,7 @@ pub struct StreamArgs {
     #[arg(long)]
     pub idempotent: bool,
 
-    /// Retry what is transient for curl, wget or git (by default the
-    /// program's own preset; none for none)
+    /// The retry rules of curl, wget or git (by default the program's own)
     ///
     /// A command whose program is curl, wget or git gets its preset
     /// without this option; --preset none turns that off, and another
