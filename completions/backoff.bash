@@ -183,7 +183,7 @@ _backoff_options() {
                     return 0
                     ;;
                 --preset)
-                    _backoff_compgen -W "curl wget git" -- "${cur}"
+                    _backoff_compgen -W "curl wget git none" -- "${cur}"
                     return 0
                     ;;
                 --budget)

@@ -48,7 +48,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --retry-after-pattern 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)'
             cand --retry-after-max 'The longest a server''s hint is obeyed: a hint above it ends the run at once, with the command''s status'
             cand --retry-after-jitter 'Jitter on a server''s hint: the wait is hint × U[1, 1+J), never shorter than the hint nor longer than --retry-after-max (0: the hint exactly)'
-            cand --preset 'Rules for a well-known command: retry what is transient for it'
+            cand --preset 'The retry rules of curl, wget or git (by default the program''s own)'
             cand --budget 'Share a retry budget with every backoff process using the same KEY: each retry takes a token, each success deposits --budget-ratio of one; with no token left, backoff does not retry. First attempts are never blocked'
             cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'

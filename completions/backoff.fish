@@ -61,9 +61,10 @@ complete -c backoff -n "__fish_backoff_needs_command" -l stop-if-output -d 'Neve
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-pattern -d 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-max -d 'The longest a server\'s hint is obeyed: a hint above it ends the run at once, with the command\'s status' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-jitter -d 'Jitter on a server\'s hint: the wait is hint × U[1, 1+J), never shorter than the hint nor longer than --retry-after-max (0: the hint exactly)' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'Rules for a well-known command: retry what is transient for it' -r -f -a "curl\t'HTTP retry semantics for curl: transient transport failures and HTTP 408, 425, 429 and 5xx are retried, other 4xx are not'
+complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'The retry rules of curl, wget or git (by default the program\'s own)' -r -f -a "curl\t'HTTP retry semantics for curl: transient transport failures and HTTP 408, 425, 429 and 5xx are retried, other 4xx are not'
 wget\t'The same for wget: network failures (exit 4), protocol errors (7), and server errors (8) of HTTP 408, 425, 429 and 5xx are retried'
-git\t'git\'s transient failures (the network, the server, a connection cut short, HTTP 429 and 5xx) are retried; a missing repository, failed authentication or a conflict is not'"
+git\t'git\'s transient failures (the network, the server, a connection cut short, HTTP 429 and 5xx) are retried; a missing repository, failed authentication or a conflict is not'
+none\t'No preset, not even the one of the program\'s name'"
 complete -c backoff -n "__fish_backoff_needs_command" -l budget -d 'Share a retry budget with every backoff process using the same KEY: each retry takes a token, each success deposits --budget-ratio of one; with no token left, backoff does not retry. First attempts are never blocked' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-ratio -d 'Tokens a success deposits' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r

@@ -215,10 +215,10 @@ fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit>
             .then_some(SystemTime::now as fn() -> SystemTime),
         name: cfg.name.clone(),
     };
-    if cfg.curl_without_fail && cfg.verbosity != Verbosity::Quiet {
-        cfg.warnings.warn(
-            "--preset curl: curl runs without -f (--fail), so an HTTP error exits 0 and is not retried; add -f",
-        );
+    if cfg.verbosity != Verbosity::Quiet {
+        for notice in &cfg.notices {
+            cfg.warnings.warn(notice);
+        }
     }
     // Before the signal handlers: until then Ctrl-C ends a long read at once.
     let stdin = if cfg.replay_stdin {
@@ -233,6 +233,31 @@ fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit>
     };
     let watch = SignalWatch::install().context("cannot watch signals")?;
     let misplaced = cli::advice::misplaced_option(&cfg.command);
+    let label = config::run_label(cfg.name.as_ref(), &cfg.command);
+    let mut log = log_report(cfg, labels, label.clone());
+    let mut recorder = Recorder::new(label, SystemTime::now);
+    // The curl preset's own file for the response headers, when curl shows
+    // none: it is added to curl's arguments, and read after each attempt.
+    let headers = if cfg.dump_headers {
+        Some(
+            tempfile::Builder::new()
+                .prefix("backoff-headers-")
+                .tempfile()
+                .context("cannot make a file for curl's headers")?,
+        )
+    } else {
+        None
+    };
+    // What the preset adds before the command's own arguments.
+    let mut added = cfg.preset_arguments.clone();
+    if let Some(file) = &headers {
+        added.extend([
+            OsString::from("--dump-header"),
+            file.path().as_os_str().to_owned(),
+        ]);
+    }
+    let mut command = cfg.command.clone();
+    command.splice(1..1, added.iter().cloned());
     let plan = run::Plan {
         policy: cfg.policy.policy.clone(),
         max_retries: cfg.policy.max_retries,
@@ -254,32 +279,9 @@ fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit>
             .as_ref()
             .map(|t| t as &dyn run::AdaptiveThrottle),
         misplaced: misplaced.as_deref(),
+        preset: cfg.preset,
+        added: &added,
     };
-    let label = config::run_label(cfg.name.as_ref(), &cfg.command);
-    let mut log = log_report(cfg, labels, label.clone());
-    let mut recorder = Recorder::new(label, SystemTime::now);
-    // The curl preset's own file for the response headers, when curl shows
-    // none: it is added to curl's arguments, and read after each attempt.
-    let headers = if cfg.dump_headers {
-        Some(
-            tempfile::Builder::new()
-                .prefix("backoff-headers-")
-                .tempfile()
-                .context("cannot make a file for curl's headers")?,
-        )
-    } else {
-        None
-    };
-    let mut command = cfg.command.clone();
-    if let Some(file) = &headers {
-        command.splice(
-            1..1,
-            [
-                OsString::from("--dump-header"),
-                file.path().as_os_str().to_owned(),
-            ],
-        );
-    }
     let mut executor = RealExecutor::new(
         command,
         exec::Options {

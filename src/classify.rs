@@ -394,7 +394,7 @@ impl StopReason {
 }
 
 /// Rules for a well-known command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Preset {
     /// HTTP retry semantics for curl: transient transport failures and
     /// HTTP 408, 425, 429 and 5xx are retried, other 4xx are not.
@@ -408,6 +408,34 @@ pub enum Preset {
     Git,
 }
 
+/// Where the preset of a run came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// `--preset NAME`.
+    Option,
+    /// The program's name: the command is curl, wget or git.
+    Program,
+}
+
+impl Source {
+    /// The name used in JSON events and the run report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Option => "option",
+            Source::Program => "program",
+        }
+    }
+}
+
+/// The preset a run uses, and where it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    /// The preset.
+    pub preset: Preset,
+    /// Where it came from.
+    pub from: Source,
+}
+
 /// curl exit codes of transient failures: proxy (5), resolve (6), connect
 /// (7), HTTP/2 framing (16), partial file (18), operation timeout (28), TLS
 /// connect (35), empty reply (52), send (55), receive (56), HTTP/2 stream
@@ -417,11 +445,6 @@ pub const CURL_TRANSIENT: [u8; 12] = [5, 6, 7, 16, 18, 28, 35, 52, 55, 56, 92, 9
 /// curl exit codes of failures before the request was sent: proxy (5) and
 /// host not resolved (6), no connection (7), TLS handshake failed (35).
 pub const CURL_UNSENT: [u8; 4] = [5, 6, 7, 35];
-
-/// Whether `program` is curl itself, whose arguments the preset reads.
-pub fn is_curl(program: &OsString) -> bool {
-    is_program(program, "curl")
-}
 
 /// Whether `program` is the program `name` (`/usr/bin/wget`: `wget`).
 pub fn is_program(program: &OsString, name: &str) -> bool {
@@ -444,6 +467,14 @@ impl Preset {
             Preset::Wget => "wget",
             Preset::Git => "git",
         }
+    }
+
+    /// The preset of the program `program`, by its file name however it
+    /// is given (`curl`, `/usr/bin/curl`, `./wget`), if it has one.
+    pub fn of_program(program: &OsString) -> Option<Preset> {
+        [Preset::Curl, Preset::Wget, Preset::Git]
+            .into_iter()
+            .find(|p| is_program(program, p.name()))
     }
 
     /// The preset's verdict on an outcome, if it has one. With `guard` (a

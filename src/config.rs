@@ -13,11 +13,11 @@ use crate::budget::file::{self, FileBreaker, FileBudget, FileThrottle};
 use crate::budget::{
     BreakerPlace, BreakerStore, Place, Store, ThrottlePlace, ThrottleStore, redact,
 };
-use crate::classify::{Preset, Rule, Rules};
+use crate::classify::{Applied, Preset, Rule, Rules};
 use crate::cli::values::RuleList;
 use crate::cli::{
-    BreakerArgs, BudgetArgs, BudgetStore, Cli, GoalArgs, OutputArgs, PolicyArgs, RuleArgs,
-    SimFormat, SimModel, SimScenario, SimStrategy, SimulateArgs, StoreArgs, ThrottleArgs,
+    BreakerArgs, BudgetArgs, BudgetStore, Cli, GoalArgs, OutputArgs, PolicyArgs, PresetName,
+    RuleArgs, SimFormat, SimModel, SimScenario, SimStrategy, SimulateArgs, StoreArgs, ThrottleArgs,
     ThrottleLimits, TimeArgs,
 };
 use crate::exec::scan::{self, Headers, OutputRules};
@@ -26,6 +26,7 @@ use crate::fleet::bucket::{self, Bucket};
 use crate::fleet::throttle::{self, Throttle};
 use crate::jitter::Jitter;
 use crate::policy::{Policy, PolicyConfig};
+use crate::preset;
 use crate::report::ci::StepFiles;
 use crate::report::{Labels, LogFormat, Verbosity, Warnings};
 use crate::run::{Goal, Hints, Hooks};
@@ -144,8 +145,13 @@ pub struct RunConfig {
     pub hints: Hints,
     /// `--hold-stdout`.
     pub hold_stdout: bool,
-    /// `--preset curl` with a curl that does not fail on HTTP errors.
-    pub curl_without_fail: bool,
+    /// The preset, and where it came from.
+    pub preset: Option<Applied>,
+    /// The words the preset adds before the command's own arguments.
+    pub preset_arguments: Vec<OsString>,
+    /// What the preset or an option cannot do for this command, or the
+    /// command's own retries multiply: said once at the start.
+    pub notices: Vec<String>,
     /// `--preset curl` with a curl that shows no headers: the preset has it
     /// dump them to a file of backoff's own.
     pub dump_headers: bool,
@@ -1126,6 +1132,32 @@ fn goal(args: &GoalArgs, policy: &PolicyArgs, given: &Given) -> Result<Goal, Usa
     Ok(Goal::Failure { runs })
 }
 
+/// What to look for in the output, if anything: `--retry-if-output`,
+/// `--stop-if-output`, `--until-output`, a server's hints (with
+/// `--retry-after`, its pattern, or a preset) and what the preset reads,
+/// with the heads read where the preset's program puts them.
+fn output_rules(
+    streams: &crate::cli::StreamArgs,
+    goal: &GoalArgs,
+    preset: Option<Preset>,
+    command: &[OsString],
+    dump_headers: bool,
+) -> Result<Option<OutputRules>, UsageError> {
+    let retry_after = streams
+        .retry_after_pattern
+        .clone()
+        .or_else(|| (streams.retry_after || preset.is_some()).then(scan::retry_after_header));
+    let rules = OutputRules::new(
+        streams.retry_if_output.clone(),
+        streams.stop_if_output.clone(),
+        goal.until_output.clone(),
+        retry_after,
+        preset,
+    )
+    .map_err(|why| UsageError(format!("invalid output rules: {why}")))?;
+    Ok(rules.map(|r| where_heads_are(r, preset, command, dump_headers)))
+}
+
 /// `rules`, reading the responses' heads where the preset's program puts
 /// them: when the curl preset has curl write them to a file of its own,
 /// there alone (what curl prints is the body and its errors); otherwise on
@@ -1138,17 +1170,12 @@ fn where_heads_are(
     command: &[std::ffi::OsString],
     dump_headers: bool,
 ) -> OutputRules {
-    let named = |name| {
-        command
-            .first()
-            .is_some_and(|p| crate::classify::is_program(p, name))
-    };
     match preset {
         _ if dump_headers => rules.with_headers(Headers::Elsewhere),
-        Some(Preset::Curl) if named("curl") => {
+        Some(p @ Preset::Curl) if preset::reads(p, command) => {
             rules.with_headers(Headers::on_streams(crate::curl::header_streams(command)))
         }
-        Some(Preset::Wget) if named("wget") => {
+        Some(p @ Preset::Wget) if preset::reads(p, command) => {
             rules.with_headers(Headers::on_streams([false, true]))
         }
         _ => rules,
@@ -1219,32 +1246,30 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     }
     let hooks = hooks(&cli.hooks, given)?;
     let streams = &cli.streams;
+    let applied = preset::choose(streams.preset.map(PresetName::preset), &cli.command);
+    let preset = applied.map(|a| a.preset);
     // The curl preset reads curl's own arguments when the command is curl.
-    let curl_preset = streams.preset == Some(Preset::Curl)
-        && cli.command.first().is_some_and(crate::classify::is_curl);
+    let curl_preset = preset == Some(Preset::Curl) && preset::reads(Preset::Curl, &cli.command);
     let rules = Rules {
         retry_output: !streams.retry_if_output.is_empty(),
         until_output: !cli.goal.until_output.is_empty(),
-        preset: streams.preset,
+        preset,
         not_idempotent: curl_preset
             && !streams.idempotent
             && crate::curl::request_not_idempotent(&cli.command),
         ..rules
     };
-    let retry_after = streams.retry_after_pattern.clone().or_else(|| {
-        (streams.retry_after || streams.preset.is_some()).then(scan::retry_after_header)
-    });
-    let output_rules = OutputRules::new(
-        streams.retry_if_output.clone(),
-        streams.stop_if_output.clone(),
-        cli.goal.until_output.clone(),
-        retry_after,
-        streams.preset,
-    )
-    .map_err(|why| UsageError(format!("invalid output rules: {why}")))?;
     let dump_headers = curl_preset && !crate::curl::shows_headers(&cli.command);
-    let output_rules =
-        output_rules.map(|r| where_heads_are(r, streams.preset, &cli.command, dump_headers));
+    let output_rules = output_rules(streams, &cli.goal, preset, &cli.command, dump_headers)?;
+    let notices = preset::notices(&preset::Setting {
+        applied,
+        command: &cli.command,
+        attempts: crate::run::max_attempts(goal, policy.max_retries, cli.goal.reset_after),
+        retry_after: streams.retry_after,
+        pattern: streams.retry_after_pattern.is_some(),
+        hold_stdout: streams.hold_stdout,
+        dump_headers,
+    });
     let verbosity = if cli.output.quiet {
         Verbosity::Quiet
     } else if cli.output.verbose {
@@ -1289,7 +1314,9 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
             || (curl_preset
                 && !streams.stream_stdout
                 && crate::curl::writes_body_to_stdout(&cli.command)),
-        curl_without_fail: curl_preset && !crate::curl::fails_on_http_errors(&cli.command),
+        preset: applied,
+        preset_arguments: preset::added_arguments(preset, &cli.command),
+        notices,
         dump_headers,
         replay_stdin: streams.replay_stdin,
         foreground: cli.foreground,

@@ -3,16 +3,19 @@
 //! value) pairs (`options`), and small questions over those pairs. Pure:
 //! words in, answers out.
 //!
-//! curl's forms: long options (`--fail`, `--output FILE`,
-//! `--output=FILE`), `--no-` before a switch to turn it off, `--expand-`
-//! before an option that takes a value, short options alone or in a
-//! cluster (`-fsSL`), a short option's value attached (`-XPOST`,
-//! `-sSofile`) or in the next word (`-o file`), and `--`, after which every
-//! word is a URL. An option that takes a value takes the next word whatever
-//! it looks like: in `-H -f`, `-f` is a header, not `--fail`.
+//! curl's forms: long options (`--fail`, `--output FILE`: curl knows no
+//! `--output=FILE`, and refuses it), `--no-` before a switch to turn it
+//! off, `--expand-` before an option that takes a value, short options
+//! alone or in a cluster (`-fsSL`), a short option's value attached
+//! (`-XPOST`, `-sSofile`) or in the next word (`-o file`), and `--`, after
+//! which every word is a URL. An option that takes a value takes the next
+//! word whatever it looks like: in `-H -f`, `-f` is a header, not
+//! `--fail`. Only the command line is read: not `~/.curlrc`, nor a file
+//! of `-K`/`--config`.
 
-use std::borrow::Cow;
 use std::ffi::OsString;
+
+use crate::argv::{self, Token};
 
 /// One option of curl's command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,61 +42,33 @@ impl Opt {
 /// curl's options, in the order given, from its command line (`args`, the
 /// program first). Words that are not options (the URLs) are left out.
 pub fn options(args: &[OsString]) -> Vec<Opt> {
-    let mut opts = Vec::new();
-    let mut words = args.iter().skip(1).map(|a| a.to_string_lossy());
-    while let Some(word) = words.next() {
-        if word == "--" {
-            break;
-        }
-        if let Some(long) = word.strip_prefix("--") {
-            let (long, attached) = match long.split_once('=') {
-                Some((l, v)) => (l, Some(v.to_owned())),
-                None => (long, None),
-            };
-            let (name, on) = match long.strip_prefix("no-") {
-                Some(rest) => (rest, false),
-                None => (long.strip_prefix("expand-").unwrap_or(long), true),
-            };
-            let value = match attached {
-                Some(v) => Some(v),
-                None if takes_value(name) => words.next().map(Cow::into_owned),
-                None => None,
-            };
-            opts.push(Opt {
-                name: name.to_owned(),
-                value,
-                on,
-            });
-            continue;
-        }
-        // A lone `-` is no option, nor is a word without a dash.
-        let Some(letters) = word.strip_prefix('-').filter(|l| !l.is_empty()) else {
-            continue;
-        };
-        for (i, letter) in letters.char_indices() {
-            let name = short_name(letter);
-            if takes_value(&name) {
-                let rest = &letters[i + letter.len_utf8()..];
-                let value = if rest.is_empty() {
-                    words.next().map(Cow::into_owned)
-                } else {
-                    Some(rest.to_owned())
-                };
-                opts.push(Opt {
-                    name,
-                    value,
-                    on: true,
-                });
-                break;
+    // `--retry=3` is an option curl does not know: it takes no word.
+    let long_name = |long: &str| match long.strip_prefix("no-") {
+        Some(rest) => (rest.to_owned(), false),
+        None => (
+            long.strip_prefix("expand-").unwrap_or(long).to_owned(),
+            true,
+        ),
+    };
+    let tokens = argv::tokens(
+        args,
+        |long| takes_value(&long_name(long).0),
+        |letter| takes_value(&short_name(letter)),
+    );
+    tokens
+        .into_iter()
+        .map(|token| match token {
+            Token::Long(long, value) => {
+                let (name, on) = long_name(&long);
+                Opt { name, value, on }
             }
-            opts.push(Opt {
+            Token::Short(letter, value) => Opt {
+                name: short_name(letter),
+                value,
                 on: letter != 'N',
-                name,
-                value: None,
-            });
-        }
-    }
-    opts
+            },
+        })
+        .collect()
 }
 
 /// The long name of a short option.
@@ -196,6 +171,55 @@ pub fn writes_body_to_stdout(args: &[OsString]) -> bool {
             || o.is("remote-name-all")
             || (o.name == "output" && o.value.as_deref() != Some("-"))
     })
+}
+
+/// How many times curl retries a transfer by itself: the last `--retry N`
+/// (0, its default, when none is given; `None` for a value curl refuses,
+/// and then runs nothing).
+pub fn retries(args: &[OsString]) -> Option<u64> {
+    let opts = options(args);
+    let Some(opt) = opts.iter().rev().find(|o| o.name == "retry") else {
+        return Some(0);
+    };
+    let text = opt.value.as_deref()?;
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Past u64, still more retries than any run makes.
+    Some(text.parse().unwrap_or(u64::MAX))
+}
+
+/// What widens the failures curl retries by itself with `--retry`:
+/// `--retry-all-errors` and `--retry-connrefused`, turned on.
+pub fn retries_more(args: &[OsString]) -> Vec<&'static str> {
+    let opts = options(args);
+    ["--retry-all-errors", "--retry-connrefused"]
+        .into_iter()
+        .filter(|flag| last_switch(&opts, &[&flag[2..]]))
+        .collect()
+}
+
+/// Where curl's response headers go when backoff cannot read them there:
+/// the file of the last `-D`/`--dump-header` when it is not one of curl's
+/// streams, and nothing is printed that backoff reads either (`-i`, `-v`,
+/// `-I`). `None` when curl shows them where backoff reads them, or
+/// nowhere.
+pub fn header_file(args: &[OsString]) -> Option<String> {
+    if heads_seen(args) {
+        return None;
+    }
+    options(args)
+        .into_iter()
+        .rev()
+        .find(|o| o.name == "dump-header")
+        .and_then(|o| o.value)
+}
+
+/// Whether curl prints the responses' heads where backoff reads them: on
+/// stdout or stderr (`-i`, `-v`, `-D -`, `-D /dev/stderr`), or as the
+/// output itself (`-I`, `--head`).
+pub fn heads_seen(args: &[OsString]) -> bool {
+    header_streams(args) != [false, false] || last_switch(&options(args), &["head"])
 }
 
 /// curl's long options that take a value, sorted (from curl's own table;
@@ -437,7 +461,7 @@ mod tests {
             &["--json", "{}", "http://h/"],
             &["-F", "f=@x", "http://h/"],
             &["-XPOST", "http://h/"],
-            &["--request=patch", "http://h/"],
+            &["--request", "patch", "http://h/"],
             &["-X", "POST", "-H", "Accept: x", "http://h/"],
         ] {
             assert!(unsafe_request(post), "{post:?}");
@@ -446,7 +470,13 @@ mod tests {
             &["-fsS", "http://h/"][..],
             &["-d", "x", "-X", "PUT", "http://h/"],
             &["-d", "x", "-H", "Idempotency-Key: 42", "http://h/"],
-            &["--header=idempotency-key: 7", "--json", "{}", "http://h/"],
+            &[
+                "--header",
+                "idempotency-key: 7",
+                "--json",
+                "{}",
+                "http://h/",
+            ],
             &["-o", "out", "http://h/"],
         ] {
             assert!(!unsafe_request(safe), "{safe:?}");
@@ -483,7 +513,7 @@ mod tests {
         for yes in [
             &["-D", "/dev/stderr"][..],
             &["-Dh.txt"],
-            &["--dump-header=h"],
+            &["--dump-header", "h"],
             &["-i"],
             &["-fsSi"],
             &["--include"],
@@ -504,7 +534,7 @@ mod tests {
         assert_eq!(streams(&["--include"]), [true, false]);
         assert_eq!(streams(&["-sv"]), [false, true]);
         assert_eq!(streams(&["-D", "/dev/stderr"]), [false, true]);
-        assert_eq!(streams(&["--dump-header=%"]), [false, true]);
+        assert_eq!(streams(&["--dump-header", "%"]), [false, true]);
         assert_eq!(streams(&["--dump-header", "-"]), [true, false]);
         assert_eq!(streams(&["-D-", "-v"]), [true, true]);
         assert_eq!(streams(&["-D", "h.txt"]), [false, false]);
@@ -524,7 +554,7 @@ mod tests {
             &["-oout", "http://h/"],
             &["-O", "http://h/x"],
             &["-sSO", "http://h/x"],
-            &["--output=out", "http://h/"],
+            &["--output", "out", "http://h/"],
             &["--remote-name-all", "http://h/x"],
         ] {
             assert!(!to_stdout(file), "{file:?}");
@@ -557,7 +587,7 @@ mod tests {
         // the next word, the long forms with a space or `=`.
         assert_eq!(
             options(&curl(&[
-                "-fsSL", "-XPOST", "-o", "out", "--header", "A: b", "--url=u"
+                "-fsSL", "-XPOST", "-o", "out", "--header", "A: b", "--url", "u"
             ])),
             [
                 on("fail"),
@@ -676,6 +706,67 @@ mod tests {
             "q=1",
             "http://h/"
         ]));
+    }
+
+    #[test]
+    fn a_long_option_with_an_equals_sign_is_none_curl_knows() {
+        // curl refuses `--retry=3`: it is no retry, and takes no word.
+        assert_eq!(
+            options(&curl(&["--retry=3", "http://h/"])),
+            [opt("retry=3", None, true)]
+        );
+        assert_eq!(retries(&curl(&["--retry=3", "http://h/"])), Some(0));
+        assert!(!fails_on_http_errors(&curl(&["--fail=yes"])));
+    }
+
+    #[test]
+    fn curls_own_retries_are_the_last_retry_given() {
+        let retries = |words: &[&str]| retries(&curl(words));
+        assert_eq!(retries(&["-fsS", "http://h/"]), Some(0));
+        assert_eq!(retries(&["--retry", "3", "http://h/"]), Some(3));
+        assert_eq!(retries(&["--retry", "3", "--retry", "0"]), Some(0));
+        assert_eq!(retries(&["http://h/", "--retry", "2"]), Some(2));
+        assert_eq!(retries(&["--retry", "-1"]), None);
+        assert_eq!(retries(&["--retry", "x"]), None);
+        assert_eq!(retries(&["--retry"]), None);
+        assert_eq!(retries(&["-H", "--retry", "5"]), Some(0));
+        assert_eq!(retries(&["--", "--retry", "5"]), Some(0));
+        assert_eq!(
+            retries(&["--retry", "99999999999999999999999"]),
+            Some(u64::MAX)
+        );
+        assert_eq!(
+            retries_more(&curl(&[
+                "--retry-connrefused",
+                "--retry-all-errors",
+                "--retry",
+                "1"
+            ])),
+            ["--retry-all-errors", "--retry-connrefused"]
+        );
+        assert!(retries_more(&curl(&["--retry-all-errors", "--no-retry-all-errors"])).is_empty());
+    }
+
+    #[test]
+    fn headers_dumped_to_a_file_are_unseen_and_the_file_is_named() {
+        let file = |words: &[&str]| header_file(&curl(words));
+        assert_eq!(file(&["-D", "h.txt"]), Some("h.txt".to_owned()));
+        assert_eq!(file(&["-sSDh.txt"]), Some("h.txt".to_owned()));
+        for seen in [
+            &["-D", "/dev/stderr"][..],
+            &["-D", "-"],
+            &["-D", "h.txt", "-i"],
+            &["-D", "h.txt", "-v"],
+            &["-D", "h.txt", "-I"],
+            &["-fsS"],
+        ] {
+            assert_eq!(file(seen), None, "{seen:?}");
+        }
+        assert!(heads_seen(&curl(&["-I"])));
+        assert!(heads_seen(&curl(&["-sSi"])));
+        assert!(!heads_seen(&curl(&["-fsS"])));
+        // curl's trace prints headers behind offsets and hex: no header line.
+        assert!(!heads_seen(&curl(&["--trace-ascii", "-"])));
     }
 
     #[test]

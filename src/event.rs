@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
-use crate::classify::{Hint, Outcome, StopReason};
+use crate::classify::{Applied, Hint, Outcome, StopReason};
 use crate::fleet::breaker::{Admission, Circuit, RunEnd};
 use crate::fleet::throttle;
 use crate::policy::Delay;
@@ -18,6 +18,10 @@ pub enum Event<'a> {
         command: &'a [OsString],
         /// Attempts allowed in all; `None` without a limit.
         max_attempts: Option<u64>,
+        /// The preset, and where it came from.
+        preset: Option<Applied>,
+        /// The words the preset added before the command's own arguments.
+        added: &'a [OsString],
     },
     /// An attempt starts.
     AttemptStarted {

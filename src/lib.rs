@@ -3,7 +3,9 @@
 //!
 //! The crate is a pure core inside a thin shell. The core decides and
 //! touches no OS facility: `policy` and `jitter` (the delays), `classify`
-//! (success, retry or stop), `curl` (what curl's arguments ask for), `run`
+//! (success, retry or stop), `curl` and `wget` (what their arguments ask
+//! for, read by `argv` as getopt reads them), `preset` (which preset a run uses, and what it cannot do for the
+//! command at hand), `run`
 //! (the retry loop, over small traits), `event` (what a run tells), `fleet`
 //! (the rules of retry budgets and circuit breakers shared by processes),
 //! `schedule`, `signal` (signal names) and `duration`. Around it: `cli` (the command line as clap sees it), `config`
@@ -14,6 +16,7 @@
 //! (the jitter experiment), `exit` (exit statuses) and `app` (the wiring).
 
 pub mod app;
+pub mod argv;
 pub mod budget;
 pub mod classify;
 pub mod cli;
@@ -26,11 +29,13 @@ pub mod exit;
 pub mod fleet;
 pub mod jitter;
 pub mod policy;
+pub mod preset;
 pub mod report;
 pub mod run;
 pub mod schedule;
 pub mod signal;
 pub mod simulate;
 pub mod sys;
+pub mod wget;
 
 pub use app::main_with_args;

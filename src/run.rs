@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
-use crate::classify::{Limit, Observed, Outcome, Rules, Status, StopReason, Verdict};
+use crate::classify::{Applied, Limit, Observed, Outcome, Rules, Status, StopReason, Verdict};
 pub use crate::event::HookKind;
 use crate::event::{BreakerNews, Ending, Event, HuntEnd, Next, Report, ThrottleNews};
 use crate::exit::Exit;
@@ -214,6 +214,11 @@ pub struct Plan<'a> {
     /// (`cli::advice::misplaced_option`): told when the first attempt fails
     /// as on bad usage.
     pub misplaced: Option<&'a str>,
+    /// The preset, and where it came from, for reports.
+    pub preset: Option<Applied>,
+    /// The words the preset added before the command's own arguments, for
+    /// reports.
+    pub added: &'a [OsString],
 }
 
 /// A circuit breaker shared by processes: asked once when a run starts,
@@ -449,6 +454,23 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
     exit
 }
 
+/// Attempts in all, when the retry limit fixes them: `--until-failure N`'s
+/// runs, or the retries after the first attempt and it; `None` without a
+/// fixed number (`--forever`, `--consecutive`, `--reset-after`).
+pub fn max_attempts(
+    goal: Goal,
+    max_retries: Option<u64>,
+    reset_after: Option<Duration>,
+) -> Option<u64> {
+    match goal {
+        Goal::Failure { runs } => runs,
+        Goal::Success { in_a_row: 1 } if reset_after.is_none() => {
+            max_retries.map(|r| r.saturating_add(1))
+        }
+        Goal::Success { .. } => None,
+    }
+}
+
 /// The retry loop of `run`, started at `start`: how backoff should exit,
 /// why the run ended without success (`None` for a success), and whether
 /// an attempt ran (the throttle skipped them all).
@@ -458,14 +480,7 @@ fn run_loop(
     report: &mut dyn Report,
     start: Instant,
 ) -> (Exit, Option<Ending>, bool) {
-    // Attempts in all, when the retry limit fixes them.
-    let max_attempts = match plan.goal {
-        Goal::Failure { runs } => runs,
-        Goal::Success { in_a_row: 1 } if plan.reset_after.is_none() => {
-            plan.max_retries.map(|r| r.saturating_add(1))
-        }
-        Goal::Success { .. } => None,
-    };
+    let max_attempts = max_attempts(plan.goal, plan.max_retries, plan.reset_after);
     let mut run = Loop {
         plan,
         exec,
@@ -484,6 +499,8 @@ fn run_loop(
     run.report.event(&Event::Start {
         command: plan.command,
         max_attempts,
+        preset: plan.preset,
+        added: plan.added,
     });
     let exit = run.go();
     (exit, run.reason, run.ran.is_some())
@@ -1346,6 +1363,8 @@ mod tests {
             breaker_exit: 75,
             throttle: None,
             misplaced: None,
+            preset: None,
+            added: &[],
         };
         let exit = run(&plan, &mut fake, &mut Events::default());
         (exit, fake)
@@ -1629,6 +1648,8 @@ mod tests {
             breaker_exit: 75,
             throttle: None,
             misplaced: None,
+            preset: None,
+            added: &[],
         }
     }
 

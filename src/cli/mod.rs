@@ -387,6 +387,35 @@ pub enum SimStrategy {
     FullBudgetThrottle,
 }
 
+/// What `--preset` names: a preset, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PresetName {
+    /// HTTP retry semantics for curl: transient transport failures and
+    /// HTTP 408, 425, 429 and 5xx are retried, other 4xx are not.
+    Curl,
+    /// The same for wget: network failures (exit 4), protocol errors (7),
+    /// and server errors (8) of HTTP 408, 425, 429 and 5xx are retried.
+    Wget,
+    /// git's transient failures (the network, the server, a connection cut
+    /// short, HTTP 429 and 5xx) are retried; a missing repository, failed
+    /// authentication or a conflict is not.
+    Git,
+    /// No preset, not even the one of the program's name.
+    None,
+}
+
+impl PresetName {
+    /// The preset named; `None` for `none`.
+    pub fn preset(self) -> Option<Preset> {
+        match self {
+            PresetName::Curl => Some(Preset::Curl),
+            PresetName::Wget => Some(Preset::Wget),
+            PresetName::Git => Some(Preset::Git),
+            PresetName::None => None,
+        }
+    }
+}
+
 /// Output formats of `simulate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SimFormat {
@@ -874,11 +903,13 @@ pub struct StreamArgs {
     #[arg(long)]
     pub idempotent: bool,
 
-    /// Rules for a well-known command: retry what is transient for it
+    /// The retry rules of curl, wget or git (by default the program's own)
     ///
-    /// See the man page's PRESETS for every rule.
+    /// A command whose program is curl, wget or git gets its preset
+    /// without this option; --preset none turns that off, and another
+    /// NAME chooses another. See the man page's PRESETS for every rule.
     #[arg(long, value_enum, value_name = "NAME")]
-    pub preset: Option<Preset>,
+    pub preset: Option<PresetName>,
 
     /// Hold back each attempt's stdout; write only the stdout of the attempt
     /// that ends the run. --preset curl does this by default when curl

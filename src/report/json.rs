@@ -341,11 +341,15 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
         Event::Start {
             command,
             max_attempts,
+            preset,
+            ..
         } => {
             let mut v = json!({
                 "event": "start",
                 "program": command[0].to_string_lossy(),
                 "max_attempts": max_attempts,
+                "preset": preset.map(|p| p.preset.name()),
+                "preset_from": preset.map(|p| p.from.name()),
             });
             if verbose {
                 v["argv"] = command.iter().map(|a| a.to_string_lossy()).collect();

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
-use crate::classify::{Hint, Limit, Outcome};
+use crate::classify::{Applied, Hint, Limit, Outcome};
 use crate::event::{BreakerNews, Ending, Event, HookKind, HuntEnd, Next, Report, ThrottleNews};
 use crate::exit::Exit;
 use crate::fleet::breaker::{Admission, Circuit};
@@ -160,6 +160,8 @@ pub struct Recorder {
     name: String,
     clock: fn() -> SystemTime,
     started: Option<SystemTime>,
+    /// The preset the run used, and where it came from.
+    preset: Option<Applied>,
     attempts: Kept<AttemptRecord>,
     /// The attempts left out of `attempts`, counted.
     left_out: Tally,
@@ -229,6 +231,7 @@ impl Recorder {
             name,
             clock,
             started: None,
+            preset: None,
             attempts: Kept::new(),
             left_out: Tally::default(),
             reason: "interrupted",
@@ -456,6 +459,8 @@ impl Recorder {
         json!({
             "schema": SCHEMA_VERSION,
             "name": self.name,
+            "preset": self.preset.map(|p| p.preset.name()),
+            "preset_from": self.preset.map(|p| p.from.name()),
             "start": utc_rfc3339(started),
             "end": utc_rfc3339(now),
             "duration_seconds": now.duration_since(started).unwrap_or_default().as_secs_f64(),
@@ -537,7 +542,10 @@ impl Report for Recorder {
             self.ending = Some(line);
         }
         match *event {
-            Event::Start { .. } => self.started = Some((self.clock)()),
+            Event::Start { preset, .. } => {
+                self.started = Some((self.clock)());
+                self.preset = preset;
+            }
             Event::AttemptStarted { attempt, .. } => self.attempt_started(attempt),
             Event::Passed {
                 attempt,

@@ -7,7 +7,7 @@
 use std::ffi::OsString;
 use std::io::Write;
 
-use crate::classify::{HintSource, Outcome, StopReason};
+use crate::classify::{Applied, HintSource, Outcome, Source, StopReason};
 use crate::duration::human;
 use crate::event::{BreakerNews, Ending, Event, HookKind, HuntEnd, Next, Report, ThrottleNews};
 use crate::fleet::breaker::{Admission, Circuit, RunEnd, State};
@@ -99,6 +99,24 @@ impl<W: Write> TextReport<W> {
     }
 }
 
+/// What `-v` says of the preset: which, where it came from, and what it
+/// added before the command's own arguments.
+pub fn preset_text(applied: Applied, added: &[OsString]) -> String {
+    let name = applied.preset.name();
+    let from = match applied.from {
+        Source::Program => "from the program's name; --preset none turns it off",
+        Source::Option => "from --preset",
+    };
+    if added.is_empty() {
+        format!("preset {name} ({from})")
+    } else {
+        format!(
+            "preset {name} ({from}); {name} gets {} before its own arguments",
+            quote_command(added)
+        )
+    }
+}
+
 /// `1 success`, `36 successes`.
 fn successes(n: u64) -> String {
     if n == 1 {
@@ -174,6 +192,15 @@ impl<W: Write> Report for TextReport<W> {
             _ => None,
         };
         self.line(&marks, level, &text);
+        // With -v, the run's first line is followed by its preset's.
+        if let Event::Start {
+            preset: Some(applied),
+            added,
+            ..
+        } = *event
+        {
+            self.line("", None, &preset_text(applied, added));
+        }
     }
 
     fn counts_down(&self) -> bool {

@@ -632,7 +632,7 @@ fn fish_completes_values_after_a_space() {
             &["none", "full", "equal", "decorrelated"][..],
         ),
         ("backoff -q --jitter ", &["full"]),
-        ("backoff --preset ", &["curl", "wget", "git"]),
+        ("backoff --preset ", &["curl", "wget", "git", "none"]),
         ("backoff --budget-store-fail ", &["open", "closed"]),
         ("backoff --log-format ", &["json"]),
         ("backoff schedule --jitter ", &["full"]),

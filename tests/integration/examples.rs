@@ -10,7 +10,10 @@
 //! its output (`$ backoff …`) must print the same lines, durations aside
 //! (`...` stands for rows left out). Code blocks that do not run backoff
 //! (installing, building, diagrams, sample output) are not run: CI runs the
-//! builds itself.
+//! builds itself. An example that runs curl against a stand-in runs twice
+//! more, as under the curl preset it says: against a server that answers
+//! 404, which gets one request, and one that answers 503 then 200, which
+//! gets two and a run that succeeds.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -338,9 +341,9 @@ impl Stage {
     }
 
     /// The example's text with the local stand-ins in place of remote
-    /// hosts and system paths.
-    fn localize(&self, text: &str) -> String {
-        let http = self.http.url.trim_end_matches("/resource");
+    /// hosts and system paths, `url` the HTTP server's.
+    fn localize(&self, text: &str, url: &str) -> String {
+        let http = url.trim_end_matches("/resource");
         let redis = format!("127.0.0.1:{}", self.redis.port());
         let tmp = self.dir.path().display().to_string();
         text.replace("https://api.example.test", http)
@@ -363,6 +366,11 @@ impl Stage {
     /// Runs one example in `sh -e`, its stderr merged into its stdout as
     /// a terminal shows them; the output and whether it exited 0.
     fn run(&self, example: &Example) -> (String, bool) {
+        self.run_with(example, &self.http.url, &self.dir.join("home"))
+    }
+
+    /// The same, against the HTTP server at `url`, in the home `home`.
+    fn run_with(&self, example: &Example, url: &str, home: &Path) -> (String, bool) {
         let path = format!(
             "{}:{}",
             self.dir.join("bin").display(),
@@ -370,10 +378,13 @@ impl Stage {
         );
         let mut cmd = Command::new("sh");
         cmd.arg("-ec")
-            .arg(format!("exec 2>&1\n{}", self.localize(&example.script)))
+            .arg(format!(
+                "exec 2>&1\n{}",
+                self.localize(&example.script, url)
+            ))
             .current_dir(self.dir.join("work"))
             .env("PATH", path)
-            .env("HOME", self.dir.join("home"))
+            .env("HOME", home)
             .env("REDISCLI_AUTH", "secret")
             .env_remove("XDG_STATE_HOME")
             .env_remove("GITHUB_ACTIONS")
@@ -497,6 +508,64 @@ fn every_example_runs_as_written() {
                 example.script,
                 if ok { "" } else { "(failed)\n" },
                 output
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n---\n"));
+}
+
+/// Whether an example runs curl against the stand-in of its URL.
+fn runs_curl(script: &str) -> bool {
+    script.contains("curl ")
+        && [
+            "https://api.example.test",
+            "http://127.0.0.1:8080",
+            "http://localhost:8080",
+        ]
+        .iter()
+        .any(|url| script.contains(url))
+}
+
+#[test]
+fn every_curl_example_stops_on_a_404_and_retries_a_503() {
+    let stage = Stage::new();
+    let body = "{\"status\": \"UP\", \"items\": []}\n";
+    let examples: Vec<Example> = all_examples()
+        .into_iter()
+        .filter(|e| runs_curl(&e.script))
+        .collect();
+    // The README's, the guide's and the man page's.
+    for file in ["README.md", "docs/guide.md", "man/backoff.1"] {
+        assert!(
+            examples.iter().any(|e| e.place.starts_with(file)),
+            "no curl example in {file}: {examples:#?}"
+        );
+    }
+    let mut failures = Vec::new();
+    for example in &examples {
+        // A 404 does not heal: one request. Budgets, breakers and
+        // throttles start afresh in a home of the run's own.
+        let server = Server::start(vec![Reply::new(404, "no\n")]);
+        let home = TempDir::new("examples-404");
+        let (output, _) = stage.run_with(example, &server.url, home.path());
+        let requests = server.requests().len();
+        if requests != 1 {
+            failures.push(format!(
+                "{}: {}\n404 got {requests} requests\n{output}",
+                example.place, example.script
+            ));
+        }
+        // A 503 does: two requests, and the run succeeds.
+        let server = Server::start(vec![Reply::new(503, "busy\n"), Reply::new(200, body)]);
+        let home = TempDir::new("examples-503");
+        let (output, ok) = stage.run_with(example, &server.url, home.path());
+        let requests = server.requests().len();
+        if requests != 2 || !ok {
+            failures.push(format!(
+                "{}: {}\n503 then 200 got {requests} requests{}\n{output}",
+                example.place,
+                example.script,
+                if ok { "" } else { " (failed)" }
             ));
         }
     }

@@ -17,6 +17,8 @@ pub struct Reply {
     pub body: String,
     /// Send only this many bytes of the body (a transfer cut short).
     pub cut: Option<usize>,
+    /// Close the connection without an answer.
+    pub dropped: bool,
 }
 
 impl Reply {
@@ -26,6 +28,15 @@ impl Reply {
             headers: Vec::new(),
             body: body.to_owned(),
             cut: None,
+            dropped: false,
+        }
+    }
+
+    /// No answer: the connection is closed once the request is read.
+    pub fn dropped() -> Reply {
+        Reply {
+            dropped: true,
+            ..Reply::new(0, "")
         }
     }
 
@@ -92,6 +103,9 @@ impl Server {
                 seen.lock().unwrap().push(Instant::now());
                 let n = if cycle { n % script.len() } else { n };
                 let reply = script.get(n).or(script.last()).unwrap().clone();
+                if reply.dropped {
+                    continue;
+                }
                 let mut head = format!(
                     "HTTP/1.1 {} Scripted\r\nContent-Length: {}\r\nConnection: close\r\n",
                     reply.status,

@@ -18,6 +18,7 @@ mod live;
 mod mistakes;
 mod notices;
 mod observe;
+mod presets;
 mod processes;
 mod retrying;
 mod schedule;

@@ -716,6 +716,89 @@ fn more_advice_followed_literally_works() {
 }
 
 #[test]
+fn the_advice_of_what_a_preset_or_a_program_cannot_do_followed_literally_works() {
+    let cases: &[Advice] = &[
+        (
+            &[
+                "--preset",
+                "curl",
+                "--",
+                "sh",
+                "-c",
+                "curl -fs file:///dev/null",
+            ],
+            &[],
+            "run curl directly: backoff --preset curl -- curl ARGS...",
+            &["--preset", "curl", "--", "curl", "-fs", "file:///dev/null"],
+        ),
+        (
+            &[
+                "--preset",
+                "none",
+                "--retry-after",
+                "--",
+                "curl",
+                "-fs",
+                "file:///dev/null",
+            ],
+            &[],
+            "add -D /dev/stderr",
+            &[
+                "--preset",
+                "none",
+                "--retry-after",
+                "--",
+                "curl",
+                "-fs",
+                "-D",
+                "/dev/stderr",
+                "file:///dev/null",
+            ],
+        ),
+        (
+            &["--", "curl", "-fs", "-D", "/dev/null", "file:///dev/null"],
+            &[],
+            "use -D /dev/stderr, or drop -D and the preset reads them",
+            &["--", "curl", "-fs", "file:///dev/null"],
+        ),
+        (
+            &["--", "curl", "-fs", "--retry", "2", "file:///dev/null"],
+            &[],
+            "drop --retry, or give backoff --attempts 1",
+            &["--", "curl", "-fs", "file:///dev/null"],
+        ),
+        (
+            &["--", "curl", "-fs", "--retry", "2", "file:///dev/null"],
+            &[],
+            "drop --retry, or give backoff --attempts 1",
+            &[
+                "--attempts",
+                "1",
+                "--",
+                "curl",
+                "-fs",
+                "--retry",
+                "2",
+                "file:///dev/null",
+            ],
+        ),
+        (
+            &["--", "wget", "-q", "-S", "-t", "3", "nope://x"],
+            &[],
+            "give wget --tries=1, or backoff --attempts 1",
+            &["--", "wget", "-q", "-S", "-t", "3", "--tries=1", "nope://x"],
+        ),
+        (
+            &["--", "wget", "-q", "nope://x"],
+            &[],
+            "add -S",
+            &["--", "wget", "-q", "-S", "nope://x"],
+        ),
+    ];
+    follow_advice(cases);
+}
+
+#[test]
 fn an_oversized_set_of_output_patterns_is_refused_before_it_is_all_compiled() {
     let dir = TempDir::new("patterns");
     let peak = dir.join("peak");

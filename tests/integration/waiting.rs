@@ -94,6 +94,7 @@ fn until_output_waits_for_a_health_body_that_changes() {
     std::fs::write(dir.join("health"), "{\"status\":\"DOWN\"}\n").unwrap();
     let server = Files::serve(&dir);
     let url = format!("http://127.0.0.1:{}/health", server.port);
+    // Each body passed on as it comes: the curl preset would hold it.
     let mut run = Running::start(command([
         "--poll",
         "100ms",
@@ -101,6 +102,7 @@ fn until_output_waits_for_a_health_body_that_changes() {
         "60s",
         "--until-output",
         "\"UP\"",
+        "--stream-stdout",
         "--",
         "curl",
         "-fsS",
