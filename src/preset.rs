@@ -175,7 +175,11 @@ fn unseen_headers(who: &str, s: &Setting<'_>) -> Option<String> {
             ));
         }
     }
-    if named(s.command, "wget") && !wget::shows_headers(s.command) {
+    // A wget preset that applied itself by the program's name, unasked
+    // for a server's hint, says nothing of it: every plain `wget -q` would
+    // otherwise carry a line (-v says it, and the guide).
+    let unasked = !s.retry_after && s.applied.is_some_and(|a| a.from == Source::Program);
+    if named(s.command, "wget") && !wget::shows_headers(s.command) && !unasked {
         return Some(format!(
             "{who}: wget prints no response headers without -S (--server-response), so {unseen}; add -S"
         ));
@@ -384,10 +388,12 @@ mod tests {
             ]
         );
         let w = words("wget -q http://h/");
+        // A preset that applied itself was not asked for the hint.
+        assert!(notices(&setting(&w, Some(7))).is_empty());
         assert_eq!(
-            notices(&setting(&w, Some(7))),
+            notices(&explicit(&w, choose(None, &w))),
             [
-                "preset wget (from the program's name): wget prints no response headers without -S (--server-response), so a server's Retry-After and rate limits go unseen; add -S"
+                "--retry-after: wget prints no response headers without -S (--server-response), so a server's Retry-After and rate limits go unseen; add -S"
             ]
         );
         // A pattern may find its value anywhere: nothing is said.

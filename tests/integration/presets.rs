@@ -251,6 +251,7 @@ fn the_warnings_are_said_once_not_with_q_and_are_json_warning_events() {
         "2",
         "--base",
         "1ms",
+        "--retry-after",
         "--",
         "wget",
         "-q",
@@ -260,20 +261,28 @@ fn the_warnings_are_said_once_not_with_q_and_are_json_warning_events() {
         "--waitretry=0",
         &server.url,
     ];
-    let ours = |l: &&str| l.contains("preset wget (from") || l.contains("own retries");
+    let ours = |l: &&str| l.contains("without -S") || l.contains("own retries");
     let text = stderr(&run(&args));
     let lines: Vec<&str> = text.lines().filter(ours).collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert!(
-        lines[0].contains(
-            "preset wget (from the program's name): wget prints no response headers without -S"
-        ),
+        lines[0].contains("--retry-after: wget prints no response headers without -S"),
         "{text}"
     );
     assert!(
         lines[1].contains("wget's own retries run inside backoff's: up to 4 requests"),
         "{text}"
     );
+    // Unasked for a server's hint, the preset that applied itself says
+    // nothing of the headers wget does not print.
+    let unasked: Vec<&str> = args
+        .iter()
+        .copied()
+        .filter(|a| *a != "--retry-after")
+        .collect();
+    let text = stderr(&run(&unasked));
+    assert_eq!(text.lines().filter(ours).count(), 1, "{text}");
+    assert!(!text.contains("without -S"), "{text}");
     let quiet = stderr(&run(&[&["-q"][..], &args].concat()));
     assert_eq!(quiet.lines().filter(ours).count(), 0, "{quiet}");
     let out = run(&[&["--log-format", "json"][..], &args].concat());
