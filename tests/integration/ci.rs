@@ -631,12 +631,7 @@ impl StepRunner {
         .arg(&file)
         .current_dir(self.workspace())
         .stdin(Stdio::null());
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("BACKOFF_") {
-                cmd.env_remove(k);
-            }
-        }
-        cmd.env_remove("GITLAB_CI")
+        crate::support::plain(&mut cmd)
             .env("GITHUB_ACTIONS", "true")
             .env("GITHUB_OUTPUT", self.files("output", i))
             .env("GITHUB_STEP_SUMMARY", self.files("summary", i))

@@ -31,9 +31,11 @@ fn follow(advice: &str, marker: &str) -> Output {
         dir.path().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    assert_cmd::Command::new("sh")
+    let mut sh = std::process::Command::new("sh");
+    crate::support::plain(&mut sh)
         .args(["-c", line])
-        .env("PATH", path)
+        .env("PATH", path);
+    assert_cmd::Command::from_std(sh)
         .timeout(PATIENCE)
         .output()
         .unwrap()
