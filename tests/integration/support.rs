@@ -509,3 +509,23 @@ pub fn checked_by(
         Err(e) => panic!("{}: {e}", command.get_program().to_string_lossy()),
     }
 }
+
+/// Checks that the bash scripts at `scripts` pass shellcheck; skipped,
+/// said on one line naming `test`, where it is not installed.
+pub fn pass_shellcheck(test: &str, scripts: &[PathBuf]) {
+    let Some(out) = checked_by(
+        test,
+        "shellcheck",
+        Command::new("shellcheck")
+            .args(["--shell=bash", "--format=gcc"])
+            .args(scripts),
+    ) else {
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
