@@ -376,6 +376,17 @@ fn clean_environment(cmd: &mut Command) {
     }
 }
 
+/// `PATH` with `dir` first, where a link named `backoff` to the binary
+/// under test is made: the `backoff` a person types.
+pub fn path_with_backoff(dir: &TempDir) -> String {
+    std::os::unix::fs::symlink(bin(), dir.join("backoff")).expect("link backoff");
+    format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// Whether the tests run as root (some need to act as another user).
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
