@@ -114,10 +114,17 @@ fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
 
 /// Parses the command line, runs what it asks for, and returns how to exit.
 pub fn main_with_args(args: &[OsString]) -> Exit {
-    let (cli, given) = match parse(args.to_vec()) {
+    let (cli, given, unknown) = match parse(args.to_vec()) {
         Ok(parsed) => parsed,
         Err(e) => return clap_error(&e, args),
     };
+    // A run tells of mistyped variables in its log format, once it is
+    // known; a subcommand, now.
+    if cli.subcommand.is_some() {
+        for line in &unknown {
+            Warnings::default().warn(line);
+        }
+    }
     let result = match cli.subcommand {
         Some(Sub::Schedule(ref args)) => schedule_command(args, &given),
         Some(Sub::Budget(ref command)) => budget_command(command, &given),
@@ -128,12 +135,16 @@ pub fn main_with_args(args: &[OsString]) -> Exit {
             // backoff's own words: those before the command (and its `--`).
             let before = args.len().saturating_sub(cli.command.len());
             let mut options = args.get(1..before).unwrap_or_default();
+            let mut separated = false;
             if let Some((last, rest)) = options.split_last()
                 && last == "--"
             {
-                options = rest;
+                (options, separated) = (rest, true);
             }
-            run_command(cli, &given, options)
+            match cli::advice::split_duration(options, separated, &cli.command) {
+                Some(why) => Err(UsageError(why).into()),
+                None => run_command(cli, &given, options, &unknown),
+            }
         }
     };
     result.unwrap_or_else(|e| {
@@ -144,11 +155,19 @@ pub fn main_with_args(args: &[OsString]) -> Exit {
 
 /// Parses the command line, noting which flags the command line itself
 /// gave, for the checks that need to know, and which ones the environment
-/// gave, for the errors that name them.
-fn parse(args: Vec<OsString>) -> Result<(Cli, Given), clap::Error> {
-    let (command, outer_timeout) = timeout_from_outer(Cli::command());
+/// gave, for the errors that name them; and what to tell of `BACKOFF_*`
+/// variables of the environment that backoff does not know.
+fn parse(args: Vec<OsString>) -> Result<(Cli, Given, Vec<String>), clap::Error> {
+    let (mut command, outer_timeout) = timeout_from_outer(Cli::command());
     cli::values::parsing_afresh();
-    let mut matches = command.try_get_matches_from(args)?;
+    let mut matches = command.try_get_matches_from_mut(args)?;
+    let set: Vec<&str> = exec::variables_set().collect();
+    let unknown = cli::advice::unknown_variables(
+        &command,
+        &matches,
+        std::env::vars_os().map(|(name, _)| name),
+        &set,
+    );
     let given = match matches.subcommand() {
         // A --timeout read from BACKOFF_TIMEOUT's seconds came from the
         // environment, as errors about it say.
@@ -162,7 +181,7 @@ fn parse(args: Vec<OsString>) -> Result<(Cli, Given), clap::Error> {
         Some(("schedule", sub)) => Given::policy(sub),
         Some(_) => Given::other(&matches),
     };
-    Ok((Cli::from_arg_matches_mut(&mut matches)?, given))
+    Ok((Cli::from_arg_matches_mut(&mut matches)?, given, unknown))
 }
 
 /// backoff tells the command its `--timeout` as `BACKOFF_TIMEOUT` in
@@ -195,11 +214,22 @@ fn bare_seconds(v: &str) -> bool {
 }
 
 /// Runs the command with retries; `options` are backoff's own words of the
-/// command line, for advice that repeats them. Once the configuration is
-/// known, what backoff has to say, its errors included, is in the log
-/// format (a `warning` event in json).
-fn run_command(cli: Cli, given: &Given, options: &[OsString]) -> anyhow::Result<Exit> {
+/// command line, for advice that repeats them; `unknown` tells of mistyped
+/// variables (not with `-q`). Once the configuration is known, what
+/// backoff has to say, its errors included, is in the log format (a
+/// `warning` event in json).
+fn run_command(
+    cli: Cli,
+    given: &Given,
+    options: &[OsString],
+    unknown: &[String],
+) -> anyhow::Result<Exit> {
     let cfg = config::run(cli, given)?;
+    if cfg.verbosity != Verbosity::Quiet {
+        for line in unknown {
+            cfg.warnings.warn(line);
+        }
+    }
     Ok(run_configured(&cfg, options).unwrap_or_else(|e| {
         cfg.warnings.warn(&format!("{e:#}"));
         Exit::USAGE

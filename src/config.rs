@@ -1211,6 +1211,22 @@ fn warnings(output: &OutputArgs, format: LogFormat, command: &[OsString]) -> War
     })
 }
 
+/// Refuses a command whose program is an empty word (`backoff ""`): no
+/// program has that name.
+fn not_empty(command: &[OsString]) -> Result<(), UsageError> {
+    if !command.first().is_some_and(|p| p.is_empty()) {
+        return Ok(());
+    }
+    Err(UsageError(
+        if command.iter().all(|w| w.is_empty()) {
+            "the command is empty"
+        } else {
+            "the command's program is an empty word"
+        }
+        .to_owned(),
+    ))
+}
+
 /// What names a run in its events and reports: `--name`, else the program.
 pub fn run_label(name: Option<&String>, command: &[OsString]) -> String {
     name.cloned().unwrap_or_else(|| {
@@ -1237,6 +1253,7 @@ fn hooks(args: &crate::cli::HookArgs, given: &Given) -> Result<Hooks, UsageError
 
 /// Builds the configuration of a run from the top-level command line.
 pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
+    not_empty(&cli.command)?;
     let policy = policy(&cli.policy, given)?;
     let rules = rules(&cli.rules, given)?;
     let limits = limits(&cli.time, given)?;

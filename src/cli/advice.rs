@@ -1,7 +1,9 @@
-//! Advice for two common mistakes of a command line, found from the words
-//! as given: backoff's own options put after the command (they are the
-//! command's), and a command given as one quoted word (`"curl -fsS URL"`,
-//! a program of that name, which is not found).
+//! Advice for common mistakes of a command line, found from the words as
+//! given: backoff's own options put after the command (they are the
+//! command's), a command given as one quoted word (`"curl -fsS URL"`, a
+//! program of that name, which is not found), a duration of two words
+//! unquoted (`--max-time 1h 30m`, whose `30m` would be the command), and
+//! a mistyped `BACKOFF_*` variable of the environment.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -84,6 +86,133 @@ pub fn not_found(options: &[OsString], command: &[OsString]) -> Option<String> {
     ))
 }
 
+/// What to refuse when the command's first words are the rest of a
+/// duration: the last of backoff's own words, `options` (the command's
+/// `--` left out, if any, when `separated`), is the value of an option
+/// that takes a duration (`--max-time 1h`, or `--max-time=1h`), and the
+/// command (`command`, the program first) starts with words that are
+/// durations too (`30m`): the shell split `--max-time 1h 30m`. A program
+/// named like a duration is run when a `--` comes before it.
+pub fn split_duration(
+    options: &[OsString],
+    separated: bool,
+    command: &[OsString],
+) -> Option<String> {
+    let durations = command
+        .iter()
+        .map_while(|w| w.to_str().filter(|w| super::values::duration(w).is_ok()))
+        .collect::<Vec<_>>();
+    if separated || durations.is_empty() {
+        return None;
+    }
+    let last = options.last()?.to_str()?;
+    let (flag, value, joined) = match last.split_once('=') {
+        Some((flag, value)) if flag.starts_with("--") => (flag, value, "="),
+        _ => (options.iter().nth_back(1)?.to_str()?, last, " "),
+    };
+    let takes_duration = Cli::command().get_arguments().any(|a| {
+        a.get_long()
+            .is_some_and(|l| flag.strip_prefix("--") == Some(l))
+            && a.get_value_names()
+                .is_some_and(|names| names.iter().any(|n| n == "DURATION"))
+    });
+    if !takes_duration || value.contains(char::is_whitespace) {
+        return None;
+    }
+    let whole = std::iter::once(value)
+        .chain(durations.iter().copied())
+        .collect::<Vec<_>>()
+        .join(" ");
+    super::values::duration(&whole).ok()?;
+    Some(format!(
+        "'{}' is the rest of {flag}'s duration, not a command; quote it: {flag}{joined}'{whole}'",
+        durations.join(" ")
+    ))
+}
+
+/// What to tell of the `BACKOFF_*` variables among `names` (the
+/// environment's) that backoff does not know, one line each, where the
+/// (sub)command that `matches` of `command` found reads any `BACKOFF_*`
+/// variable. Known are those that `command`'s options read (in any of
+/// its subcommands) and `set_by_backoff`, those that backoff gives the
+/// commands and hooks it runs, where another backoff may see them. A line
+/// names the variable read that is nearest in spelling, when one is near
+/// enough to be what was meant. Nothing is looked up (not even the
+/// options) when no variable is unknown at a glance.
+pub fn unknown_variables(
+    command: &clap::Command,
+    matches: &clap::ArgMatches,
+    names: impl IntoIterator<Item = OsString>,
+    set_by_backoff: &[&str],
+) -> Vec<String> {
+    let mut candidates: Vec<String> = names
+        .into_iter()
+        .filter_map(|n| n.into_string().ok())
+        .filter(|n| n.starts_with("BACKOFF_") && !set_by_backoff.contains(&n.as_str()))
+        .collect();
+    candidates.sort();
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    // The (sub)command at hand, and what it reads itself.
+    let (mut at, mut m) = (command, matches);
+    while let Some((name, sub)) = m.subcommand() {
+        let Some(found) = at.find_subcommand(name) else {
+            break;
+        };
+        (at, m) = (found, sub);
+    }
+    let mut here = Vec::new();
+    read_in(at, &mut here);
+    if here.is_empty() {
+        return Vec::new();
+    }
+    let mut read = Vec::new();
+    read_in(command, &mut read);
+    read.sort();
+    candidates
+        .into_iter()
+        .filter(|c| !read.contains(c))
+        .map(|c| {
+            let hint = nearest(&c, &read).map_or_else(
+                || "backoff --help names those it reads".to_owned(),
+                |n| format!("did you mean {n}?"),
+            );
+            format!("{c} is not a variable backoff reads; {hint}")
+        })
+        .collect()
+}
+
+/// Adds the `BACKOFF_*` variables that the options of `command` and its
+/// subcommands read to `into`, each once.
+fn read_in(command: &clap::Command, into: &mut Vec<String>) {
+    for env in command.get_arguments().filter_map(clap::Arg::get_env) {
+        let env = env.to_string_lossy().into_owned();
+        if env.starts_with("BACKOFF_") && !into.contains(&env) {
+            into.push(env);
+        }
+    }
+    for sub in command.get_subcommands() {
+        read_in(sub, into);
+    }
+}
+
+/// The name among `known` nearest to `name` in spelling, compared without
+/// the `BACKOFF_` they all start with: the one that shares the most pairs
+/// of letters with it (Sørensen–Dice similarity), if at least half of them
+/// (`STORE` is nearer `BUDGET_STORE` than `FACTOR` that way, although
+/// fewer edits make it `FACTOR`).
+fn nearest<'a>(name: &str, known: &'a [String]) -> Option<&'a str> {
+    let tail = |n: &'a str| n.strip_prefix("BACKOFF_").unwrap_or(n);
+    let name = name.strip_prefix("BACKOFF_").unwrap_or(name);
+    known
+        .iter()
+        .map(|k| (strsim::sorensen_dice(name, tail(k)), k))
+        .filter(|(score, _)| *score >= 0.5)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| k.as_str())
+}
+
 /// Whether a word means the same to a shell as to backoff: nothing in it
 /// that a shell would read as a quote, a variable, a glob, a redirection or
 /// the end of a command.
@@ -158,6 +287,95 @@ mod tests {
         assert_eq!(advice(&[], &["ls $HOME", "x"]), None);
         assert_eq!(advice(&[], &["curl"]), None);
         assert_eq!(advice(&[], &["./no-such-program", "a b"]), None);
+    }
+
+    #[test]
+    fn the_rest_of_a_duration_taken_for_the_command_is_found() {
+        let advice =
+            |o: &[&str], separated, c: &[&str]| split_duration(&words(o), separated, &words(c));
+        assert_eq!(
+            advice(&["-q", "--max-time", "1h"], false, &["30m", "--", "curl"]).as_deref(),
+            Some(
+                "'30m' is the rest of --max-time's duration, not a command; quote it: --max-time '1h 30m'"
+            )
+        );
+        assert_eq!(
+            advice(&["--timeout=1m"], false, &["30s", "500ms", "curl", "10s"]).as_deref(),
+            Some(
+                "'30s 500ms' is the rest of --timeout's duration, not a command; quote it: --timeout='1m 30s 500ms'"
+            )
+        );
+        // After `--`; after an option that takes no duration, or none; a
+        // command that is no duration; a duration already whole, or one
+        // that would not be one joined: the command runs.
+        for (o, separated, c) in [
+            (&["--max-time", "1h"][..], true, &["30m"][..]),
+            (&["--attempts", "3"], false, &["30m"]),
+            (&["--max-time", "1h", "-v"], false, &["30m"]),
+            (&["-v", "--name=x"], false, &["30m"]),
+            (&[], false, &["30m"]),
+            (&["--max-time", "1h"], false, &["curl", "30m"]),
+            (&["--max-time", "1h 30m"], false, &["10s"]),
+            (&["--max-time", "1h"], false, &["99999999999999999999h"]),
+        ] {
+            assert_eq!(advice(o, separated, c), None, "{o:?} {c:?}");
+        }
+    }
+
+    #[test]
+    fn a_mistyped_variable_is_told_with_the_one_it_is_nearest_among_those_read() {
+        let command = Cli::command();
+        let told = |args: &[&str], names: &[&str]| {
+            let matches = Cli::command().try_get_matches_from(args).unwrap();
+            unknown_variables(
+                &command,
+                &matches,
+                names.iter().map(OsString::from),
+                &["BACKOFF_ATTEMPT", "BACKOFF_REASON"],
+            )
+        };
+        let run = ["backoff", "true"];
+        assert_eq!(
+            told(
+                &run,
+                &[
+                    "PATH",
+                    "BACKOFF_BASE",
+                    "BACKOFF_REASON",
+                    "BACKOFF_JITER",
+                    "BACKOFF_ATTEMPTS"
+                ]
+            ),
+            [
+                "BACKOFF_ATTEMPTS is not a variable backoff reads; backoff --help names those it reads",
+                "BACKOFF_JITER is not a variable backoff reads; did you mean BACKOFF_JITTER?",
+            ]
+        );
+        // A subcommand's own variable counts for a run, and a run's for a
+        // subcommand; one that reads none is told nothing.
+        assert!(told(&run, &["BACKOFF_BUDGET_STORE"]).is_empty());
+        assert_eq!(
+            told(&["backoff", "budget", "show", "k"], &["BACKOFF_CAPS"]).len(),
+            1
+        );
+        assert!(told(&["backoff", "simulate"], &["BACKOFF_CAPS"]).is_empty());
+        let read: Vec<String> = command
+            .get_arguments()
+            .filter_map(clap::Arg::get_env)
+            .map(|e| e.to_string_lossy().into_owned())
+            .collect();
+        for (name, meant) in [
+            ("BACKOFF_BASS", Some("BACKOFF_BASE")),
+            ("BACKOFF_CAPS", Some("BACKOFF_CAP")),
+            ("BACKOFF_MAXTIME", Some("BACKOFF_MAX_TIME")),
+            ("BACKOFF_RETRIES", Some("BACKOFF_MAX_RETRIES")),
+            ("BACKOFF_STORE", Some("BACKOFF_BUDGET_STORE")),
+            ("BACKOFF_TIMESTAMP", Some("BACKOFF_TIMESTAMPS")),
+            ("BACKOFF_FOO", None),
+            ("BACKOFF_", None),
+        ] {
+            assert_eq!(nearest(name, &read), meant, "{name}");
+        }
     }
 
     #[test]

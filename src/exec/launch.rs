@@ -90,6 +90,12 @@ fn environment(spec: &AttemptSpec, timeout: Option<Duration>) -> io::Result<Vec<
     )
 }
 
+/// Every variable backoff sets for a command or a hook: another backoff
+/// that one of them runs sees them, and must not take them for mistakes.
+pub fn variables_set() -> impl Iterator<Item = &'static str> {
+    ATTEMPT_VARIABLES.into_iter().chain(HOOK_VARIABLES)
+}
+
 /// The variables backoff sets for a hook; inherited ones of the same names
 /// (and of the attempt's) are not passed on.
 const HOOK_VARIABLES: [&str; 5] = [

@@ -28,6 +28,7 @@ use crate::sys::guard::Guard;
 use crate::sys::signals::{self, SignalWatch};
 use crate::sys::{children, process};
 use copy::Copier;
+pub use launch::variables_set;
 use scan::OutputRules;
 pub use spool::{Replayed, spool_stdin};
 

@@ -549,13 +549,19 @@ fn github_actions_wins_over_gitlab_ci_and_json_has_no_sections() {
 
 /// `action.yml`, read by python3's YAML parser, as JSON.
 fn action() -> serde_json::Value {
+    yaml("action.yml")
+}
+
+/// The YAML file at `path` in the repository, read by python3's YAML
+/// parser, as JSON.
+fn yaml(path: &str) -> serde_json::Value {
     let root = env!("CARGO_MANIFEST_DIR");
     let out = Command::new("python3")
         .args([
             "-c",
             "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
         ])
-        .arg(Path::new(root).join("action.yml"))
+        .arg(Path::new(root).join(path))
         .output()
         .expect("python3 with yaml (python3-yaml)");
     assert!(
@@ -566,45 +572,161 @@ fn action() -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// `value` with each `${{ inputs.NAME }}` replaced by the input's value.
-fn substitute(value: &str, inputs: &BTreeMap<String, String>) -> String {
-    let mut out = String::new();
-    let mut rest = value;
-    while let Some(at) = rest.find("${{") {
-        out.push_str(&rest[..at]);
-        let end = rest[at..].find("}}").expect("closed expression") + at;
-        let expr = rest[at + 3..end].trim();
-        let name = expr
-            .strip_prefix("inputs.")
-            .unwrap_or_else(|| panic!("only inputs in env: {expr}"));
-        out.push_str(
-            inputs
-                .get(name)
-                .unwrap_or_else(|| panic!("no input {name}")),
-        );
-        rest = &rest[end + 2..];
-    }
-    out.push_str(rest);
-    out
-}
+/// A runner's cache, shared by the jobs of a test: a directory per key,
+/// as `actions/cache/save` keeps it and `actions/cache/restore` gives it
+/// back.
+struct Cache(TempDir);
 
-/// A runner of the action's steps, in a directory of its own: each step
-/// gets its own output, summary and path files, as on GitHub.
-struct StepRunner {
+/// A job that runs the action's steps, in a directory of its own: each
+/// step gets its own output, summary and path files, as on GitHub. A
+/// step that uses another action is simulated (the cache's restore and
+/// save, against `cache`); the shell steps run as written.
+struct StepRunner<'a> {
     dir: TempDir,
+    /// Where the action's files are (`GITHUB_ACTION_PATH`).
+    action_path: std::path::PathBuf,
     /// The action's inputs: the test's, and the defaults.
     inputs: BTreeMap<String, String>,
     /// `PATH`, with what the steps so far added to `GITHUB_PATH` first.
     path: std::ffi::OsString,
+    cache: &'a Cache,
+    /// The outputs of the steps so far, by the step's id.
+    outputs: BTreeMap<String, BTreeMap<String, String>>,
 }
 
-impl StepRunner {
+impl<'a> StepRunner<'a> {
+    fn new(action: &serde_json::Value, given: &[(&str, &str)], cache: &'a Cache) -> Self {
+        StepRunner {
+            dir: TempDir::new("action-job"),
+            action_path: Path::new(env!("CARGO_MANIFEST_DIR")).to_owned(),
+            inputs: inputs(action, given),
+            path: std::env::var_os("PATH").unwrap_or_default(),
+            cache,
+            outputs: BTreeMap::new(),
+        }
+    }
+
     fn files(&self, name: &str, step: usize) -> std::path::PathBuf {
         self.dir.join(&format!("{name}-{step}"))
     }
 
     fn workspace(&self) -> std::path::PathBuf {
         self.dir.join("workspace")
+    }
+
+    fn runner_temp(&self) -> std::path::PathBuf {
+        self.dir.join("runner-temp")
+    }
+
+    /// The value of the expression in `${{ EXPR }}`: an input, the
+    /// runner's temporary directory, or an output of an earlier step.
+    fn value(&self, expr: &str) -> String {
+        if let Some(name) = expr.strip_prefix("inputs.") {
+            return self.inputs[name].clone();
+        }
+        if expr == "runner.temp" {
+            return self.runner_temp().display().to_string();
+        }
+        let (id, name) = expr
+            .strip_prefix("steps.")
+            .and_then(|e| e.split_once(".outputs."))
+            .unwrap_or_else(|| panic!("not an input, runner.temp or a step's output: {expr}"));
+        self.outputs
+            .get(id)
+            .and_then(|o| o.get(name))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// `text` with each `${{ EXPR }}` replaced by its value.
+    fn substitute(&self, text: &str) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("${{") {
+            out.push_str(&rest[..at]);
+            let end = rest[at..].find("}}").expect("closed expression") + at;
+            out.push_str(&self.value(rest[at + 3..end].trim()));
+            rest = &rest[end + 2..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// Whether a step runs: it has no `if`, or its `if` (of the form
+    /// `EXPR == 'VALUE'` or `EXPR != 'VALUE'`) holds.
+    fn applies(&self, step: &serde_json::Value) -> bool {
+        let Some(cond) = step["if"].as_str() else {
+            return true;
+        };
+        let (expr, equal, value) = if let Some((e, v)) = cond.split_once("!=") {
+            (e, false, v)
+        } else if let Some((e, v)) = cond.split_once("==") {
+            (e, true, v)
+        } else {
+            panic!("an if this test cannot read: {cond}")
+        };
+        let value = value.trim().trim_matches('\'');
+        (self.value(expr.trim()) == value) == equal
+    }
+
+    /// Runs every step of `action` in order; the output of each shell step
+    /// that ran.
+    fn job(&mut self, action: &serde_json::Value) -> Vec<Option<Output>> {
+        let steps = action["runs"]["steps"].as_array().unwrap();
+        (0..steps.len())
+            .map(|i| {
+                let step = &steps[i];
+                if !self.applies(step) {
+                    None
+                } else if step["uses"].is_string() {
+                    self.uses(step);
+                    None
+                } else {
+                    Some(self.run(i, step))
+                }
+            })
+            .collect()
+    }
+
+    /// Does what a step that uses the cache's action does: restore the
+    /// directory saved under its key (with the output `cache-hit`), or
+    /// save it.
+    fn uses(&mut self, step: &serde_json::Value) {
+        let with = |k: &str| self.substitute(step["with"][k].as_str().unwrap_or_default());
+        let (path, key) = (with("path"), with("key"));
+        assert!(!key.is_empty() && !path.is_empty(), "{step}");
+        let saved = self.cache.0.join(&key);
+        let uses = step["uses"].as_str().unwrap();
+        let copy = |from: &Path, to: &Path| {
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            let status = Command::new("cp")
+                .arg("-a")
+                .arg(from)
+                .arg(to)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        };
+        if uses.starts_with("actions/cache/restore@v") {
+            let hit = saved.exists();
+            if hit {
+                copy(&saved, Path::new(&path));
+            }
+            let id = step["id"].as_str().expect("the restore step has an id");
+            self.outputs.insert(
+                id.to_owned(),
+                BTreeMap::from([("cache-hit".to_owned(), hit.to_string())]),
+            );
+        } else if uses.starts_with("actions/cache/save@v") {
+            assert!(Path::new(&path).is_dir(), "nothing to save at {path}");
+            // A key is saved once; a second save of it fails (with a
+            // warning, not the step).
+            if !saved.exists() {
+                copy(Path::new(&path), &saved);
+            }
+        } else {
+            panic!("a step this test cannot simulate: {step}");
+        }
     }
 
     /// Runs step `i` as a runner runs a composite step's `shell: bash`
@@ -615,9 +737,13 @@ impl StepRunner {
         assert_eq!(step["shell"], "bash", "{step}");
         let file = self.files("step", i);
         std::fs::write(&file, step["run"].as_str().unwrap()).unwrap();
-        let runner_temp = self.dir.join("runner-temp");
-        std::fs::create_dir_all(&runner_temp).unwrap();
+        std::fs::create_dir_all(self.runner_temp()).unwrap();
         std::fs::create_dir_all(self.workspace()).unwrap();
+        let arch = match std::env::consts::ARCH {
+            "x86_64" => "X64",
+            "aarch64" => "ARM64",
+            other => other,
+        };
         let mut cmd = Command::new("nice");
         cmd.args([
             "-n",
@@ -631,19 +757,16 @@ impl StepRunner {
         .arg(&file)
         .current_dir(self.workspace())
         .stdin(Stdio::null());
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("BACKOFF_") {
-                cmd.env_remove(k);
-            }
-        }
-        cmd.env_remove("GITLAB_CI")
+        crate::support::plain(&mut cmd)
             .env("GITHUB_ACTIONS", "true")
             .env("GITHUB_OUTPUT", self.files("output", i))
             .env("GITHUB_STEP_SUMMARY", self.files("summary", i))
             .env("GITHUB_PATH", self.files("path", i))
-            .env("GITHUB_ACTION_PATH", root)
+            .env("GITHUB_ACTION_PATH", &self.action_path)
             .env("GITHUB_WORKSPACE", self.workspace())
-            .env("RUNNER_TEMP", &runner_temp)
+            .env("RUNNER_TEMP", self.runner_temp())
+            .env("RUNNER_OS", "Linux")
+            .env("RUNNER_ARCH", arch)
             .env("PATH", &self.path)
             // The build is kept, so that the suite's next run reuses it,
             // and made without the release profile's optimisation, which
@@ -655,7 +778,7 @@ impl StepRunner {
             .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16");
         if let Some(env) = step["env"].as_object() {
             for (k, v) in env {
-                cmd.env(k, substitute(v.as_str().unwrap(), &self.inputs));
+                cmd.env(k, self.substitute(v.as_str().unwrap()));
             }
         }
         let started = std::time::Instant::now();
@@ -667,6 +790,10 @@ impl StepRunner {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        if let Some(id) = step["id"].as_str() {
+            self.outputs
+                .insert(id.to_owned(), outputs(&self.files("output", i)));
+        }
         // What the step added to GITHUB_PATH comes first in the next one's.
         let added: Vec<std::path::PathBuf> = std::fs::read_to_string(self.files("path", i))
             .unwrap_or_default()
@@ -697,9 +824,20 @@ fn inputs(action: &serde_json::Value, given: &[(&str, &str)]) -> BTreeMap<String
     inputs
 }
 
+/// The position of the step with id `id`.
+fn step_of(action: &serde_json::Value, id: &str) -> usize {
+    action["runs"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|s| s["id"] == id)
+        .unwrap_or_else(|| panic!("a step with id {id}"))
+}
+
 #[test]
 fn the_composite_action_installs_backoff_and_retries_the_script_until_it_passes() {
     let action = action();
+    assert_eq!(action["runs"]["using"], "composite");
     let dir = TempDir::new("action");
     // Fails twice, then passes; the pipe fails only under pipefail.
     let script = format!(
@@ -716,23 +854,15 @@ fn the_composite_action_installs_backoff_and_retries_the_script_until_it_passes(
         ("name", "flaky $(touch pwned)"),
         ("args", "--seed 7\n-v"),
     ];
-    let mut runner = StepRunner {
-        inputs: inputs(&action, &given),
-        dir,
-        path: std::env::var_os("PATH").unwrap_or_default(),
-    };
-    assert_eq!(action["runs"]["using"], "composite");
-    let steps = action["runs"]["steps"].as_array().unwrap();
-    let i = steps
-        .iter()
-        .position(|s| s["id"] == "run")
-        .expect("a step with id run");
-    let mut outs: Vec<Output> = steps
-        .iter()
-        .enumerate()
-        .map(|(i, s)| runner.run(i, s))
-        .collect();
-    let out = outs.swap_remove(i);
+    // The cache is empty: the job builds backoff, and saves it.
+    let cache = Cache(TempDir::new("action-cache"));
+    let mut runner = StepRunner::new(&action, &given, &cache);
+    let i = step_of(&action, "run");
+    let mut outs = runner.job(&action);
+    let key = &runner.outputs["build"]["key"];
+    assert!(key.starts_with("backoff-Linux-"), "{key}");
+    assert!(cache.0.join(key).join("bin/backoff").is_file(), "{key}");
+    let out = outs.swap_remove(i).expect("the run step ran");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
@@ -782,6 +912,195 @@ fn the_composite_action_installs_backoff_and_retries_the_script_until_it_passes(
         ["10ms", "20ms", "–"],
         "{summary}"
     );
+
+    next_job_finds_the_build_in(&cache, &action, key);
+}
+
+/// Runs the action in a job after one that saved its build in `cache`
+/// under `key`: cargo is not run (here it would fail), and the saved
+/// binary runs the script.
+fn next_job_finds_the_build_in(cache: &Cache, action: &serde_json::Value, key: &str) {
+    let i = step_of(action, "run");
+    let mut next = StepRunner::new(action, &[("run", "echo from the cache")], cache);
+    let no_cargo = next.dir.join("no-cargo");
+    std::fs::create_dir_all(&no_cargo).unwrap();
+    let cargo = no_cargo.join("cargo");
+    std::fs::write(
+        &cargo,
+        "#!/bin/sh\necho cargo ran on a cache hit >&2\nexit 99\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&cargo, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    next.path =
+        std::env::join_paths(std::iter::once(no_cargo).chain(std::env::split_paths(&next.path)))
+            .unwrap();
+    let outs = next.job(action);
+    assert_eq!(next.outputs["build"]["key"], key);
+    assert_eq!(next.outputs["restore"]["cache-hit"], "true");
+    let install = action["runs"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|s| {
+            s["run"]
+                .as_str()
+                .is_some_and(|r| r.contains("cargo install"))
+        })
+        .expect("a step that installs backoff");
+    let said = String::from_utf8_lossy(&outs[install].as_ref().unwrap().stdout).into_owned();
+    assert!(said.contains("from the cache"), "{said}");
+    let out = outs[i].as_ref().expect("the run step ran");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from the cache\n");
+    assert_eq!(outputs(&next.files("output", i))["outcome"], "success");
+}
+
+#[test]
+fn the_composite_actions_build_is_named_by_every_file_it_is_built_from() {
+    let action = action();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // What the build reads: the crate's package (Cargo.toml's include
+    // list), and the action's own file.
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let list = manifest
+        .split_once("\ninclude = [")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .expect("an include list in Cargo.toml")
+        .0;
+    let mut sources: Vec<String> = list
+        .lines()
+        .map(|l| l.trim().trim_end_matches(',').trim_matches('"'))
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| l.trim_start_matches('/').trim_end_matches("/**").to_owned())
+        .collect();
+    assert!(sources.contains(&"src".to_owned()), "{sources:?}");
+    sources.push("action.yml".to_owned());
+    // A copy of them, elsewhere, with files that are not among them.
+    let copy = TempDir::new("action-sources");
+    for source in &sources {
+        let to = copy.join(source);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        let status = Command::new("cp")
+            .arg("-a")
+            .arg(root.join(source))
+            .arg(&to)
+            .status()
+            .unwrap();
+        assert!(status.success(), "{source}");
+    }
+    let cache = Cache(TempDir::new("action-cache"));
+    let step = &action["runs"]["steps"][step_of(&action, "build")];
+    let key_at = |path: &Path| {
+        let mut runner = StepRunner::new(&action, &[("run", "true")], &cache);
+        runner.action_path = path.to_owned();
+        runner.run(0, step);
+        runner.outputs["build"]["key"].clone()
+    };
+    let key = key_at(root);
+    assert_eq!(key_at(copy.path()), key, "the same files, elsewhere");
+    for other in [
+        "target/release/backoff",
+        "tests/new.rs",
+        ".git/HEAD",
+        "notes",
+    ] {
+        let path = copy.join(other);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "not built from").unwrap();
+    }
+    assert_eq!(key_at(copy.path()), key, "files it is not built from");
+    // A change to any of them is another build.
+    for source in &sources {
+        let file = first_file(&copy.join(source)).unwrap_or_else(|| panic!("no file in {source}"));
+        let was = std::fs::read(&file).unwrap();
+        std::fs::write(&file, [&was[..], b" "].concat()).unwrap();
+        assert_ne!(key_at(copy.path()), key, "{}", file.display());
+        std::fs::write(&file, &was).unwrap();
+    }
+    let added = copy.join("src/new.rs");
+    std::fs::write(&added, "").unwrap();
+    assert_ne!(key_at(copy.path()), key, "a file added");
+}
+
+#[test]
+fn the_example_workflow_gives_the_action_its_inputs_and_reads_its_outputs() {
+    // What actionlint cannot check of a local action without reading it.
+    let action = action();
+    let workflow = yaml("docs/action-example.yml");
+    let declared = action["inputs"].as_object().unwrap();
+    let outputs = action["outputs"].as_object().unwrap();
+    let mut used = 0;
+    for job in workflow["jobs"].as_object().unwrap().values() {
+        let steps = job["steps"].as_array().unwrap();
+        for (i, step) in steps.iter().enumerate() {
+            if step["uses"] != "./" {
+                continue;
+            }
+            used += 1;
+            let with = step["with"].as_object().expect("inputs given");
+            for name in with.keys() {
+                assert!(declared.contains_key(name), "no input {name}");
+            }
+            for (name, input) in declared {
+                if input["required"] == true {
+                    assert!(with.contains_key(name), "required input {name} missing");
+                }
+            }
+            // Each output read later is one the action has.
+            let read = format!("steps.{}.outputs.", step["id"].as_str().unwrap());
+            for later in &steps[i + 1..] {
+                let text = later.to_string();
+                for (at, _) in text.match_indices(&read) {
+                    let name: String = text[at + read.len()..]
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
+                        .collect();
+                    assert!(outputs.contains_key(&name), "no output {name}");
+                }
+            }
+        }
+    }
+    assert_eq!(used, 1, "one step uses the action");
+}
+
+#[test]
+fn the_composite_actions_shell_steps_pass_shellcheck() {
+    let action = action();
+    let dir = TempDir::new("action-shellcheck");
+    let mut scripts = Vec::new();
+    for (i, step) in action["runs"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        if let Some(run) = step["run"].as_str() {
+            assert_eq!(step["shell"], "bash", "{step}");
+            // The runner puts an expression's value into the script's text:
+            // a script must get values through `env` instead.
+            assert!(!run.contains("${{"), "an expression in step {i}'s script");
+            let path = dir.join(&format!("step-{i}.sh"));
+            std::fs::write(&path, run).unwrap();
+            scripts.push(path);
+        }
+    }
+    crate::support::pass_shellcheck(
+        "the_composite_actions_shell_steps_pass_shellcheck",
+        &scripts,
+    );
+}
+
+/// `path` if it is a file, else the first file under it, in the order of
+/// names.
+fn first_file(path: &Path) -> Option<std::path::PathBuf> {
+    if !path.is_dir() {
+        return Some(path.to_owned());
+    }
+    let mut entries: Vec<_> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    entries.iter().find_map(|e| first_file(e))
 }
 
 /// Says how long a step of the action took (seen with --nocapture), for

@@ -662,21 +662,9 @@ fn fish_completes_a_file_name_with_spaces_as_one_word() {
 
 #[test]
 fn the_bash_completion_passes_shellcheck() {
-    let script = completions_dir().join("backoff.bash");
-    let Some(out) = crate::support::checked_by(
+    crate::support::pass_shellcheck(
         "the_bash_completion_passes_shellcheck",
-        "shellcheck",
-        Command::new("shellcheck")
-            .args(["--shell=bash", "--format=gcc"])
-            .arg(&script),
-    ) else {
-        return;
-    };
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        &[completions_dir().join("backoff.bash")],
     );
 }
 

@@ -36,6 +36,8 @@ Set for the command: the attempt number (from 1), the number of attempts allowed
 .TP
 \fBBACKOFF_DEADLINE\fR, \fBBACKOFF_TIMEOUT\fR
 Set for the command with \fB\-\-max\-time\fR and \fB\-\-timeout\fR, so that it can shorten its own limits: the run's deadline as a Unix time in seconds with milliseconds (\fB1764600000.250\fR), and the limit of each attempt in seconds (\fB2.5\fR). Without those options neither is set, and inherited values of these names are not passed on. A backoff that the command runs reads \fBBACKOFF_TIMEOUT\fR as its own \fB\-\-timeout\fR.
+.PP
+Any other variable whose name starts with \fBBACKOFF_\fR gets a warning at the start of the run (not with \fB\-q\fR; a \fBwarning\fR event in json) that names the variable backoff reads nearest to it in spelling: \fBBACKOFF_BASS is not a variable backoff reads; did you mean BACKOFF_BASE?\fR. The variables backoff sets for a command or a hook are not taken for mistakes, as another backoff they run sees them.
 ";
 
 const CLASSIFICATION: &str = r#".SH "CLASSIFYING ATTEMPTS"

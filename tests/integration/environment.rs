@@ -1,4 +1,5 @@
-//! Policy options from the environment; flags win over it.
+//! Policy options from the environment; flags win over it; a mistyped
+//! `BACKOFF_*` variable is told of.
 
 use std::time::Duration;
 
@@ -204,4 +205,143 @@ fn the_store_url_never_reaches_the_command_or_a_hook_but_the_policy_does() {
         .code(3);
     // Two attempts, the retry's hook and the give-up's.
     assert_eq!(dir.lines("seen"), vec!["unset 2ms"; 4]);
+}
+
+/// backoff's stderr for `args` with the variables `env`.
+fn said_with(env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String) {
+    let mut cmd = backoff(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.timeout(crate::support::PATIENCE).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_mistyped_variable_is_told_once_at_the_start_with_the_one_meant() {
+    let warning =
+        "backoff: BACKOFF_BASS is not a variable backoff reads; did you mean BACKOFF_BASE?\n";
+    let args = [
+        "-v",
+        "--jitter",
+        "none",
+        "--max-retries",
+        "1",
+        "--",
+        "false",
+    ];
+    let (code, err) = said_with(&[("BACKOFF_BASS", "2ms")], &args);
+    assert_eq!(code, Some(1));
+    assert!(err.starts_with(warning), "{err}");
+    assert_eq!(err.matches("BACKOFF_BASS").count(), 1, "{err}");
+    assert!(err.contains("(bound 100ms)"), "the default base: {err}");
+    // Followed, the advice works.
+    let (_, err) = said_with(&[("BACKOFF_BASE", "2ms")], &args);
+    assert!(!err.contains("not a variable"), "{err}");
+    assert!(err.contains("retrying in 2ms (bound 2ms)"), "{err}");
+    // In json, a warning event first; with -q, nothing.
+    let (_, err) = said_with(
+        &[("BACKOFF_BASS", "2ms")],
+        &["--log-format", "json", "--", "true"],
+    );
+    let events = crate::support::events(err.as_bytes());
+    assert_eq!(events[0]["event"], "warning", "{err}");
+    assert_eq!(
+        events[0]["message"],
+        warning.trim_end().trim_start_matches("backoff: ")
+    );
+    assert_eq!(events.iter().filter(|e| e["event"] == "warning").count(), 1);
+    let (code, err) = said_with(&[("BACKOFF_BASS", "2ms")], &["-q", "--", "true"]);
+    assert_eq!((code, err.as_str()), (Some(0), ""));
+    // Several: one line each, in the order of their names; one far from
+    // every name backoff reads is pointed to the list of them.
+    let (_, err) = said_with(
+        &[
+            ("BACKOFF_TIMOUT", "1s"),
+            ("BACKOFF_STORE", "x"),
+            ("BACKOFF_ZZZ", "1"),
+        ],
+        &["--", "true"],
+    );
+    assert_eq!(
+        err,
+        "backoff: BACKOFF_STORE is not a variable backoff reads; did you mean BACKOFF_BUDGET_STORE?\n\
+         backoff: BACKOFF_TIMOUT is not a variable backoff reads; did you mean BACKOFF_TIMEOUT?\n\
+         backoff: BACKOFF_ZZZ is not a variable backoff reads; backoff --help names those it reads\n"
+    );
+}
+
+#[test]
+fn backoff_help_names_every_variable_backoff_reads() {
+    // Where a mistyped variable is near none of them, the warning points
+    // to `backoff --help`.
+    let out = backoff(["--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "BASE",
+        "CAP",
+        "FACTOR",
+        "JITTER",
+        "MAX_RETRIES",
+        "TIMEOUT",
+        "MAX_TIME",
+        "RETRY_AFTER_MAX",
+        "BUDGET_STORE",
+        "TIMESTAMPS",
+    ] {
+        assert!(help.contains(&format!("BACKOFF_{name}")), "BACKOFF_{name}");
+        // And none of them is taken for a mistake.
+        let (_, err) = said_with(&[(&format!("BACKOFF_{name}"), "")], &["--", "true"]);
+        assert!(!err.contains("not a variable"), "{err}");
+    }
+}
+
+#[test]
+fn subcommands_that_read_variables_tell_of_a_mistyped_one_too() {
+    let env = [("BACKOFF_BASS", "1s")];
+    let warning =
+        "backoff: BACKOFF_BASS is not a variable backoff reads; did you mean BACKOFF_BASE?\n";
+    let dir = TempDir::new("env-sub");
+    let budget_dir = dir.path().to_str().unwrap();
+    for args in [
+        &["schedule", "--max-retries", "1"][..],
+        &["budget", "show", "k", "--budget-dir", budget_dir],
+    ] {
+        let (code, err) = said_with(&env, args);
+        assert_eq!((code, err.as_str()), (Some(0), warning), "{args:?}");
+    }
+    // The simulator reads none.
+    let (code, err) = said_with(&env, &["simulate", "--clients", "2", "--runs", "1"]);
+    assert_eq!((code, err.as_str()), (Some(0), ""));
+}
+
+#[test]
+fn a_backoff_run_by_a_command_or_a_hook_takes_no_variable_it_was_given_for_a_mistake() {
+    // Every variable backoff sets for a command or a hook reaches a
+    // backoff they run.
+    let dir = TempDir::new("env-nested");
+    let path = crate::support::path_with_backoff(&dir);
+    let inner = "backoff --attempts 1 -- true";
+    let out = backoff(["--base", "1ms", "--attempts", "2", "--timeout", "1m"])
+        .args([
+            "--max-time",
+            "1m",
+            "--on-retry",
+            inner,
+            "--on-give-up",
+            inner,
+        ])
+        .args(["--", "sh", "-c"])
+        .arg(format!("{inner} && exit 3"))
+        .env("PATH", path)
+        .timeout(crate::support::PATIENCE)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("giving up after 2 attempts"), "{err}");
+    assert!(!err.contains("not a variable"), "{err}");
 }

@@ -455,12 +455,11 @@ fn stdout_and_stderr_bound_for_one_place_keep_their_order() {
             ("a pipe", "2>&1 | cat > \"$1\""),
         ] {
             let file = dir.join("out");
-            let status = Command::new("sh")
+            let status = crate::support::plain(&mut Command::new("sh"))
                 .arg("-c")
                 .arg(format!("\"$0\" -q {flag} -- sh -c '{script}' {redirect}"))
                 .arg(&bin)
                 .arg(&file)
-                .env_remove("GITHUB_ACTIONS")
                 .status()
                 .unwrap();
             assert!(status.success(), "{flag}, {place}");

@@ -43,13 +43,9 @@ impl Terminal {
 
     fn tmux(&self) -> Command {
         let mut cmd = Command::new("tmux");
-        cmd.args(["-L", &self.socket]);
-        for (k, _) in std::env::vars_os() {
-            let k = k.to_string_lossy().into_owned();
-            if k.starts_with("BACKOFF_") || ["TMUX", "GITHUB_ACTIONS", "GITLAB_CI"].contains(&&*k) {
-                cmd.env_remove(k);
-            }
-        }
+        crate::support::plain(&mut cmd)
+            .args(["-L", &self.socket])
+            .env_remove("TMUX");
         cmd
     }
 

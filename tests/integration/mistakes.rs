@@ -1,11 +1,12 @@
 //! Common mistakes get a hint that, followed as written, works: backoff's
 //! own options after the command, a command given as one quoted word, a
-//! script without a `#!` line, `help` as a command.
+//! script without a `#!` line, `help` as a command, a duration of two
+//! words unquoted; an empty command is refused.
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::Output;
 
-use crate::support::{PATIENCE, TempDir, backoff, bin, events};
+use crate::support::{PATIENCE, TempDir, backoff, events};
 
 /// backoff's output for `args`, bounded by PATIENCE.
 fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
@@ -22,21 +23,29 @@ fn follow(advice: &str, marker: &str) -> Output {
     let (_, line) = advice
         .split_once(marker)
         .unwrap_or_else(|| panic!("{advice:?} lacks {marker:?}"));
-    let line = line.lines().next().unwrap();
+    shell(line.lines().next().unwrap())
+}
+
+/// Runs the command line `line` as a person would paste it into a shell:
+/// `sh -c`, with `backoff` on PATH.
+fn shell(line: &str) -> Output {
     assert!(line.starts_with("backoff "), "{line}");
     let dir = TempDir::new("follow");
-    std::os::unix::fs::symlink(bin(), dir.join("backoff")).unwrap();
-    let path = format!(
-        "{}:{}",
-        dir.path().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    assert_cmd::Command::new("sh")
+    let path = crate::support::path_with_backoff(&dir);
+    let mut sh = std::process::Command::new("sh");
+    crate::support::plain(&mut sh)
         .args(["-c", line])
-        .env("PATH", path)
+        .env("PATH", path);
+    assert_cmd::Command::from_std(sh)
         .timeout(PATIENCE)
         .output()
         .unwrap()
+}
+
+/// Makes the file at `path`, holding `text`, executable.
+fn executable(path: &std::path::Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// backoff's arguments that retry `sh` `retries` times, which exits at once
@@ -175,8 +184,7 @@ fn help_as_a_command_is_told_backoffs_own_help() {
 fn a_script_without_an_interpreter_line_is_told_to_add_one() {
     let dir = TempDir::new("no-shebang");
     let script = dir.join("script.sh");
-    std::fs::write(&script, "echo ran\n").unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    executable(&script, "echo ran\n");
     let path = script.to_str().unwrap();
     let out = run(&["--", path]);
     assert_eq!(out.status.code(), Some(126));
@@ -208,4 +216,71 @@ fn a_script_without_an_interpreter_line_is_told_to_add_one() {
         stderr(&out),
         format!("backoff: cannot run '{path}': Exec format error\n")
     );
+}
+
+#[test]
+fn a_duration_of_two_words_unquoted_is_refused_before_anything_runs_and_told_to_quote_it() {
+    for (line, mistake, advice) in [
+        (
+            "backoff --max-time 1h 30m -- sh -c 'echo ran'",
+            "--max-time 1h 30m",
+            "'30m' is the rest of --max-time's duration, not a command; quote it: --max-time '1h 30m'",
+        ),
+        (
+            "backoff --jitter none --base=1s 500ms 2ms sh -c 'echo ran'",
+            "--base=1s 500ms 2ms",
+            "'500ms 2ms' is the rest of --base's duration, not a command; quote it: --base='1s 500ms 2ms'",
+        ),
+    ] {
+        let out = shell(line);
+        assert_eq!(out.status.code(), Some(125), "{line}: {}", stderr(&out));
+        assert_eq!(stderr(&out), format!("backoff: {advice}\n"), "{line}");
+        assert!(out.stdout.is_empty(), "nothing ran: {line}");
+        // Followed: the words of the duration quoted as one.
+        let (_, quoted) = advice.split_once("quote it: ").unwrap();
+        let followed = shell(&line.replace(mistake, quoted));
+        assert_eq!(followed.status.code(), Some(0), "{}", stderr(&followed));
+        assert_eq!(followed.stdout, b"ran\n");
+    }
+}
+
+#[test]
+fn a_program_named_like_a_duration_runs_after_double_dash_or_another_option() {
+    let dir = TempDir::new("named-30m");
+    executable(&dir.join("30m"), "#!/bin/sh\necho ran\n");
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for args in [
+        &["--max-time", "1h", "--", "30m"][..],
+        &["--attempts", "1", "30m"],
+        &["--max-time", "1h", "-v", "30m"],
+    ] {
+        let out = backoff(args)
+            .env("PATH", &path)
+            .timeout(PATIENCE)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert_eq!(out.stdout, b"ran\n", "{args:?}");
+    }
+}
+
+#[test]
+fn an_empty_command_is_refused_before_anything_runs() {
+    let dir = TempDir::new("empty-command");
+    let hook = format!("touch '{}'", dir.join("hook").display());
+    for (args, said) in [
+        (&[""][..], "the command is empty"),
+        (&["--", ""], "the command is empty"),
+        (&["--", "", ""], "the command is empty"),
+        (&["", "x"], "the command's program is an empty word"),
+    ] {
+        let out = run(&[&["--attempts", "2", "--on-give-up", &hook][..], args].concat());
+        assert_eq!(out.status.code(), Some(125), "{args:?}");
+        assert_eq!(stderr(&out), format!("backoff: {said}\n"), "{args:?}");
+    }
+    assert!(!dir.join("hook").exists(), "nothing ran");
 }

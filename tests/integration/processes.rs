@@ -142,7 +142,7 @@ libc = ctypes.CDLL(None, use_errno=True)
 libc.execve(args[0], array(args), array(env))
 sys.exit("execve: %d" % ctypes.get_errno())
 "#;
-    let out = std::process::Command::new("python3")
+    let out = crate::support::plain(&mut std::process::Command::new("python3"))
         .args(["-c", LAUNCH])
         .arg(crate::support::bin())
         .output()
@@ -197,7 +197,7 @@ fn a_run_in_a_pid_namespace_keeps_the_commands_status() {
         );
         return;
     }
-    let out = std::process::Command::new("unshare")
+    let out = crate::support::plain(&mut std::process::Command::new("unshare"))
         .args(["--pid", "--fork"])
         .arg(crate::support::bin())
         .args(["--max-retries", "0", "--", "sh", "-c", "exit 3"])
@@ -212,17 +212,13 @@ fn with_open_file_limit(files: u64, args: &[&str]) -> std::process::Output {
                   n = int(sys.argv[1])\n\
                   resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))\n\
                   os.execv(sys.argv[2], sys.argv[2:])";
-    let mut cmd = std::process::Command::new("python3");
-    cmd.args(["-c", script])
+    crate::support::plain(&mut std::process::Command::new("python3"))
+        .args(["-c", script])
         .arg(files.to_string())
         .arg(crate::support::bin())
-        .args(args);
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("BACKOFF_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.output().expect("python3 runs")
+        .args(args)
+        .output()
+        .expect("python3 runs")
 }
 
 #[test]
@@ -255,10 +251,9 @@ fn backoffs_own_lack_of_descriptors_is_retried_said_to_be_backoffs_and_ends_with
 fn a_command_killed_by_sigpipe_when_its_reader_quits_ends_quietly_unless_verbose() {
     let bin = crate::support::bin();
     for (flags, lines) in [("", 0), ("-v", 3)] {
-        let out = std::process::Command::new("sh")
+        let out = crate::support::plain(&mut std::process::Command::new("sh"))
             .arg("-c")
             .arg(format!("'{}' {flags} -- yes | head -1", bin.display()))
-            .env_remove("BACKOFF_VERBOSE")
             .output()
             .expect("sh runs");
         let err = String::from_utf8_lossy(&out.stderr);
@@ -283,13 +278,12 @@ fn a_failed_fork_is_backoffs_own_failure_retried_and_said_and_so_is_the_guards()
     let script = "import os, resource, sys\n\
                   resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))\n\
                   os.execv(sys.argv[1], sys.argv[1:])";
-    let out = std::process::Command::new(setpriv)
+    let out = crate::support::plain(&mut std::process::Command::new(setpriv))
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(python)
         .args(["-c", script])
         .arg(crate::support::bin())
         .args(["--max-retries", "1", "--base", "1ms", "--", "true"])
-        .env_remove("BACKOFF_MAX_RETRIES")
         .output()
         .expect("setpriv runs");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -414,7 +408,8 @@ fn in_pid_namespace(flags: &[&str], args: &[&str]) -> Option<assert_cmd::Command
         return None;
     }
     let mut cmd = std::process::Command::new("unshare");
-    cmd.args(UNSHARE)
+    crate::support::plain(&mut cmd)
+        .args(UNSHARE)
         .args(flags)
         .arg(crate::support::bin())
         .args(args);

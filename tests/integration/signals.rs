@@ -217,7 +217,8 @@ fn sigtstp_and_sigcont_are_passed_on_to_the_child() {
 /// and the signal mask first, as a shell, `nohup` or a service manager might.
 fn launched(setup: &str, args: &[&str]) -> std::process::Command {
     let mut cmd = std::process::Command::new("python3");
-    cmd.arg("-c")
+    crate::support::plain(&mut cmd)
+        .arg("-c")
         .arg(format!(
             "import os, signal, sys\n{setup}\nos.execv(sys.argv[1], sys.argv[1:])"
         ))
@@ -325,7 +326,7 @@ fn a_closed_stderr_never_crashes_backoff() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(5));
     // And with stderr closed outright.
-    let out = std::process::Command::new("sh")
+    let out = crate::support::plain(&mut std::process::Command::new("sh"))
         .arg("-c")
         .arg("\"$0\" --max-retries 1 --base 1ms -- sh -c 'exit 6' 2>&-")
         .arg(crate::support::bin())

@@ -117,7 +117,7 @@ if os.WIFSIGNALED(status):
 else:
     print("exit", os.WEXITSTATUS(status))
 "#;
-    let out = std::process::Command::new("python3")
+    let out = crate::support::plain(&mut std::process::Command::new("python3"))
         .args(["-c", script])
         .arg(PATIENCE.as_secs().to_string())
         .arg(needle)

@@ -457,7 +457,7 @@ fn closed_stdout_and_stderr_act_as_dev_null_and_are_never_mistaken_for_backoffs_
         "exec '{}' -q --retry-if-output zzz -- sh -c 'head -c 1000000 /dev/zero; printf \"\\002\" >&2; exit 3' >&- 2>&-",
         crate::support::bin().display()
     );
-    let status = std::process::Command::new("sh")
+    let status = crate::support::plain(&mut std::process::Command::new("sh"))
         .arg("-c")
         .arg(script)
         .status()

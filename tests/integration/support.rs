@@ -2,6 +2,7 @@
 //! in the background, and waiting for what it prints, always with a deadline.
 
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,8 +28,8 @@ pub fn bin() -> PathBuf {
         )
 }
 
-/// `backoff` with the given arguments, as an `assert_cmd` command, with the
-/// environment cleared of `BACKOFF_*` variables.
+/// `backoff` with the given arguments, as an `assert_cmd` command, started
+/// `plain`.
 pub fn backoff<I, S>(args: I) -> assert_cmd::Command
 where
     I: IntoIterator<Item = S>,
@@ -288,15 +289,14 @@ impl Drop for Running {
     }
 }
 
-/// A `std::process::Command` for the backoff binary, with a clean
-/// `BACKOFF_*` environment and no CI runner's variables.
+/// A `std::process::Command` for the backoff binary, started `plain`.
 pub fn command<I, S>(args: I) -> Command
 where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
     let mut cmd = Command::new(bin());
-    clean_environment(&mut cmd);
+    plain(&mut cmd);
     cmd.args(args);
     cmd
 }
@@ -312,8 +312,46 @@ where
     cmd.arg("-c")
         .arg(format!("{setup}\nexec \"$0\" \"$@\""))
         .arg(bin());
-    clean_environment(&mut cmd);
+    plain(&mut cmd);
     cmd.args(args);
+    cmd
+}
+
+/// Makes `cmd`, a process that runs backoff (directly, or through a shell
+/// or a launcher), start as it would from a shell at a terminal, whatever
+/// started the tests: with every signal's default action, an empty signal
+/// mask, and no `BACKOFF_*` or CI runner's variables.
+///
+/// The tests may be started by `nohup`, in the background, or by a service
+/// manager, which leave SIGINT, SIGQUIT, SIGHUP or SIGPIPE ignored in the
+/// test process and so in what it starts; backoff rightly keeps a signal
+/// it inherited as ignored ignored, and a test of what a signal does would
+/// fail. The tests of inherited dispositions set them after this, in the
+/// launcher they start. The variables are the test run's own
+/// (`BACKOFF_TEST_BIN`, `BACKOFF_REGENERATE`) or the user's: tests that
+/// want one set it after this.
+pub fn plain(cmd: &mut Command) -> &mut Command {
+    clean_environment(cmd);
+    // SAFETY: the hook runs in the child between fork and exec, and calls
+    // only sigemptyset, sigaction and sigprocmask, which are
+    // async-signal-safe; it touches no memory but its own stack.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut default: libc::sigaction = std::mem::zeroed();
+            default.sa_sigaction = libc::SIG_DFL;
+            libc::sigemptyset(&raw mut default.sa_mask);
+            // Every signal number there may be; those that cannot be
+            // changed (SIGKILL, SIGSTOP, the C library's own) refuse,
+            // which is fine.
+            for sig in 1..65 {
+                libc::sigaction(sig, &raw const default, std::ptr::null_mut());
+            }
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&raw mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &raw const none, std::ptr::null_mut());
+            Ok(())
+        });
+    }
     cmd
 }
 
@@ -336,6 +374,17 @@ fn clean_environment(cmd: &mut Command) {
     ] {
         cmd.env_remove(name);
     }
+}
+
+/// `PATH` with `dir` first, where a link named `backoff` to the binary
+/// under test is made: the `backoff` a person types.
+pub fn path_with_backoff(dir: &TempDir) -> String {
+    std::os::unix::fs::symlink(bin(), dir.join("backoff")).expect("link backoff");
+    format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }
 
 /// Whether the tests run as root (some need to act as another user).
@@ -470,4 +519,24 @@ pub fn checked_by(
         }
         Err(e) => panic!("{}: {e}", command.get_program().to_string_lossy()),
     }
+}
+
+/// Checks that the bash scripts at `scripts` pass shellcheck; skipped,
+/// said on one line naming `test`, where it is not installed.
+pub fn pass_shellcheck(test: &str, scripts: &[PathBuf]) {
+    let Some(out) = checked_by(
+        test,
+        "shellcheck",
+        Command::new("shellcheck")
+            .args(["--shell=bash", "--format=gcc"])
+            .args(scripts),
+    ) else {
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -220,7 +220,8 @@ fn at_time(
     args: &[&str],
 ) -> std::process::Output {
     let mut cmd = std::process::Command::new(faketime);
-    cmd.arg(format!("@{at}"))
+    crate::support::plain(&mut cmd)
+        .arg(format!("@{at}"))
         .arg(crate::support::bin())
         .args(args);
     for key in ["FAKETIME", "TZ"] {

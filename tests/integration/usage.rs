@@ -805,7 +805,8 @@ fn an_oversized_set_of_output_patterns_is_refused_before_it_is_all_compiled() {
     // Each of these takes some 20 MB compiled (Unicode's \w, 300 times).
     let patterns: Vec<String> = (0..80).map(|i| format!(r"\w{{3{i:02}}}")).collect();
     let mut cmd = std::process::Command::new("/usr/bin/time");
-    cmd.args(["-f", "%M", "-o"])
+    crate::support::plain(&mut cmd)
+        .args(["-f", "%M", "-o"])
         .arg(&peak)
         .arg(crate::support::bin());
     cmd.args(["--attempts", "1"]);
