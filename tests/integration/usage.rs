@@ -789,10 +789,10 @@ fn the_advice_of_what_a_preset_or_a_program_cannot_do_followed_literally_works()
             &["--", "wget", "-q", "-S", "-t", "3", "--tries=1", "nope://x"],
         ),
         (
-            &["--", "wget", "-q", "nope://x"],
+            &["--retry-after", "--", "wget", "-q", "nope://x"],
             &[],
             "add -S",
-            &["--", "wget", "-q", "-S", "nope://x"],
+            &["--retry-after", "--", "wget", "-q", "-S", "nope://x"],
         ),
     ];
     follow_advice(cases);
