@@ -459,30 +459,71 @@ fn flatten(lists: &[RuleList]) -> Vec<Rule> {
     lists.iter().flat_map(|l| l.0.iter().copied()).collect()
 }
 
-/// Builds the classification rules, refusing an outcome that is both
-/// retried and stopped.
+/// Builds the classification rules. An outcome in both `--stop-on` and
+/// `--retry-on` stops the run, as `--stop-on` is checked first; only a rule
+/// that can never match is refused: a `--retry-on` rule whose every
+/// outcome `--stop-on` or `--success-on` (both checked before it) takes,
+/// and a `--success-on` rule whose every outcome `--stop-on` takes.
 pub fn rules(args: &RuleArgs, given: &Given) -> Result<Rules, UsageError> {
     let stop_on = flatten(&args.stop_on);
+    let success_on = flatten(&args.success_on);
     let retry_on = flatten(&args.retry_on);
-    for s in &stop_on {
-        if let Some(r) = retry_on.iter().find(|r| r.overlaps(*s)) {
-            return Err(invalid(
-                given,
-                s,
-                "--stop-on",
-                format!("overlaps --retry-on {r}"),
-            ));
+    let before_retry: Vec<Rule> = stop_on.iter().chain(&success_on).copied().collect();
+    // `--success-on 0` unless given (a repeated flag is not in `given`).
+    let default_success = !given.gave("--success-on") && success_on == [Rule::Codes(0, 0)];
+    let earlier = [
+        ("--stop-on", &stop_on[..], false),
+        ("--success-on", &success_on[..], default_success),
+    ];
+    for r in &retry_on {
+        if r.covered_by(&before_retry) {
+            return Err(never_matches("--retry-on", *r, &earlier));
+        }
+    }
+    if !default_success {
+        for r in &success_on {
+            if r.covered_by(&stop_on) {
+                return Err(never_matches("--success-on", *r, &earlier[..1]));
+            }
         }
     }
     Ok(Rules {
         stop_on,
-        success_on: flatten(&args.success_on),
+        success_on,
         retry_on,
         retry_output: false,
         preset: None,
         not_idempotent: false,
         until_output: false,
     })
+}
+
+/// The refusal of `rule` of `flag`, which can never match: the rules of
+/// `earlier` (each flag with its rules, and whether they are its default,
+/// all checked before `flag`) take every outcome it matches. Names the
+/// rules of each flag that do.
+fn never_matches(flag: &str, rule: Rule, earlier: &[(&str, &[Rule], bool)]) -> UsageError {
+    let mut lists = Vec::new();
+    for (other, rules, default) in earlier {
+        let hits: Vec<String> = rules
+            .iter()
+            .filter(|r| r.overlaps(rule))
+            .map(ToString::to_string)
+            .collect();
+        if !hits.is_empty() {
+            let whence = if *default { " (its default)" } else { "" };
+            lists.push(format!("{other} {}{whence}", hits.join(",")));
+        }
+    }
+    let (is, takes) = if lists.len() == 1 {
+        ("is", "takes")
+    } else {
+        ("are", "take")
+    };
+    UsageError(format!(
+        "invalid value '{rule}' for '{flag}': it can never match, as {} {is} checked before it and {takes} every outcome it names",
+        lists.join(" and ")
+    ))
 }
 
 /// What `backoff simulate` runs: one of its models, checked.

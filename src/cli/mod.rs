@@ -775,7 +775,13 @@ pub struct RuleArgs {
     #[arg(long, value_name = "RULES", value_parser = values::rules, allow_hyphen_values = true)]
     pub retry_on: Vec<RuleList>,
 
-    /// Never retry these outcomes; checked first.
+    /// Never retry these outcomes; checked first
+    ///
+    /// Checked before --success-on and --retry-on, so an outcome in both
+    /// --stop-on and --retry-on stops the run (--stop-on 2 --retry-on 1-255
+    /// retries every failure but exit 2). A rule that could never match,
+    /// every outcome it names taken by a list checked before it, is
+    /// refused.
     #[arg(long, value_name = "RULES", value_parser = values::rules, allow_hyphen_values = true)]
     pub stop_on: Vec<RuleList>,
 

@@ -153,11 +153,45 @@ fn bad_rules_are_refused() {
     ] {
         refused(&[&format!("{flag}={value}")], &format!("'{flag}'"));
     }
-    refused(&["--retry-on", "1-5", "--stop-on", "3"], "'--stop-on'");
-    refused(
-        &["--retry-on", "sig:TERM", "--stop-on", "sig:15"],
-        "'--stop-on'",
-    );
+}
+
+#[test]
+fn only_a_rule_that_can_never_match_is_refused_and_the_refusal_says_why() {
+    for (args, message) in [
+        (
+            &["--retry-on", "3", "--stop-on", "1-5"][..],
+            "invalid value '3' for '--retry-on': it can never match, as --stop-on 1-5 is checked before it and takes every outcome it names",
+        ),
+        (
+            &["--retry-on", "sig:TERM", "--stop-on", "sig:15"],
+            "invalid value 'sig:TERM' for '--retry-on': it can never match, as --stop-on sig:TERM is checked before it",
+        ),
+        (
+            &["--retry-on", "0"],
+            "invalid value '0' for '--retry-on': it can never match, as --success-on 0 (its default) is checked before it",
+        ),
+        (
+            &[
+                "--retry-on",
+                "7,0-5",
+                "--stop-on",
+                "1-3",
+                "--success-on",
+                "0,4-5",
+            ],
+            "invalid value '0-5' for '--retry-on': it can never match, as --stop-on 1-3 and --success-on 0,4-5 are checked before it and take every outcome it names",
+        ),
+        (
+            &["--success-on", "0,4", "--stop-on", "3-5"],
+            "invalid value '4' for '--success-on': it can never match, as --stop-on 3-5 is checked before it",
+        ),
+        (
+            &["--retry-on", "timeout", "--success-on", "0,timeout"],
+            "invalid value 'timeout' for '--retry-on': it can never match, as --success-on timeout is checked before it",
+        ),
+    ] {
+        refused(args, message);
+    }
 }
 
 #[test]
