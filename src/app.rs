@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::budget::{BreakerStore, Refill, Store, ThrottleStore};
+use crate::budget::{Breakers, Refill, Throttles};
 use crate::cli::{self, Cli, Format, SimFormat, Sub};
 use crate::config::{self, Given, RunConfig, UsageError};
 use crate::event::{Report, Reports};
@@ -467,10 +467,6 @@ fn simulate_command(args: &cli::SimulateArgs, given: &Given) -> anyhow::Result<E
 
 /// `backoff breaker show|reset KEY`.
 fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Result<Exit> {
-    let fail = |key: &str, b: &BreakerStore, e: crate::budget::StoreError| match b.server() {
-        Some(server) => UsageError(format!("circuit breaker '{key}' ({server}): {e}")),
-        None => UsageError(format!("circuit breaker '{key}': {e}")),
-    };
     // Showing and closing a circuit needs none of its limits.
     let limits = Breaker {
         failures: 1,
@@ -478,8 +474,9 @@ fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Resu
     };
     match command {
         cli::BreakerCommand::Show { key, store, format } => {
-            let b = config::open_breaker(key, store, limits, given, &Warnings::default())?;
-            let (circuit, now) = b.show().map_err(|e| fail(key, &b, e))?;
+            let b =
+                config::open_store::<Breakers>(key, store, limits, given, &Warnings::default())?;
+            let (circuit, now) = b.show().map_err(|e| UsageError(b.error(&e)))?;
             let line = match format {
                 cli::BudgetFormat::Text => format!(
                     "{key}: {} ({})\n",
@@ -497,8 +494,9 @@ fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Resu
             let _ = std::io::stdout().write_all(line.as_bytes());
         }
         cli::BreakerCommand::Reset { key, store } => {
-            let b = config::open_breaker(key, store, limits, given, &Warnings::default())?;
-            b.reset().map_err(|e| fail(key, &b, e))?;
+            let b =
+                config::open_store::<Breakers>(key, store, limits, given, &Warnings::default())?;
+            b.reset().map_err(|e| UsageError(b.error(&e)))?;
         }
     }
     Ok(Exit::SUCCESS)
@@ -507,10 +505,6 @@ fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Resu
 /// `backoff throttle show|reset KEY`.
 fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Result<Exit> {
     use crate::fleet::throttle::SLOTS;
-    let fail = |key: &str, t: &ThrottleStore, e: crate::budget::StoreError| match t.server() {
-        Some(server) => UsageError(format!("adaptive throttle '{key}' ({server}): {e}")),
-        None => UsageError(format!("adaptive throttle '{key}': {e}")),
-    };
     match command {
         cli::ThrottleCommand::Show {
             key,
@@ -519,8 +513,9 @@ fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Re
             format,
         } => {
             let throttle = config::throttle_limits(limits);
-            let t = config::open_throttle(key, store, throttle, given, &Warnings::default())?;
-            let (window, now) = t.show().map_err(|e| fail(key, &t, e))?;
+            let t =
+                config::open_store::<Throttles>(key, store, throttle, given, &Warnings::default())?;
+            let (window, now) = t.show().map_err(|e| UsageError(t.error(&e)))?;
             let counts = window.counts(now);
             let probability = throttle.probability(counts);
             // The state's width while a slot of it counts (for a width of
@@ -563,8 +558,9 @@ fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Re
                 window_ms: crate::fleet::throttle::MIN_WINDOW_MS,
                 k_milli: 1000,
             };
-            let t = config::open_throttle(key, store, limits, given, &Warnings::default())?;
-            t.reset().map_err(|e| fail(key, &t, e))?;
+            let t =
+                config::open_store::<Throttles>(key, store, limits, given, &Warnings::default())?;
+            t.reset().map_err(|e| UsageError(t.error(&e)))?;
         }
     }
     Ok(Exit::SUCCESS)
@@ -583,15 +579,11 @@ fn show_k(k_milli: u64) -> String {
 
 /// `backoff budget show|reset KEY`.
 fn budget_command(command: &cli::BudgetCommand, given: &Given) -> anyhow::Result<Exit> {
-    let fail = |key: &str, b: &Store, e: crate::budget::StoreError| match b.server() {
-        Some(server) => UsageError(format!("retry budget '{key}' ({server}): {e}")),
-        None => UsageError(format!("retry budget '{key}': {e}")),
-    };
     let tokens = |micros: u64| show_tokens(micros).parse::<f64>().unwrap_or(0.0);
     match command {
         cli::BudgetCommand::Show { key, store, format } => {
             let b = config::open_budget(key, store, given, &Warnings::default())?;
-            let level = b.level().map_err(|e| fail(key, &b, e))?;
+            let level = b.level().map_err(|e| UsageError(b.error(&e)))?;
             // The state's own bucket; the flags' where it records none (no
             // state yet, or one of an older version).
             let (made, source) = match level.made {
@@ -641,7 +633,7 @@ fn budget_command(command: &cli::BudgetCommand, given: &Given) -> anyhow::Result
             } else {
                 Refill::Recorded
             };
-            b.reset(refill).map_err(|e| fail(key, &b, e))?;
+            b.reset(refill).map_err(|e| UsageError(b.error(&e)))?;
         }
     }
     Ok(Exit::SUCCESS)

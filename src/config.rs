@@ -9,9 +9,10 @@ use std::time::{Duration, SystemTime};
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 
-use crate::budget::file::{self, FileBreaker, FileBudget, FileThrottle};
+use crate::budget::file;
 use crate::budget::{
-    BreakerPlace, BreakerStore, Place, Store, ThrottlePlace, ThrottleStore, redact,
+    BreakerStore, Breakers, Budgets, Kind, Location, OpenError, Settings, Shared, Store,
+    ThrottleStore, Throttles, redact,
 };
 use crate::classify::{Preset, Rule, Rules};
 use crate::cli::values::RuleList;
@@ -904,20 +905,40 @@ pub fn open_budget(
         burst: store.budget_burst,
         ratio: store.budget_ratio,
     };
-    let place = &store.place;
+    open_store::<Budgets>(key, &store.place, bucket, given, warnings)
+}
+
+/// Opens the shared state `key` of kind `K` with `limits`: in Redis with
+/// `--budget-store`, else in a file of `--budget-dir`; what it has to say
+/// goes to `warnings`.
+pub fn open_store<K: Kind>(
+    key: &str,
+    place: &StoreArgs,
+    limits: K::Limits,
+    given: &Given,
+    warnings: &Warnings,
+) -> Result<Shared<K>, UsageError> {
     check_store(place, given)?;
-    let fail = place.budget_store_fail;
-    if let Some(url) = &place.budget_store {
-        return redis_budget(url, key, bucket, place, given, warnings)
-            .map(|p| Store::new(p, fail, warnings.clone()));
-    }
-    // No default directory (no HOME) is not bad input: it is reported when
-    // the budget is used, and the fail mode decides.
-    let dir = place.budget_dir.clone().or_else(file::default_dir);
-    let timeout = place.budget_store_timeout;
-    FileBudget::open(dir, key, bucket, timeout, fail, warnings.clone())
-        .map(|f| Store::new(Place::File(f), fail, warnings.clone()))
-        .map_err(|why| invalid(given, key, "--budget", why))
+    let location = match &place.budget_store {
+        Some(url) => Location::Redis(url.clone()),
+        // No default directory (no HOME) is not bad input: it is reported
+        // when the state is used, and the fail mode decides.
+        None => Location::Dir(place.budget_dir.clone().or_else(file::default_dir)),
+    };
+    let settings = Settings {
+        timeout: place.budget_store_timeout,
+        fail: place.budget_store_fail,
+        warnings: warnings.clone(),
+    };
+    Shared::open(key, limits, location, settings).map_err(|e| match e {
+        OpenError::Key(why) => invalid(given, key, K::FLAG, why),
+        OpenError::Store(why) => invalid(
+            given,
+            redact(place.budget_store.as_deref().unwrap_or_default()),
+            "--budget-store",
+            why,
+        ),
+    })
 }
 
 /// Checks the options of a store.
@@ -933,47 +954,6 @@ fn check_store(place: &StoreArgs, given: &Given) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// Opens the breaker `key` with `breaker`'s limits: in Redis with
-/// `--budget-store`, else in a file of `--budget-dir`; what it has to say
-/// goes to `warnings`.
-pub fn open_breaker(
-    key: &str,
-    place: &StoreArgs,
-    breaker: Breaker,
-    given: &Given,
-    warnings: &Warnings,
-) -> Result<BreakerStore, UsageError> {
-    check_store(place, given)?;
-    let fail = place.budget_store_fail;
-    let timeout = place.budget_store_timeout;
-    if let Some(url) = &place.budget_store {
-        #[cfg(feature = "redis")]
-        return crate::budget::redis::RedisBreaker::new(
-            url,
-            key,
-            breaker,
-            timeout,
-            fail,
-            warnings.clone(),
-        )
-        .map(|r| {
-            BreakerStore::new(
-                key,
-                BreakerPlace::Redis(Box::new(r)),
-                fail,
-                warnings.clone(),
-            )
-        })
-        .map_err(|why| invalid(given, redact(url), "--budget-store", why));
-        #[cfg(not(feature = "redis"))]
-        return Err(no_redis(url, given));
-    }
-    let dir = place.budget_dir.clone().or_else(file::default_dir);
-    FileBreaker::open(dir, key, breaker, timeout, fail, warnings.clone())
-        .map(|f| BreakerStore::new(key, BreakerPlace::File(f), fail, warnings.clone()))
-        .map_err(|why| invalid(given, key, "--breaker", why))
-}
-
 /// The limits of a throttle, from `--throttle-window` and `--throttle-k`
 /// (each checked by its value parser).
 pub fn throttle_limits(limits: &ThrottleLimits) -> Throttle {
@@ -981,47 +961,6 @@ pub fn throttle_limits(limits: &ThrottleLimits) -> Throttle {
         window_ms: u64::try_from(limits.throttle_window.as_millis()).unwrap_or(u64::MAX),
         k_milli: limits.throttle_k,
     }
-}
-
-/// Opens the throttle `key` with `throttle`'s limits, in Redis with
-/// `--budget-store`, else in a file of `--budget-dir`; what it has to say
-/// goes to `warnings`.
-pub fn open_throttle(
-    key: &str,
-    place: &StoreArgs,
-    throttle: Throttle,
-    given: &Given,
-    warnings: &Warnings,
-) -> Result<ThrottleStore, UsageError> {
-    check_store(place, given)?;
-    let fail = place.budget_store_fail;
-    let timeout = place.budget_store_timeout;
-    if let Some(url) = &place.budget_store {
-        #[cfg(feature = "redis")]
-        return crate::budget::redis::RedisThrottle::new(
-            url,
-            key,
-            throttle,
-            timeout,
-            fail,
-            warnings.clone(),
-        )
-        .map(|r| {
-            ThrottleStore::new(
-                key,
-                ThrottlePlace::Redis(Box::new(r)),
-                fail,
-                warnings.clone(),
-            )
-        })
-        .map_err(|why| invalid(given, redact(url), "--budget-store", why));
-        #[cfg(not(feature = "redis"))]
-        return Err(no_redis(url, given));
-    }
-    let dir = place.budget_dir.clone().or_else(file::default_dir);
-    FileThrottle::open(dir, key, throttle, timeout, fail, warnings.clone())
-        .map(|f| ThrottleStore::new(key, ThrottlePlace::File(f), fail, warnings.clone()))
-        .map_err(|why| invalid(given, key, "--throttle", why))
 }
 
 /// Opens `--throttle`, with its limits. `--throttle-window` and
@@ -1044,51 +983,7 @@ fn throttle(
                 .into(),
         ));
     }
-    open_throttle(key, place, throttle_limits(&args.limits), given, warnings).map(Some)
-}
-
-#[cfg(feature = "redis")]
-fn redis_budget(
-    url: &str,
-    key: &str,
-    bucket: Bucket,
-    s: &StoreArgs,
-    given: &Given,
-    warnings: &Warnings,
-) -> Result<Place, UsageError> {
-    crate::budget::redis::RedisBudget::new(
-        url,
-        key,
-        bucket,
-        s.budget_store_timeout,
-        s.budget_store_fail,
-        warnings.clone(),
-    )
-    .map(|r| Place::Redis(Box::new(r)))
-    .map_err(|why| invalid(given, redact(url), "--budget-store", why))
-}
-
-#[cfg(not(feature = "redis"))]
-fn redis_budget(
-    url: &str,
-    _: &str,
-    _: Bucket,
-    _: &StoreArgs,
-    given: &Given,
-    _: &Warnings,
-) -> Result<Place, UsageError> {
-    Err(no_redis(url, given))
-}
-
-/// The error for a Redis store in a build without Redis.
-#[cfg(not(feature = "redis"))]
-fn no_redis(url: &str, given: &Given) -> UsageError {
-    invalid(
-        given,
-        redact(url),
-        "--budget-store",
-        "this build of backoff has no Redis support (cargo feature \"redis\")",
-    )
+    open_store::<Throttles>(key, place, throttle_limits(&args.limits), given, warnings).map(Some)
 }
 
 /// Opens `--breaker`, with its limits. `--breaker` with `--until-failure`,
@@ -1124,7 +1019,7 @@ fn breaker(
         failures: args.breaker_failures,
         cooldown_ms,
     };
-    open_breaker(key, place, limits, given, warnings).map(Some)
+    open_store::<Breakers>(key, place, limits, given, warnings).map(Some)
 }
 
 /// Opens `--budget`. A `--budget-store` without it (or `--breaker` or

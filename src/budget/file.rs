@@ -21,7 +21,10 @@ use std::time::Duration;
 
 use rustix::fs::FlockOperation;
 
-use crate::budget::{FailMode, Level, Refill, StoreError, deadline_after};
+use crate::budget::{
+    Backend, BreakerBackend, BudgetBackend, FailMode, Level, Refill, StoreError, ThrottleBackend,
+    deadline_after,
+};
 use crate::duration::human;
 use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
 use crate::fleet::bucket::{Bucket, MAX_BURST, UNIT, check_key};
@@ -307,6 +310,16 @@ fn failed(path: &Path, e: &io::Error) -> StoreError {
     refuse(path, &format!("cannot be used: {}", why.to_lowercase()))
 }
 
+impl Backend for FileBudget {
+    fn describe(&self) -> String {
+        self.file.describe()
+    }
+
+    fn server(&self) -> Option<String> {
+        None
+    }
+}
+
 impl FileBudget {
     /// The budget `key` in `dir` (`None`: there is no default directory).
     /// Nothing is opened or created until the budget is used. `timeout`
@@ -334,11 +347,6 @@ impl FileBudget {
         })
     }
 
-    /// Where the state file is, or would be.
-    pub fn describe(&self) -> String {
-        self.file.describe()
-    }
-
     /// The level a retry or a deposit starts from: a corrupt state is
     /// reported and becomes a fresh bucket (fail mode open), or is left
     /// alone and the budget is not used (closed).
@@ -362,13 +370,15 @@ impl FileBudget {
             made: Some(self.bucket),
         }
     }
+}
 
+impl BudgetBackend for FileBudget {
     /// Takes a token for a retry; `Ok(false)` when there is none.
     ///
     /// # Errors
     ///
     /// When the state file cannot be used, or a signal ends the wait.
-    pub fn take(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
+    fn take(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
         let this = self.clone();
         self.file.with_state(Access::Change, wait, move |state| {
             let level = this.level_of(state)?;
@@ -384,7 +394,7 @@ impl FileBudget {
     /// # Errors
     ///
     /// As `take`.
-    pub fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
         let this = self.clone();
         self.file.with_state(Access::Change, wait, move |state| {
             let level = this.level_of(state)?;
@@ -398,7 +408,7 @@ impl FileBudget {
     /// # Errors
     ///
     /// When the state file cannot be used or is corrupt.
-    pub fn level(&self, wait: &mut dyn Wait) -> Result<Level, StoreError> {
+    fn level(&self, wait: &mut dyn Wait) -> Result<Level, StoreError> {
         let burst = self.bucket.burst;
         let this = self.clone();
         self.file
@@ -434,7 +444,7 @@ impl FileBudget {
     /// # Errors
     ///
     /// When the state file cannot be used.
-    pub fn reset(&self, refill: Refill, wait: &mut dyn Wait) -> Result<Bucket, StoreError> {
+    fn reset(&self, refill: Refill, wait: &mut dyn Wait) -> Result<Bucket, StoreError> {
         let this = self.clone();
         self.file
             .with_state(Access::Change, wait, move |state: State<Level>| {
@@ -527,6 +537,16 @@ pub struct FileBreaker {
     warnings: Warnings,
 }
 
+impl Backend for FileBreaker {
+    fn describe(&self) -> String {
+        self.file.describe()
+    }
+
+    fn server(&self) -> Option<String> {
+        None
+    }
+}
+
 impl FileBreaker {
     /// The breaker `key` in `dir`, as `FileBudget::open` opens a budget: a
     /// corrupt state becomes a closed circuit (open), or is left alone and
@@ -553,11 +573,6 @@ impl FileBreaker {
         })
     }
 
-    /// Where the state file is, or would be.
-    pub fn describe(&self) -> String {
-        self.file.describe()
-    }
-
     fn circuit_of(&self, state: State<Circuit>) -> Result<Circuit, StoreError> {
         match state {
             State::Fresh => Ok(Circuit::default()),
@@ -570,14 +585,16 @@ impl FileBreaker {
             State::Corrupt(why) => Err(StoreError::Failed(why)),
         }
     }
+}
 
+impl BreakerBackend for FileBreaker {
     /// Decides whether this run may start the command: the answer, the
     /// circuit as it was before, and the time of the decision.
     ///
     /// # Errors
     ///
     /// When the state file cannot be used, or a signal ends the wait.
-    pub fn admit(&self, wait: &mut dyn Wait) -> Result<(Admission, Circuit, u64), StoreError> {
+    fn admit(&self, wait: &mut dyn Wait) -> Result<(Admission, Circuit, u64), StoreError> {
         let this = self.clone();
         self.file.with_state(Access::Change, wait, move |state| {
             let now = now_ms();
@@ -596,7 +613,7 @@ impl FileBreaker {
     /// # Errors
     ///
     /// As `admit`.
-    pub fn record(
+    fn record(
         &self,
         end: RunEnd,
         probe: Option<u64>,
@@ -616,7 +633,7 @@ impl FileBreaker {
     /// # Errors
     ///
     /// When the state file cannot be used or is corrupt.
-    pub fn show(&self, wait: &mut dyn Wait) -> Result<(Circuit, u64), StoreError> {
+    fn show(&self, wait: &mut dyn Wait) -> Result<(Circuit, u64), StoreError> {
         let this = self.clone();
         self.file.with_state(
             Access::Look,
@@ -637,7 +654,7 @@ impl FileBreaker {
     /// # Errors
     ///
     /// When the state file cannot be used.
-    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
         self.file
             .with_state(Access::Change, wait, |_: State<Circuit>| {
                 Ok((Some(Circuit::default()), ()))
@@ -720,6 +737,16 @@ pub struct FileThrottle {
     warnings: Warnings,
 }
 
+impl Backend for FileThrottle {
+    fn describe(&self) -> String {
+        self.file.describe()
+    }
+
+    fn server(&self) -> Option<String> {
+        None
+    }
+}
+
 impl FileThrottle {
     /// The throttle `key` in `dir`, as `FileBudget::open` opens a budget: a
     /// corrupt state becomes a fresh window (open), or is left alone and
@@ -746,11 +773,6 @@ impl FileThrottle {
         })
     }
 
-    /// Where the state file is, or would be.
-    pub fn describe(&self) -> String {
-        self.file.describe()
-    }
-
     fn window_of(&self, state: State<Window>) -> Result<Window, StoreError> {
         match state {
             State::Fresh => Ok(Window::default()),
@@ -763,14 +785,16 @@ impl FileThrottle {
             State::Corrupt(why) => Err(StoreError::Failed(why)),
         }
     }
+}
 
+impl ThrottleBackend for FileThrottle {
     /// Decides on an attempt, where `draw` is uniform in [0, 1), and counts
     /// it: the decision, and the window its counts cover, in milliseconds.
     ///
     /// # Errors
     ///
     /// When the state file cannot be used, or a signal ends the wait.
-    pub fn admit(
+    fn admit(
         &self,
         draw: f64,
         wait: &mut dyn Wait,
@@ -789,7 +813,7 @@ impl FileThrottle {
     /// # Errors
     ///
     /// As `admit`.
-    pub fn accept(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn accept(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
         let this = self.clone();
         self.file.with_state(Access::Change, wait, move |state| {
             let before = this.window_of(state)?;
@@ -802,7 +826,7 @@ impl FileThrottle {
     /// # Errors
     ///
     /// When the state file cannot be used or is corrupt.
-    pub fn show(&self, wait: &mut dyn Wait) -> Result<(Window, u64), StoreError> {
+    fn show(&self, wait: &mut dyn Wait) -> Result<(Window, u64), StoreError> {
         let this = self.clone();
         self.file.with_state(
             Access::Look,
@@ -823,7 +847,7 @@ impl FileThrottle {
     /// # Errors
     ///
     /// When the state file cannot be used.
-    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
         self.file
             .with_state(Access::Change, wait, |_: State<Window>| {
                 Ok((Some(Window::default()), ()))

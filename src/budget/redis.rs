@@ -40,7 +40,10 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use crate::budget::secret::{redact, scrub};
-use crate::budget::{FailMode, Level, Refill, StoreError, deadline_after};
+use crate::budget::{
+    Backend as StoreBackend, BreakerBackend, BudgetBackend, FailMode, Level, Refill, StoreError,
+    ThrottleBackend, deadline_after,
+};
 use crate::duration::human;
 use crate::fleet::breaker::{Admission, Breaker, Circuit, LATEST_MS, RunEnd};
 use crate::fleet::bucket::{Bucket, MAX_BURST, UNIT};
@@ -777,6 +780,16 @@ impl Server {
     }
 }
 
+impl StoreBackend for RedisBudget {
+    fn describe(&self) -> String {
+        format!("{} key {}", self.server.url(), self.key)
+    }
+
+    fn server(&self) -> Option<String> {
+        Some(self.server.url())
+    }
+}
+
 impl RedisBudget {
     /// A budget `key` at `url`. Checks the URL only: nothing connects until
     /// the first retry asks for a token, so a first attempt never waits.
@@ -832,20 +845,22 @@ impl RedisBudget {
         if repaired {
             self.warnings.warn(&format!(
                 "retry budget store {}: corrupt budget state at {}; starting a fresh bucket",
-                self.url(),
+                self.server.url(),
                 self.key
             ));
         }
         Ok(answer)
     }
+}
 
+impl BudgetBackend for RedisBudget {
     /// Takes a token for a retry; `Ok(false)` when there is none.
     ///
     /// # Errors
     ///
     /// When the store cannot be reached in time, or a signal ends the wait;
     /// the message never shows the password.
-    pub fn take(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
+    fn take(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
         self.call("take", Refill::Given, wait).map(|a| a.granted)
     }
 
@@ -854,7 +869,7 @@ impl RedisBudget {
     /// # Errors
     ///
     /// As `take`.
-    pub fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
         self.call("deposit", Refill::Given, wait).map(|_| ())
     }
 
@@ -863,7 +878,7 @@ impl RedisBudget {
     /// # Errors
     ///
     /// As `take`.
-    pub fn level(&self, wait: &mut dyn Wait) -> Result<Level, StoreError> {
+    fn level(&self, wait: &mut dyn Wait) -> Result<Level, StoreError> {
         self.call("show", Refill::Given, wait).map(|a| a.level)
     }
 
@@ -873,22 +888,12 @@ impl RedisBudget {
     /// # Errors
     ///
     /// As `level`.
-    pub fn reset(&self, refill: Refill, wait: &mut dyn Wait) -> Result<Bucket, StoreError> {
+    fn reset(&self, refill: Refill, wait: &mut dyn Wait) -> Result<Bucket, StoreError> {
         let answer = self.call("reset", refill, wait)?;
         answer
             .level
             .made
             .ok_or_else(|| StoreError::Failed("unexpected reply from the budget script".into()))
-    }
-
-    /// The server's URL, without the password.
-    pub fn url(&self) -> String {
-        self.server.url()
-    }
-
-    /// Where the budget lives, without the password.
-    pub fn describe(&self) -> String {
-        format!("{} key {}", self.server.url(), self.key)
     }
 }
 
@@ -958,6 +963,16 @@ fn breaker_reply(reply: &[String]) -> Option<(BreakerReply, bool)> {
     Some((reply, repaired == "1"))
 }
 
+impl StoreBackend for RedisBreaker {
+    fn describe(&self) -> String {
+        format!("{} key {}", self.server.url(), self.key)
+    }
+
+    fn server(&self) -> Option<String> {
+        Some(self.server.url())
+    }
+}
+
 impl RedisBreaker {
     /// A breaker `key` at `url`, as `RedisBudget::new` opens a budget.
     ///
@@ -1016,20 +1031,22 @@ impl RedisBreaker {
         if repaired {
             self.warnings.warn(&format!(
                 "circuit breaker store {}: corrupt breaker state at {}; starting closed",
-                self.url(),
+                self.server.url(),
                 self.key
             ));
         }
         Ok(reply)
     }
+}
 
+impl BreakerBackend for RedisBreaker {
     /// Decides whether this run may start the command: the answer, the
     /// circuit as it was before, and the server's time of the decision.
     ///
     /// # Errors
     ///
     /// When the store cannot be reached in time, or a signal ends the wait.
-    pub fn admit(&self, wait: &mut dyn Wait) -> Result<(Admission, Circuit, u64), StoreError> {
+    fn admit(&self, wait: &mut dyn Wait) -> Result<(Admission, Circuit, u64), StoreError> {
         let r = self.call("admit", None, None, wait)?;
         let admission = match r.decision.as_str() {
             "run" => Admission::Run,
@@ -1055,7 +1072,7 @@ impl RedisBreaker {
     /// # Errors
     ///
     /// As `admit`.
-    pub fn record(
+    fn record(
         &self,
         end: RunEnd,
         probe: Option<u64>,
@@ -1070,7 +1087,7 @@ impl RedisBreaker {
     /// # Errors
     ///
     /// As `admit`, and when the state is corrupt.
-    pub fn show(&self, wait: &mut dyn Wait) -> Result<(Circuit, u64), StoreError> {
+    fn show(&self, wait: &mut dyn Wait) -> Result<(Circuit, u64), StoreError> {
         match self.call("show", None, None, wait) {
             Ok(r) => Ok((r.circuit, r.now_ms)),
             Err(StoreError::Failed(why)) if why.contains("corrupt breaker state") => {
@@ -1088,18 +1105,8 @@ impl RedisBreaker {
     /// # Errors
     ///
     /// As `admit`.
-    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
         self.call("reset", None, None, wait).map(|_| ())
-    }
-
-    /// The server's URL, without the password.
-    pub fn url(&self) -> String {
-        self.server.url()
-    }
-
-    /// Where the breaker lives, without the password.
-    pub fn describe(&self) -> String {
-        format!("{} key {}", self.server.url(), self.key)
     }
 }
 
@@ -1379,6 +1386,16 @@ impl std::fmt::Debug for RedisThrottle {
     }
 }
 
+impl StoreBackend for RedisThrottle {
+    fn describe(&self) -> String {
+        format!("{} key {}", self.server.url(), self.key)
+    }
+
+    fn server(&self) -> Option<String> {
+        Some(self.server.url())
+    }
+}
+
 impl RedisThrottle {
     /// A throttle `key` at `url` with `throttle`'s limits, as
     /// `RedisBudget::new` opens a budget.
@@ -1442,13 +1459,15 @@ impl RedisThrottle {
         if repaired {
             self.warnings.warn(&format!(
                 "adaptive throttle store {}: corrupt throttle state at {}; starting a fresh window",
-                self.url(),
+                self.server.url(),
                 self.key
             ));
         }
         Ok(reply)
     }
+}
 
+impl ThrottleBackend for RedisThrottle {
     /// Decides on an attempt, `draw` drawn uniformly from [0, 1): the
     /// decision, and the window it counts in (its slots' width times
     /// `SLOTS`), which may be another process's.
@@ -1457,7 +1476,7 @@ impl RedisThrottle {
     ///
     /// When the store cannot be reached in time, or a signal ends the wait;
     /// the message never shows the password.
-    pub fn admit(&self, draw: f64, wait: &mut dyn Wait) -> Result<(Decision, u64), StoreError> {
+    fn admit(&self, draw: f64, wait: &mut dyn Wait) -> Result<(Decision, u64), StoreError> {
         if !(0.0..1.0).contains(&draw) {
             return Err(StoreError::Failed(format!(
                 "a throttle's draw is in [0, 1), not {draw}"
@@ -1483,7 +1502,7 @@ impl RedisThrottle {
     /// # Errors
     ///
     /// As `admit`.
-    pub fn accept(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn accept(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
         self.call("accept", 0.0, wait).map(|_| ())
     }
 
@@ -1492,7 +1511,7 @@ impl RedisThrottle {
     /// # Errors
     ///
     /// As `admit`, and when the state is corrupt.
-    pub fn show(&self, wait: &mut dyn Wait) -> Result<(Window, u64), StoreError> {
+    fn show(&self, wait: &mut dyn Wait) -> Result<(Window, u64), StoreError> {
         let r = self.call("show", 0.0, wait)?;
         if r.window.counts(r.now_ms) != r.counts {
             return Err(StoreError::Failed(
@@ -1507,18 +1526,8 @@ impl RedisThrottle {
     /// # Errors
     ///
     /// As `admit`.
-    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
         self.call("reset", 0.0, wait).map(|_| ())
-    }
-
-    /// The server's URL, without the password.
-    pub fn url(&self) -> String {
-        self.server.url()
-    }
-
-    /// Where the throttle lives, without the password.
-    pub fn describe(&self) -> String {
-        format!("{} key {}", self.server.url(), self.key)
     }
 }
 
