@@ -161,11 +161,11 @@ impl Opened {
     fn reset(&self) -> Result<(), String> {
         match self {
             Opened::Budget(s) => s.reset(Refill::Given).map(|_| ()),
-            Opened::Breaker(s) => s.reset(),
+            Opened::Breaker(s) => s.reset().map(drop),
             // Then `SPARE_TOKENS` accepts: with more accepts than
             // processes deciding at once, the attempts of a fresh window,
             // admitted before any is accepted, are not skipped.
-            Opened::Throttle(t) => t.reset().and_then(|()| {
+            Opened::Throttle(t) => t.reset().and_then(|_| {
                 (0..SPARE_TOKENS).try_for_each(|_| t.backend().accept(&mut Unwatched))
             }),
             Opened::Nothing => Ok(()),

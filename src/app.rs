@@ -21,7 +21,9 @@ use crate::fleet::bucket::{Bucket, show_tokens};
 use crate::report::json::JsonReport;
 use crate::report::run_report::Recorder;
 use crate::report::text::TextReport;
-use crate::report::{self, Labels, LogFormat, Std, Verbosity, Warnings, atomic, ci, metrics, say};
+use crate::report::{
+    self, Labels, LogFormat, Std, Verbosity, Warnings, atomic, ci, metrics, say, state,
+};
 use crate::run::Executor as _;
 use crate::simulate::{self, svg, table};
 use crate::sys::signals::SignalWatch;
@@ -493,10 +495,14 @@ fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Resu
             };
             let _ = std::io::stdout().write_all(line.as_bytes());
         }
-        cli::BreakerCommand::Reset { key, store } => {
+        cli::BreakerCommand::Reset { key, store, format } => {
             let b =
                 config::open_store::<Breakers>(key, store, limits, given, &Warnings::default())?;
-            b.reset().map_err(|e| UsageError(b.error(&e)))?;
+            let (found, now) = b.reset().map_err(|e| UsageError(b.error(&e)))?;
+            tell(
+                &state::breaker_reset(key, &b.describe(), found, now),
+                *format,
+            );
         }
     }
     Ok(Exit::SUCCESS)
@@ -526,12 +532,8 @@ fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Re
             let window_ms = width.saturating_mul(SLOTS as u64);
             let text = match format {
                 cli::BudgetFormat::Text => format!(
-                    "{key}: {} requests in the last {} ({} skipped), {} accepted; \
-                     the next attempt is skipped with probability {probability:.3} under K {} ({})\n",
-                    counts.requests,
-                    humantime::format_duration(Duration::from_millis(window_ms)),
-                    counts.skips,
-                    counts.accepts,
+                    "{key}: {}; the next attempt is skipped with probability {probability:.3} under K {} ({})\n",
+                    state::counts_text(counts, window_ms),
                     show_k(throttle.k_milli),
                     t.describe()
                 ),
@@ -552,7 +554,7 @@ fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Re
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
         }
-        cli::ThrottleCommand::Reset { key, store } => {
+        cli::ThrottleCommand::Reset { key, store, format } => {
             // Emptying a window needs none of its limits.
             let limits = crate::fleet::throttle::Throttle {
                 window_ms: crate::fleet::throttle::MIN_WINDOW_MS,
@@ -560,10 +562,25 @@ fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Re
             };
             let t =
                 config::open_store::<Throttles>(key, store, limits, given, &Warnings::default())?;
-            t.reset().map_err(|e| UsageError(t.error(&e)))?;
+            let (found, now) = t.reset().map_err(|e| UsageError(t.error(&e)))?;
+            tell(
+                &state::throttle_reset(key, &t.describe(), found, now),
+                *format,
+            );
         }
     }
     Ok(Exit::SUCCESS)
+}
+
+/// Tells what a reset did: a line on stderr, as backoff's other lines, or
+/// one JSON object on stdout, as `show` gives its state.
+fn tell(told: &state::Told, format: cli::BudgetFormat) {
+    match format {
+        cli::BudgetFormat::Text => say(&told.line),
+        cli::BudgetFormat::Json => {
+            let _ = std::io::stdout().write_all(format!("{}\n", told.json).as_bytes());
+        }
+    }
 }
 
 /// K, in thousandths, as it was given: `2`, `1.5`, `1.125`.
@@ -626,14 +643,18 @@ fn budget_command(command: &cli::BudgetCommand, given: &Given) -> anyhow::Result
             };
             let _ = std::io::stdout().write_all(line.as_bytes());
         }
-        cli::BudgetCommand::Reset { key, store } => {
+        cli::BudgetCommand::Reset { key, store, format } => {
             let b = config::open_budget(key, store, given, &Warnings::default())?;
             let refill = if given.gave("--budget-burst") || given.gave("--budget-ratio") {
                 Refill::Given
             } else {
                 Refill::Recorded
             };
-            b.reset(refill).map_err(|e| UsageError(b.error(&e)))?;
+            let (found, bucket) = b.reset(refill).map_err(|e| UsageError(b.error(&e)))?;
+            tell(
+                &state::budget_reset(key, &b.describe(), found, bucket),
+                *format,
+            );
         }
     }
     Ok(Exit::SUCCESS)

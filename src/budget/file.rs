@@ -22,8 +22,8 @@ use std::time::Duration;
 use rustix::fs::FlockOperation;
 
 use crate::budget::{
-    Backend, BreakerBackend, BudgetBackend, FailMode, Level, Refill, StoreError, ThrottleBackend,
-    deadline_after,
+    Backend, BreakerBackend, BudgetBackend, FailMode, Found, Level, Refill, StoreError,
+    ThrottleBackend, deadline_after,
 };
 use crate::duration::human;
 use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
@@ -154,6 +154,25 @@ enum Access {
     Look,
     /// To change: the directory and the file are created if need be.
     Change,
+    /// To change a state that exists (a reset): nothing is created, the
+    /// lock is exclusive.
+    Rewrite,
+}
+
+impl Access {
+    /// Whether the state may be written.
+    fn writes(self) -> bool {
+        self != Access::Look
+    }
+}
+
+/// What a reset found in a state file.
+fn found<T>(state: State<T>) -> Found<T> {
+    match state {
+        State::Fresh => Found::Nothing,
+        State::Held(t) => Found::Held(t),
+        State::Corrupt(_) => Found::Corrupt,
+    }
 }
 
 /// A state file of a key: opened, checked, locked, read and written.
@@ -229,7 +248,7 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 fn lock_operation(access: Access) -> FlockOperation {
     match access {
         Access::Look => FlockOperation::LockShared,
-        Access::Change => FlockOperation::LockExclusive,
+        Access::Change | Access::Rewrite => FlockOperation::LockExclusive,
     }
 }
 
@@ -363,6 +382,16 @@ impl FileBudget {
         }
     }
 
+    /// A state as it counts: its level at most the burst it records, else
+    /// the one given.
+    fn capped(&self, level: Level) -> Level {
+        let limit = level.made.map_or(self.bucket.burst, |b| b.burst);
+        Level {
+            micros: level.micros.min(limit),
+            ..level
+        }
+    }
+
     /// A state of `micros` tokens, made with this budget's bucket.
     fn made(&self, micros: u64) -> Level {
         Level {
@@ -420,16 +449,7 @@ impl BudgetBackend for FileBudget {
                         made: None,
                     },
                 )),
-                State::Held(level) => {
-                    let limit = level.made.map_or(burst, |b| b.burst);
-                    Ok((
-                        None,
-                        Level {
-                            micros: level.micros.min(limit),
-                            ..level
-                        },
-                    ))
-                }
+                State::Held(level) => Ok((None, this.capped(level))),
                 State::Corrupt(why) => Err(StoreError::Failed(format!(
                     "{why}; 'backoff budget reset {}' with the same --budget-dir repairs it",
                     this.key
@@ -437,19 +457,26 @@ impl BudgetBackend for FileBudget {
             })
     }
 
-    /// Fills the bucket to its burst again, whatever the state file held:
-    /// the burst it records (`Refill::Recorded`, when it records one), else
-    /// the one given. The bucket it was filled as.
+    /// Fills the bucket to its burst again, whatever the state file held
+    /// (a corrupt state included): the burst it records
+    /// (`Refill::Recorded`, when it records one), else the one given. What
+    /// it found, and the bucket it was filled as; no state file is left
+    /// as it is (none is made: a bucket without a state is full).
     ///
     /// # Errors
     ///
     /// When the state file cannot be used.
-    fn reset(&self, refill: Refill, wait: &mut dyn Wait) -> Result<Bucket, StoreError> {
+    fn reset(
+        &self,
+        refill: Refill,
+        wait: &mut dyn Wait,
+    ) -> Result<(Found<Level>, Bucket), StoreError> {
         let this = self.clone();
         self.file
-            .with_state(Access::Change, wait, move |state: State<Level>| {
-                let bucket = match state {
-                    State::Held(Level {
+            .with_state(Access::Rewrite, wait, move |state: State<Level>| {
+                let found = found(state).map(|level| this.capped(level));
+                let bucket = match found {
+                    Found::Held(Level {
                         made: Some(made), ..
                     }) if refill == Refill::Recorded => made,
                     _ => this.bucket,
@@ -458,7 +485,7 @@ impl BudgetBackend for FileBudget {
                     micros: bucket.burst,
                     made: Some(bucket),
                 };
-                Ok((Some(full), bucket))
+                Ok(((found != Found::Nothing).then_some(full), (found, bucket)))
             })
     }
 }
@@ -649,15 +676,19 @@ impl BreakerBackend for FileBreaker {
         )
     }
 
-    /// Closes the circuit, whatever the state file held.
+    /// Closes the circuit, whatever the state file held (a corrupt state
+    /// included): what it found, and the time. No state file is left as it
+    /// is (none is made: a circuit without a state is closed).
     ///
     /// # Errors
     ///
     /// When the state file cannot be used.
-    fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn reset(&self, wait: &mut dyn Wait) -> Result<(Found<Circuit>, u64), StoreError> {
         self.file
-            .with_state(Access::Change, wait, |_: State<Circuit>| {
-                Ok((Some(Circuit::default()), ()))
+            .with_state(Access::Rewrite, wait, |state: State<Circuit>| {
+                let found = found(state);
+                let closed = (found != Found::Nothing).then(Circuit::default);
+                Ok((closed, (found, now_ms())))
             })
     }
 }
@@ -842,15 +873,19 @@ impl ThrottleBackend for FileThrottle {
         )
     }
 
-    /// Empties the window, whatever the state file held.
+    /// Empties the window, whatever the state file held (a corrupt state
+    /// included): what it found, and the time. No state file is left as it
+    /// is (none is made: a window without a state is empty).
     ///
     /// # Errors
     ///
     /// When the state file cannot be used.
-    fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn reset(&self, wait: &mut dyn Wait) -> Result<(Found<Window>, u64), StoreError> {
         self.file
-            .with_state(Access::Change, wait, |_: State<Window>| {
-                Ok((Some(Window::default()), ()))
+            .with_state(Access::Rewrite, wait, |state: State<Window>| {
+                let found = found(state);
+                let empty = (found != Found::Nothing).then(Window::default);
+                Ok((empty, (found, now_ms())))
             })
     }
 }
@@ -924,8 +959,8 @@ impl StateFile {
             return Ok(None);
         };
         let path = dir_path.join(&self.name);
-        let change = access == Access::Change;
-        let file = match open_in(&dir, &self.name, change, change) {
+        let (change, create) = (access.writes(), access == Access::Change);
+        let file = match open_in(&dir, &self.name, change, create) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
@@ -1025,7 +1060,7 @@ impl StateFile {
         // is killed, so no stale lock can outlive its holder.
         let tried = match access {
             Access::Look => file.try_lock_shared(),
-            Access::Change => file.try_lock(),
+            Access::Change | Access::Rewrite => file.try_lock(),
         };
         match tried {
             Ok(()) => return decide(&mut file, &path, access, change),
@@ -1083,7 +1118,7 @@ fn decide<R: Record, T>(
         _ => None,
     };
     let (new, answer) = change(state)?;
-    if let Some(new) = new.filter(|&n| access == Access::Change && old != Some(n)) {
+    if let Some(new) = new.filter(|&n| access.writes() && old != Some(n)) {
         let write = |file: &mut File| -> io::Result<()> {
             let text = new.write();
             file.seek(SeekFrom::Start(0))?;
@@ -1134,7 +1169,7 @@ mod tests {
             Warnings::default(),
         )?;
         budget
-            .reset(Refill::Given, &mut crate::budget::Unwatched)
+            .deposit(&mut crate::budget::Unwatched)
             .map_err(|e| e.to_string())?;
         // Another open description of the file: its lock conflicts as
         // another process's would.

@@ -94,6 +94,37 @@ pub enum Refill {
     Given,
 }
 
+/// What a reset found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found<T> {
+    /// No state: nothing to reset, and nothing was written.
+    Nothing,
+    /// This state, now reset.
+    Held(T),
+    /// A state that is not one (corrupt), now replaced.
+    Corrupt,
+}
+
+impl<T> Found<T> {
+    /// What was found, with `f` applied to a state.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Found<U> {
+        match self {
+            Found::Nothing => Found::Nothing,
+            Found::Held(t) => Found::Held(f(t)),
+            Found::Corrupt => Found::Corrupt,
+        }
+    }
+
+    /// Its name in JSON: `nothing`, `state`, `corrupt`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Found::Nothing => "nothing",
+            Found::Held(_) => "state",
+            Found::Corrupt => "corrupt",
+        }
+    }
+}
+
 /// What every store of a shared state tells of itself.
 pub trait Backend: std::fmt::Debug {
     /// Where the state lives: a file, or a server and a key (without the
@@ -128,12 +159,18 @@ pub trait BudgetBackend: Backend {
     /// As `take`, and when the state is corrupt.
     fn level(&self, wait: &mut dyn Wait) -> Result<Level, StoreError>;
     /// Fills the bucket to the burst `refill` says, repairing a corrupt
-    /// state: the bucket it was filled as.
+    /// state: what it found (its level at most the burst it records), and
+    /// the bucket it was filled as. A budget without a state is left as it
+    /// is: it is full.
     ///
     /// # Errors
     ///
     /// As `take`.
-    fn reset(&self, refill: Refill, wait: &mut dyn Wait) -> Result<Bucket, StoreError>;
+    fn reset(
+        &self,
+        refill: Refill,
+        wait: &mut dyn Wait,
+    ) -> Result<(Found<Level>, Bucket), StoreError>;
 }
 
 /// A store of circuit breakers, as `BudgetBackend` is of budgets.
@@ -164,12 +201,14 @@ pub trait BreakerBackend: Backend {
     ///
     /// As `admit`, and when the state is corrupt.
     fn show(&self, wait: &mut dyn Wait) -> Result<(Circuit, u64), StoreError>;
-    /// Closes the circuit, repairing a corrupt state.
+    /// Closes the circuit, repairing a corrupt state: what it found, as
+    /// stored, and the time. A circuit without a state is left as it is:
+    /// it is closed.
     ///
     /// # Errors
     ///
     /// As `admit`.
-    fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError>;
+    fn reset(&self, wait: &mut dyn Wait) -> Result<(Found<Circuit>, u64), StoreError>;
 }
 
 /// A store of adaptive throttles, as `BudgetBackend` is of budgets.
@@ -198,12 +237,13 @@ pub trait ThrottleBackend: Backend {
     ///
     /// As `admit`, and when the state is corrupt.
     fn show(&self, wait: &mut dyn Wait) -> Result<(Window, u64), StoreError>;
-    /// Empties the window, repairing a corrupt state.
+    /// Empties the window, repairing a corrupt state: what it found, and
+    /// the time. A window without a state is left as it is: it is empty.
     ///
     /// # Errors
     ///
     /// As `admit`.
-    fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError>;
+    fn reset(&self, wait: &mut dyn Wait) -> Result<(Found<Window>, u64), StoreError>;
 }
 
 /// How a store is used, whatever it keeps.
@@ -513,12 +553,13 @@ impl Store {
     }
 
     /// Fills the bucket to the burst `refill` says, repairing a corrupt
-    /// state: the bucket it was filled as.
+    /// state: what it found, and the bucket it was filled as (see
+    /// `BudgetBackend::reset`).
     ///
     /// # Errors
     ///
     /// When the store cannot be used.
-    pub fn reset(&self, refill: Refill) -> Result<Bucket, StoreError> {
+    pub fn reset(&self, refill: Refill) -> Result<(Found<Level>, Bucket), StoreError> {
         self.backend.reset(refill, &mut Unwatched)
     }
 }
@@ -561,12 +602,13 @@ impl BreakerStore {
         self.backend.show(&mut Unwatched)
     }
 
-    /// Closes the circuit, repairing a corrupt state.
+    /// Closes the circuit, repairing a corrupt state: what it found, and
+    /// the time.
     ///
     /// # Errors
     ///
     /// When the store cannot be used.
-    pub fn reset(&self) -> Result<(), StoreError> {
+    pub fn reset(&self) -> Result<(Found<Circuit>, u64), StoreError> {
         self.backend.reset(&mut Unwatched)
     }
 }
@@ -622,12 +664,13 @@ impl ThrottleStore {
         self.backend.show(&mut Unwatched)
     }
 
-    /// Empties the window, repairing a corrupt state.
+    /// Empties the window, repairing a corrupt state: what it found, and
+    /// the time.
     ///
     /// # Errors
     ///
     /// When the store cannot be used.
-    pub fn reset(&self) -> Result<(), StoreError> {
+    pub fn reset(&self) -> Result<(Found<Window>, u64), StoreError> {
         self.backend.reset(&mut Unwatched)
     }
 }

@@ -416,17 +416,21 @@ pub enum BudgetCommand {
         format: BudgetFormat,
     },
     /// Fill a budget to its burst again: the one its state records, or
-    /// with --budget-burst or --budget-ratio those given.
+    /// with --budget-burst or --budget-ratio those given; say what it held.
     Reset {
         /// The budget's key.
         #[arg(value_name = "KEY", value_parser = values::budget_key)]
         key: String,
         #[command(flatten)]
         store: BudgetStore,
+        /// Output format: a line on stderr, or one JSON object on stdout.
+        #[arg(long, value_enum, default_value = "text")]
+        format: BudgetFormat,
     },
 }
 
-/// Output formats of `budget show`.
+/// Output formats of `show` and `reset` of budgets, breakers and
+/// throttles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BudgetFormat {
     /// One line for people.
@@ -546,13 +550,17 @@ pub enum BreakerCommand {
         #[arg(long, value_enum, default_value = "text")]
         format: BudgetFormat,
     },
-    /// Close a circuit, and start its count of failed runs again.
+    /// Close a circuit, and start its count of failed runs again; say what
+    /// it was.
     Reset {
         /// The breaker's key.
         #[arg(value_name = "KEY", value_parser = values::budget_key)]
         key: String,
         #[command(flatten)]
         store: StoreArgs,
+        /// Output format: a line on stderr, or one JSON object on stdout.
+        #[arg(long, value_enum, default_value = "text")]
+        format: BudgetFormat,
     },
 }
 
@@ -606,13 +614,17 @@ pub enum ThrottleCommand {
         #[arg(long, value_enum, default_value = "text")]
         format: BudgetFormat,
     },
-    /// Empty a throttle's window: nothing counted, nothing skipped.
+    /// Empty a throttle's window: nothing counted, nothing skipped; say
+    /// what it held.
     Reset {
         /// The throttle's key.
         #[arg(value_name = "KEY", value_parser = values::budget_key)]
         key: String,
         #[command(flatten)]
         store: StoreArgs,
+        /// Output format: a line on stderr, or one JSON object on stdout.
+        #[arg(long, value_enum, default_value = "text")]
+        format: BudgetFormat,
     },
 }
 

@@ -484,10 +484,8 @@ fn a_state_file_or_directory_of_another_user_is_not_trusted_and_never_stops_the_
     }
     let dir = TempDir::new("budget-foreign");
     let store = dir.join("store");
-    backoff(["budget", "reset", "f", "--budget-dir"])
-        .arg(&store)
-        .assert()
-        .success();
+    // A success makes the state, as a reset of none does not.
+    budgeted(&store, "f", "true", &[]).assert().success();
     let file = store.join("f.budget");
     let before = std::fs::read(&file).unwrap();
     std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
@@ -529,10 +527,8 @@ pub fn hold_lock(file: &Path) -> std::process::Child {
 fn a_held_lock_costs_at_most_the_timeout_and_a_signal_ends_the_wait() {
     let dir = TempDir::new("budget-locked");
     let store = dir.join("store");
-    backoff(["budget", "reset", "held", "--budget-dir"])
-        .arg(&store)
-        .assert()
-        .success();
+    // A success makes the state, as a reset of none does not.
+    budgeted(&store, "held", "true", &[]).assert().success();
     let mut holder = hold_lock(&store.join("held.budget"));
     let log = dir.join("attempts");
     let script = format!("echo x >> '{}'; exit 3", log.display());
@@ -661,10 +657,8 @@ impl Drop for Holder {
 fn a_lock_let_go_is_taken_at_once_and_a_wait_given_up_lets_go_of_it_when_it_comes() {
     let dir = TempDir::new("budget-queue");
     let store = dir.join("store");
-    backoff(["budget", "reset", "q", "--budget-dir"])
-        .arg(&store)
-        .assert()
-        .success();
+    // A success makes the state, as a reset of none does not.
+    budgeted(&store, "q", "true", &[]).assert().success();
     let mut holder = Holder::lock(&store.join("q.budget"));
 
     // Waiting in the queue, with a timeout that never comes in a test: the

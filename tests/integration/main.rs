@@ -19,6 +19,7 @@ mod mistakes;
 mod notices;
 mod observe;
 mod processes;
+mod resets;
 mod retrying;
 mod schedule;
 mod schema;

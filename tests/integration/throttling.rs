@@ -302,8 +302,10 @@ fn a_corrupt_state_becomes_a_fresh_window_or_is_left_alone() {
 fn a_signal_during_a_decision_ends_the_run_by_it_and_nothing_runs() {
     let dir = TempDir::new("throttle-signal");
     let store = dir.join("store");
-    backoff(["throttle", "reset", "held", "--budget-dir"])
+    // A run makes the state: one request, accepted.
+    backoff(["--throttle", "held", "--budget-dir"])
         .arg(&store)
+        .args(["--", "true"])
         .assert()
         .success();
     let mut holder = crate::budget::hold_lock(&store.join("held.throttle"));
@@ -327,7 +329,7 @@ fn a_signal_during_a_decision_ends_the_run_by_it_and_nothing_runs() {
     holder.kill().unwrap();
     holder.wait().unwrap();
     // The store is as it was: no request counted.
-    assert_eq!(show(&store, "held")["requests"], 0);
+    assert_eq!(show(&store, "held")["requests"], 1);
 }
 
 #[test]
