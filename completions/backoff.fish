@@ -55,7 +55,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l timeout -d 'Time limit 
 complete -c backoff -n "__fish_backoff_needs_command" -l signal -d 'Signal sent when an attempt times out (name or number)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l kill-after -d 'How long a timed-out attempt may take to end before it is killed' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l idle-timeout -d 'An attempt that writes nothing to stdout or stderr for this long times out (outcome "timeout", limit idle), with --signal and --kill-after as for --timeout' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Time limit of the whole run' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Time limit of the whole run; backoff exits by it plus --kill-after' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-if-output -d 'Retry an attempt that printed a line (stdout or stderr) matching REGEX; repeatable. The output still reaches you live, unchanged' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l stop-if-output -d 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-pattern -d 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)' -r

@@ -5,7 +5,7 @@
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches};
@@ -243,6 +243,7 @@ fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit>
         command: &cfg.command,
         timeout: cfg.limits.timeout,
         max_time: cfg.limits.max_time,
+        kill_after: cfg.limits.kill_after,
         preserve_status: cfg.limits.preserve_status,
         budget: cfg.budget.as_ref().map(|b| b as &dyn run::RetryBudget),
         hints: cfg.hints,
@@ -306,6 +307,7 @@ fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit>
     .context("cannot hold stdout")?
     .with_headers(headers)
     .with_advice(cli::advice::not_found(options, &cfg.command));
+    let exit_by = exit_by(cfg);
     let exit = run::run(
         &plan,
         &mut executor,
@@ -313,10 +315,20 @@ fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit>
     );
     // A signal that ended the wait for the metrics file's lock ends backoff
     // as any signal does: it dies by it.
-    match write_summaries(cfg, &recorder, exit, &mut |d| executor.pause(d)) {
+    match write_summaries(cfg, &recorder, exit, exit_by, &mut |d| executor.pause(d)) {
         Some(sig) => Ok(Exit::Signal(sig)),
         None => Ok(exit),
     }
+}
+
+/// When backoff must have exited, the files it writes at the end
+/// included: `--max-time` plus `--kill-after` from now, a moment before the
+/// run's own start.
+fn exit_by(cfg: &RunConfig) -> Option<Instant> {
+    cfg.limits
+        .max_time
+        .and_then(|t| Instant::now().checked_add(t))
+        .and_then(|d| d.checked_add(cfg.limits.kill_after))
 }
 
 /// The report of backoff's lines on stderr, in the format asked for.
@@ -360,16 +372,27 @@ fn live<W: Write>(report: TextReport<W>, verbosity: Verbosity) -> TextReport<W> 
 /// reported, but the run's exit status stays the command's. `wait` pauses
 /// while another process updates the metrics file, and returns the
 /// terminating signal that cut the pause short; that signal gives the
-/// update up (said like any other failure) and is returned.
+/// update up (said like any other failure) and is returned. The update is
+/// given up too at `exit_by`, when backoff's time is up.
 fn write_summaries(
     cfg: &RunConfig,
     recorder: &Recorder,
     exit: Exit,
+    exit_by: Option<Instant>,
     wait: &mut dyn FnMut(Duration) -> Option<i32>,
 ) -> Option<i32> {
     let mut cut = None;
     if let Some(path) = &cfg.report {
-        let mut doc = format!("{:#}", recorder.report(exit));
+        // On the stream of JSON events (stderr, in the json log format) the
+        // report is one line, as every event is; elsewhere it is indented.
+        let on_events = cfg.log_format == LogFormat::Json
+            && atomic::Stream::named(path) == Some(atomic::Stream::Stderr);
+        let report = recorder.report(exit);
+        let mut doc = if on_events {
+            report.to_string()
+        } else {
+            format!("{report:#}")
+        };
         doc.push('\n');
         if let Err(e) = atomic::write(path, doc.as_bytes()) {
             cfg.warnings
@@ -382,8 +405,12 @@ fn write_summaries(
         let written = match atomic::Stream::named(path) {
             Some(_) => atomic::write(path, make(None).as_bytes()),
             None => atomic::update(path, |previous| make(Some(previous)), &mut |d| {
-                cut = wait(d);
-                cut.is_none()
+                let left = exit_by.map_or(d, |at| at.saturating_duration_since(Instant::now()));
+                if left.is_zero() {
+                    return Err("backoff's time (--max-time plus --kill-after) ran out".into());
+                }
+                cut = wait(d.min(left));
+                cut.map_or(Ok(()), |_| Err("interrupted".into()))
             }),
         };
         if let Err(e) = written {

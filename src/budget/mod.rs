@@ -9,6 +9,8 @@ pub mod file;
 pub mod redis;
 pub mod secret;
 
+pub use crate::fleet::Found;
+pub use crate::fleet::bucket::Level;
 pub use secret::redact;
 
 use std::cell::Cell;
@@ -74,17 +76,6 @@ impl Wait for Unwatched {
     }
 }
 
-/// A bucket's state as a store holds it: its level, in millionths of a
-/// token, and the burst and ratio of the run that last changed it (`None`
-/// in a state written by a version of backoff that did not record them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Level {
-    /// Tokens left, in millionths.
-    pub micros: u64,
-    /// The bucket the state was made with.
-    pub made: Option<Bucket>,
-}
-
 /// The burst a reset fills a bucket to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refill {
@@ -92,37 +83,6 @@ pub enum Refill {
     Recorded,
     /// The one given (`--budget-burst`), recorded from now on.
     Given,
-}
-
-/// What a reset found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Found<T> {
-    /// No state: nothing to reset, and nothing was written.
-    Nothing,
-    /// This state, now reset.
-    Held(T),
-    /// A state that is not one (corrupt), now replaced.
-    Corrupt,
-}
-
-impl<T> Found<T> {
-    /// What was found, with `f` applied to a state.
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Found<U> {
-        match self {
-            Found::Nothing => Found::Nothing,
-            Found::Held(t) => Found::Held(f(t)),
-            Found::Corrupt => Found::Corrupt,
-        }
-    }
-
-    /// Its name in JSON: `nothing`, `state`, `corrupt`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Found::Nothing => "nothing",
-            Found::Held(_) => "state",
-            Found::Corrupt => "corrupt",
-        }
-    }
 }
 
 /// What every store of a shared state tells of itself.

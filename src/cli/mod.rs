@@ -832,11 +832,14 @@ pub struct TimeArgs {
           allow_hyphen_values = true)]
     pub idle_timeout: Option<Duration>,
 
-    /// Time limit of the whole run
+    /// Time limit of the whole run; backoff exits by it plus --kill-after
     ///
     /// A deadline from the run's start: no attempt starts after it, a delay
     /// that would pass it is not slept, and the running attempt is bounded
-    /// by the time left.
+    /// by the time left. backoff exits at the latest --kill-after after the
+    /// deadline: the attempt gets --signal at the deadline and SIGKILL
+    /// --kill-after later, and the hooks that close the run (--on-give-up,
+    /// --on-success) run within that time.
     #[arg(long, value_name = "DURATION", env = "BACKOFF_MAX_TIME", hide_env_values = true,
           value_parser = values::duration, allow_hyphen_values = true)]
     pub max_time: Option<Duration>,

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::budget::{Found, Level};
+use crate::fleet::Found;
 use crate::fleet::breaker::Circuit;
-use crate::fleet::bucket::{Bucket, show_tokens};
+use crate::fleet::bucket::{Bucket, Level, show_tokens};
 use crate::fleet::throttle::{Counts, SLOTS, Window};
 use crate::report::json::{circuit_json, unix_ms};
 use crate::report::text::circuit_text;

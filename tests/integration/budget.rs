@@ -569,6 +569,13 @@ fn a_held_lock_costs_at_most_the_timeout_and_a_signal_ends_the_wait() {
         waits_for_lock(run.pid())
     });
     run.dies_by_within_a_second(libc::SIGTERM);
+    assert!(
+        run.stderr().contains(
+            &"backoff: interrupted by SIGTERM during the retry budget's decision; no attempt follows"
+        ),
+        "{:?}",
+        run.seen
+    );
     holder.kill().unwrap();
     holder.wait().unwrap();
     assert_eq!(
@@ -580,7 +587,7 @@ fn a_held_lock_costs_at_most_the_timeout_and_a_signal_ends_the_wait() {
 
 /// Whether backoff (`pid`) waits for the lock of a state file: a thread of
 /// its own waits in the kernel's queue of the file's waiters.
-fn waits_for_lock(pid: i32) -> bool {
+pub fn waits_for_lock(pid: i32) -> bool {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
     tasks.into_iter().flatten().flatten().any(|task| {
         std::fs::read_to_string(task.path().join("comm"))
