@@ -280,7 +280,7 @@ _backoff_options() {
             return 0
             ;;
         backoff__subcmd__breaker__subcmd__reset)
-            opts="-h --budget-dir --budget-store --budget-store-timeout --budget-store-fail --help"
+            opts="-h --budget-dir --budget-store --budget-store-timeout --budget-store-fail --format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 _backoff_compgen -W "${opts}" -- "${cur}"
                 return 0
@@ -300,6 +300,10 @@ _backoff_options() {
                     ;;
                 --budget-store-fail)
                     _backoff_compgen -W "open closed" -- "${cur}"
+                    return 0
+                    ;;
+                --format)
+                    _backoff_compgen -W "text json" -- "${cur}"
                     return 0
                     ;;
                 *)
@@ -358,7 +362,7 @@ _backoff_options() {
             return 0
             ;;
         backoff__subcmd__budget__subcmd__reset)
-            opts="-h --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --help"
+            opts="-h --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 _backoff_compgen -W "${opts}" -- "${cur}"
                 return 0
@@ -386,6 +390,10 @@ _backoff_options() {
                     ;;
                 --budget-store-fail)
                     _backoff_compgen -W "open closed" -- "${cur}"
+                    return 0
+                    ;;
+                --format)
+                    _backoff_compgen -W "text json" -- "${cur}"
                     return 0
                     ;;
                 *)
@@ -628,7 +636,7 @@ _backoff_options() {
             return 0
             ;;
         backoff__subcmd__throttle__subcmd__reset)
-            opts="-h --budget-dir --budget-store --budget-store-timeout --budget-store-fail --help"
+            opts="-h --budget-dir --budget-store --budget-store-timeout --budget-store-fail --format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 _backoff_compgen -W "${opts}" -- "${cur}"
                 return 0
@@ -648,6 +656,10 @@ _backoff_options() {
                     ;;
                 --budget-store-fail)
                     _backoff_compgen -W "open closed" -- "${cur}"
+                    return 0
+                    ;;
+                --format)
+                    _backoff_compgen -W "text json" -- "${cur}"
                     return 0
                     ;;
                 *)

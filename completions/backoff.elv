@@ -42,7 +42,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --signal 'Signal sent when an attempt times out (name or number)'
             cand --kill-after 'How long a timed-out attempt may take to end before it is killed'
             cand --idle-timeout 'An attempt that writes nothing to stdout or stderr for this long times out (outcome "timeout", limit idle), with --signal and --kill-after as for --timeout'
-            cand --max-time 'Time limit of the whole run'
+            cand --max-time 'Time limit of the whole run; backoff exits by it plus --kill-after'
             cand --retry-if-output 'Retry an attempt that printed a line (stdout or stderr) matching REGEX; repeatable. The output still reaches you live, unchanged'
             cand --stop-if-output 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable'
             cand --retry-after-pattern 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)'
@@ -140,7 +140,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
             cand show 'Print the tokens left in a budget, and the burst and ratio its state records (else those of the options, said to be theirs)'
-            cand reset 'Fill a budget to its burst again: the one its state records, or with --budget-burst or --budget-ratio those given'
+            cand reset 'Fill a budget to its burst again: the one its state records, or with --budget-burst or --budget-ratio those given; say what it held'
         }
         &'backoff;budget;show'= {
             cand --budget-ratio 'Tokens a success deposits'
@@ -160,6 +160,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
+            cand --format 'Output format: a line on stderr, or one JSON object on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -167,7 +168,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
             cand show 'Print a circuit''s state: closed, open (since and until when) or half-open'
-            cand reset 'Close a circuit, and start its count of failed runs again'
+            cand reset 'Close a circuit, and start its count of failed runs again; say what it was'
         }
         &'backoff;breaker;show'= {
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
@@ -183,6 +184,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
+            cand --format 'Output format: a line on stderr, or one JSON object on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -190,7 +192,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
             cand show 'Print a throttle''s counts over its window (requests, of which skipped, and accepts), and the probability that the next attempt is skipped under --throttle-k'
-            cand reset 'Empty a throttle''s window: nothing counted, nothing skipped'
+            cand reset 'Empty a throttle''s window: nothing counted, nothing skipped; say what it held'
         }
         &'backoff;throttle;show'= {
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
@@ -208,6 +210,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
+            cand --format 'Output format: a line on stderr, or one JSON object on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }

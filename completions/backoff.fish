@@ -55,7 +55,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l timeout -d 'Time limit 
 complete -c backoff -n "__fish_backoff_needs_command" -l signal -d 'Signal sent when an attempt times out (name or number)' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l kill-after -d 'How long a timed-out attempt may take to end before it is killed' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l idle-timeout -d 'An attempt that writes nothing to stdout or stderr for this long times out (outcome "timeout", limit idle), with --signal and --kill-after as for --timeout' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Time limit of the whole run' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Time limit of the whole run; backoff exits by it plus --kill-after' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-if-output -d 'Retry an attempt that printed a line (stdout or stderr) matching REGEX; repeatable. The output still reaches you live, unchanged' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l stop-if-output -d 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable' -r
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-pattern -d 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)' -r
@@ -170,7 +170,7 @@ complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l throttle-k 
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -s h -l help -d 'Print help'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "show" -d 'Print the tokens left in a budget, and the burst and ratio its state records (else those of the options, said to be theirs)'
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Fill a budget to its burst again: the one its state records, or with --budget-burst or --budget-ratio those given'
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Fill a budget to its burst again: the one its state records, or with --budget-burst or --budget-ratio those given; say what it held'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-ratio -d 'Tokens a success deposits' -r
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-dir -d 'Directory of the budgets\', breakers\' and throttles\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
@@ -188,10 +188,12 @@ complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l format -d 'Output format: a line on stderr, or one JSON object on stdout' -r -f -a "text\t'One line for people'
+json\t'One JSON object'"
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and not __fish_seen_subcommand_from show reset" -s h -l help -d 'Print help'
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and not __fish_seen_subcommand_from show reset" -f -a "show" -d 'Print a circuit\'s state: closed, open (since and until when) or half-open'
-complete -c backoff -n "__fish_backoff_using_subcommand breaker; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Close a circuit, and start its count of failed runs again'
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Close a circuit, and start its count of failed runs again; say what it was'
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -l budget-dir -d 'Directory of the budgets\', breakers\' and throttles\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
@@ -205,10 +207,12 @@ complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -l format -d 'Output format: a line on stderr, or one JSON object on stdout' -r -f -a "text\t'One line for people'
+json\t'One JSON object'"
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and not __fish_seen_subcommand_from show reset" -s h -l help -d 'Print help'
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and not __fish_seen_subcommand_from show reset" -f -a "show" -d 'Print a throttle\'s counts over its window (requests, of which skipped, and accepts), and the probability that the next attempt is skipped under --throttle-k'
-complete -c backoff -n "__fish_backoff_using_subcommand throttle; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Empty a throttle\'s window: nothing counted, nothing skipped'
+complete -c backoff -n "__fish_backoff_using_subcommand throttle; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Empty a throttle\'s window: nothing counted, nothing skipped; say what it held'
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from show" -l budget-dir -d 'Directory of the budgets\', breakers\' and throttles\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
@@ -224,6 +228,8 @@ complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_see
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
+complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from reset" -l format -d 'Output format: a line on stderr, or one JSON object on stdout' -r -f -a "text\t'One line for people'
+json\t'One JSON object'"
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help (see more with \'--help\')'
 
 # The command backoff runs, and its arguments: after `--`, or from the first

@@ -40,14 +40,14 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use backoff_cli::budget::file::{FileBreaker, FileBudget, FileThrottle};
 use backoff_cli::budget::{
-    BreakerPlace, BreakerStore, FailMode, Place, Refill, Store, StoreError, Unwatched,
+    BreakerStore, FailMode, Kind as Shareable, Location, Refill, Settings, Shared, Store,
+    ThrottleStore, Unwatched,
 };
 use backoff_cli::event::BreakerNews;
 use backoff_cli::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
 use backoff_cli::fleet::bucket::{Bucket, UNIT};
-use backoff_cli::fleet::throttle::{Throttle, Window};
+use backoff_cli::fleet::throttle::Throttle;
 use backoff_cli::report::Warnings;
 use backoff_cli::run::CircuitBreaker;
 
@@ -100,21 +100,14 @@ impl Kind {
     }
 }
 
-/// A budget or a breaker, opened as `backoff --budget` or `--breaker`
-/// opens it, with fail mode closed: a corrupt state is an error here, never
-/// a fresh bucket.
+/// A budget, a breaker or a throttle, opened as `backoff --budget`,
+/// `--breaker` or `--throttle` opens it, with fail mode closed: a corrupt
+/// state is an error here, never a fresh one.
 enum Opened {
     Budget(Store),
     Breaker(BreakerStore),
-    Throttle(Throttled),
+    Throttle(ThrottleStore),
     Nothing,
-}
-
-/// An adaptive throttle in a file or in Redis.
-enum Throttled {
-    File(FileThrottle),
-    #[cfg(feature = "redis")]
-    Redis(backoff_cli::budget::redis::RedisThrottle),
 }
 
 /// A throttle whose window holds every decision of a batch: its counts
@@ -125,162 +118,41 @@ const THROTTLE: Throttle = Throttle {
     k_milli: 2000,
 };
 
-impl Throttled {
-    fn open(place: &str, key: &str) -> Result<Throttled, String> {
-        if is_redis(place) {
-            #[cfg(feature = "redis")]
-            return backoff_cli::budget::redis::RedisThrottle::new(
-                place,
-                key,
-                THROTTLE,
-                TIMEOUT,
-                FailMode::Closed,
-                Warnings::default(),
-            )
-            .map(Throttled::Redis);
-            #[cfg(not(feature = "redis"))]
-            return Err("built without the redis feature".into());
-        }
-        FileThrottle::open(
-            Some(PathBuf::from(place)),
-            key,
-            THROTTLE,
-            TIMEOUT,
-            FailMode::Closed,
-            Warnings::default(),
-        )
-        .map(Throttled::File)
-    }
-
-    fn admit(&self) -> Result<bool, StoreError> {
-        // Any draw: with every attempt accepted, none is skipped.
-        let draw = 0.5;
-        match self {
-            Throttled::File(f) => f.admit(draw, &mut Unwatched),
-            #[cfg(feature = "redis")]
-            Throttled::Redis(r) => r.admit(draw, &mut Unwatched),
-        }
-        .map(|(decision, _)| decision.send)
-    }
-
-    fn accept(&self) -> Result<(), StoreError> {
-        match self {
-            Throttled::File(f) => f.accept(&mut Unwatched),
-            #[cfg(feature = "redis")]
-            Throttled::Redis(r) => r.accept(&mut Unwatched),
-        }
-    }
-
-    fn show(&self) -> Result<(Window, u64), StoreError> {
-        match self {
-            Throttled::File(f) => f.show(&mut Unwatched),
-            #[cfg(feature = "redis")]
-            Throttled::Redis(r) => r.show(&mut Unwatched),
-        }
-    }
-
-    /// Empties the window, then counts `SPARE_TOKENS` accepts in it: with
-    /// more accepts than processes deciding at once, the attempts of a
-    /// fresh window, admitted before any is accepted, are not skipped.
-    fn reset(&self) -> Result<(), StoreError> {
-        match self {
-            Throttled::File(f) => f.reset(&mut Unwatched),
-            #[cfg(feature = "redis")]
-            Throttled::Redis(r) => r.reset(&mut Unwatched),
-        }?;
-        (0..SPARE_TOKENS).try_for_each(|_| self.accept())
-    }
-}
-
 /// Whether `place` names a Redis server rather than a directory.
 fn is_redis(place: &str) -> bool {
     place.contains("://")
 }
 
-#[cfg(feature = "redis")]
-fn redis_budget(url: &str, key: &str, bucket: Bucket) -> Result<Place, String> {
-    use backoff_cli::budget::redis::RedisBudget;
-    RedisBudget::new(
-        url,
-        key,
-        bucket,
-        TIMEOUT,
-        FailMode::Closed,
-        Warnings::default(),
-    )
-    .map(|r| Place::Redis(Box::new(r)))
-}
-
-#[cfg(feature = "redis")]
-fn redis_breaker(url: &str, key: &str) -> Result<BreakerPlace, String> {
-    use backoff_cli::budget::redis::RedisBreaker;
-    RedisBreaker::new(
-        url,
-        key,
-        BREAKER,
-        TIMEOUT,
-        FailMode::Closed,
-        Warnings::default(),
-    )
-    .map(|r| BreakerPlace::Redis(Box::new(r)))
-}
-
-#[cfg(not(feature = "redis"))]
-fn redis_budget(_: &str, _: &str, _: Bucket) -> Result<Place, String> {
-    Err("built without the redis feature".into())
-}
-
-#[cfg(not(feature = "redis"))]
-fn redis_breaker(_: &str, _: &str) -> Result<BreakerPlace, String> {
-    Err("built without the redis feature".into())
+/// The state `key` of kind `K` with `limits` at `place` (a directory or a
+/// Redis URL).
+fn open<K: Shareable>(place: &str, key: &str, limits: K::Limits) -> Result<Shared<K>, String> {
+    let location = if is_redis(place) {
+        Location::Redis(place.to_owned())
+    } else {
+        Location::Dir(Some(PathBuf::from(place)))
+    };
+    let settings = Settings {
+        timeout: TIMEOUT,
+        fail: FailMode::Closed,
+        warnings: Warnings::default(),
+    };
+    Shared::open(key, limits, location, settings).map_err(|e| format!("{e:?}"))
 }
 
 impl Opened {
     /// The store of `kind` for `key` at `place`; a budget holds `burst`
     /// tokens.
     fn open(kind: Kind, place: &str, key: &str, burst: u64) -> Result<Opened, String> {
-        let dir = || Some(PathBuf::from(place));
         Ok(match kind {
             Kind::Budget => {
                 let bucket = Bucket {
                     burst: burst * UNIT,
                     ratio: UNIT / 10,
                 };
-                let place = if is_redis(place) {
-                    redis_budget(place, key, bucket)?
-                } else {
-                    Place::File(FileBudget::open(
-                        dir(),
-                        key,
-                        bucket,
-                        TIMEOUT,
-                        FailMode::Closed,
-                        Warnings::default(),
-                    )?)
-                };
-                Opened::Budget(Store::new(place, FailMode::Closed, Warnings::default()))
+                Opened::Budget(open(place, key, bucket)?)
             }
-            Kind::Breaker => {
-                let place = if is_redis(place) {
-                    redis_breaker(place, key)?
-                } else {
-                    BreakerPlace::File(FileBreaker::open(
-                        dir(),
-                        key,
-                        BREAKER,
-                        TIMEOUT,
-                        FailMode::Closed,
-                        Warnings::default(),
-                    )?)
-                };
-                Opened::Breaker(BreakerStore::new(
-                    key,
-                    place,
-                    FailMode::Closed,
-                    Warnings::default(),
-                ))
-            }
-            Kind::Throttle => Opened::Throttle(Throttled::open(place, key)?),
+            Kind::Breaker => Opened::Breaker(open(place, key, BREAKER)?),
+            Kind::Throttle => Opened::Throttle(open(place, key, THROTTLE)?),
             Kind::Nothing => Opened::Nothing,
         })
     }
@@ -289,8 +161,13 @@ impl Opened {
     fn reset(&self) -> Result<(), String> {
         match self {
             Opened::Budget(s) => s.reset(Refill::Given).map(|_| ()),
-            Opened::Breaker(s) => s.reset(),
-            Opened::Throttle(t) => t.reset(),
+            Opened::Breaker(s) => s.reset().map(drop),
+            // Then `SPARE_TOKENS` accepts: with more accepts than
+            // processes deciding at once, the attempts of a fresh window,
+            // admitted before any is accepted, are not skipped.
+            Opened::Throttle(t) => t.reset().and_then(|_| {
+                (0..SPARE_TOKENS).try_for_each(|_| t.backend().accept(&mut Unwatched))
+            }),
             Opened::Nothing => Ok(()),
         }
         .map_err(|e| e.to_string())
@@ -311,7 +188,7 @@ impl Opened {
     /// One decision.
     fn decide(&self) -> Decided {
         match self {
-            Opened::Budget(s) => match s.take_token(&mut Unwatched) {
+            Opened::Budget(s) => match s.backend().take(&mut Unwatched) {
                 Ok(true) => Decided::Done,
                 Ok(false) => Decided::Wrong("a retry was refused: the bucket ran dry".into()),
                 Err(e) => Decided::Failed(e.to_string()),
@@ -332,12 +209,13 @@ impl Opened {
                 Err(sig) => Decided::Failed(format!("interrupted by signal {sig}")),
             },
             Opened::Nothing => Decided::Done,
-            Opened::Throttle(t) => match t.admit() {
-                Ok(true) => match t.accept() {
+            // Any draw: with every attempt accepted, none is skipped.
+            Opened::Throttle(t) => match t.backend().admit(0.5, &mut Unwatched) {
+                Ok((decision, _)) if decision.send => match t.backend().accept(&mut Unwatched) {
                     Ok(()) => Decided::Done,
                     Err(e) => Decided::Failed(e.to_string()),
                 },
-                Ok(false) => Decided::Wrong("an attempt the backend accepts was skipped".into()),
+                Ok(_) => Decided::Wrong("an attempt the backend accepts was skipped".into()),
                 Err(e) => Decided::Failed(e.to_string()),
             },
         }

@@ -5,12 +5,12 @@
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::budget::{BreakerStore, Refill, Store, ThrottleStore};
+use crate::budget::{Breakers, Refill, Throttles};
 use crate::cli::{self, Cli, Format, SimFormat, Sub};
 use crate::config::{self, Given, RunConfig, UsageError};
 use crate::event::{Report, Reports};
@@ -21,7 +21,9 @@ use crate::fleet::bucket::{Bucket, show_tokens};
 use crate::report::json::JsonReport;
 use crate::report::run_report::Recorder;
 use crate::report::text::TextReport;
-use crate::report::{self, Labels, LogFormat, Std, Verbosity, Warnings, atomic, ci, metrics, say};
+use crate::report::{
+    self, Labels, LogFormat, Std, Verbosity, Warnings, atomic, ci, metrics, say, state,
+};
 use crate::run::Executor as _;
 use crate::simulate::{self, svg, table};
 use crate::sys::signals::SignalWatch;
@@ -236,6 +238,32 @@ fn run_command(
     }))
 }
 
+/// What the preset adds before the command's own arguments, and the curl
+/// preset's own file for the response headers, when curl shows none: it
+/// is added to curl's arguments, and read after each attempt.
+fn preset_additions(
+    cfg: &RunConfig,
+) -> anyhow::Result<(Option<tempfile::NamedTempFile>, Vec<OsString>)> {
+    let headers = if cfg.dump_headers {
+        Some(
+            tempfile::Builder::new()
+                .prefix("backoff-headers-")
+                .tempfile()
+                .context("cannot make a file for curl's headers")?,
+        )
+    } else {
+        None
+    };
+    let mut added = cfg.preset_arguments.clone();
+    if let Some(file) = &headers {
+        added.extend([
+            OsString::from("--dump-header"),
+            file.path().as_os_str().to_owned(),
+        ]);
+    }
+    Ok((headers, added))
+}
+
 /// Runs the command as `cfg` says.
 fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit> {
     // From here on every line backoff writes carries the time and the name.
@@ -266,26 +294,7 @@ fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit>
     let label = config::run_label(cfg.name.as_ref(), &cfg.command);
     let mut log = log_report(cfg, labels, label.clone());
     let mut recorder = Recorder::new(label, SystemTime::now);
-    // The curl preset's own file for the response headers, when curl shows
-    // none: it is added to curl's arguments, and read after each attempt.
-    let headers = if cfg.dump_headers {
-        Some(
-            tempfile::Builder::new()
-                .prefix("backoff-headers-")
-                .tempfile()
-                .context("cannot make a file for curl's headers")?,
-        )
-    } else {
-        None
-    };
-    // What the preset adds before the command's own arguments.
-    let mut added = cfg.preset_arguments.clone();
-    if let Some(file) = &headers {
-        added.extend([
-            OsString::from("--dump-header"),
-            file.path().as_os_str().to_owned(),
-        ]);
-    }
+    let (headers, added) = preset_additions(cfg)?;
     let mut command = cfg.command.clone();
     command.splice(1..1, added.iter().cloned());
     let plan = run::Plan {
@@ -296,6 +305,7 @@ fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit>
         command: &cfg.command,
         timeout: cfg.limits.timeout,
         max_time: cfg.limits.max_time,
+        kill_after: cfg.limits.kill_after,
         preserve_status: cfg.limits.preserve_status,
         budget: cfg.budget.as_ref().map(|b| b as &dyn run::RetryBudget),
         hints: cfg.hints,
@@ -336,6 +346,7 @@ fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit>
     .context("cannot hold stdout")?
     .with_headers(headers)
     .with_advice(cli::advice::not_found(options, &cfg.command));
+    let exit_by = exit_by(cfg);
     let exit = run::run(
         &plan,
         &mut executor,
@@ -343,10 +354,20 @@ fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit>
     );
     // A signal that ended the wait for the metrics file's lock ends backoff
     // as any signal does: it dies by it.
-    match write_summaries(cfg, &recorder, exit, &mut |d| executor.pause(d)) {
+    match write_summaries(cfg, &recorder, exit, exit_by, &mut |d| executor.pause(d)) {
         Some(sig) => Ok(Exit::Signal(sig)),
         None => Ok(exit),
     }
+}
+
+/// When backoff must have exited, the files it writes at the end
+/// included: `--max-time` plus `--kill-after` from now, a moment before the
+/// run's own start.
+fn exit_by(cfg: &RunConfig) -> Option<Instant> {
+    cfg.limits
+        .max_time
+        .and_then(|t| Instant::now().checked_add(t))
+        .and_then(|d| d.checked_add(cfg.limits.kill_after))
 }
 
 /// The report of backoff's lines on stderr, in the format asked for.
@@ -390,16 +411,27 @@ fn live<W: Write>(report: TextReport<W>, verbosity: Verbosity) -> TextReport<W> 
 /// reported, but the run's exit status stays the command's. `wait` pauses
 /// while another process updates the metrics file, and returns the
 /// terminating signal that cut the pause short; that signal gives the
-/// update up (said like any other failure) and is returned.
+/// update up (said like any other failure) and is returned. The update is
+/// given up too at `exit_by`, when backoff's time is up.
 fn write_summaries(
     cfg: &RunConfig,
     recorder: &Recorder,
     exit: Exit,
+    exit_by: Option<Instant>,
     wait: &mut dyn FnMut(Duration) -> Option<i32>,
 ) -> Option<i32> {
     let mut cut = None;
     if let Some(path) = &cfg.report {
-        let mut doc = format!("{:#}", recorder.report(exit));
+        // On the stream of JSON events (stderr, in the json log format) the
+        // report is one line, as every event is; elsewhere it is indented.
+        let on_events = cfg.log_format == LogFormat::Json
+            && atomic::Stream::named(path) == Some(atomic::Stream::Stderr);
+        let report = recorder.report(exit);
+        let mut doc = if on_events {
+            report.to_string()
+        } else {
+            format!("{report:#}")
+        };
         doc.push('\n');
         if let Err(e) = atomic::write(path, doc.as_bytes()) {
             cfg.warnings
@@ -412,8 +444,12 @@ fn write_summaries(
         let written = match atomic::Stream::named(path) {
             Some(_) => atomic::write(path, make(None).as_bytes()),
             None => atomic::update(path, |previous| make(Some(previous)), &mut |d| {
-                cut = wait(d);
-                cut.is_none()
+                let left = exit_by.map_or(d, |at| at.saturating_duration_since(Instant::now()));
+                if left.is_zero() {
+                    return Err("backoff's time (--max-time plus --kill-after) ran out".into());
+                }
+                cut = wait(d.min(left));
+                cut.map_or(Ok(()), |_| Err("interrupted".into()))
             }),
         };
         if let Err(e) = written {
@@ -499,10 +535,6 @@ fn simulate_command(args: &cli::SimulateArgs, given: &Given) -> anyhow::Result<E
 
 /// `backoff breaker show|reset KEY`.
 fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Result<Exit> {
-    let fail = |key: &str, b: &BreakerStore, e: crate::budget::StoreError| match b.server() {
-        Some(server) => UsageError(format!("circuit breaker '{key}' ({server}): {e}")),
-        None => UsageError(format!("circuit breaker '{key}': {e}")),
-    };
     // Showing and closing a circuit needs none of its limits.
     let limits = Breaker {
         failures: 1,
@@ -510,8 +542,9 @@ fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Resu
     };
     match command {
         cli::BreakerCommand::Show { key, store, format } => {
-            let b = config::open_breaker(key, store, limits, given, &Warnings::default())?;
-            let (circuit, now) = b.show().map_err(|e| fail(key, &b, e))?;
+            let b =
+                config::open_store::<Breakers>(key, store, limits, given, &Warnings::default())?;
+            let (circuit, now) = b.show().map_err(|e| UsageError(b.error(&e)))?;
             let line = match format {
                 cli::BudgetFormat::Text => format!(
                     "{key}: {} ({})\n",
@@ -528,9 +561,14 @@ fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Resu
             };
             let _ = std::io::stdout().write_all(line.as_bytes());
         }
-        cli::BreakerCommand::Reset { key, store } => {
-            let b = config::open_breaker(key, store, limits, given, &Warnings::default())?;
-            b.reset().map_err(|e| fail(key, &b, e))?;
+        cli::BreakerCommand::Reset { key, store, format } => {
+            let b =
+                config::open_store::<Breakers>(key, store, limits, given, &Warnings::default())?;
+            let (found, now) = b.reset().map_err(|e| UsageError(b.error(&e)))?;
+            tell(
+                &state::breaker_reset(key, &b.describe(), found, now),
+                *format,
+            );
         }
     }
     Ok(Exit::SUCCESS)
@@ -539,10 +577,6 @@ fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Resu
 /// `backoff throttle show|reset KEY`.
 fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Result<Exit> {
     use crate::fleet::throttle::SLOTS;
-    let fail = |key: &str, t: &ThrottleStore, e: crate::budget::StoreError| match t.server() {
-        Some(server) => UsageError(format!("adaptive throttle '{key}' ({server}): {e}")),
-        None => UsageError(format!("adaptive throttle '{key}': {e}")),
-    };
     match command {
         cli::ThrottleCommand::Show {
             key,
@@ -551,8 +585,9 @@ fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Re
             format,
         } => {
             let throttle = config::throttle_limits(limits);
-            let t = config::open_throttle(key, store, throttle, given, &Warnings::default())?;
-            let (window, now) = t.show().map_err(|e| fail(key, &t, e))?;
+            let t =
+                config::open_store::<Throttles>(key, store, throttle, given, &Warnings::default())?;
+            let (window, now) = t.show().map_err(|e| UsageError(t.error(&e)))?;
             let counts = window.counts(now);
             let probability = throttle.probability(counts);
             // The state's width while a slot of it counts (for a width of
@@ -563,12 +598,8 @@ fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Re
             let window_ms = width.saturating_mul(SLOTS as u64);
             let text = match format {
                 cli::BudgetFormat::Text => format!(
-                    "{key}: {} requests in the last {} ({} skipped), {} accepted; \
-                     the next attempt is skipped with probability {probability:.3} under K {} ({})\n",
-                    counts.requests,
-                    humantime::format_duration(Duration::from_millis(window_ms)),
-                    counts.skips,
-                    counts.accepts,
+                    "{key}: {}; the next attempt is skipped with probability {probability:.3} under K {} ({})\n",
+                    state::counts_text(counts, window_ms),
                     show_k(throttle.k_milli),
                     t.describe()
                 ),
@@ -589,17 +620,33 @@ fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Re
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
         }
-        cli::ThrottleCommand::Reset { key, store } => {
+        cli::ThrottleCommand::Reset { key, store, format } => {
             // Emptying a window needs none of its limits.
             let limits = crate::fleet::throttle::Throttle {
                 window_ms: crate::fleet::throttle::MIN_WINDOW_MS,
                 k_milli: 1000,
             };
-            let t = config::open_throttle(key, store, limits, given, &Warnings::default())?;
-            t.reset().map_err(|e| fail(key, &t, e))?;
+            let t =
+                config::open_store::<Throttles>(key, store, limits, given, &Warnings::default())?;
+            let (found, now) = t.reset().map_err(|e| UsageError(t.error(&e)))?;
+            tell(
+                &state::throttle_reset(key, &t.describe(), found, now),
+                *format,
+            );
         }
     }
     Ok(Exit::SUCCESS)
+}
+
+/// Tells what a reset did: a line on stderr, as backoff's other lines, or
+/// one JSON object on stdout, as `show` gives its state.
+fn tell(told: &state::Told, format: cli::BudgetFormat) {
+    match format {
+        cli::BudgetFormat::Text => say(&told.line),
+        cli::BudgetFormat::Json => {
+            let _ = std::io::stdout().write_all(format!("{}\n", told.json).as_bytes());
+        }
+    }
 }
 
 /// K, in thousandths, as it was given: `2`, `1.5`, `1.125`.
@@ -615,15 +662,11 @@ fn show_k(k_milli: u64) -> String {
 
 /// `backoff budget show|reset KEY`.
 fn budget_command(command: &cli::BudgetCommand, given: &Given) -> anyhow::Result<Exit> {
-    let fail = |key: &str, b: &Store, e: crate::budget::StoreError| match b.server() {
-        Some(server) => UsageError(format!("retry budget '{key}' ({server}): {e}")),
-        None => UsageError(format!("retry budget '{key}': {e}")),
-    };
     let tokens = |micros: u64| show_tokens(micros).parse::<f64>().unwrap_or(0.0);
     match command {
         cli::BudgetCommand::Show { key, store, format } => {
             let b = config::open_budget(key, store, given, &Warnings::default())?;
-            let level = b.level().map_err(|e| fail(key, &b, e))?;
+            let level = b.level().map_err(|e| UsageError(b.error(&e)))?;
             // The state's own bucket; the flags' where it records none (no
             // state yet, or one of an older version).
             let (made, source) = match level.made {
@@ -666,14 +709,18 @@ fn budget_command(command: &cli::BudgetCommand, given: &Given) -> anyhow::Result
             };
             let _ = std::io::stdout().write_all(line.as_bytes());
         }
-        cli::BudgetCommand::Reset { key, store } => {
+        cli::BudgetCommand::Reset { key, store, format } => {
             let b = config::open_budget(key, store, given, &Warnings::default())?;
             let refill = if given.gave("--budget-burst") || given.gave("--budget-ratio") {
                 Refill::Given
             } else {
                 Refill::Recorded
             };
-            b.reset(refill).map_err(|e| fail(key, &b, e))?;
+            let (found, bucket) = b.reset(refill).map_err(|e| UsageError(b.error(&e)))?;
+            tell(
+                &state::budget_reset(key, &b.describe(), found, bucket),
+                *format,
+            );
         }
     }
     Ok(Exit::SUCCESS)

@@ -325,6 +325,19 @@ impl Rule {
             (x, y) => x == y,
         }
     }
+
+    /// Whether every outcome this rule matches is matched by one of
+    /// `rules`: then, were `rules` checked first, it could never match.
+    pub fn covered_by(self, rules: &[Rule]) -> bool {
+        match self {
+            Rule::Codes(lo, hi) => (lo..=hi).all(|c| {
+                rules
+                    .iter()
+                    .any(|r| matches!(*r, Rule::Codes(a, b) if (a..=b).contains(&c)))
+            }),
+            rule => rules.contains(&rule),
+        }
+    }
 }
 
 impl fmt::Display for Rule {
@@ -874,6 +887,27 @@ mod tests {
         assert!(!Rule::Codes(1, 4).overlaps(Rule::Codes(5, 9)));
         assert!(Rule::Timeout.overlaps(Rule::Timeout));
         assert!(!Rule::Timeout.overlaps(Rule::Codes(0, 255)));
+    }
+
+    #[test]
+    fn a_rule_is_covered_only_when_every_outcome_it_matches_is() {
+        let codes = [Rule::Codes(1, 3), Rule::Codes(4, 4), Rule::Codes(9, 200)];
+        assert!(Rule::Codes(1, 4).covered_by(&codes));
+        assert!(Rule::Codes(2, 2).covered_by(&codes));
+        assert!(Rule::Codes(9, 200).covered_by(&codes));
+        assert!(!Rule::Codes(1, 5).covered_by(&codes));
+        assert!(!Rule::Codes(0, 0).covered_by(&codes));
+        assert!(!Rule::Codes(8, 9).covered_by(&codes));
+        assert!(!Rule::Codes(200, 201).covered_by(&codes));
+        assert!(Rule::Codes(0, 255).covered_by(&[Rule::Codes(0, 100), Rule::Codes(101, 255)]));
+        let term = Rule::Signal(libc::SIGTERM);
+        assert!(term.covered_by(&[Rule::Timeout, term]));
+        assert!(!term.covered_by(&[Rule::Signal(libc::SIGHUP), Rule::Codes(0, 255)]));
+        assert!(Rule::Timeout.covered_by(&[Rule::Timeout]));
+        assert!(!Rule::Timeout.covered_by(&[Rule::Unmet, Rule::Codes(0, 255)]));
+        assert!(Rule::Unmet.covered_by(&[Rule::Unmet]));
+        assert!(!Rule::Unmet.covered_by(&[]));
+        assert!(!Rule::Codes(0, 0).covered_by(&[]));
     }
 
     #[test]

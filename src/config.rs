@@ -9,9 +9,10 @@ use std::time::{Duration, SystemTime};
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 
-use crate::budget::file::{self, FileBreaker, FileBudget, FileThrottle};
+use crate::budget::file;
 use crate::budget::{
-    BreakerPlace, BreakerStore, Place, Store, ThrottlePlace, ThrottleStore, redact,
+    BreakerStore, Breakers, Budgets, Kind, Location, OpenError, Settings, Shared, Store,
+    ThrottleStore, Throttles, redact,
 };
 use crate::classify::{Applied, Preset, Rule, Rules};
 use crate::cli::values::RuleList;
@@ -465,30 +466,71 @@ fn flatten(lists: &[RuleList]) -> Vec<Rule> {
     lists.iter().flat_map(|l| l.0.iter().copied()).collect()
 }
 
-/// Builds the classification rules, refusing an outcome that is both
-/// retried and stopped.
+/// Builds the classification rules. An outcome in both `--stop-on` and
+/// `--retry-on` stops the run, as `--stop-on` is checked first; only a rule
+/// that can never match is refused: a `--retry-on` rule whose every
+/// outcome `--stop-on` or `--success-on` (both checked before it) takes,
+/// and a `--success-on` rule whose every outcome `--stop-on` takes.
 pub fn rules(args: &RuleArgs, given: &Given) -> Result<Rules, UsageError> {
     let stop_on = flatten(&args.stop_on);
+    let success_on = flatten(&args.success_on);
     let retry_on = flatten(&args.retry_on);
-    for s in &stop_on {
-        if let Some(r) = retry_on.iter().find(|r| r.overlaps(*s)) {
-            return Err(invalid(
-                given,
-                s,
-                "--stop-on",
-                format!("overlaps --retry-on {r}"),
-            ));
+    let before_retry: Vec<Rule> = stop_on.iter().chain(&success_on).copied().collect();
+    // `--success-on 0` unless given (a repeated flag is not in `given`).
+    let default_success = !given.gave("--success-on") && success_on == [Rule::Codes(0, 0)];
+    let earlier = [
+        ("--stop-on", &stop_on[..], false),
+        ("--success-on", &success_on[..], default_success),
+    ];
+    for r in &retry_on {
+        if r.covered_by(&before_retry) {
+            return Err(never_matches("--retry-on", *r, &earlier));
+        }
+    }
+    if !default_success {
+        for r in &success_on {
+            if r.covered_by(&stop_on) {
+                return Err(never_matches("--success-on", *r, &earlier[..1]));
+            }
         }
     }
     Ok(Rules {
         stop_on,
-        success_on: flatten(&args.success_on),
+        success_on,
         retry_on,
         retry_output: false,
         preset: None,
         not_idempotent: false,
         until_output: false,
     })
+}
+
+/// The refusal of `rule` of `flag`, which can never match: the rules of
+/// `earlier` (each flag with its rules, and whether they are its default,
+/// all checked before `flag`) take every outcome it matches. Names the
+/// rules of each flag that do.
+fn never_matches(flag: &str, rule: Rule, earlier: &[(&str, &[Rule], bool)]) -> UsageError {
+    let mut lists = Vec::new();
+    for (other, rules, default) in earlier {
+        let hits: Vec<String> = rules
+            .iter()
+            .filter(|r| r.overlaps(rule))
+            .map(ToString::to_string)
+            .collect();
+        if !hits.is_empty() {
+            let whence = if *default { " (its default)" } else { "" };
+            lists.push(format!("{other} {}{whence}", hits.join(",")));
+        }
+    }
+    let (is, takes) = if lists.len() == 1 {
+        ("is", "takes")
+    } else {
+        ("are", "take")
+    };
+    UsageError(format!(
+        "invalid value '{rule}' for '{flag}': it can never match, as {} {is} checked before it and {takes} every outcome it names",
+        lists.join(" and ")
+    ))
 }
 
 /// What `backoff simulate` runs: one of its models, checked.
@@ -869,20 +911,40 @@ pub fn open_budget(
         burst: store.budget_burst,
         ratio: store.budget_ratio,
     };
-    let place = &store.place;
+    open_store::<Budgets>(key, &store.place, bucket, given, warnings)
+}
+
+/// Opens the shared state `key` of kind `K` with `limits`: in Redis with
+/// `--budget-store`, else in a file of `--budget-dir`; what it has to say
+/// goes to `warnings`.
+pub fn open_store<K: Kind>(
+    key: &str,
+    place: &StoreArgs,
+    limits: K::Limits,
+    given: &Given,
+    warnings: &Warnings,
+) -> Result<Shared<K>, UsageError> {
     check_store(place, given)?;
-    let fail = place.budget_store_fail;
-    if let Some(url) = &place.budget_store {
-        return redis_budget(url, key, bucket, place, given, warnings)
-            .map(|p| Store::new(p, fail, warnings.clone()));
-    }
-    // No default directory (no HOME) is not bad input: it is reported when
-    // the budget is used, and the fail mode decides.
-    let dir = place.budget_dir.clone().or_else(file::default_dir);
-    let timeout = place.budget_store_timeout;
-    FileBudget::open(dir, key, bucket, timeout, fail, warnings.clone())
-        .map(|f| Store::new(Place::File(f), fail, warnings.clone()))
-        .map_err(|why| invalid(given, key, "--budget", why))
+    let location = match &place.budget_store {
+        Some(url) => Location::Redis(url.clone()),
+        // No default directory (no HOME) is not bad input: it is reported
+        // when the state is used, and the fail mode decides.
+        None => Location::Dir(place.budget_dir.clone().or_else(file::default_dir)),
+    };
+    let settings = Settings {
+        timeout: place.budget_store_timeout,
+        fail: place.budget_store_fail,
+        warnings: warnings.clone(),
+    };
+    Shared::open(key, limits, location, settings).map_err(|e| match e {
+        OpenError::Key(why) => invalid(given, key, K::FLAG, why),
+        OpenError::Store(why) => invalid(
+            given,
+            redact(place.budget_store.as_deref().unwrap_or_default()),
+            "--budget-store",
+            why,
+        ),
+    })
 }
 
 /// Checks the options of a store.
@@ -898,47 +960,6 @@ fn check_store(place: &StoreArgs, given: &Given) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// Opens the breaker `key` with `breaker`'s limits: in Redis with
-/// `--budget-store`, else in a file of `--budget-dir`; what it has to say
-/// goes to `warnings`.
-pub fn open_breaker(
-    key: &str,
-    place: &StoreArgs,
-    breaker: Breaker,
-    given: &Given,
-    warnings: &Warnings,
-) -> Result<BreakerStore, UsageError> {
-    check_store(place, given)?;
-    let fail = place.budget_store_fail;
-    let timeout = place.budget_store_timeout;
-    if let Some(url) = &place.budget_store {
-        #[cfg(feature = "redis")]
-        return crate::budget::redis::RedisBreaker::new(
-            url,
-            key,
-            breaker,
-            timeout,
-            fail,
-            warnings.clone(),
-        )
-        .map(|r| {
-            BreakerStore::new(
-                key,
-                BreakerPlace::Redis(Box::new(r)),
-                fail,
-                warnings.clone(),
-            )
-        })
-        .map_err(|why| invalid(given, redact(url), "--budget-store", why));
-        #[cfg(not(feature = "redis"))]
-        return Err(no_redis(url, given));
-    }
-    let dir = place.budget_dir.clone().or_else(file::default_dir);
-    FileBreaker::open(dir, key, breaker, timeout, fail, warnings.clone())
-        .map(|f| BreakerStore::new(key, BreakerPlace::File(f), fail, warnings.clone()))
-        .map_err(|why| invalid(given, key, "--breaker", why))
-}
-
 /// The limits of a throttle, from `--throttle-window` and `--throttle-k`
 /// (each checked by its value parser).
 pub fn throttle_limits(limits: &ThrottleLimits) -> Throttle {
@@ -946,47 +967,6 @@ pub fn throttle_limits(limits: &ThrottleLimits) -> Throttle {
         window_ms: u64::try_from(limits.throttle_window.as_millis()).unwrap_or(u64::MAX),
         k_milli: limits.throttle_k,
     }
-}
-
-/// Opens the throttle `key` with `throttle`'s limits, in Redis with
-/// `--budget-store`, else in a file of `--budget-dir`; what it has to say
-/// goes to `warnings`.
-pub fn open_throttle(
-    key: &str,
-    place: &StoreArgs,
-    throttle: Throttle,
-    given: &Given,
-    warnings: &Warnings,
-) -> Result<ThrottleStore, UsageError> {
-    check_store(place, given)?;
-    let fail = place.budget_store_fail;
-    let timeout = place.budget_store_timeout;
-    if let Some(url) = &place.budget_store {
-        #[cfg(feature = "redis")]
-        return crate::budget::redis::RedisThrottle::new(
-            url,
-            key,
-            throttle,
-            timeout,
-            fail,
-            warnings.clone(),
-        )
-        .map(|r| {
-            ThrottleStore::new(
-                key,
-                ThrottlePlace::Redis(Box::new(r)),
-                fail,
-                warnings.clone(),
-            )
-        })
-        .map_err(|why| invalid(given, redact(url), "--budget-store", why));
-        #[cfg(not(feature = "redis"))]
-        return Err(no_redis(url, given));
-    }
-    let dir = place.budget_dir.clone().or_else(file::default_dir);
-    FileThrottle::open(dir, key, throttle, timeout, fail, warnings.clone())
-        .map(|f| ThrottleStore::new(key, ThrottlePlace::File(f), fail, warnings.clone()))
-        .map_err(|why| invalid(given, key, "--throttle", why))
 }
 
 /// Opens `--throttle`, with its limits. `--throttle-window` and
@@ -1009,51 +989,7 @@ fn throttle(
                 .into(),
         ));
     }
-    open_throttle(key, place, throttle_limits(&args.limits), given, warnings).map(Some)
-}
-
-#[cfg(feature = "redis")]
-fn redis_budget(
-    url: &str,
-    key: &str,
-    bucket: Bucket,
-    s: &StoreArgs,
-    given: &Given,
-    warnings: &Warnings,
-) -> Result<Place, UsageError> {
-    crate::budget::redis::RedisBudget::new(
-        url,
-        key,
-        bucket,
-        s.budget_store_timeout,
-        s.budget_store_fail,
-        warnings.clone(),
-    )
-    .map(|r| Place::Redis(Box::new(r)))
-    .map_err(|why| invalid(given, redact(url), "--budget-store", why))
-}
-
-#[cfg(not(feature = "redis"))]
-fn redis_budget(
-    url: &str,
-    _: &str,
-    _: Bucket,
-    _: &StoreArgs,
-    given: &Given,
-    _: &Warnings,
-) -> Result<Place, UsageError> {
-    Err(no_redis(url, given))
-}
-
-/// The error for a Redis store in a build without Redis.
-#[cfg(not(feature = "redis"))]
-fn no_redis(url: &str, given: &Given) -> UsageError {
-    invalid(
-        given,
-        redact(url),
-        "--budget-store",
-        "this build of backoff has no Redis support (cargo feature \"redis\")",
-    )
+    open_store::<Throttles>(key, place, throttle_limits(&args.limits), given, warnings).map(Some)
 }
 
 /// Opens `--breaker`, with its limits. `--breaker` with `--until-failure`,
@@ -1089,7 +1025,7 @@ fn breaker(
         failures: args.breaker_failures,
         cooldown_ms,
     };
-    open_breaker(key, place, limits, given, warnings).map(Some)
+    open_store::<Breakers>(key, place, limits, given, warnings).map(Some)
 }
 
 /// Opens `--budget`. A `--budget-store` without it (or `--breaker` or

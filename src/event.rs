@@ -98,6 +98,9 @@ pub enum Event<'a> {
         elapsed: Duration,
         /// How long it could run.
         limit: Duration,
+        /// Whether that limit was what `--max-time` left of the run (with
+        /// `--kill-after`, for a hook that closes it), not `--hook-timeout`.
+        bounded: bool,
         /// Why it could not start, when it could not.
         error: Option<&'a str>,
     },
@@ -116,6 +119,9 @@ pub enum Event<'a> {
         attempt: u64,
         /// What it decided.
         news: ThrottleNews,
+        /// The decision came after `--max-time` passed: the attempt is not
+        /// sent, whatever the decision says.
+        late: bool,
     },
     /// A tick of the delay before the next attempt, for a report that
     /// counts it down (`Report::counts_down`): told when the delay starts
@@ -208,10 +214,78 @@ pub enum Event<'a> {
     Interrupted {
         /// The signal backoff received.
         signal: i32,
-        /// The attempt it came during, with its outcome and duration; `None`
-        /// when it came during a delay (or before an attempt could start).
-        attempt: Option<(u64, Outcome, Duration)>,
+        /// What it came during.
+        during: During,
     },
+    /// `--max-time` passed before the first attempt could start (a shared
+    /// state's decision took the time): the command never ran.
+    Unstarted {
+        /// Time since the run started.
+        total: Duration,
+        /// `--max-time`.
+        max_time: Duration,
+    },
+}
+
+/// What a signal that ended a run came during.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum During {
+    /// An attempt: its number, its outcome and how long it ran.
+    Attempt(u64, Outcome, Duration),
+    /// A delay between attempts.
+    Delay,
+    /// A decision of a shared state's store, before an attempt.
+    Decision(Shared),
+}
+
+impl During {
+    /// The name used in JSON events.
+    pub fn name(self) -> &'static str {
+        match self {
+            During::Attempt(..) => "attempt",
+            During::Delay => "delay",
+            During::Decision(shared) => shared.name(),
+        }
+    }
+
+    /// The attempt, if it came during one.
+    pub fn attempt(self) -> Option<(u64, Outcome, Duration)> {
+        match self {
+            During::Attempt(number, outcome, elapsed) => Some((number, outcome, elapsed)),
+            _ => None,
+        }
+    }
+}
+
+/// A kind of state that processes share, and whose store decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shared {
+    /// `--budget`.
+    Budget,
+    /// `--breaker`.
+    Breaker,
+    /// `--throttle`.
+    Throttle,
+}
+
+impl Shared {
+    /// The name used in JSON events: `budget`, `breaker`, `throttle`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shared::Budget => "budget",
+            Shared::Breaker => "breaker",
+            Shared::Throttle => "throttle",
+        }
+    }
+
+    /// What lines call it: `retry budget`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Shared::Budget => "retry budget",
+            Shared::Breaker => "circuit breaker",
+            Shared::Throttle => "adaptive throttle",
+        }
+    }
 }
 
 /// Which hook runs.

@@ -7,8 +7,11 @@ use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
 use crate::classify::{Applied, Limit, Observed, Outcome, Rules, Status, StopReason, Verdict};
+use crate::duration::human;
 pub use crate::event::HookKind;
-use crate::event::{BreakerNews, Ending, Event, HuntEnd, Next, Report, ThrottleNews};
+use crate::event::{
+    BreakerNews, During, Ending, Event, HuntEnd, Next, Report, Shared, ThrottleNews,
+};
 use crate::exit::Exit;
 pub use crate::fleet::breaker::{Admission, Circuit, RunEnd};
 use crate::policy::{Delay, Delays, Policy};
@@ -148,8 +151,11 @@ pub struct HookRun<'a> {
     pub command: &'a str,
     /// Its variables, beside backoff's own environment.
     pub env: Vec<(&'static str, String)>,
-    /// How long it may run.
+    /// How long it may run before it gets `--signal`.
     pub limit: Duration,
+    /// How long after that signal it is killed, and how long what is left
+    /// of its group once its shell has ended is waited for.
+    pub grace: Duration,
 }
 
 /// What ends a run.
@@ -191,6 +197,10 @@ pub struct Plan<'a> {
     pub timeout: Option<Duration>,
     /// `--max-time`: the deadline of the whole run, from its start.
     pub max_time: Option<Duration>,
+    /// `--kill-after`: how long a timed-out attempt or hook may take to
+    /// end after `--signal`. With `--max-time`, backoff exits by the
+    /// deadline plus this, the hooks that close the run included.
+    pub kill_after: Duration,
     /// `--preserve-status`: after a timeout, exit as the command did.
     pub preserve_status: bool,
     /// `--budget`: the retry budget shared with other processes.
@@ -365,6 +375,8 @@ struct Loop<'r, 'p> {
     report: &'r mut dyn Report,
     start: Instant,
     deadline: Option<Instant>,
+    /// The deadline plus `--kill-after`: backoff exits by then.
+    exit_by: Option<Instant>,
     max_attempts: Option<u64>,
     waits: Waits,
     count: Count,
@@ -378,6 +390,9 @@ struct Loop<'r, 'p> {
     pending: Option<i32>,
     /// Why the run ends without success, once it does: for `--on-give-up`.
     reason: Option<Ending>,
+    /// The circuit breaker, told how the run ended, and the claim of this
+    /// run's probe, if it is one.
+    breaker: Option<(&'r dyn CircuitBreaker, Option<u64>)>,
 }
 
 /// An attempt that ended, as the loop judges it.
@@ -393,17 +408,21 @@ struct Judged {
 /// Runs the retry loop to its end and returns how backoff should exit. With
 /// a circuit breaker, it first asks whether the command may run at all (an
 /// open circuit ends the run at once, with `--breaker-exit`; a half-open
-/// one makes this run its probe, of one attempt), and at the end tells it
-/// how the run ended.
+/// one makes this run its probe, of one attempt), and when the run ends
+/// (before the hook that closes it) tells it how.
 pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) -> Exit {
     let start = exec.now();
     let Some(breaker) = plan.breaker else {
-        return run_loop(plan, exec, report, start).0;
+        return run_loop(plan, exec, report, start, None);
     };
     let key = breaker.key();
     let news = match breaker.admit(exec) {
         Ok(news) => news,
-        Err(signal) => return Exit::Signal(signal),
+        Err(signal) => {
+            let during = During::Decision(Shared::Breaker);
+            report.event(&Event::Interrupted { signal, during });
+            return Exit::Signal(signal);
+        }
     };
     report.event(&Event::Breaker { key, news });
     let claim = match news {
@@ -431,27 +450,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
     } else {
         plan
     };
-    let (exit, reason, ran) = run_loop(plan, exec, report, start);
-    let end = match reason {
-        None => RunEnd::Succeeded,
-        // A run whose attempts the throttle all skipped tells nothing of
-        // the command either.
-        Some(Ending::Interrupted) => RunEnd::Interrupted,
-        Some(_) if !ran => RunEnd::Interrupted,
-        Some(_) => RunEnd::GaveUp,
-    };
-    if let Some((after, now_ms)) = breaker.record(end, claim, exec) {
-        report.event(&Event::Breaker {
-            key,
-            news: BreakerNews::Recorded {
-                probe: claim.is_some(),
-                end,
-                after,
-                now_ms,
-            },
-        });
-    }
-    exit
+    run_loop(plan, exec, report, start, Some((breaker, claim)))
 }
 
 /// Attempts in all, when the retry limit fixes them: `--until-failure N`'s
@@ -471,23 +470,25 @@ pub fn max_attempts(
     }
 }
 
-/// The retry loop of `run`, started at `start`: how backoff should exit,
-/// why the run ended without success (`None` for a success), and whether
-/// an attempt ran (the throttle skipped them all).
+/// The retry loop of `run`, started at `start`: how backoff should exit.
+/// `breaker`, with the claim of a probe, is told how the run ended.
 fn run_loop(
     plan: &Plan<'_>,
     exec: &mut dyn Executor,
     report: &mut dyn Report,
     start: Instant,
-) -> (Exit, Option<Ending>, bool) {
+    breaker: Option<(&dyn CircuitBreaker, Option<u64>)>,
+) -> Exit {
     let max_attempts = max_attempts(plan.goal, plan.max_retries, plan.reset_after);
+    // A deadline too far to represent is no deadline at all.
+    let deadline = plan.max_time.and_then(|t| start.checked_add(t));
     let mut run = Loop {
         plan,
         exec,
         report,
         start,
-        // A deadline too far to represent is no deadline at all.
-        deadline: plan.max_time.and_then(|t| start.checked_add(t)),
+        deadline,
+        exit_by: deadline.and_then(|d| d.checked_add(plan.kill_after)),
         max_attempts,
         waits: Waits::new(plan),
         count: Count::default(),
@@ -495,6 +496,7 @@ fn run_loop(
         ran: None,
         pending: None,
         reason: None,
+        breaker,
     };
     run.report.event(&Event::Start {
         command: plan.command,
@@ -502,8 +504,7 @@ fn run_loop(
         preset: plan.preset,
         added: plan.added,
     });
-    let exit = run.go();
-    (exit, run.reason, run.ran.is_some())
+    run.go()
 }
 
 impl Loop<'_, '_> {
@@ -515,34 +516,27 @@ impl Loop<'_, '_> {
                 Step::Done(exit) => return exit,
                 Step::Again { delay, retry } => {
                     if let Some(signal) = self.pending {
-                        return self.interrupted(signal, None);
+                        let during = During::Decision(Shared::Throttle);
+                        return self.interrupted(signal, during);
                     }
                     // --on-retry runs at the start of the delay, and its time
                     // counts against it.
                     let began = self.exec.now();
                     if retry && let Err(signal) = self.hook(HookKind::Retry, Some(delay)) {
-                        return self.interrupted(signal, None);
+                        return self.interrupted(signal, During::Delay);
                     }
                     let now = self.exec.now();
                     // The hook may have taken the time left: then no attempt
                     // starts, as after a budget's decision.
                     if retry
                         && plan.hooks.on_retry.is_some()
-                        && let (Some(d), Some(last)) = (self.deadline, self.last)
-                        && now >= d
+                        && self.deadline.is_some_and(|d| now >= d)
                     {
-                        let event = Event::GaveUp {
-                            attempts: self.count.attempts,
-                            total: now.saturating_duration_since(self.start),
-                            outcome: last,
-                            reason: Ending::Deadline,
-                            short_of: None,
-                        };
-                        return self.end(&event, self.exit_for(last));
+                        return self.too_late(self.count.attempts.saturating_add(1));
                     }
                     let spent = now.saturating_duration_since(began);
                     if let Some(signal) = self.pause(delay.saturating_sub(spent)) {
-                        return self.interrupted(signal, None);
+                        return self.interrupted(signal, During::Delay);
                     }
                 }
             }
@@ -583,6 +577,11 @@ impl Loop<'_, '_> {
         if let Some(step) = self.throttled(number) {
             return step;
         }
+        // A decision (or a delay that overslept) took the time: no attempt
+        // starts after the deadline.
+        if self.deadline.is_some_and(|d| self.exec.now() >= d) {
+            return Step::Done(self.too_late(number));
+        }
         let left = self
             .deadline
             .map(|d| d.saturating_duration_since(self.exec.now()));
@@ -608,8 +607,9 @@ impl Loop<'_, '_> {
             } => (plan.rules.judged(outcome, &seen), seen, spawn_error),
             Ended::Interrupted(signal, outcome) => {
                 self.last = outcome.or(self.last);
-                let attempt = outcome.map(|o| (number, o, elapsed));
-                return Step::Done(self.interrupted(signal, attempt));
+                // Without an outcome, the signal came before it could start.
+                let during = outcome.map_or(During::Delay, |o| During::Attempt(number, o, elapsed));
+                return Step::Done(self.interrupted(signal, during));
             }
         };
         self.last = Some(outcome);
@@ -657,10 +657,10 @@ impl Loop<'_, '_> {
     }
 
     /// Asks the adaptive throttle, if there is one, whether attempt `number`
-    /// is sent: `None` when it is; else what follows the skipped attempt,
-    /// a failure of its own outcome that the policy retries (or the end of
-    /// the run, when a signal ended the decision, or the deadline passed
-    /// while it was made).
+    /// is sent: `None` when it is (the deadline, which the decision may
+    /// have passed, is checked next); else what follows the skipped
+    /// attempt, a failure of its own outcome that the policy retries (or
+    /// the end of the run, when a signal ended the decision).
     fn throttled(&mut self, number: u64) -> Option<Step> {
         let throttle = self.plan.throttle?;
         let draw = self.waits.throttle_rng.random::<f64>();
@@ -669,30 +669,20 @@ impl Loop<'_, '_> {
             Err(signal) => {
                 // No attempt started.
                 self.count.attempts = number - 1;
-                return Some(Step::Done(self.interrupted(signal, None)));
+                let during = During::Decision(Shared::Throttle);
+                return Some(Step::Done(self.interrupted(signal, during)));
             }
         };
+        // The decision took time: an attempt it sends after the deadline is
+        // not sent, and the event says so.
+        let late = news.send() && self.deadline.is_some_and(|d| self.exec.now() >= d);
         self.report.event(&Event::Throttle {
             key: throttle.key(),
             attempt: number,
             news,
+            late,
         });
-        let now = self.exec.now();
         if news.send() {
-            // The decision took time: no attempt starts after the deadline.
-            if let (Some(d), Some(last)) = (self.deadline, self.last)
-                && now >= d
-            {
-                self.count.attempts = number - 1;
-                let event = Event::GaveUp {
-                    attempts: number - 1,
-                    total: now.saturating_duration_since(self.start),
-                    outcome: last,
-                    reason: Ending::Deadline,
-                    short_of: None,
-                };
-                return Some(Step::Done(self.end(&event, self.exit_for(last))));
-            }
             return None;
         }
         self.last = Some(Outcome::Throttled);
@@ -779,31 +769,60 @@ impl Loop<'_, '_> {
                 retry: false,
             };
         }
+        Step::Done(self.too_late(a.number.saturating_add(1)))
+    }
+
+    /// Ends a run whose attempt `number` cannot start before the deadline
+    /// (a delay would pass it, or a decision or `--on-retry` took the time
+    /// left), as the goal says: with the last attempt's status, or 1 for a
+    /// streak of `--consecutive` not complete, or 0 for `--until-failure`,
+    /// which found no failure (even in no run); else 124 when no attempt
+    /// could start at all.
+    fn too_late(&mut self, number: u64) -> Exit {
+        self.count.attempts = number - 1;
         let total = self.exec.now().saturating_duration_since(self.start);
-        let (event, exit) = match plan.goal {
+        let (event, exit) = match (self.plan.goal, self.last) {
             // No failure found before the deadline: that is the finding.
-            Goal::Failure { .. } => (
+            (Goal::Failure { .. }, _) => (
                 Event::NoFailure {
-                    runs: a.number,
+                    runs: number - 1,
                     total,
                     reason: HuntEnd::Deadline,
                     last: None,
                 },
                 Exit::SUCCESS,
             ),
-            // The streak was not complete: no success.
-            Goal::Success { in_a_row } => (
-                Event::GaveUp {
-                    attempts: a.number,
+            (Goal::Success { .. }, None) => {
+                let event = Event::Unstarted {
                     total,
-                    outcome: a.outcome,
+                    max_time: self.plan.max_time.unwrap_or_default(),
+                };
+                self.report.event(&event);
+                return self.closing(HookKind::GiveUp, Some(Ending::Deadline), Exit::TIMEOUT);
+            }
+            // The streak was not complete: no success.
+            (Goal::Success { in_a_row }, Some(last)) if self.count.streak > 0 => (
+                Event::GaveUp {
+                    attempts: number - 1,
+                    total,
+                    outcome: last,
                     reason: Ending::Deadline,
                     short_of: Some((self.count.streak, in_a_row)),
                 },
                 Exit::Code(1),
             ),
+            (Goal::Success { .. }, Some(last)) => (
+                Event::GaveUp {
+                    attempts: number - 1,
+                    total,
+                    outcome: last,
+                    reason: Ending::Deadline,
+                    short_of: None,
+                },
+                self.exit_for(last),
+            ),
         };
-        Step::Done(self.end(&event, exit))
+        self.end(&event, exit)
     }
 
     /// After a failed attempt: a retry after a delay, or the end of the
@@ -874,7 +893,8 @@ impl Loop<'_, '_> {
             hint: a.seen.hint,
         });
         if let Some(signal) = cut {
-            return Step::Done(self.interrupted(signal, None));
+            let during = During::Decision(Shared::Budget);
+            return Step::Done(self.interrupted(signal, during));
         }
         let Next::Retry { delay, .. } = next else {
             let event = Event::GaveUp {
@@ -914,8 +934,8 @@ impl Loop<'_, '_> {
 
     /// Ends a run that `signal` interrupted (see `interrupted`), then runs
     /// `--on-give-up`.
-    fn interrupted(&mut self, signal: i32, attempt: Option<(u64, Outcome, Duration)>) -> Exit {
-        let exit = interrupted(self.report, signal, attempt);
+    fn interrupted(&mut self, signal: i32, during: During) -> Exit {
+        let exit = interrupted(self.report, signal, during);
         self.closing(HookKind::GiveUp, Some(Ending::Interrupted), exit)
     }
 
@@ -925,6 +945,7 @@ impl Loop<'_, '_> {
     /// reports are told, so that what they say agrees with the exit status.
     fn closing(&mut self, kind: HookKind, reason: Option<Ending>, exit: Exit) -> Exit {
         self.reason = reason;
+        self.record(reason);
         match self.hook(kind, None) {
             Ok(()) => exit,
             Err(signal) => {
@@ -934,22 +955,59 @@ impl Loop<'_, '_> {
         }
     }
 
+    /// Tells the circuit breaker, if there is one, how the run ended (why,
+    /// when it did not succeed), and reports the circuit after.
+    fn record(&mut self, reason: Option<Ending>) {
+        let Some((breaker, claim)) = self.breaker else {
+            return;
+        };
+        let end = match reason {
+            None => RunEnd::Succeeded,
+            // A run whose attempts the throttle all skipped tells nothing
+            // of the command either.
+            Some(Ending::Interrupted) => RunEnd::Interrupted,
+            Some(_) if self.ran.is_none() => RunEnd::Interrupted,
+            Some(_) => RunEnd::GaveUp,
+        };
+        if let Some((after, now_ms)) = breaker.record(end, claim, self.exec) {
+            self.report.event(&Event::Breaker {
+                key: breaker.key(),
+                news: BreakerNews::Recorded {
+                    probe: claim.is_some(),
+                    end,
+                    after,
+                    now_ms,
+                },
+            });
+        }
+    }
+
     /// Runs the hook `kind`, if there is one, with the variables of where
     /// the run stands (`delay`: the next delay, for `--on-retry`), and
     /// tells how it ended; returns the terminating signal that ended it.
-    /// `--on-retry` is bounded by `--max-time` too; the hooks that close a
-    /// run come after it, and have their own `--hook-timeout`.
+    /// Its time is bounded as `hook_time` says; a closing hook with no time
+    /// left is not run, and that is told.
     fn hook(&mut self, kind: HookKind, delay: Option<Duration>) -> Result<(), i32> {
         let plan = self.plan;
         let Some(command) = plan.hooks.command(kind) else {
             return Ok(());
         };
-        let mut limit = plan.hooks.timeout;
-        if kind == HookKind::Retry
-            && let Some(d) = self.deadline
-        {
-            limit = limit.min(d.saturating_duration_since(self.exec.now()));
-        }
+        let Some((limit, grace, bounded)) = self.hook_time(kind, self.exec.now()) else {
+            let why = format!(
+                "no time left: backoff exits by --max-time ({}) plus --kill-after ({})",
+                human(plan.max_time.unwrap_or_default()),
+                human(plan.kill_after)
+            );
+            self.report.event(&Event::Hook {
+                kind,
+                outcome: None,
+                elapsed: Duration::ZERO,
+                limit: Duration::ZERO,
+                bounded: true,
+                error: Some(&why),
+            });
+            return Ok(());
+        };
         let mut env = vec![
             ("BACKOFF_ATTEMPT", self.count.attempts.to_string()),
             (
@@ -973,6 +1031,7 @@ impl Loop<'_, '_> {
             command,
             env,
             limit,
+            grace,
         });
         let elapsed = self.exec.now().saturating_duration_since(began);
         let (outcome, signal, error) = match ended {
@@ -988,9 +1047,45 @@ impl Loop<'_, '_> {
             outcome,
             elapsed,
             limit,
+            bounded,
             error: error.as_deref(),
         });
         signal.map_or(Ok(()), Err)
+    }
+
+    /// How long the hook `kind`, started at `now`, may run before it gets
+    /// `--signal`, how long after that it is killed, and whether
+    /// `--max-time` rather than `--hook-timeout` set the first; `None` when
+    /// no time is left for it. Without `--max-time`, `--hook-timeout` and
+    /// `--kill-after`. `--on-retry` gets `--signal` by the deadline, as an
+    /// attempt does. A hook that closes the run ends by the deadline plus
+    /// `--kill-after`, when backoff exits: it gets `--signal` at the
+    /// deadline, or, started after it, halfway through the time left (so
+    /// that it has time to run and time to end), and SIGKILL `--kill-after`
+    /// later, or at that end.
+    fn hook_time(&self, kind: HookKind, now: Instant) -> Option<(Duration, Duration, bool)> {
+        let (own, grace) = (self.plan.hooks.timeout, self.plan.kill_after);
+        let Some(deadline) = self.deadline else {
+            return Some((own, grace, false));
+        };
+        let to_deadline = deadline.saturating_duration_since(now);
+        if kind == HookKind::Retry {
+            return Some((own.min(to_deadline), grace, to_deadline < own));
+        }
+        let Some(exit_by) = self.exit_by else {
+            return Some((own, grace, false));
+        };
+        let left = exit_by.saturating_duration_since(now);
+        if left.is_zero() {
+            return None;
+        }
+        let until_signal = to_deadline.max(left / 2);
+        let limit = own.min(until_signal);
+        Some((
+            limit,
+            grace.min(left.saturating_sub(limit)),
+            until_signal < own,
+        ))
     }
 }
 
@@ -1031,16 +1126,12 @@ fn ending(next: Next) -> Ending {
 
 /// Ends a run that `signal` interrupted. A child that handled the signal and
 /// exited normally gives its status; otherwise backoff dies by the signal.
-fn interrupted(
-    report: &mut dyn Report,
-    signal: i32,
-    attempt: Option<(u64, Outcome, Duration)>,
-) -> Exit {
+fn interrupted(report: &mut dyn Report, signal: i32, during: During) -> Exit {
     // The held stdout of an interrupted attempt is not written: it would be
     // a partial body, and the user asked backoff to stop.
-    report.event(&Event::Interrupted { signal, attempt });
-    match attempt {
-        Some((_, Outcome::Exited(c), _)) => Exit::Code(c),
+    report.event(&Event::Interrupted { signal, during });
+    match during {
+        During::Attempt(_, Outcome::Exited(c), _) => Exit::Code(c),
         _ => Exit::Signal(signal),
     }
 }
@@ -1252,6 +1343,8 @@ mod tests {
         runs: Vec<Duration>,
         /// The hooks run, with their variables.
         hooks_run: Vec<(HookKind, Vec<(&'static str, String)>)>,
+        /// Their limits: until `--signal`, then until SIGKILL.
+        hook_limits: Vec<(Duration, Duration)>,
     }
 
     impl Fake {
@@ -1265,6 +1358,7 @@ mod tests {
                 store: (Duration::ZERO, Waited::Ready),
                 runs: Vec::new(),
                 hooks_run: Vec::new(),
+                hook_limits: Vec::new(),
             }
         }
     }
@@ -1300,6 +1394,7 @@ mod tests {
         }
         fn hook(&mut self, hook: &HookRun<'_>) -> Ended {
             self.hooks_run.push((hook.kind, hook.env.clone()));
+            self.hook_limits.push((hook.limit, hook.grace));
             Ended::Done {
                 outcome: Outcome::Exited(0),
                 seen: Observed::default(),
@@ -1353,6 +1448,7 @@ mod tests {
             command: &command,
             timeout: None,
             max_time: None,
+            kill_after: Duration::from_secs(5),
             preserve_status: false,
             budget: None,
             hints: Hints::default(),
@@ -1638,6 +1734,7 @@ mod tests {
             command,
             timeout: None,
             max_time: None,
+            kill_after: Duration::from_secs(5),
             preserve_status: false,
             budget: None,
             hints: Hints::default(),
@@ -1707,7 +1804,103 @@ mod tests {
             ["Failed", "Interrupted"],
             "the attempt's failure is told before the interruption"
         );
+        assert!(
+            events.0[events.0.len() - 1].contains("during: Decision(Budget)"),
+            "{:?}",
+            events.0
+        );
         assert!(fake.slept.is_empty(), "no delay after the signal");
+    }
+
+    /// Runs one attempt, which fails after `ran`, with `--max-time`
+    /// `max_time`, `--kill-after` 1s and `--on-give-up`: the hook's limits
+    /// and the events.
+    fn closing_after(ran: Duration, max_time: Option<Duration>) -> (Fake, Vec<String>) {
+        let mut fake = Fake::new(&[BAD]);
+        fake.runs = vec![ran];
+        let rules = Rules::default();
+        let command = [OsString::from("cmd")];
+        let hooks = Hooks {
+            on_give_up: Some("g".into()),
+            ..NO_HOOKS.clone()
+        };
+        let plan = Plan {
+            max_retries: Some(0),
+            max_time,
+            kill_after: Duration::from_secs(1),
+            hooks: &hooks,
+            ..constant(Duration::ZERO, &rules, &command)
+        };
+        let mut events = Events::default();
+        run(&plan, &mut fake, &mut events);
+        (fake, events.0)
+    }
+
+    #[test]
+    fn a_closing_hook_ends_by_the_deadline_plus_kill_after() {
+        let ms = Duration::from_millis;
+        // Without --max-time: --hook-timeout, then --kill-after.
+        let (fake, _) = closing_after(ms(100), None);
+        assert_eq!(fake.hook_limits, [(ms(30_000), ms(1000))]);
+        // Started well before the deadline: --signal at the deadline, and
+        // --kill-after after it.
+        let (fake, events) = closing_after(ms(100), Some(ms(10_000)));
+        assert_eq!(fake.hook_limits, [(ms(9_900), ms(1000))]);
+        assert!(
+            events.last().unwrap().contains("bounded: true"),
+            "{events:?}"
+        );
+        // --hook-timeout first.
+        let (fake, events) = closing_after(ms(100), Some(ms(100_000)));
+        assert_eq!(fake.hook_limits, [(ms(30_000), ms(1000))]);
+        assert!(
+            events.last().unwrap().contains("bounded: false"),
+            "{events:?}"
+        );
+        // Started 500ms before the deadline, 1.5s before backoff's end:
+        // --signal halfway through, SIGKILL at the end.
+        let (fake, _) = closing_after(ms(1500), Some(ms(2000)));
+        assert_eq!(fake.hook_limits, [(ms(750), ms(750))]);
+        // Started after the deadline.
+        let (fake, _) = closing_after(ms(2600), Some(ms(2000)));
+        assert_eq!(fake.hook_limits, [(ms(200), ms(200))]);
+        // No time left: not run, and told.
+        let (fake, events) = closing_after(ms(3000), Some(ms(2000)));
+        assert!(fake.hooks_run.is_empty());
+        let told = events.last().unwrap();
+        assert!(
+            told.starts_with("Hook { kind: GiveUp, outcome: None")
+                && told.contains(
+                    "no time left: backoff exits by --max-time (2.00s) plus --kill-after (1.00s)"
+                ),
+            "{events:?}"
+        );
+    }
+
+    #[test]
+    fn a_decision_to_send_made_past_the_deadline_starts_no_first_attempt() {
+        let t = LocalThrottle::having(0, 0);
+        let mut fake = Fake::new(&[Outcome::Exited(0)]);
+        // The decision takes 2s, past the deadline of 1s.
+        fake.store = (Duration::from_secs(2), Waited::Ready);
+        let rules = Rules::default();
+        let command = [OsString::from("cmd")];
+        let plan = Plan {
+            max_time: Some(Duration::from_secs(1)),
+            throttle: Some(&t),
+            ..constant(Duration::from_millis(10), &rules, &command)
+        };
+        let mut events = Events::default();
+        let exit = run(&plan, &mut fake, &mut events);
+        assert_eq!(exit, Exit::TIMEOUT, "{:?}", events.0);
+        assert!(fake.seen.is_empty(), "no attempt started");
+        let told: Vec<&str> = events
+            .0
+            .iter()
+            .map(|e| e.split([' ', '{']).next().unwrap())
+            .collect();
+        assert_eq!(told, ["Start", "Throttle", "Unstarted"]);
+        assert!(events.0[1].contains("late: true"), "{:?}", events.0);
     }
 
     #[test]

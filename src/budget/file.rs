@@ -21,7 +21,10 @@ use std::time::Duration;
 
 use rustix::fs::FlockOperation;
 
-use crate::budget::{FailMode, Level, Refill, StoreError, deadline_after};
+use crate::budget::{
+    Backend, BreakerBackend, BudgetBackend, FailMode, Found, Level, Refill, StoreError,
+    ThrottleBackend, deadline_after,
+};
 use crate::duration::human;
 use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
 use crate::fleet::bucket::{Bucket, MAX_BURST, UNIT, check_key};
@@ -151,6 +154,25 @@ enum Access {
     Look,
     /// To change: the directory and the file are created if need be.
     Change,
+    /// To change a state that exists (a reset): nothing is created, the
+    /// lock is exclusive.
+    Rewrite,
+}
+
+impl Access {
+    /// Whether the state may be written.
+    fn writes(self) -> bool {
+        self != Access::Look
+    }
+}
+
+/// What a reset found in a state file.
+fn found<T>(state: State<T>) -> Found<T> {
+    match state {
+        State::Fresh => Found::Nothing,
+        State::Held(t) => Found::Held(t),
+        State::Corrupt(_) => Found::Corrupt,
+    }
 }
 
 /// A state file of a key: opened, checked, locked, read and written.
@@ -226,7 +248,7 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 fn lock_operation(access: Access) -> FlockOperation {
     match access {
         Access::Look => FlockOperation::LockShared,
-        Access::Change => FlockOperation::LockExclusive,
+        Access::Change | Access::Rewrite => FlockOperation::LockExclusive,
     }
 }
 
@@ -307,6 +329,16 @@ fn failed(path: &Path, e: &io::Error) -> StoreError {
     refuse(path, &format!("cannot be used: {}", why.to_lowercase()))
 }
 
+impl Backend for FileBudget {
+    fn describe(&self) -> String {
+        self.file.describe()
+    }
+
+    fn server(&self) -> Option<String> {
+        None
+    }
+}
+
 impl FileBudget {
     /// The budget `key` in `dir` (`None`: there is no default directory).
     /// Nothing is opened or created until the budget is used. `timeout`
@@ -334,11 +366,6 @@ impl FileBudget {
         })
     }
 
-    /// Where the state file is, or would be.
-    pub fn describe(&self) -> String {
-        self.file.describe()
-    }
-
     /// The level a retry or a deposit starts from: a corrupt state is
     /// reported and becomes a fresh bucket (fail mode open), or is left
     /// alone and the budget is not used (closed).
@@ -355,6 +382,16 @@ impl FileBudget {
         }
     }
 
+    /// A state as it counts: its level at most the burst it records, else
+    /// the one given.
+    fn capped(&self, level: Level) -> Level {
+        let limit = level.made.map_or(self.bucket.burst, |b| b.burst);
+        Level {
+            micros: level.micros.min(limit),
+            ..level
+        }
+    }
+
     /// A state of `micros` tokens, made with this budget's bucket.
     fn made(&self, micros: u64) -> Level {
         Level {
@@ -362,13 +399,15 @@ impl FileBudget {
             made: Some(self.bucket),
         }
     }
+}
 
+impl BudgetBackend for FileBudget {
     /// Takes a token for a retry; `Ok(false)` when there is none.
     ///
     /// # Errors
     ///
     /// When the state file cannot be used, or a signal ends the wait.
-    pub fn take(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
+    fn take(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
         let this = self.clone();
         self.file.with_state(Access::Change, wait, move |state| {
             let level = this.level_of(state)?;
@@ -384,7 +423,7 @@ impl FileBudget {
     /// # Errors
     ///
     /// As `take`.
-    pub fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
         let this = self.clone();
         self.file.with_state(Access::Change, wait, move |state| {
             let level = this.level_of(state)?;
@@ -398,7 +437,7 @@ impl FileBudget {
     /// # Errors
     ///
     /// When the state file cannot be used or is corrupt.
-    pub fn level(&self, wait: &mut dyn Wait) -> Result<Level, StoreError> {
+    fn level(&self, wait: &mut dyn Wait) -> Result<Level, StoreError> {
         let burst = self.bucket.burst;
         let this = self.clone();
         self.file
@@ -410,16 +449,7 @@ impl FileBudget {
                         made: None,
                     },
                 )),
-                State::Held(level) => {
-                    let limit = level.made.map_or(burst, |b| b.burst);
-                    Ok((
-                        None,
-                        Level {
-                            micros: level.micros.min(limit),
-                            ..level
-                        },
-                    ))
-                }
+                State::Held(level) => Ok((None, this.capped(level))),
                 State::Corrupt(why) => Err(StoreError::Failed(format!(
                     "{why}; 'backoff budget reset {}' with the same --budget-dir repairs it",
                     this.key
@@ -427,19 +457,26 @@ impl FileBudget {
             })
     }
 
-    /// Fills the bucket to its burst again, whatever the state file held:
-    /// the burst it records (`Refill::Recorded`, when it records one), else
-    /// the one given. The bucket it was filled as.
+    /// Fills the bucket to its burst again, whatever the state file held
+    /// (a corrupt state included): the burst it records
+    /// (`Refill::Recorded`, when it records one), else the one given. What
+    /// it found, and the bucket it was filled as; no state file is left
+    /// as it is (none is made: a bucket without a state is full).
     ///
     /// # Errors
     ///
     /// When the state file cannot be used.
-    pub fn reset(&self, refill: Refill, wait: &mut dyn Wait) -> Result<Bucket, StoreError> {
+    fn reset(
+        &self,
+        refill: Refill,
+        wait: &mut dyn Wait,
+    ) -> Result<(Found<Level>, Bucket), StoreError> {
         let this = self.clone();
         self.file
-            .with_state(Access::Change, wait, move |state: State<Level>| {
-                let bucket = match state {
-                    State::Held(Level {
+            .with_state(Access::Rewrite, wait, move |state: State<Level>| {
+                let found = found(state).map(|level| this.capped(level));
+                let bucket = match found {
+                    Found::Held(Level {
                         made: Some(made), ..
                     }) if refill == Refill::Recorded => made,
                     _ => this.bucket,
@@ -448,7 +485,7 @@ impl FileBudget {
                     micros: bucket.burst,
                     made: Some(bucket),
                 };
-                Ok((Some(full), bucket))
+                Ok(((found != Found::Nothing).then_some(full), (found, bucket)))
             })
     }
 }
@@ -527,6 +564,16 @@ pub struct FileBreaker {
     warnings: Warnings,
 }
 
+impl Backend for FileBreaker {
+    fn describe(&self) -> String {
+        self.file.describe()
+    }
+
+    fn server(&self) -> Option<String> {
+        None
+    }
+}
+
 impl FileBreaker {
     /// The breaker `key` in `dir`, as `FileBudget::open` opens a budget: a
     /// corrupt state becomes a closed circuit (open), or is left alone and
@@ -553,11 +600,6 @@ impl FileBreaker {
         })
     }
 
-    /// Where the state file is, or would be.
-    pub fn describe(&self) -> String {
-        self.file.describe()
-    }
-
     fn circuit_of(&self, state: State<Circuit>) -> Result<Circuit, StoreError> {
         match state {
             State::Fresh => Ok(Circuit::default()),
@@ -570,14 +612,16 @@ impl FileBreaker {
             State::Corrupt(why) => Err(StoreError::Failed(why)),
         }
     }
+}
 
+impl BreakerBackend for FileBreaker {
     /// Decides whether this run may start the command: the answer, the
     /// circuit as it was before, and the time of the decision.
     ///
     /// # Errors
     ///
     /// When the state file cannot be used, or a signal ends the wait.
-    pub fn admit(&self, wait: &mut dyn Wait) -> Result<(Admission, Circuit, u64), StoreError> {
+    fn admit(&self, wait: &mut dyn Wait) -> Result<(Admission, Circuit, u64), StoreError> {
         let this = self.clone();
         self.file.with_state(Access::Change, wait, move |state| {
             let now = now_ms();
@@ -596,7 +640,7 @@ impl FileBreaker {
     /// # Errors
     ///
     /// As `admit`.
-    pub fn record(
+    fn record(
         &self,
         end: RunEnd,
         probe: Option<u64>,
@@ -616,7 +660,7 @@ impl FileBreaker {
     /// # Errors
     ///
     /// When the state file cannot be used or is corrupt.
-    pub fn show(&self, wait: &mut dyn Wait) -> Result<(Circuit, u64), StoreError> {
+    fn show(&self, wait: &mut dyn Wait) -> Result<(Circuit, u64), StoreError> {
         let this = self.clone();
         self.file.with_state(
             Access::Look,
@@ -632,15 +676,19 @@ impl FileBreaker {
         )
     }
 
-    /// Closes the circuit, whatever the state file held.
+    /// Closes the circuit, whatever the state file held (a corrupt state
+    /// included): what it found, and the time. No state file is left as it
+    /// is (none is made: a circuit without a state is closed).
     ///
     /// # Errors
     ///
     /// When the state file cannot be used.
-    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn reset(&self, wait: &mut dyn Wait) -> Result<(Found<Circuit>, u64), StoreError> {
         self.file
-            .with_state(Access::Change, wait, |_: State<Circuit>| {
-                Ok((Some(Circuit::default()), ()))
+            .with_state(Access::Rewrite, wait, |state: State<Circuit>| {
+                let found = found(state);
+                let closed = (found != Found::Nothing).then(Circuit::default);
+                Ok((closed, (found, now_ms())))
             })
     }
 }
@@ -720,6 +768,16 @@ pub struct FileThrottle {
     warnings: Warnings,
 }
 
+impl Backend for FileThrottle {
+    fn describe(&self) -> String {
+        self.file.describe()
+    }
+
+    fn server(&self) -> Option<String> {
+        None
+    }
+}
+
 impl FileThrottle {
     /// The throttle `key` in `dir`, as `FileBudget::open` opens a budget: a
     /// corrupt state becomes a fresh window (open), or is left alone and
@@ -746,11 +804,6 @@ impl FileThrottle {
         })
     }
 
-    /// Where the state file is, or would be.
-    pub fn describe(&self) -> String {
-        self.file.describe()
-    }
-
     fn window_of(&self, state: State<Window>) -> Result<Window, StoreError> {
         match state {
             State::Fresh => Ok(Window::default()),
@@ -763,14 +816,16 @@ impl FileThrottle {
             State::Corrupt(why) => Err(StoreError::Failed(why)),
         }
     }
+}
 
+impl ThrottleBackend for FileThrottle {
     /// Decides on an attempt, where `draw` is uniform in [0, 1), and counts
     /// it: the decision, and the window its counts cover, in milliseconds.
     ///
     /// # Errors
     ///
     /// When the state file cannot be used, or a signal ends the wait.
-    pub fn admit(
+    fn admit(
         &self,
         draw: f64,
         wait: &mut dyn Wait,
@@ -789,7 +844,7 @@ impl FileThrottle {
     /// # Errors
     ///
     /// As `admit`.
-    pub fn accept(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn accept(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
         let this = self.clone();
         self.file.with_state(Access::Change, wait, move |state| {
             let before = this.window_of(state)?;
@@ -802,7 +857,7 @@ impl FileThrottle {
     /// # Errors
     ///
     /// When the state file cannot be used or is corrupt.
-    pub fn show(&self, wait: &mut dyn Wait) -> Result<(Window, u64), StoreError> {
+    fn show(&self, wait: &mut dyn Wait) -> Result<(Window, u64), StoreError> {
         let this = self.clone();
         self.file.with_state(
             Access::Look,
@@ -818,15 +873,19 @@ impl FileThrottle {
         )
     }
 
-    /// Empties the window, whatever the state file held.
+    /// Empties the window, whatever the state file held (a corrupt state
+    /// included): what it found, and the time. No state file is left as it
+    /// is (none is made: a window without a state is empty).
     ///
     /// # Errors
     ///
     /// When the state file cannot be used.
-    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn reset(&self, wait: &mut dyn Wait) -> Result<(Found<Window>, u64), StoreError> {
         self.file
-            .with_state(Access::Change, wait, |_: State<Window>| {
-                Ok((Some(Window::default()), ()))
+            .with_state(Access::Rewrite, wait, |state: State<Window>| {
+                let found = found(state);
+                let empty = (found != Found::Nothing).then(Window::default);
+                Ok((empty, (found, now_ms())))
             })
     }
 }
@@ -900,8 +959,8 @@ impl StateFile {
             return Ok(None);
         };
         let path = dir_path.join(&self.name);
-        let change = access == Access::Change;
-        let file = match open_in(&dir, &self.name, change, change) {
+        let (change, create) = (access.writes(), access == Access::Change);
+        let file = match open_in(&dir, &self.name, change, create) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
@@ -1001,7 +1060,7 @@ impl StateFile {
         // is killed, so no stale lock can outlive its holder.
         let tried = match access {
             Access::Look => file.try_lock_shared(),
-            Access::Change => file.try_lock(),
+            Access::Change | Access::Rewrite => file.try_lock(),
         };
         match tried {
             Ok(()) => return decide(&mut file, &path, access, change),
@@ -1059,7 +1118,7 @@ fn decide<R: Record, T>(
         _ => None,
     };
     let (new, answer) = change(state)?;
-    if let Some(new) = new.filter(|&n| access == Access::Change && old != Some(n)) {
+    if let Some(new) = new.filter(|&n| access.writes() && old != Some(n)) {
         let write = |file: &mut File| -> io::Result<()> {
             let text = new.write();
             file.seek(SeekFrom::Start(0))?;
@@ -1110,7 +1169,7 @@ mod tests {
             Warnings::default(),
         )?;
         budget
-            .reset(Refill::Given, &mut crate::budget::Unwatched)
+            .deposit(&mut crate::budget::Unwatched)
             .map_err(|e| e.to_string())?;
         // Another open description of the file: its lock conflicts as
         // another process's would.

@@ -9,17 +9,20 @@ pub mod file;
 pub mod redis;
 pub mod secret;
 
+pub use crate::fleet::Found;
+pub use crate::fleet::bucket::Level;
 pub use secret::redact;
 
 use std::cell::Cell;
 use std::os::fd::BorrowedFd;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::budget::file::{FileBreaker, FileBudget, FileThrottle};
 use crate::event::{BreakerNews, ThrottleNews};
-use crate::fleet::breaker::{Circuit, RunEnd};
+use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
 use crate::fleet::bucket::Bucket;
-use crate::fleet::throttle::Window;
+use crate::fleet::throttle::{self, Throttle, Window};
 use crate::report::Warnings;
 use crate::run::{Decision, Wait, Waited};
 
@@ -30,16 +33,6 @@ pub enum FailMode {
     Open,
     /// Do not retry.
     Closed,
-}
-
-impl FailMode {
-    /// The answer to a retry when the store cannot be used.
-    pub fn decision(self) -> Decision {
-        match self {
-            FailMode::Open => Decision::Granted,
-            FailMode::Closed => Decision::Refused,
-        }
-    }
 }
 
 /// Why a store call gave no answer.
@@ -83,17 +76,6 @@ impl Wait for Unwatched {
     }
 }
 
-/// A bucket's state as a store holds it: its level, in millionths of a
-/// token, and the burst and ratio of the run that last changed it (`None`
-/// in a state written by a version of backoff that did not record them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Level {
-    /// Tokens left, in millionths.
-    pub micros: u64,
-    /// The bucket the state was made with.
-    pub made: Option<Bucket>,
-}
-
 /// The burst a reset fills a bucket to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refill {
@@ -103,178 +85,473 @@ pub enum Refill {
     Given,
 }
 
-/// Where a retry budget lives.
-#[derive(Debug)]
-pub enum Place {
-    /// A file per key in a directory.
-    File(FileBudget),
-    /// A key in Redis.
-    #[cfg(feature = "redis")]
-    Redis(Box<redis::RedisBudget>),
+/// What every store of a shared state tells of itself.
+pub trait Backend: std::fmt::Debug {
+    /// Where the state lives: a file, or a server and a key (without the
+    /// server's secrets).
+    fn describe(&self) -> String;
+    /// The server, for messages about the state: `None` for a file, whose
+    /// messages name it already.
+    fn server(&self) -> Option<String>;
 }
 
-/// A retry budget, wherever it lives, with what to do when its store
-/// cannot be used: said once, then as the fail mode says.
-#[derive(Debug)]
-pub struct Store {
-    place: Place,
-    fail: FailMode,
-    warned: Cell<bool>,
-    warnings: Warnings,
-}
-
-impl Store {
-    /// A budget in `place`, following `fail` when the store cannot be used,
-    /// which it tells to `warnings`.
-    pub fn new(place: Place, fail: FailMode, warnings: Warnings) -> Store {
-        Store {
-            place,
-            fail,
-            warned: Cell::new(false),
-            warnings,
-        }
-    }
-
-    /// Takes a token for a retry: `Ok(false)` when there is none, and the
-    /// store's error as it is, where `take` follows the fail mode.
+/// A store of retry budgets. Each call waits at most the store's timeout,
+/// through `wait`, which a signal cuts short.
+pub trait BudgetBackend: Backend {
+    /// Takes a token for a retry; `Ok(false)` when there is none.
     ///
     /// # Errors
     ///
     /// When the store cannot be used, or a signal ends the wait.
-    pub fn take_token(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
-        match &self.place {
-            Place::File(f) => f.take(wait),
-            #[cfg(feature = "redis")]
-            Place::Redis(r) => r.take(wait),
-        }
-    }
-
+    fn take(&self, wait: &mut dyn Wait) -> Result<bool, StoreError>;
+    /// Deposits the ratio after a success.
+    ///
+    /// # Errors
+    ///
+    /// As `take`.
+    fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError>;
     /// The current level, and the bucket the state records; a state that
     /// does not exist yet is a full bucket of the burst given, and records
     /// none. Creates nothing.
     ///
     /// # Errors
     ///
-    /// When the store cannot be used.
-    pub fn level(&self) -> Result<Level, StoreError> {
-        match &self.place {
-            Place::File(f) => f.level(&mut Unwatched),
-            #[cfg(feature = "redis")]
-            Place::Redis(r) => r.level(&mut Unwatched),
-        }
-    }
-
+    /// As `take`, and when the state is corrupt.
+    fn level(&self, wait: &mut dyn Wait) -> Result<Level, StoreError>;
     /// Fills the bucket to the burst `refill` says, repairing a corrupt
-    /// state: the bucket it was filled as.
+    /// state: what it found (its level at most the burst it records), and
+    /// the bucket it was filled as. A budget without a state is left as it
+    /// is: it is full.
     ///
     /// # Errors
     ///
-    /// When the store cannot be used.
-    pub fn reset(&self, refill: Refill) -> Result<Bucket, StoreError> {
-        match &self.place {
-            Place::File(f) => f.reset(refill, &mut Unwatched),
-            #[cfg(feature = "redis")]
-            Place::Redis(r) => r.reset(refill, &mut Unwatched),
-        }
-    }
-
-    /// Where the budget lives.
-    pub fn describe(&self) -> String {
-        match &self.place {
-            Place::File(f) => f.describe(),
-            #[cfg(feature = "redis")]
-            Place::Redis(r) => r.describe(),
-        }
-    }
-
-    /// The server of a budget, for messages about it: a file's messages
-    /// name the file already.
-    pub fn server(&self) -> Option<String> {
-        match &self.place {
-            Place::File(_) => None,
-            #[cfg(feature = "redis")]
-            Place::Redis(r) => Some(r.url()),
-        }
-    }
-
-    /// Says once that the store cannot be used, and what happens instead.
-    fn warn(&self, error: &str) {
-        if !self.warned.replace(true) {
-            let then = match self.fail {
-                FailMode::Open => "retrying under the local policy",
-                FailMode::Closed => "not retrying (--budget-store-fail closed)",
-            };
-            let store = self
-                .server()
-                .map(|s| format!(" store {s}"))
-                .unwrap_or_default();
-            self.warnings.warn(&format!(
-                "retry budget{store} unavailable ({error}); {then}"
-            ));
-        }
-    }
+    /// As `take`.
+    fn reset(
+        &self,
+        refill: Refill,
+        wait: &mut dyn Wait,
+    ) -> Result<(Found<Level>, Bucket), StoreError>;
 }
 
-impl crate::run::RetryBudget for Store {
-    fn take(&self, wait: &mut dyn Wait) -> Decision {
-        match self.take_token(wait) {
-            Ok(true) => Decision::Granted,
-            Ok(false) => Decision::Refused,
-            Err(StoreError::Interrupted(sig)) => Decision::Interrupted(sig),
-            Err(StoreError::Failed(why)) => {
-                self.warn(&why);
-                self.fail.decision()
-            }
-        }
-    }
-
-    fn deposit(&self, wait: &mut dyn Wait) {
-        let deposited = match &self.place {
-            Place::File(f) => f.deposit(wait),
-            #[cfg(feature = "redis")]
-            Place::Redis(r) => r.deposit(wait),
-        };
-        if let Err(StoreError::Failed(why)) = deposited {
-            self.warn(&why);
-        }
-    }
+/// A store of circuit breakers, as `BudgetBackend` is of budgets.
+pub trait BreakerBackend: Backend {
+    /// Decides whether this run may start the command: the answer, the
+    /// circuit as it was before, and the time of the decision (the
+    /// server's, in Redis), in Unix milliseconds.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used, or a signal ends the wait.
+    fn admit(&self, wait: &mut dyn Wait) -> Result<(Admission, Circuit, u64), StoreError>;
+    /// Records how an admitted run ended (`probe`: its claim's end, when it
+    /// was the probe): the circuit after, and the time.
+    ///
+    /// # Errors
+    ///
+    /// As `admit`.
+    fn record(
+        &self,
+        end: RunEnd,
+        probe: Option<u64>,
+        wait: &mut dyn Wait,
+    ) -> Result<(Circuit, u64), StoreError>;
+    /// The circuit and the time now. Creates nothing.
+    ///
+    /// # Errors
+    ///
+    /// As `admit`, and when the state is corrupt.
+    fn show(&self, wait: &mut dyn Wait) -> Result<(Circuit, u64), StoreError>;
+    /// Closes the circuit, repairing a corrupt state: what it found, as
+    /// stored, and the time. A circuit without a state is left as it is:
+    /// it is closed.
+    ///
+    /// # Errors
+    ///
+    /// As `admit`.
+    fn reset(&self, wait: &mut dyn Wait) -> Result<(Found<Circuit>, u64), StoreError>;
 }
 
-/// Where a circuit breaker lives.
-#[derive(Debug)]
-pub enum BreakerPlace {
-    /// A file per key in a directory.
-    File(FileBreaker),
-    /// A key in Redis.
+/// A store of adaptive throttles, as `BudgetBackend` is of budgets.
+pub trait ThrottleBackend: Backend {
+    /// Decides on an attempt, where `draw` is uniform in [0, 1), and counts
+    /// it: the decision, and the window its counts cover, in milliseconds.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used, or a signal ends the wait.
+    fn admit(
+        &self,
+        draw: f64,
+        wait: &mut dyn Wait,
+    ) -> Result<(throttle::Decision, u64), StoreError>;
+    /// Counts an attempt the backend accepted.
+    ///
+    /// # Errors
+    ///
+    /// As `admit`.
+    fn accept(&self, wait: &mut dyn Wait) -> Result<(), StoreError>;
+    /// The window as stored, and the time now, in Unix milliseconds.
+    /// Creates nothing.
+    ///
+    /// # Errors
+    ///
+    /// As `admit`, and when the state is corrupt.
+    fn show(&self, wait: &mut dyn Wait) -> Result<(Window, u64), StoreError>;
+    /// Empties the window, repairing a corrupt state: what it found, and
+    /// the time. A window without a state is left as it is: it is empty.
+    ///
+    /// # Errors
+    ///
+    /// As `admit`.
+    fn reset(&self, wait: &mut dyn Wait) -> Result<(Found<Window>, u64), StoreError>;
+}
+
+/// How a store is used, whatever it keeps.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The longest a call waits for the store (`--budget-store-timeout`).
+    pub timeout: Duration,
+    /// What a store that cannot be used, or a corrupt state, becomes
+    /// (`--budget-store-fail`).
+    pub fail: FailMode,
+    /// Where what the store has to say goes.
+    pub warnings: Warnings,
+}
+
+/// Where shared states live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A file per key in this directory (`None`: there is no default one).
+    Dir(Option<PathBuf>),
+    /// A Redis server or cluster at this URL.
+    Redis(String),
+}
+
+/// Why a store cannot be opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenError {
+    /// The key cannot name a state: why.
+    Key(String),
+    /// The store's URL cannot be used: why.
+    Store(String),
+}
+
+/// One kind of state that processes share and decide on (a retry budget, a
+/// circuit breaker, an adaptive throttle): what its stores do, how it is
+/// named, and how each store of it is opened. `Shared` serves every kind.
+pub trait Kind {
+    /// What a store of this kind does.
+    type Backend: ?Sized + Backend;
+    /// The limits a store of this kind decides with.
+    type Limits;
+    /// What it is called in messages: `circuit breaker`.
+    const NOUN: &'static str;
+    /// The option that names its key: `--breaker`.
+    const FLAG: &'static str;
+    /// How a warning names the state `key`: its noun and its key.
+    fn subject(key: &str) -> String {
+        format!("{} '{key}'", Self::NOUN)
+    }
+    /// The state `key`, in a file of `dir`.
+    ///
+    /// # Errors
+    ///
+    /// When the key cannot name a file.
+    fn in_file(
+        dir: Option<PathBuf>,
+        key: &str,
+        limits: Self::Limits,
+        settings: Settings,
+    ) -> Result<Box<Self::Backend>, String>;
+    /// The state `key`, in Redis at `url`.
+    ///
+    /// # Errors
+    ///
+    /// When the URL or the limits cannot be used.
     #[cfg(feature = "redis")]
-    Redis(Box<redis::RedisBreaker>),
+    fn in_redis(
+        url: &str,
+        key: &str,
+        limits: Self::Limits,
+        settings: Settings,
+    ) -> Result<Box<Self::Backend>, String>;
 }
 
-/// A circuit breaker, wherever it lives, with what to do when its store
-/// cannot be used: said once, then as the fail mode says (open: run the
-/// command; closed: do not).
+/// Retry budgets (`--budget`).
 #[derive(Debug)]
-pub struct BreakerStore {
+pub enum Budgets {}
+
+/// Circuit breakers (`--breaker`).
+#[derive(Debug)]
+pub enum Breakers {}
+
+/// Adaptive throttles (`--throttle`).
+#[derive(Debug)]
+pub enum Throttles {}
+
+impl Kind for Budgets {
+    type Backend = dyn BudgetBackend;
+    type Limits = Bucket;
+    const NOUN: &'static str = "retry budget";
+    const FLAG: &'static str = "--budget";
+    // A run has one budget: its warnings name none.
+    fn subject(_: &str) -> String {
+        Self::NOUN.to_owned()
+    }
+    fn in_file(
+        dir: Option<PathBuf>,
+        key: &str,
+        bucket: Bucket,
+        s: Settings,
+    ) -> Result<Box<dyn BudgetBackend>, String> {
+        let f = FileBudget::open(dir, key, bucket, s.timeout, s.fail, s.warnings)?;
+        Ok(Box::new(f))
+    }
+    #[cfg(feature = "redis")]
+    fn in_redis(
+        url: &str,
+        key: &str,
+        bucket: Bucket,
+        s: Settings,
+    ) -> Result<Box<dyn BudgetBackend>, String> {
+        let r = redis::RedisBudget::new(url, key, bucket, s.timeout, s.fail, s.warnings)?;
+        Ok(Box::new(r))
+    }
+}
+
+impl Kind for Breakers {
+    type Backend = dyn BreakerBackend;
+    type Limits = Breaker;
+    const NOUN: &'static str = "circuit breaker";
+    const FLAG: &'static str = "--breaker";
+    fn in_file(
+        dir: Option<PathBuf>,
+        key: &str,
+        breaker: Breaker,
+        s: Settings,
+    ) -> Result<Box<dyn BreakerBackend>, String> {
+        let f = FileBreaker::open(dir, key, breaker, s.timeout, s.fail, s.warnings)?;
+        Ok(Box::new(f))
+    }
+    #[cfg(feature = "redis")]
+    fn in_redis(
+        url: &str,
+        key: &str,
+        breaker: Breaker,
+        s: Settings,
+    ) -> Result<Box<dyn BreakerBackend>, String> {
+        let r = redis::RedisBreaker::new(url, key, breaker, s.timeout, s.fail, s.warnings)?;
+        Ok(Box::new(r))
+    }
+}
+
+impl Kind for Throttles {
+    type Backend = dyn ThrottleBackend;
+    type Limits = Throttle;
+    const NOUN: &'static str = "adaptive throttle";
+    const FLAG: &'static str = "--throttle";
+    fn in_file(
+        dir: Option<PathBuf>,
+        key: &str,
+        throttle: Throttle,
+        s: Settings,
+    ) -> Result<Box<dyn ThrottleBackend>, String> {
+        let f = FileThrottle::open(dir, key, throttle, s.timeout, s.fail, s.warnings)?;
+        Ok(Box::new(f))
+    }
+    #[cfg(feature = "redis")]
+    fn in_redis(
+        url: &str,
+        key: &str,
+        throttle: Throttle,
+        s: Settings,
+    ) -> Result<Box<dyn ThrottleBackend>, String> {
+        let r = redis::RedisThrottle::new(url, key, throttle, s.timeout, s.fail, s.warnings)?;
+        Ok(Box::new(r))
+    }
+}
+
+/// A shared state of kind `K`, wherever it lives, with what to do when its
+/// store cannot be used: said once, then as the fail mode says.
+pub struct Shared<K: Kind> {
     key: String,
-    place: BreakerPlace,
+    backend: Box<K::Backend>,
     fail: FailMode,
     warned: Cell<bool>,
     warnings: Warnings,
 }
 
-impl BreakerStore {
-    /// The breaker `key` in `place`, following `fail` when the store cannot
-    /// be used, which it tells to `warnings`.
-    pub fn new(key: &str, place: BreakerPlace, fail: FailMode, warnings: Warnings) -> BreakerStore {
-        BreakerStore {
+/// A retry budget, wherever it lives.
+pub type Store = Shared<Budgets>;
+
+/// A circuit breaker, wherever it lives.
+pub type BreakerStore = Shared<Breakers>;
+
+/// An adaptive throttle, wherever it lives.
+pub type ThrottleStore = Shared<Throttles>;
+
+impl<K: Kind> std::fmt::Debug for Shared<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("kind", &K::NOUN)
+            .field("key", &self.key)
+            .field("backend", &self.backend)
+            .field("fail", &self.fail)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Kind> Shared<K> {
+    /// The state `key` of `limits` at `location`, used as `settings` say.
+    /// Nothing is opened or connected until it is used.
+    ///
+    /// # Errors
+    ///
+    /// When the key cannot name a state, or the store's URL or the limits
+    /// cannot be used there (a Redis URL in a build without Redis).
+    pub fn open(
+        key: &str,
+        limits: K::Limits,
+        location: Location,
+        settings: Settings,
+    ) -> Result<Shared<K>, OpenError> {
+        let (fail, warnings) = (settings.fail, settings.warnings.clone());
+        let backend = match location {
+            Location::Dir(dir) => K::in_file(dir, key, limits, settings).map_err(OpenError::Key)?,
+            #[cfg(feature = "redis")]
+            Location::Redis(url) => {
+                K::in_redis(&url, key, limits, settings).map_err(OpenError::Store)?
+            }
+            #[cfg(not(feature = "redis"))]
+            Location::Redis(_) => {
+                return Err(OpenError::Store(
+                    "this build of backoff has no Redis support (cargo feature \"redis\")".into(),
+                ));
+            }
+        };
+        Ok(Shared {
             key: key.to_owned(),
-            place,
+            backend,
             fail,
             warned: Cell::new(false),
             warnings,
+        })
+    }
+
+    /// The state's key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The store itself, whose calls return its errors as they are, where
+    /// `Shared`'s follow the fail mode.
+    pub fn backend(&self) -> &K::Backend {
+        &self.backend
+    }
+
+    /// Where the state lives.
+    pub fn describe(&self) -> String {
+        self.backend.describe()
+    }
+
+    /// The server of the state, for messages about it: a file's messages
+    /// name the file already.
+    pub fn server(&self) -> Option<String> {
+        self.backend.server()
+    }
+
+    /// The line of an error of the store: `circuit breaker 'api'
+    /// (redis://host): why`.
+    pub fn error(&self, e: &StoreError) -> String {
+        match self.server() {
+            Some(server) => format!("{} '{}' ({server}): {e}", K::NOUN, self.key),
+            None => format!("{} '{}': {e}", K::NOUN, self.key),
         }
     }
 
+    /// A store that cannot be used (`why`): says so once, with what
+    /// happens instead as the fail mode says (`open`, `closed`), and
+    /// returns whether the fail mode is open.
+    fn fall_back(&self, why: &str, open: &str, closed: &str) -> bool {
+        let opened = self.fail == FailMode::Open;
+        if !self.warned.replace(true) {
+            let store = self
+                .server()
+                .map(|s| format!(" store {s}"))
+                .unwrap_or_default();
+            let then = if opened { open } else { closed };
+            self.warnings.warn(&format!(
+                "{}{store} unavailable ({why}); {then}",
+                K::subject(&self.key)
+            ));
+        }
+        opened
+    }
+
+    /// What a call of the store that failed for any reason but a signal
+    /// becomes, once said: `then` (the same in either fail mode).
+    fn unanswered(&self, e: StoreError, then: &str) -> Option<i32> {
+        match e {
+            StoreError::Failed(why) => {
+                self.fall_back(&why, then, then);
+                None
+            }
+            StoreError::Interrupted(sig) => Some(sig),
+        }
+    }
+}
+
+impl Store {
+    /// The current level, and the bucket the state records (see
+    /// `BudgetBackend::level`).
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used.
+    pub fn level(&self) -> Result<Level, StoreError> {
+        self.backend.level(&mut Unwatched)
+    }
+
+    /// Fills the bucket to the burst `refill` says, repairing a corrupt
+    /// state: what it found, and the bucket it was filled as (see
+    /// `BudgetBackend::reset`).
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used.
+    pub fn reset(&self, refill: Refill) -> Result<(Found<Level>, Bucket), StoreError> {
+        self.backend.reset(refill, &mut Unwatched)
+    }
+}
+
+/// What a budget's store does instead of a decision it cannot make.
+const BUDGET_OPEN: &str = "retrying under the local policy";
+const BUDGET_CLOSED: &str = "not retrying (--budget-store-fail closed)";
+
+impl crate::run::RetryBudget for Store {
+    fn take(&self, wait: &mut dyn Wait) -> Decision {
+        match self.backend.take(wait) {
+            Ok(true) => Decision::Granted,
+            Ok(false) => Decision::Refused,
+            Err(StoreError::Interrupted(sig)) => Decision::Interrupted(sig),
+            Err(StoreError::Failed(why)) => {
+                if self.fall_back(&why, BUDGET_OPEN, BUDGET_CLOSED) {
+                    Decision::Granted
+                } else {
+                    Decision::Refused
+                }
+            }
+        }
+    }
+
+    fn deposit(&self, wait: &mut dyn Wait) {
+        if let Err(StoreError::Failed(why)) = self.backend.deposit(wait) {
+            self.fall_back(&why, BUDGET_OPEN, BUDGET_CLOSED);
+        }
+    }
+}
+
+impl BreakerStore {
     /// The circuit and the time now (the server's, in Redis), in Unix
     /// milliseconds. Creates nothing.
     ///
@@ -282,56 +559,17 @@ impl BreakerStore {
     ///
     /// When the store cannot be used, or the state is corrupt.
     pub fn show(&self) -> Result<(Circuit, u64), StoreError> {
-        match &self.place {
-            BreakerPlace::File(f) => f.show(&mut Unwatched),
-            #[cfg(feature = "redis")]
-            BreakerPlace::Redis(r) => r.show(&mut Unwatched),
-        }
+        self.backend.show(&mut Unwatched)
     }
 
-    /// Closes the circuit, repairing a corrupt state.
+    /// Closes the circuit, repairing a corrupt state: what it found, and
+    /// the time.
     ///
     /// # Errors
     ///
     /// When the store cannot be used.
-    pub fn reset(&self) -> Result<(), StoreError> {
-        match &self.place {
-            BreakerPlace::File(f) => f.reset(&mut Unwatched),
-            #[cfg(feature = "redis")]
-            BreakerPlace::Redis(r) => r.reset(&mut Unwatched),
-        }
-    }
-
-    /// Where the breaker lives.
-    pub fn describe(&self) -> String {
-        match &self.place {
-            BreakerPlace::File(f) => f.describe(),
-            #[cfg(feature = "redis")]
-            BreakerPlace::Redis(r) => r.describe(),
-        }
-    }
-
-    /// The server of a breaker, for messages about it.
-    pub fn server(&self) -> Option<String> {
-        match &self.place {
-            BreakerPlace::File(_) => None,
-            #[cfg(feature = "redis")]
-            BreakerPlace::Redis(r) => Some(r.url()),
-        }
-    }
-
-    /// Says once that the store cannot be used, and `then` what happens.
-    fn warn(&self, error: &str, then: &str) {
-        if !self.warned.replace(true) {
-            let store = self
-                .server()
-                .map(|s| format!(" store {s}"))
-                .unwrap_or_default();
-            self.warnings.warn(&format!(
-                "circuit breaker '{}'{store} unavailable ({error}); {then}",
-                self.key
-            ));
-        }
+    pub fn reset(&self) -> Result<(Found<Circuit>, u64), StoreError> {
+        self.backend.reset(&mut Unwatched)
     }
 }
 
@@ -341,12 +579,7 @@ impl crate::run::CircuitBreaker for BreakerStore {
     }
 
     fn admit(&self, wait: &mut dyn Wait) -> Result<BreakerNews, i32> {
-        let admitted = match &self.place {
-            BreakerPlace::File(f) => f.admit(wait),
-            #[cfg(feature = "redis")]
-            BreakerPlace::Redis(r) => r.admit(wait),
-        };
-        match admitted {
+        match self.backend.admit(wait) {
             Ok((admission, before, now_ms)) => Ok(BreakerNews::Admitted {
                 admission,
                 before,
@@ -354,14 +587,10 @@ impl crate::run::CircuitBreaker for BreakerStore {
             }),
             Err(StoreError::Interrupted(sig)) => Err(sig),
             Err(StoreError::Failed(why)) => {
-                let run = self.fail == FailMode::Open;
-                self.warn(
+                let run = self.fall_back(
                     &why,
-                    if run {
-                        "running the command"
-                    } else {
-                        "not running the command (--budget-store-fail closed)"
-                    },
+                    "running the command",
+                    "not running the command (--budget-store-fail closed)",
                 );
                 Ok(BreakerNews::Unavailable { run })
             }
@@ -374,62 +603,17 @@ impl crate::run::CircuitBreaker for BreakerStore {
         probe: Option<u64>,
         wait: &mut dyn Wait,
     ) -> Option<(Circuit, u64)> {
-        let recorded = match &self.place {
-            BreakerPlace::File(f) => f.record(end, probe, wait),
-            #[cfg(feature = "redis")]
-            BreakerPlace::Redis(r) => r.record(end, probe, wait),
-        };
-        match recorded {
+        match self.backend.record(end, probe, wait) {
             Ok(after) => Some(after),
-            Err(StoreError::Failed(why)) => {
-                self.warn(&why, "how this run ended is not recorded");
+            Err(e) => {
+                self.unanswered(e, "how this run ended is not recorded");
                 None
             }
-            Err(StoreError::Interrupted(_)) => None,
         }
     }
-}
-
-/// Where an adaptive throttle lives.
-#[derive(Debug)]
-pub enum ThrottlePlace {
-    /// A file per key in a directory.
-    File(FileThrottle),
-    /// A key in Redis.
-    #[cfg(feature = "redis")]
-    Redis(Box<redis::RedisThrottle>),
-}
-
-/// An adaptive throttle, wherever it lives, with what to do when its store
-/// cannot be used: said once, then as the fail mode says (open: send the
-/// attempt; closed: skip it).
-#[derive(Debug)]
-pub struct ThrottleStore {
-    key: String,
-    place: ThrottlePlace,
-    fail: FailMode,
-    warned: Cell<bool>,
-    warnings: Warnings,
 }
 
 impl ThrottleStore {
-    /// The throttle `key` in `place`, following `fail` when the store
-    /// cannot be used, which it tells to `warnings`.
-    pub fn new(
-        key: &str,
-        place: ThrottlePlace,
-        fail: FailMode,
-        warnings: Warnings,
-    ) -> ThrottleStore {
-        ThrottleStore {
-            key: key.to_owned(),
-            place,
-            fail,
-            warned: Cell::new(false),
-            warnings,
-        }
-    }
-
     /// The window as stored, and the time now, in Unix milliseconds.
     /// Creates nothing.
     ///
@@ -437,57 +621,17 @@ impl ThrottleStore {
     ///
     /// When the store cannot be used, or the state is corrupt.
     pub fn show(&self) -> Result<(Window, u64), StoreError> {
-        match &self.place {
-            ThrottlePlace::File(f) => f.show(&mut Unwatched),
-            #[cfg(feature = "redis")]
-            ThrottlePlace::Redis(r) => r.show(&mut Unwatched),
-        }
+        self.backend.show(&mut Unwatched)
     }
 
-    /// Empties the window, repairing a corrupt state.
+    /// Empties the window, repairing a corrupt state: what it found, and
+    /// the time.
     ///
     /// # Errors
     ///
     /// When the store cannot be used.
-    pub fn reset(&self) -> Result<(), StoreError> {
-        match &self.place {
-            ThrottlePlace::File(f) => f.reset(&mut Unwatched),
-            #[cfg(feature = "redis")]
-            ThrottlePlace::Redis(r) => r.reset(&mut Unwatched),
-        }
-    }
-
-    /// Where the throttle lives.
-    pub fn describe(&self) -> String {
-        match &self.place {
-            ThrottlePlace::File(f) => f.describe(),
-            #[cfg(feature = "redis")]
-            ThrottlePlace::Redis(r) => r.describe(),
-        }
-    }
-
-    /// The server of a throttle, for messages about it: a file's messages
-    /// name the file already.
-    pub fn server(&self) -> Option<String> {
-        match &self.place {
-            ThrottlePlace::File(_) => None,
-            #[cfg(feature = "redis")]
-            ThrottlePlace::Redis(r) => Some(r.url()),
-        }
-    }
-
-    /// Says once that the store cannot be used, and `then` what happens.
-    fn warn(&self, error: &str, then: &str) {
-        if !self.warned.replace(true) {
-            let store = self
-                .server()
-                .map(|s| format!(" store {s}"))
-                .unwrap_or_default();
-            self.warnings.warn(&format!(
-                "adaptive throttle '{}'{store} unavailable ({error}); {then}",
-                self.key
-            ));
-        }
+    pub fn reset(&self) -> Result<(Found<Window>, u64), StoreError> {
+        self.backend.reset(&mut Unwatched)
     }
 }
 
@@ -497,26 +641,17 @@ impl crate::run::AdaptiveThrottle for ThrottleStore {
     }
 
     fn admit(&self, draw: f64, wait: &mut dyn Wait) -> Result<ThrottleNews, i32> {
-        let admitted = match &self.place {
-            ThrottlePlace::File(f) => f.admit(draw, wait),
-            #[cfg(feature = "redis")]
-            ThrottlePlace::Redis(r) => r.admit(draw, wait),
-        };
-        match admitted {
+        match self.backend.admit(draw, wait) {
             Ok((decision, window_ms)) => Ok(ThrottleNews::Decided {
                 decision,
                 window_ms,
             }),
             Err(StoreError::Interrupted(sig)) => Err(sig),
             Err(StoreError::Failed(why)) => {
-                let send = self.fail == FailMode::Open;
-                self.warn(
+                let send = self.fall_back(
                     &why,
-                    if send {
-                        "sending the attempt"
-                    } else {
-                        "skipping the attempt (--budget-store-fail closed)"
-                    },
+                    "sending the attempt",
+                    "skipping the attempt (--budget-store-fail closed)",
                 );
                 Ok(ThrottleNews::Unavailable { send })
             }
@@ -524,26 +659,16 @@ impl crate::run::AdaptiveThrottle for ThrottleStore {
     }
 
     fn accept(&self, wait: &mut dyn Wait) -> Option<i32> {
-        let accepted = match &self.place {
-            ThrottlePlace::File(f) => f.accept(wait),
-            #[cfg(feature = "redis")]
-            ThrottlePlace::Redis(r) => r.accept(wait),
-        };
-        match accepted {
-            Ok(()) => None,
-            Err(StoreError::Failed(why)) => {
-                self.warn(&why, "the accept is not counted");
-                None
-            }
-            Err(StoreError::Interrupted(sig)) => Some(sig),
-        }
+        self.backend
+            .accept(wait)
+            .err()
+            .and_then(|e| self.unanswered(e, "the accept is not counted"))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::throttle::Throttle;
     use crate::run::AdaptiveThrottle;
 
     fn throttle_in(dir: std::path::PathBuf, fail: FailMode) -> Result<ThrottleStore, String> {
@@ -551,15 +676,13 @@ mod tests {
             window_ms: 120_000,
             k_milli: 2000,
         };
-        let timeout = Duration::from_secs(10);
-        let warnings = Warnings::default();
-        let file = FileThrottle::open(Some(dir), "api", limits, timeout, fail, warnings.clone())?;
-        Ok(ThrottleStore::new(
-            "api",
-            ThrottlePlace::File(file),
+        let settings = Settings {
+            timeout: Duration::from_secs(10),
             fail,
-            warnings,
-        ))
+            warnings: Warnings::default(),
+        };
+        Shared::open("api", limits, Location::Dir(Some(dir)), settings)
+            .map_err(|e| format!("{e:?}"))
     }
 
     #[test]

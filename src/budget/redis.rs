@@ -40,7 +40,10 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use crate::budget::secret::{redact, scrub};
-use crate::budget::{FailMode, Level, Refill, StoreError, deadline_after};
+use crate::budget::{
+    Backend as StoreBackend, BreakerBackend, BudgetBackend, FailMode, Found, Level, Refill,
+    StoreError, ThrottleBackend, deadline_after,
+};
 use crate::duration::human;
 use crate::fleet::breaker::{Admission, Breaker, Circuit, LATEST_MS, RunEnd};
 use crate::fleet::bucket::{Bucket, MAX_BURST, UNIT};
@@ -94,9 +97,13 @@ const REDIRECTIONS: usize = 5;
 /// becomes for take and deposit: `repair` (a full bucket) or `keep` (an
 /// error, the state left alone), and for reset `recorded` (fill to the
 /// burst the state records, if it records a valid one) or `given`. Reset
-/// repairs any state (a value of the wrong type included). Returns
-/// {granted, level, repaired, burst, ratio}: for show, the burst and ratio
-/// the state records (empty when it records none); else those written.
+/// repairs any state (a value of the wrong type included), and writes
+/// nothing where there is none. Returns {granted, level, repaired, burst,
+/// ratio}: for show, the burst and ratio the state records (empty when it
+/// records none); else those written (for a reset that found nothing,
+/// those it would have written); a reset adds what it found (`nothing`,
+/// `state` or `corrupt`) and the level, burst and ratio of the state (each
+/// empty but for a state, the burst and ratio for one that records them).
 const SCRIPT: &str = r"
 local op = ARGV[1]
 local burst = tonumber(ARGV[2])
@@ -146,6 +153,18 @@ local function n(x)
   if x == nil then return '' end
   return string.format('%d', x)
 end
+local found, old = nil, {'', '', ''}
+if op == 'reset' then
+  if redis.call('TYPE', KEYS[1])['ok'] == 'none' then
+    return {1, n(burst), 0, n(burst), n(ratio), 'nothing', '', '', ''}
+  end
+  local l, b, r = state()
+  if l == nil then
+    found = 'corrupt'
+  else
+    found, old = 'state', {n(l), n(b), n(r)}
+  end
+end
 if op == 'show' then
   if had_burst ~= nil and level > had_burst then level = had_burst end
   if had_burst == nil and level > burst then level = burst end
@@ -175,6 +194,9 @@ local fields = redis.call('TYPE', KEYS[1])['ok'] == 'hash'
 if not fields then redis.call('DEL', KEYS[1]) end
 redis.call('HSET', KEYS[1], 'level', n(level), 'burst', n(burst), 'ratio', n(ratio))
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
+if op == 'reset' then
+  return {granted, n(level), repaired, n(burst), n(ratio), found, old[1], old[2], old[3]}
+end
 return {granted, n(level), repaired, n(burst), n(ratio)}
 ";
 
@@ -185,9 +207,12 @@ return {granted, n(level), repaired, n(burst), n(ratio)}
 /// it, the cooldown in milliseconds, the expiry in seconds, `repair` or
 /// `keep` for a corrupt state (as the budget's), and for record how the
 /// run ended (`succeeded`, `gave_up`, `interrupted`) and the probe's claim (or
-/// empty). Returns {decision, since, until, then the circuit before (admit)
-/// or after (record, show): failures, opened, until, probe; the server's
-/// time, repaired}, every number as a string.
+/// empty). Returns {decision, since, until, then the circuit before (admit,
+/// and reset, as it was stored) or after (record, show): failures, opened,
+/// until, probe; the server's time, repaired}, every number as a string. A
+/// reset repairs any state (a value of the wrong type included), writes
+/// nothing where there is none, and its decision is what it found:
+/// `nothing`, `state` or `corrupt`.
 const BREAKER_SCRIPT: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -198,21 +223,33 @@ local f, o, u, p = 0, 0, 0, 0
 local repaired = 0
 local latest = 253402300799999
 local function n(x) return string.format('%.0f', x) end
-if op ~= 'reset' then
+-- The circuit a stored value holds, or nil for one no store may hold: no
+-- time past year 9999, no count past 32 bits.
+local function circuit(raw)
+  local a, b, c, d = string.match(raw, '^v1 (%d+) (%d+) (%d+) (%d+)$')
+  if a == nil then return nil end
+  a, b, c, d = tonumber(a), tonumber(b), tonumber(c), tonumber(d)
+  if a > 4294967295 or b > latest or c > latest or d > latest then return nil end
+  return a, b, c, d
+end
+local found = 'state'
+if op == 'reset' then
+  local kind = redis.call('TYPE', KEYS[1])['ok']
+  if kind == 'none' then
+    return {'nothing', '0', '0', '0', '0', '0', '0', n(now), '0'}
+  end
+  local a, b, c, d = nil, nil, nil, nil
+  if kind == 'string' then a, b, c, d = circuit(redis.call('GET', KEYS[1])) end
+  if a == nil then found = 'corrupt' else f, o, u, p = a, b, c, d end
+else
   local raw = redis.call('GET', KEYS[1])
   if raw then
-    local a, b, c, d = string.match(raw, '^v1 (%d+) (%d+) (%d+) (%d+)$')
-    local valid = a ~= nil
-    if valid then
-      f, o, u, p = tonumber(a), tonumber(b), tonumber(c), tonumber(d)
-      -- No time past year 9999, no count past 32 bits: anything else is corrupt.
-      valid = f <= 4294967295 and o <= latest and u <= latest and p <= latest
-    end
-    if not valid then
-      if op == 'show' or ARGV[5] ~= 'repair' then
-        return redis.error_reply('corrupt breaker state at ' .. KEYS[1])
-      end
-      f, o, u, p = 0, 0, 0, 0
+    local a, b, c, d = circuit(raw)
+    if a ~= nil then
+      f, o, u, p = a, b, c, d
+    elseif op == 'show' or ARGV[5] ~= 'repair' then
+      return redis.error_reply('corrupt breaker state at ' .. KEYS[1])
+    else
       repaired = 1
     end
   end
@@ -269,6 +306,7 @@ if changed and op ~= 'show' then
 end
 local shown = after
 if op == 'admit' then shown = before end
+if op == 'reset' then shown, decision = stored, found end
 return {decision, n(since), n(untl), shown[1], shown[2], shown[3], shown[4], n(now), tostring(repaired)}
 ";
 
@@ -277,17 +315,43 @@ return {decision, n(since), n(untl), shown[1], shown[2], shown[3], shown[4], n(n
 struct BudgetReply {
     granted: bool,
     level: Level,
+    /// For a reset, what it found.
+    found: Option<Found<Level>>,
 }
 
 /// Reads the budget script's reply, and whether it repaired a corrupt
 /// state; `None` for anything that is not a reply the script makes (a
 /// bucket no run can be given included).
 fn budget_reply(reply: &[String]) -> Option<(BudgetReply, bool)> {
+    let (found, reply) = match reply {
+        [answer @ .., found, level, burst, ratio] if answer.len() == 5 => {
+            let empty = [level, burst, ratio].iter().all(|s| s.is_empty());
+            let found = match found.as_str() {
+                "nothing" if empty => Found::Nothing,
+                "corrupt" if empty => Found::Corrupt,
+                "state" => Found::Held(budget_level(level, burst, ratio)?),
+                _ => return None,
+            };
+            (Some(found), answer)
+        }
+        answer => (None, answer),
+    };
     let [granted, level, repaired, burst, ratio] = reply else {
         return None;
     };
+    let reply = BudgetReply {
+        granted: granted == "1",
+        level: budget_level(level, burst, ratio)?,
+        found,
+    };
+    Some((reply, repaired == "1"))
+}
+
+/// A level of the budget script's reply, with the bucket it records (none
+/// when both are empty); `None` for one no run can be given.
+fn budget_level(level: &str, burst: &str, ratio: &str) -> Option<Level> {
     let micros = level.parse().ok()?;
-    let made = match (burst.as_str(), ratio.as_str()) {
+    let made = match (burst, ratio) {
         ("", "") => None,
         (burst, ratio) => {
             let (burst, ratio) = (burst.parse().ok()?, ratio.parse().ok()?);
@@ -300,11 +364,7 @@ fn budget_reply(reply: &[String]) -> Option<(BudgetReply, bool)> {
     if made.is_some_and(|b| micros > b.burst) {
         return None;
     }
-    let reply = BudgetReply {
-        granted: granted == "1",
-        level: Level { micros, made },
-    };
-    Some((reply, repaired == "1"))
+    Some(Level { micros, made })
 }
 
 /// A budget kept in Redis.
@@ -777,6 +837,16 @@ impl Server {
     }
 }
 
+impl StoreBackend for RedisBudget {
+    fn describe(&self) -> String {
+        format!("{} key {}", self.server.url(), self.key)
+    }
+
+    fn server(&self) -> Option<String> {
+        Some(self.server.url())
+    }
+}
+
 impl RedisBudget {
     /// A budget `key` at `url`. Checks the URL only: nothing connects until
     /// the first retry asks for a token, so a first attempt never waits.
@@ -832,20 +902,22 @@ impl RedisBudget {
         if repaired {
             self.warnings.warn(&format!(
                 "retry budget store {}: corrupt budget state at {}; starting a fresh bucket",
-                self.url(),
+                self.server.url(),
                 self.key
             ));
         }
         Ok(answer)
     }
+}
 
+impl BudgetBackend for RedisBudget {
     /// Takes a token for a retry; `Ok(false)` when there is none.
     ///
     /// # Errors
     ///
     /// When the store cannot be reached in time, or a signal ends the wait;
     /// the message never shows the password.
-    pub fn take(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
+    fn take(&self, wait: &mut dyn Wait) -> Result<bool, StoreError> {
         self.call("take", Refill::Given, wait).map(|a| a.granted)
     }
 
@@ -854,7 +926,7 @@ impl RedisBudget {
     /// # Errors
     ///
     /// As `take`.
-    pub fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn deposit(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
         self.call("deposit", Refill::Given, wait).map(|_| ())
     }
 
@@ -863,32 +935,29 @@ impl RedisBudget {
     /// # Errors
     ///
     /// As `take`.
-    pub fn level(&self, wait: &mut dyn Wait) -> Result<Level, StoreError> {
+    fn level(&self, wait: &mut dyn Wait) -> Result<Level, StoreError> {
         self.call("show", Refill::Given, wait).map(|a| a.level)
     }
 
-    /// Fills the bucket again, as `refill` says: the bucket it was filled
-    /// as.
+    /// Fills the bucket again, as `refill` says: what it found, its level
+    /// at most the burst it records (else the one given), and the bucket it
+    /// was filled as.
     ///
     /// # Errors
     ///
     /// As `level`.
-    pub fn reset(&self, refill: Refill, wait: &mut dyn Wait) -> Result<Bucket, StoreError> {
+    fn reset(
+        &self,
+        refill: Refill,
+        wait: &mut dyn Wait,
+    ) -> Result<(Found<Level>, Bucket), StoreError> {
         let answer = self.call("reset", refill, wait)?;
-        answer
-            .level
-            .made
-            .ok_or_else(|| StoreError::Failed("unexpected reply from the budget script".into()))
-    }
-
-    /// The server's URL, without the password.
-    pub fn url(&self) -> String {
-        self.server.url()
-    }
-
-    /// Where the budget lives, without the password.
-    pub fn describe(&self) -> String {
-        format!("{} key {}", self.server.url(), self.key)
+        let unexpected = || StoreError::Failed("unexpected reply from the budget script".into());
+        let found = answer.found.ok_or_else(unexpected)?.map(|level| Level {
+            micros: level.micros.min(level.made.unwrap_or(self.bucket).burst),
+            ..level
+        });
+        Ok((found, answer.level.made.ok_or_else(unexpected)?))
     }
 }
 
@@ -958,6 +1027,16 @@ fn breaker_reply(reply: &[String]) -> Option<(BreakerReply, bool)> {
     Some((reply, repaired == "1"))
 }
 
+impl StoreBackend for RedisBreaker {
+    fn describe(&self) -> String {
+        format!("{} key {}", self.server.url(), self.key)
+    }
+
+    fn server(&self) -> Option<String> {
+        Some(self.server.url())
+    }
+}
+
 impl RedisBreaker {
     /// A breaker `key` at `url`, as `RedisBudget::new` opens a budget.
     ///
@@ -1016,20 +1095,22 @@ impl RedisBreaker {
         if repaired {
             self.warnings.warn(&format!(
                 "circuit breaker store {}: corrupt breaker state at {}; starting closed",
-                self.url(),
+                self.server.url(),
                 self.key
             ));
         }
         Ok(reply)
     }
+}
 
+impl BreakerBackend for RedisBreaker {
     /// Decides whether this run may start the command: the answer, the
     /// circuit as it was before, and the server's time of the decision.
     ///
     /// # Errors
     ///
     /// When the store cannot be reached in time, or a signal ends the wait.
-    pub fn admit(&self, wait: &mut dyn Wait) -> Result<(Admission, Circuit, u64), StoreError> {
+    fn admit(&self, wait: &mut dyn Wait) -> Result<(Admission, Circuit, u64), StoreError> {
         let r = self.call("admit", None, None, wait)?;
         let admission = match r.decision.as_str() {
             "run" => Admission::Run,
@@ -1055,7 +1136,7 @@ impl RedisBreaker {
     /// # Errors
     ///
     /// As `admit`.
-    pub fn record(
+    fn record(
         &self,
         end: RunEnd,
         probe: Option<u64>,
@@ -1070,7 +1151,7 @@ impl RedisBreaker {
     /// # Errors
     ///
     /// As `admit`, and when the state is corrupt.
-    pub fn show(&self, wait: &mut dyn Wait) -> Result<(Circuit, u64), StoreError> {
+    fn show(&self, wait: &mut dyn Wait) -> Result<(Circuit, u64), StoreError> {
         match self.call("show", None, None, wait) {
             Ok(r) => Ok((r.circuit, r.now_ms)),
             Err(StoreError::Failed(why)) if why.contains("corrupt breaker state") => {
@@ -1083,23 +1164,25 @@ impl RedisBreaker {
         }
     }
 
-    /// Closes the circuit, whatever the key held.
+    /// Closes the circuit, whatever the key held: what it found, as it was
+    /// stored, and the server's time.
     ///
     /// # Errors
     ///
     /// As `admit`.
-    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
-        self.call("reset", None, None, wait).map(|_| ())
-    }
-
-    /// The server's URL, without the password.
-    pub fn url(&self) -> String {
-        self.server.url()
-    }
-
-    /// Where the breaker lives, without the password.
-    pub fn describe(&self) -> String {
-        format!("{} key {}", self.server.url(), self.key)
+    fn reset(&self, wait: &mut dyn Wait) -> Result<(Found<Circuit>, u64), StoreError> {
+        let r = self.call("reset", None, None, wait)?;
+        let found = match r.decision.as_str() {
+            "nothing" => Found::Nothing,
+            "state" => Found::Held(r.circuit),
+            "corrupt" => Found::Corrupt,
+            _ => {
+                return Err(StoreError::Failed(
+                    "unexpected reply from the breaker script".to_owned(),
+                ));
+            }
+        };
+        Ok((found, r.now_ms))
     }
 }
 
@@ -1115,11 +1198,14 @@ pub const REDIS_THROTTLE_PREFIX: &str = "backoff:throttle:";
 /// slots in milliseconds, K in thousandths, the draw (a decimal in [0, 1)),
 /// the idle time in seconds (the key expires that long after the window it
 /// holds), `repair` or `keep` for a corrupt state (as the budget's).
-/// Returns {decision (`send`, `skip`, or `none` but for admit), the
-/// probability (`%.17g`, 0 but for admit), the counts of the window read
-/// at the server's time (requests, skips, accepts), the server's time,
-/// repaired, then the window written (or read, for show): its width and
-/// the slots' numbers}, every item a string.
+/// Returns {decision (`send`, `skip`, or `none` but for admit; for reset
+/// what it found: `nothing`, `state` or `corrupt`), the probability
+/// (`%.17g`, 0 but for admit), the counts of the window read at the
+/// server's time (requests, skips, accepts), the server's time, repaired,
+/// then the window written (or read, for show and reset): its width and
+/// the slots' numbers}, every item a string. A reset repairs any state (a
+/// value of the wrong type included), and writes nothing where there is
+/// none.
 const THROTTLE_SCRIPT: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -1176,20 +1262,21 @@ local function parse(raw)
 end
 local width, ring = 0, blank()
 local repaired = 0
-if op ~= 'reset' then
-  local kind = redis.call('TYPE', KEYS[1])['ok']
-  if kind ~= 'none' then
-    local w, r = nil, nil
-    if kind == 'string' and redis.call('STRLEN', KEYS[1]) <= longest then
-      w, r = parse(redis.call('GET', KEYS[1]))
-    end
-    if w ~= nil then
-      width, ring = w, r
-    elseif op == 'show' or ARGV[6] ~= 'repair' then
-      return redis.error_reply('corrupt throttle state at ' .. KEYS[1])
-    else
-      repaired = 1
-    end
+local found = 'nothing'
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind ~= 'none' then
+  local w, r = nil, nil
+  if kind == 'string' and redis.call('STRLEN', KEYS[1]) <= longest then
+    w, r = parse(redis.call('GET', KEYS[1]))
+  end
+  if w ~= nil then
+    width, ring, found = w, r, 'state'
+  elseif op == 'reset' then
+    found = 'corrupt'
+  elseif op == 'show' or ARGV[6] ~= 'repair' then
+    return redis.error_reply('corrupt throttle state at ' .. KEYS[1])
+  else
+    repaired = 1
   end
 end
 -- Whether slot s counts now in slots of width w: the current interval or
@@ -1221,6 +1308,7 @@ local function digits(j)
   return string.format('%.0f%08.0f', h, l)
 end
 local decision, p = 'none', 0
+if op == 'reset' then decision = found end
 if op == 'admit' then
   local requests = near(1)
   p = (requests - k * near(3)) / (requests + 1)
@@ -1254,9 +1342,13 @@ local window = {n(width)}
 for i = 0, slots - 1 do
   for j = 1, 4 do window[#window + 1] = n(ring[i][j]) end
 end
-if op ~= 'show' then
+if op == 'admit' or op == 'accept' then
   local ttl = idle + math.ceil(width * slots / 1000)
   redis.call('SET', KEYS[1], 'v1 ' .. table.concat(window, ' '), 'EX', n(ttl))
+elseif op == 'reset' and found ~= 'nothing' then
+  local empty = {}
+  for i = 1, 1 + 4 * slots do empty[i] = '0' end
+  redis.call('SET', KEYS[1], 'v1 ' .. table.concat(empty, ' '), 'EX', n(idle))
 end
 local reply = {decision, string.format('%.17g', p), digits(1), digits(2), digits(3), n(now), tostring(repaired)}
 for i = 1, #window do reply[#reply + 1] = window[i] end
@@ -1269,6 +1361,8 @@ struct ThrottleReply {
     /// For admit, whether the attempt is sent; `None` for the other
     /// operations.
     send: Option<bool>,
+    /// For reset, what it found (the window is the one it found).
+    found: Option<Found<()>>,
     probability: f64,
     /// The counts of the window read, at `now_ms`.
     counts: Counts,
@@ -1307,10 +1401,13 @@ fn throttle_reply(reply: &[String]) -> Option<(ThrottleReply, bool)> {
     if slots.len() != 4 * SLOTS {
         return None;
     }
-    let send = match decision.as_str() {
-        "send" => Some(true),
-        "skip" => Some(false),
-        "none" => None,
+    let (send, found) = match decision.as_str() {
+        "send" => (Some(true), None),
+        "skip" => (Some(false), None),
+        "none" => (None, None),
+        "nothing" => (None, Some(Found::Nothing)),
+        "state" => (None, Some(Found::Held(()))),
+        "corrupt" => (None, Some(Found::Corrupt)),
         _ => return None,
     };
     let probability: f64 = probability.parse().ok()?;
@@ -1349,6 +1446,7 @@ fn throttle_reply(reply: &[String]) -> Option<(ThrottleReply, bool)> {
     }
     let reply = ThrottleReply {
         send,
+        found,
         probability,
         counts,
         now_ms,
@@ -1376,6 +1474,16 @@ impl std::fmt::Debug for RedisThrottle {
             .field("url", &self.server.url())
             .field("key", &self.key)
             .finish_non_exhaustive()
+    }
+}
+
+impl StoreBackend for RedisThrottle {
+    fn describe(&self) -> String {
+        format!("{} key {}", self.server.url(), self.key)
+    }
+
+    fn server(&self) -> Option<String> {
+        Some(self.server.url())
     }
 }
 
@@ -1436,19 +1544,21 @@ impl RedisThrottle {
         let unexpected =
             || StoreError::Failed("unexpected reply from the throttle script".to_owned());
         let (reply, repaired) = throttle_reply(&reply).ok_or_else(unexpected)?;
-        if (op == "admit") != reply.send.is_some() {
+        if (op == "admit") != reply.send.is_some() || (op == "reset") != reply.found.is_some() {
             return Err(unexpected());
         }
         if repaired {
             self.warnings.warn(&format!(
                 "adaptive throttle store {}: corrupt throttle state at {}; starting a fresh window",
-                self.url(),
+                self.server.url(),
                 self.key
             ));
         }
         Ok(reply)
     }
+}
 
+impl ThrottleBackend for RedisThrottle {
     /// Decides on an attempt, `draw` drawn uniformly from [0, 1): the
     /// decision, and the window it counts in (its slots' width times
     /// `SLOTS`), which may be another process's.
@@ -1457,7 +1567,7 @@ impl RedisThrottle {
     ///
     /// When the store cannot be reached in time, or a signal ends the wait;
     /// the message never shows the password.
-    pub fn admit(&self, draw: f64, wait: &mut dyn Wait) -> Result<(Decision, u64), StoreError> {
+    fn admit(&self, draw: f64, wait: &mut dyn Wait) -> Result<(Decision, u64), StoreError> {
         if !(0.0..1.0).contains(&draw) {
             return Err(StoreError::Failed(format!(
                 "a throttle's draw is in [0, 1), not {draw}"
@@ -1483,7 +1593,7 @@ impl RedisThrottle {
     /// # Errors
     ///
     /// As `admit`.
-    pub fn accept(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
+    fn accept(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
         self.call("accept", 0.0, wait).map(|_| ())
     }
 
@@ -1492,7 +1602,7 @@ impl RedisThrottle {
     /// # Errors
     ///
     /// As `admit`, and when the state is corrupt.
-    pub fn show(&self, wait: &mut dyn Wait) -> Result<(Window, u64), StoreError> {
+    fn show(&self, wait: &mut dyn Wait) -> Result<(Window, u64), StoreError> {
         let r = self.call("show", 0.0, wait)?;
         if r.window.counts(r.now_ms) != r.counts {
             return Err(StoreError::Failed(
@@ -1502,23 +1612,16 @@ impl RedisThrottle {
         Ok((r.window, r.now_ms))
     }
 
-    /// Empties the window, whatever the key held.
+    /// Empties the window, whatever the key held: what it found, and the
+    /// server's time.
     ///
     /// # Errors
     ///
     /// As `admit`.
-    pub fn reset(&self, wait: &mut dyn Wait) -> Result<(), StoreError> {
-        self.call("reset", 0.0, wait).map(|_| ())
-    }
-
-    /// The server's URL, without the password.
-    pub fn url(&self) -> String {
-        self.server.url()
-    }
-
-    /// Where the throttle lives, without the password.
-    pub fn describe(&self) -> String {
-        format!("{} key {}", self.server.url(), self.key)
+    fn reset(&self, wait: &mut dyn Wait) -> Result<(Found<Window>, u64), StoreError> {
+        let r = self.call("reset", 0.0, wait)?;
+        let found = r.found.unwrap_or(Found::Nothing).map(|()| r.window);
+        Ok((found, r.now_ms))
     }
 }
 
@@ -1580,7 +1683,8 @@ mod tests {
                     level: Level {
                         micros: 2 * UNIT,
                         made: Some(bucket)
-                    }
+                    },
+                    found: None,
                 },
                 false
             ))
@@ -1593,7 +1697,8 @@ mod tests {
                     level: Level {
                         micros: 5,
                         made: None
-                    }
+                    },
+                    found: None,
                 },
                 true
             ))
@@ -1612,6 +1717,46 @@ mod tests {
             budget_reply(&["1".to_owned(), "1".to_owned(), "0".to_owned()]),
             None
         );
+        // A reset adds what it found.
+        let reset = |items: [&str; 9]| budget_reply(&items.map(String::from)).map(|(r, _)| r.found);
+        let head = ["1", "3000000", "0", "3000000", "100000"];
+        let with = |tail: [&'static str; 4]| {
+            let mut items = [""; 9];
+            items[..5].copy_from_slice(&head);
+            items[5..].copy_from_slice(&tail);
+            items
+        };
+        assert_eq!(
+            reset(with(["state", "2000000", "3000000", "100000"])),
+            Some(Some(Found::Held(Level {
+                micros: 2 * UNIT,
+                made: Some(bucket)
+            })))
+        );
+        assert_eq!(
+            reset(with(["state", "7", "", ""])),
+            Some(Some(Found::Held(Level {
+                micros: 7,
+                made: None
+            })))
+        );
+        assert_eq!(
+            reset(with(["nothing", "", "", ""])),
+            Some(Some(Found::Nothing))
+        );
+        assert_eq!(
+            reset(with(["corrupt", "", "", ""])),
+            Some(Some(Found::Corrupt))
+        );
+        for bad in [
+            ["maybe", "", "", ""],
+            ["nothing", "1", "", ""],
+            ["corrupt", "", "3000000", "0"],
+            ["state", "", "", ""],
+            ["state", "4000000", "3000000", "100000"],
+        ] {
+            assert_eq!(reset(with(bad)), None, "{bad:?}");
+        }
     }
 
     #[test]
@@ -1705,6 +1850,7 @@ mod tests {
             r,
             ThrottleReply {
                 send: Some(false),
+                found: None,
                 probability: 0.5,
                 counts: Counts {
                     requests: 5,

@@ -445,17 +445,21 @@ pub enum BudgetCommand {
         format: BudgetFormat,
     },
     /// Fill a budget to its burst again: the one its state records, or
-    /// with --budget-burst or --budget-ratio those given.
+    /// with --budget-burst or --budget-ratio those given; say what it held.
     Reset {
         /// The budget's key.
         #[arg(value_name = "KEY", value_parser = values::budget_key)]
         key: String,
         #[command(flatten)]
         store: BudgetStore,
+        /// Output format: a line on stderr, or one JSON object on stdout.
+        #[arg(long, value_enum, default_value = "text")]
+        format: BudgetFormat,
     },
 }
 
-/// Output formats of `budget show`.
+/// Output formats of `show` and `reset` of budgets, breakers and
+/// throttles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BudgetFormat {
     /// One line for people.
@@ -575,13 +579,17 @@ pub enum BreakerCommand {
         #[arg(long, value_enum, default_value = "text")]
         format: BudgetFormat,
     },
-    /// Close a circuit, and start its count of failed runs again.
+    /// Close a circuit, and start its count of failed runs again; say what
+    /// it was.
     Reset {
         /// The breaker's key.
         #[arg(value_name = "KEY", value_parser = values::budget_key)]
         key: String,
         #[command(flatten)]
         store: StoreArgs,
+        /// Output format: a line on stderr, or one JSON object on stdout.
+        #[arg(long, value_enum, default_value = "text")]
+        format: BudgetFormat,
     },
 }
 
@@ -635,13 +643,17 @@ pub enum ThrottleCommand {
         #[arg(long, value_enum, default_value = "text")]
         format: BudgetFormat,
     },
-    /// Empty a throttle's window: nothing counted, nothing skipped.
+    /// Empty a throttle's window: nothing counted, nothing skipped; say
+    /// what it held.
     Reset {
         /// The throttle's key.
         #[arg(value_name = "KEY", value_parser = values::budget_key)]
         key: String,
         #[command(flatten)]
         store: StoreArgs,
+        /// Output format: a line on stderr, or one JSON object on stdout.
+        #[arg(long, value_enum, default_value = "text")]
+        format: BudgetFormat,
     },
 }
 
@@ -804,7 +816,13 @@ pub struct RuleArgs {
     #[arg(long, value_name = "RULES", value_parser = values::rules, allow_hyphen_values = true)]
     pub retry_on: Vec<RuleList>,
 
-    /// Never retry these outcomes; checked first.
+    /// Never retry these outcomes; checked first
+    ///
+    /// Checked before --success-on and --retry-on, so an outcome in both
+    /// --stop-on and --retry-on stops the run (--stop-on 2 --retry-on 1-255
+    /// retries every failure but exit 2). A rule that could never match,
+    /// every outcome it names taken by a list checked before it, is
+    /// refused.
     #[arg(long, value_name = "RULES", value_parser = values::rules, allow_hyphen_values = true)]
     pub stop_on: Vec<RuleList>,
 
@@ -843,11 +861,14 @@ pub struct TimeArgs {
           allow_hyphen_values = true)]
     pub idle_timeout: Option<Duration>,
 
-    /// Time limit of the whole run
+    /// Time limit of the whole run; backoff exits by it plus --kill-after
     ///
     /// A deadline from the run's start: no attempt starts after it, a delay
     /// that would pass it is not slept, and the running attempt is bounded
-    /// by the time left.
+    /// by the time left. backoff exits at the latest --kill-after after the
+    /// deadline: the attempt gets --signal at the deadline and SIGKILL
+    /// --kill-after later, and the hooks that close the run (--on-give-up,
+    /// --on-success) run within that time.
     #[arg(long, value_name = "DURATION", env = "BACKOFF_MAX_TIME", hide_env_values = true,
           value_parser = values::duration, allow_hyphen_values = true)]
     pub max_time: Option<Duration>,

@@ -405,13 +405,12 @@ impl Executor for RealExecutor {
         };
         self.watch_group(child.id());
         // A hook is waited for as an attempt is, in its own group always,
-        // with no output to watch.
-        let (foreground, idle_timeout) = (self.options.foreground, self.options.idle_timeout);
+        // with no output to watch, and killed its grace after its signal.
+        let own = self.options.clone();
         self.options.foreground = false;
         self.options.idle_timeout = None;
+        self.options.kill_after = hook.grace;
         let mut waited = self.wait(&child, Vec::new(), Some(hook.limit));
-        self.options.foreground = foreground;
-        self.options.idle_timeout = idle_timeout;
         let pgid = child.id();
         // Nothing of a hook outlives it (`sleep 300 &` would run beside the
         // next attempt, and past backoff's end): its shell is not reaped
@@ -424,7 +423,9 @@ impl Executor for RealExecutor {
         }
         let _ = children::reap(&mut child);
         // What is left holds the group's id: the guard keeps it meanwhile.
+        // It has the hook's grace to end.
         let signal = self.end_leftovers(pgid);
+        self.options = own;
         waited.interrupted = waited.interrupted.or(signal);
         self.watch_group(0);
         ended(waited)

@@ -35,6 +35,17 @@ impl Bucket {
     }
 }
 
+/// A bucket's state as a store holds it: its level, in millionths of a
+/// token, and the burst and ratio of the run that last changed it (`None`
+/// in a state written by a version of backoff that did not record them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Level {
+    /// Tokens left, in millionths.
+    pub micros: u64,
+    /// The bucket the state was made with.
+    pub made: Option<Bucket>,
+}
+
 /// Shows a level of millionths as tokens: `9.5`, `10`, `0.000001`.
 pub fn show_tokens(micros: u64) -> String {
     let whole = micros / UNIT;

@@ -209,8 +209,9 @@ pub fn write(path: &Path, content: &[u8]) -> io::Result<()> {
 /// read up to `MAX_PREVIOUS` bytes.
 ///
 /// `wait(d)` pauses up to `d` while another process holds the lock, and
-/// returns false when a signal says to stop waiting; the wait also ends
-/// when one process has held the lock for `LOCK_WAIT`.
+/// returns why to stop waiting, when something does (a signal, the run's
+/// time running out); the wait also ends when one process has held the
+/// lock for `LOCK_WAIT`.
 ///
 /// # Errors
 ///
@@ -219,7 +220,7 @@ pub fn write(path: &Path, content: &[u8]) -> io::Result<()> {
 pub fn update(
     path: &Path,
     change: impl FnOnce(&str) -> String,
-    wait: &mut dyn FnMut(Duration) -> bool,
+    wait: &mut dyn FnMut(Duration) -> Result<(), String>,
 ) -> io::Result<()> {
     let locked = lock(path, wait)?;
     let previous = read_bounded(&locked)?;
@@ -232,7 +233,7 @@ pub fn update(
 /// Opens the regular file `path` (created empty if need be), locked: the
 /// file the path names once the lock is had, since a process that held
 /// the lock before may have renamed another file over it meanwhile.
-fn lock(path: &Path, wait: &mut dyn FnMut(Duration) -> bool) -> io::Result<File> {
+fn lock(path: &Path, wait: &mut dyn FnMut(Duration) -> Result<(), String>) -> io::Result<File> {
     // Reset whenever another run has finished its update: what is bounded
     // is how long one holder keeps the lock, not how long a queue of runs
     // takes (each holds it for a few milliseconds, but an fsync on a busy
@@ -277,10 +278,10 @@ fn lock(path: &Path, wait: &mut dyn FnMut(Duration) -> bool) -> io::Result<File>
                             LOCK_WAIT.as_secs()
                         )));
                     }
-                    if !wait(pause.min(left)) {
-                        return Err(io::Error::other(
-                            "interrupted while waiting for its lock (not updated)",
-                        ));
+                    if let Err(why) = wait(pause.min(left)) {
+                        return Err(io::Error::other(format!(
+                            "{why} while waiting for its lock (not updated)"
+                        )));
                     }
                     pause = (pause * 2).min(LOCK_RETRY_MAX);
                 }
@@ -353,7 +354,7 @@ mod tests {
                 std::fs::rename(&new, &path).unwrap();
                 drop(holder);
             }
-            true
+            Ok(())
         };
         update(&path, |previous| format!("{previous}+1"), &mut wait).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new+1");

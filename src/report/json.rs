@@ -195,6 +195,13 @@ fn give_up_json(event: &Event<'_>) -> Value {
             }
             v
         }
+        Event::Unstarted { total, .. } => json!({
+            "event": "give_up",
+            "attempts": 0,
+            "outcome": null,
+            "reason": Ending::Deadline.name(),
+            "total_seconds": total.as_secs_f64(),
+        }),
         _ => Value::Null,
     }
 }
@@ -286,8 +293,19 @@ pub fn decision_json(decision: crate::fleet::throttle::Decision, window_ms: u64)
     })
 }
 
-/// The event of the adaptive throttle's decision on `attempt`.
-fn throttle_json(key: &str, attempt: u64, news: ThrottleNews) -> Value {
+/// The event of the adaptive throttle's decision on `attempt`; `late`:
+/// made after `--max-time` passed, so that the attempt is not sent.
+fn throttle_json(key: &str, attempt: u64, news: ThrottleNews, late: bool) -> Value {
+    let mut v = throttle_news_json(key, attempt, news);
+    if late {
+        v["decision"] = json!("late");
+    }
+    v
+}
+
+/// The event of the adaptive throttle's decision on `attempt`, as it was
+/// made.
+fn throttle_news_json(key: &str, attempt: u64, news: ThrottleNews) -> Value {
     match news {
         ThrottleNews::Decided {
             decision,
@@ -406,11 +424,12 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
             "streak": streak,
             "condition_met": condition,
         }),
-        Event::GaveUp { .. } => give_up_json(event),
+        Event::GaveUp { .. } | Event::Unstarted { .. } => give_up_json(event),
         Event::Hook {
             kind,
             outcome,
             elapsed,
+            bounded,
             error,
             ..
         } => json!({
@@ -423,25 +442,24 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
             },
             "duration_seconds": elapsed.as_secs_f64(),
             "error": error,
+            "bounded_by_max_time": bounded,
         }),
         Event::Undelivered { bytes } => json!({"event": "undelivered", "bytes": bytes}),
         Event::OutputLost { why } => json!({"event": "output_lost", "error": why}),
         Event::InterruptedWriting { signal } => interrupted(signal, "output"),
         Event::Breaker { key, news } => breaker_json(key, news),
-        Event::Throttle { key, attempt, news } => throttle_json(key, attempt, news),
+        Event::Throttle {
+            key,
+            attempt,
+            news,
+            late,
+        } => throttle_json(key, attempt, news, late),
         // Told only to a report that counts down, which JSON does not.
         Event::Countdown { left } => {
             json!({"event": "countdown", "left_seconds": left.as_secs_f64()})
         }
         Event::InterruptedHook { signal, kind } => interrupted(signal, kind.name()),
-        Event::Interrupted { signal, attempt } => interrupted(
-            signal,
-            if attempt.is_some() {
-                "attempt"
-            } else {
-                "delay"
-            },
-        ),
+        Event::Interrupted { signal, during } => interrupted(signal, during.name()),
     }
 }
 

@@ -2,8 +2,9 @@
 //! GitHub annotations (`text`), the CI runners' folds, step outputs and
 //! tables (`ci`), the countdown on a terminal (`live`), the JSON events
 //! (`json`), the run report
-//! (`run_report`), the Prometheus metrics (`metrics`), and the atomic writes
-//! of those files (`atomic`). Nothing here decides what happens.
+//! (`run_report`), the Prometheus metrics (`metrics`), the atomic writes
+//! of those files (`atomic`), and what a reset of a shared state says
+//! (`state`). Nothing here decides what happens.
 
 pub mod atomic;
 pub mod ci;
@@ -12,6 +13,7 @@ pub mod json;
 pub mod live;
 pub mod metrics;
 pub mod run_report;
+pub mod state;
 pub mod text;
 
 use std::io::{self, Write};

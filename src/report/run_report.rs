@@ -210,6 +210,9 @@ pub struct ThrottleRecord {
     pub unavailable: u64,
     /// Its last decision, when its store made one.
     pub last: Option<(Decision, u64)>,
+    /// Whether its last decision came after `--max-time` passed: the
+    /// attempt was not sent, whatever it said.
+    pub late: bool,
 }
 
 impl BreakerRecord {
@@ -294,15 +297,17 @@ impl Recorder {
     }
 
     /// Follows the adaptive throttle's news.
-    fn throttle(&mut self, key: &str, news: ThrottleNews) {
+    fn throttle(&mut self, key: &str, news: ThrottleNews, late: bool) {
         let t = self.throttle.get_or_insert_with(|| ThrottleRecord {
             key: key.to_owned(),
             decisions: 0,
             skipped: 0,
             unavailable: 0,
             last: None,
+            late: false,
         });
         t.decisions += 1;
+        t.late = late;
         t.skipped += u64::from(!news.send());
         match news {
             ThrottleNews::Decided {
@@ -323,9 +328,13 @@ impl Recorder {
         let Some(t) = &self.throttle else {
             return Value::Null;
         };
-        let last = t
-            .last
-            .map(|(d, window_ms)| crate::report::json::decision_json(d, window_ms));
+        let last = t.last.map(|(d, window_ms)| {
+            let mut v = crate::report::json::decision_json(d, window_ms);
+            if t.late {
+                v["decision"] = json!("late");
+            }
+            v
+        });
         json!({
             "key": t.key,
             "decisions": t.decisions,
@@ -614,13 +623,16 @@ impl Report for Recorder {
             }
             Event::Undelivered { bytes } => self.undelivered = bytes,
             Event::Breaker { key, news } => self.breaker(key, news),
-            Event::Throttle { key, news, .. } => self.throttle(key, news),
+            Event::Throttle {
+                key, news, late, ..
+            } => self.throttle(key, news, late),
             Event::OutputLost { .. } | Event::Countdown { .. } | Event::MisplacedOption { .. } => {}
             Event::InterruptedWriting { .. } | Event::InterruptedHook { .. } => {
                 self.reason = Ending::Interrupted.name();
             }
-            Event::Interrupted { attempt, .. } => {
-                if let Some((number, outcome, elapsed)) = attempt {
+            Event::Unstarted { .. } => self.reason = Ending::Deadline.name(),
+            Event::Interrupted { during, .. } => {
+                if let Some((number, outcome, elapsed)) = during.attempt() {
                     self.end_attempt(number, outcome, Some(elapsed));
                 } else if let Some(a) = self.attempts.last_mut() {
                     // The delay after the last attempt was cut short.

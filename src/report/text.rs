@@ -9,7 +9,9 @@ use std::io::Write;
 
 use crate::classify::{Applied, HintSource, Outcome, Source, StopReason};
 use crate::duration::human;
-use crate::event::{BreakerNews, Ending, Event, HookKind, HuntEnd, Next, Report, ThrottleNews};
+use crate::event::{
+    BreakerNews, During, Ending, Event, HookKind, HuntEnd, Next, Report, ThrottleNews,
+};
 use crate::fleet::breaker::{Admission, Circuit, RunEnd, State};
 use crate::report::fold::{self, Folds, Runner};
 use crate::report::live::{self, Live};
@@ -185,6 +187,7 @@ impl<W: Write> Report for TextReport<W> {
                 ..
             } => Some("warning"),
             Event::GaveUp { .. }
+            | Event::Unstarted { .. }
             | Event::CannotStart { .. }
             | Event::Undelivered { .. }
             | Event::OutputLost { .. } => Some("error"),
@@ -329,9 +332,14 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
                     decision,
                     window_ms,
                 },
+            late,
         } if normal && !decision.send || verbose => format!(
             "throttle '{key}': {} attempt {attempt} (skip probability {:.2}: {} requests, {} skipped, {} accepted in the last {})",
-            if decision.send { "sending" } else { "skipping" },
+            match (decision.send, late) {
+                (true, false) => "sending",
+                (true, true) => "not sending, as --max-time passed during the decision,",
+                (false, _) => "skipping",
+            },
             decision.probability,
             decision.counts.requests,
             decision.counts.skips,
@@ -352,15 +360,7 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
             signal::short_name(signal),
             kind.flag()
         ),
-        Event::Interrupted { signal, attempt } if normal => format!(
-            "interrupted by SIG{} {}; not retrying",
-            signal::short_name(signal),
-            if attempt.is_some() {
-                "during the attempt"
-            } else {
-                "during the delay"
-            }
-        ),
+        Event::Interrupted { .. } | Event::Unstarted { .. } if normal => cut_text(event)?,
         _ => return None,
     };
     Some(text)
@@ -558,6 +558,7 @@ fn hook_text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
         outcome,
         elapsed,
         limit,
+        bounded,
         error,
     } = *event
     else {
@@ -570,11 +571,46 @@ fn hook_text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
             format!("{hook} hook exited 0 after {}", human(elapsed))
         }
         (Some(Outcome::Exited(0)) | None, _) => return None,
+        (Some(Outcome::TimedOut(..)), _) if bounded && kind == HookKind::Retry => format!(
+            "{hook} hook timed out at --max-time after {} and was ended",
+            human(elapsed)
+        ),
+        (Some(Outcome::TimedOut(..)), _) if bounded => format!(
+            "{hook} hook timed out after {} and was ended: backoff exits by --max-time plus --kill-after",
+            human(elapsed)
+        ),
         (Some(Outcome::TimedOut(..)), _) => format!(
             "{hook} hook timed out after {} and was ended",
             human(limit.min(elapsed))
         ),
         (Some(o), _) => format!("{hook} hook failed ({o}) after {}", human(elapsed)),
+    })
+}
+
+/// The line of a run that a signal ended, or that `--max-time` ended
+/// before its first attempt could start.
+fn cut_text(event: &Event<'_>) -> Option<String> {
+    Some(match *event {
+        Event::Interrupted { signal, during } => format!(
+            "interrupted by SIG{} {}",
+            signal::short_name(signal),
+            match during {
+                During::Attempt(..) => "during the attempt; not retrying".to_owned(),
+                During::Delay => "during the delay; not retrying".to_owned(),
+                During::Decision(shared) => {
+                    format!(
+                        "during the {}'s decision; no attempt follows",
+                        shared.noun()
+                    )
+                }
+            }
+        ),
+        Event::Unstarted { total, max_time } => format!(
+            "giving up after 0 attempts in {}: --max-time {} passed before the first attempt could start",
+            human(total),
+            human(max_time)
+        ),
+        _ => return None,
     })
 }
 
@@ -733,6 +769,7 @@ pub fn ending(event: &Event<'_>) -> Option<String> {
     match event {
         Event::Succeeded { .. }
         | Event::GaveUp { .. }
+        | Event::Unstarted { .. }
         | Event::NoFailure { .. }
         | Event::CannotStart { .. }
         | Event::Interrupted { .. }

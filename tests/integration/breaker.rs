@@ -734,3 +734,39 @@ fn a_breaker_file_others_may_write_is_not_trusted() {
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     assert_eq!(store.show("shared")["state"], "open");
 }
+
+#[test]
+fn a_signal_during_the_breakers_decision_ends_the_run_by_it_and_says_so() {
+    let dir = TempDir::new("breaker-signal");
+    let store = dir.join("store");
+    // A run makes the state.
+    backoff(["--breaker", "held", "--budget-dir"])
+        .arg(&store)
+        .args(["--", "true"])
+        .assert()
+        .success();
+    let mut holder = crate::budget::hold_lock(&store.join("held.breaker"));
+    let marker = dir.join("ran");
+    let mut cmd = command([
+        "--breaker",
+        "held",
+        "--budget-store-timeout",
+        "1m",
+        "--budget-dir",
+    ]);
+    cmd.arg(&store).args(["--", "touch"]).arg(&marker);
+    let mut run = Running::start(cmd);
+    crate::support::eventually("backoff waiting in the lock's queue", || {
+        crate::budget::waits_for_lock(run.pid())
+    });
+    run.dies_by_within_a_second(libc::SIGTERM);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(!marker.exists(), "the command never ran");
+    assert_eq!(
+        run.stderr(),
+        [
+            "backoff: interrupted by SIGTERM during the circuit breaker's decision; no attempt follows"
+        ]
+    );
+}

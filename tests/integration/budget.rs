@@ -484,10 +484,8 @@ fn a_state_file_or_directory_of_another_user_is_not_trusted_and_never_stops_the_
     }
     let dir = TempDir::new("budget-foreign");
     let store = dir.join("store");
-    backoff(["budget", "reset", "f", "--budget-dir"])
-        .arg(&store)
-        .assert()
-        .success();
+    // A success makes the state, as a reset of none does not.
+    budgeted(&store, "f", "true", &[]).assert().success();
     let file = store.join("f.budget");
     let before = std::fs::read(&file).unwrap();
     std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
@@ -529,10 +527,8 @@ pub fn hold_lock(file: &Path) -> std::process::Child {
 fn a_held_lock_costs_at_most_the_timeout_and_a_signal_ends_the_wait() {
     let dir = TempDir::new("budget-locked");
     let store = dir.join("store");
-    backoff(["budget", "reset", "held", "--budget-dir"])
-        .arg(&store)
-        .assert()
-        .success();
+    // A success makes the state, as a reset of none does not.
+    budgeted(&store, "held", "true", &[]).assert().success();
     let mut holder = hold_lock(&store.join("held.budget"));
     let log = dir.join("attempts");
     let script = format!("echo x >> '{}'; exit 3", log.display());
@@ -573,6 +569,13 @@ fn a_held_lock_costs_at_most_the_timeout_and_a_signal_ends_the_wait() {
         waits_for_lock(run.pid())
     });
     run.dies_by_within_a_second(libc::SIGTERM);
+    assert!(
+        run.stderr().contains(
+            &"backoff: interrupted by SIGTERM during the retry budget's decision; no attempt follows"
+        ),
+        "{:?}",
+        run.seen
+    );
     holder.kill().unwrap();
     holder.wait().unwrap();
     assert_eq!(
@@ -584,7 +587,7 @@ fn a_held_lock_costs_at_most_the_timeout_and_a_signal_ends_the_wait() {
 
 /// Whether backoff (`pid`) waits for the lock of a state file: a thread of
 /// its own waits in the kernel's queue of the file's waiters.
-fn waits_for_lock(pid: i32) -> bool {
+pub fn waits_for_lock(pid: i32) -> bool {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
     tasks.into_iter().flatten().flatten().any(|task| {
         std::fs::read_to_string(task.path().join("comm"))
@@ -661,10 +664,8 @@ impl Drop for Holder {
 fn a_lock_let_go_is_taken_at_once_and_a_wait_given_up_lets_go_of_it_when_it_comes() {
     let dir = TempDir::new("budget-queue");
     let store = dir.join("store");
-    backoff(["budget", "reset", "q", "--budget-dir"])
-        .arg(&store)
-        .assert()
-        .success();
+    // A success makes the state, as a reset of none does not.
+    budgeted(&store, "q", "true", &[]).assert().success();
     let mut holder = Holder::lock(&store.join("q.budget"));
 
     // Waiting in the queue, with a timeout that never comes in a test: the

@@ -283,3 +283,117 @@ fn the_command_dies_when_backoff_is_killed_with_sigkill() {
     assert_eq!(status.signal(), Some(libc::SIGKILL));
     eventually("the command to die with backoff", || gone(child));
 }
+
+/// The pid a line `child PID` of `run`'s output gives.
+fn child_pid(run: &mut Running, prefix: &str) -> i32 {
+    let line = run.wait_for(prefix);
+    line.trim()
+        .rsplit(' ')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("not a pid line: {line:?}"))
+}
+
+/// backoff exits at the latest --kill-after after the --max-time deadline:
+/// here at 3s, where a command that ignores SIGTERM would run 30s, and its
+/// --on-give-up another 10s after it. The bound checked has slack for a
+/// loaded machine, and is still well below what a run without it takes.
+#[test]
+fn backoff_exits_by_max_time_plus_kill_after_whatever_the_command_and_the_closing_hook_do() {
+    let dir = TempDir::new("max-time-bound");
+    let marker = dir.join("hook-ran");
+    let mut cmd = command([
+        "--max-time",
+        "2s",
+        "--kill-after",
+        "1s",
+        "--on-give-up",
+        &format!("touch '{}'; sleep 10", marker.display()),
+        "--",
+        "sh",
+        "-c",
+        // The shell and its sleep both ignore TERM: the group's KILL ends
+        // them.
+        "trap '' TERM; sleep 30 & echo child $!; wait",
+    ]);
+    cmd.env("LC_ALL", "C");
+    let mut run = Running::start(cmd);
+    let sleep = child_pid(&mut run, "child ");
+    let (status, took) = run.wait_exit(PATIENCE);
+    let err = run.stderr().join("\n");
+    assert_eq!(status.code(), Some(124), "{err}");
+    assert!(
+        took < Duration::from_secs(12),
+        "exited after {took:?}: {err}"
+    );
+    eventually("the command's sleep killed", || gone(sleep));
+    // KILL came at the deadline plus --kill-after: no time was left for the
+    // hook, and that is said. (Had the shell been too slow to ignore TERM,
+    // the hook would have run within the bound, and been told so.)
+    assert!(
+        err.contains(
+            "cannot run the --on-give-up hook: no time left: backoff exits by --max-time (2.00s) plus --kill-after (1.00s)"
+        ) && !marker.exists()
+            || err.contains("backoff exits by --max-time plus --kill-after"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_closing_hook_that_ignores_sigterm_is_killed_when_backoffs_time_is_up() {
+    let mut cmd = command([
+        "--max-time",
+        "2s",
+        "--kill-after",
+        "2s",
+        "--on-give-up",
+        "trap '' TERM; sleep 60 & echo hook child $! >&2; wait",
+        "--",
+        "sleep",
+        "30",
+    ]);
+    cmd.env("LC_ALL", "C");
+    let mut run = Running::start(cmd);
+    let sleep = child_pid(&mut run, "hook child ");
+    let (status, took) = run.wait_exit(PATIENCE);
+    let err = run.stderr().join("\n");
+    assert_eq!(status.code(), Some(124), "{err}");
+    // By 4s: the hook's own --hook-timeout (30s) would end it after 32s.
+    assert!(
+        took < Duration::from_secs(20),
+        "exited after {took:?}: {err}"
+    );
+    assert!(
+        err.contains("--on-give-up hook timed out after ")
+            && err.contains("and was ended: backoff exits by --max-time plus --kill-after"),
+        "{err}"
+    );
+    eventually("the hook's sleep killed", || gone(sleep));
+}
+
+#[test]
+fn the_wait_for_the_metrics_files_lock_ends_when_backoffs_time_is_up() {
+    let dir = TempDir::new("max-time-metrics");
+    let metrics = dir.join("m.prom");
+    std::fs::write(&metrics, "").unwrap();
+    let mut holder = crate::budget::hold_lock(&metrics);
+    // The lock is held for longer than backoff may wait for it (5s): the
+    // wait ends at --max-time plus --kill-after.
+    let out = backoff(["--max-time", "1s", "--kill-after", "1s", "--metrics-file"])
+        .arg(&metrics)
+        .args(["--", "true"])
+        .timeout(PATIENCE)
+        .output()
+        .unwrap();
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "cannot write --metrics-file '{}': backoff's time (--max-time plus --kill-after) ran out while waiting for its lock (not updated)",
+            metrics.display()
+        )),
+        "{err}"
+    );
+}

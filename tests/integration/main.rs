@@ -20,6 +20,7 @@ mod notices;
 mod observe;
 mod presets;
 mod processes;
+mod resets;
 mod retrying;
 mod schedule;
 mod schema;

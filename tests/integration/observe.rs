@@ -812,3 +812,40 @@ fn forever_and_until_failure_runs_keep_what_they_know_of_each_attempt_bounded() 
     assert_eq!(doc["success_count"], 2499, "the totals count every attempt");
     assert_eq!(doc["retry_count"], 0);
 }
+
+#[test]
+fn a_report_on_the_stream_of_json_events_is_one_line_of_it() {
+    let out = backoff([
+        "--log-format",
+        "json",
+        "--report",
+        "/dev/stderr",
+        "--attempts",
+        "2",
+        "--base",
+        "1ms",
+        "--",
+        "false",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let (report, events) = lines.split_last().unwrap();
+    // Every line is one JSON object: the events, then the report.
+    let kinds: Vec<String> = crate::support::events(events.join("\n").as_bytes())
+        .iter()
+        .map(|e| e["event"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds.last().map(String::as_str), Some("give_up"), "{text}");
+    let report = crate::support::json_of(crate::schema::Doc::Report, report.as_bytes());
+    assert_eq!(report["reason"], "exhausted");
+    assert!(report.get("event").is_none(), "{report}");
+    // In text, the report keeps its indented form.
+    let out = backoff(["--report", "/dev/stderr", "--attempts", "1", "--", "false"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stderr).unwrap();
+    assert!(text.contains("\n  \"attempts\": ["), "{text}");
+}

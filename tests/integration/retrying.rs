@@ -94,6 +94,33 @@ fn stop_on_a_range_ends_at_once_with_that_code() {
 }
 
 #[test]
+fn an_outcome_in_both_stop_on_and_retry_on_stops_the_run() {
+    // --stop-on is checked first: 2 stops, the rest of --retry-on retries.
+    let dir = TempDir::new("stop-beats-retry");
+    backoff([
+        "--stop-on",
+        "2",
+        "--retry-on",
+        "1-255",
+        "--base",
+        "1ms",
+        "--",
+        "sh",
+        "-c",
+    ])
+    .arg(logging(&dir, "exit $BACKOFF_ATTEMPT"))
+    .assert()
+    .code(2)
+    .stderr(predicate::str::contains(
+        "attempt 2/7 failed (exit 2) after",
+    ))
+    .stderr(predicate::str::contains(
+        "not retrying: exit 2 matches --stop-on",
+    ));
+    assert_eq!(dir.lines("log"), ["1", "2"]);
+}
+
+#[test]
 fn success_on_a_listed_code_counts_as_success() {
     let dir = TempDir::new("success");
     backoff(["--success-on", "0,10-12", "--base", "1ms", "--", "sh", "-c"])

@@ -28,10 +28,16 @@ pub enum Doc {
     BreakerShow,
     /// `backoff throttle show KEY --format json`.
     ThrottleShow,
+    /// `backoff budget reset KEY --format json`.
+    BudgetReset,
+    /// `backoff breaker reset KEY --format json`.
+    BreakerReset,
+    /// `backoff throttle reset KEY --format json`.
+    ThrottleReset,
 }
 
 impl Doc {
-    const ALL: [Doc; 7] = [
+    const ALL: [Doc; 10] = [
         Doc::Event,
         Doc::Report,
         Doc::Schedule,
@@ -39,6 +45,9 @@ impl Doc {
         Doc::BudgetShow,
         Doc::BreakerShow,
         Doc::ThrottleShow,
+        Doc::BudgetReset,
+        Doc::BreakerReset,
+        Doc::ThrottleReset,
     ];
 
     fn file(self) -> &'static str {
@@ -50,6 +59,9 @@ impl Doc {
             Doc::BudgetShow => "budget-show.json",
             Doc::BreakerShow => "breaker-show.json",
             Doc::ThrottleShow => "throttle-show.json",
+            Doc::BudgetReset => "budget-reset.json",
+            Doc::BreakerReset => "breaker-reset.json",
+            Doc::ThrottleReset => "throttle-reset.json",
         }
     }
 }

@@ -97,7 +97,7 @@ fn refused(out: &Output, why: &str) {
 }
 
 #[test]
-fn a_fresh_key_shows_nothing_counted_creates_nothing_and_reset_makes_an_empty_window() {
+fn a_fresh_key_shows_nothing_counted_and_creates_nothing_and_reset_empties_a_window() {
     let dir = TempDir::new("throttle-fresh");
     let store = dir.join("not-yet");
     let file = store.join("api.throttle");
@@ -122,9 +122,25 @@ fn a_fresh_key_shows_nothing_counted_creates_nothing_and_reset_makes_an_empty_wi
         })
     );
     assert!(!store.exists(), "show made the directory");
+    // Nothing to reset: said, and nothing made.
     let out = throttle("reset", "api", &store, &[]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert_eq!(
+        stderr(&out),
+        "backoff: throttle 'api': no state to reset (a window without one is empty)\n"
+    );
+    assert!(!store.exists(), "reset made the directory");
+    // A run counts its attempt; a reset empties the window, and says what
+    // it held.
+    let mut run = backoff(["--throttle", "api", "--budget-dir"]);
+    run.arg(&store).args(["--", "true"]).assert().success();
+    let out = throttle("reset", "api", &store, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "backoff: throttle 'api' reset to an empty window; it held 1 requests in the last 2m (0 skipped), 1 accepted\n"
+    );
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&store), 0o700);
     assert_eq!(mode(&file), 0o600);

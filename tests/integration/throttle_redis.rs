@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use backoff_cli::budget::redis::{REDIS_IDLE_TTL, REDIS_THROTTLE_PREFIX, RedisThrottle};
-use backoff_cli::budget::{FailMode, StoreError, Unwatched};
+use backoff_cli::budget::{FailMode, StoreError, ThrottleBackend, Unwatched};
 use backoff_cli::fleet::throttle::{Decision, MAX_COUNT, SLOTS, Slot, Throttle, Window};
 use backoff_cli::report::Warnings;
 

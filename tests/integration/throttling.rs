@@ -302,8 +302,10 @@ fn a_corrupt_state_becomes_a_fresh_window_or_is_left_alone() {
 fn a_signal_during_a_decision_ends_the_run_by_it_and_nothing_runs() {
     let dir = TempDir::new("throttle-signal");
     let store = dir.join("store");
-    backoff(["throttle", "reset", "held", "--budget-dir"])
+    // A run makes the state: one request, accepted.
+    backoff(["--throttle", "held", "--budget-dir"])
         .arg(&store)
+        .args(["--", "true"])
         .assert()
         .success();
     let mut holder = crate::budget::hold_lock(&store.join("held.throttle"));
@@ -324,10 +326,17 @@ fn a_signal_during_a_decision_ends_the_run_by_it_and_nothing_runs() {
     running.wait_for("running");
     running.dies_by_within_a_second(libc::SIGTERM);
     assert!(!log.exists(), "the command never ran");
+    assert!(
+        running.stderr().contains(
+            &"backoff: interrupted by SIGTERM during the adaptive throttle's decision; no attempt follows"
+        ),
+        "{:?}",
+        running.seen
+    );
     holder.kill().unwrap();
     holder.wait().unwrap();
     // The store is as it was: no request counted.
-    assert_eq!(show(&store, "held")["requests"], 0);
+    assert_eq!(show(&store, "held")["requests"], 1);
 }
 
 #[test]
@@ -439,4 +448,55 @@ fn a_throttle_with_until_failure_is_refused() {
         stderr.contains("'--throttle' cannot be used with '--until-failure'"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_decision_to_send_that_ends_past_max_time_starts_no_attempt_and_says_so() {
+    let dir = TempDir::new("throttle-late");
+    let store = dir.join("store");
+    // A run makes the state: with an accept for its request, the next
+    // decision sends.
+    backoff(["--throttle", "late", "--budget-dir"])
+        .arg(&store)
+        .args(["--", "true"])
+        .assert()
+        .success();
+    let mut holder = crate::budget::hold_lock(&store.join("late.throttle"));
+    let marker = dir.join("ran");
+    let mut cmd = command([
+        "--log-format",
+        "json",
+        "--throttle",
+        "late",
+        "--max-time",
+        "1s",
+        "--budget-store-timeout",
+        "1m",
+        "--budget-dir",
+    ]);
+    cmd.arg(&store).args(["--", "touch"]).arg(&marker);
+    let mut running = Running::start(cmd);
+    // The run starts before it says so: its deadline is at most 1s after
+    // its start event is seen. The first decision waits for the lock until
+    // then, and is made after it.
+    running.wait_for("\"event\":\"start\"");
+    let past_deadline = Instant::now() + Duration::from_millis(1100);
+    std::thread::sleep(past_deadline.saturating_duration_since(Instant::now()));
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let (status, _) = running.wait_exit(crate::support::PATIENCE);
+    let lines = running.stderr().join("\n");
+    assert_eq!(status.code(), Some(124), "{lines}");
+    assert!(!marker.exists(), "an attempt started after the deadline");
+    let events = events(lines.as_bytes());
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["start", "throttle", "give_up"], "{lines}");
+    assert_eq!(events[1]["decision"], "late");
+    assert_eq!(events[1]["probability"], 0.0);
+    assert_eq!(events[2]["attempts"], 0);
+    assert_eq!(events[2]["outcome"], serde_json::Value::Null);
+    assert_eq!(events[2]["reason"], "deadline");
 }

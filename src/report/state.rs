@@ -1,0 +1,303 @@
+//! What `backoff budget|breaker|throttle reset` says it did: what it
+//! reset, and what was there, as one line of text or one JSON object
+//! (`docs/schema/*-reset.json`). Nothing here touches a store.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::fleet::Found;
+use crate::fleet::breaker::Circuit;
+use crate::fleet::bucket::{Bucket, Level, show_tokens};
+use crate::fleet::throttle::{Counts, SLOTS, Window};
+use crate::report::json::{circuit_json, unix_ms};
+use crate::report::text::circuit_text;
+
+/// A reset, told: its line (without `backoff: `), and its JSON object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Told {
+    /// The line of text.
+    pub line: String,
+    /// The JSON object.
+    pub json: Value,
+}
+
+/// The JSON object of a reset of `key` in `store` that found `found`:
+/// `before` and `after` made of the state found and the state written
+/// (none when nothing was).
+fn reset_json<T>(
+    key: &str,
+    store: &str,
+    found: &Found<T>,
+    before: impl FnOnce(&T) -> Value,
+    after: Value,
+) -> Value {
+    let (before, after) = match found {
+        Found::Nothing => (Value::Null, Value::Null),
+        Found::Corrupt => (Value::Null, after),
+        Found::Held(t) => (before(t), after),
+    };
+    json!({
+        "key": key,
+        "store": store,
+        "found": found.name(),
+        "before": before,
+        "after": after,
+    })
+}
+
+/// The line of a reset of the `noun` `key` that found `found`: reset to
+/// `after`, and what it held (`held`: what a state it found says).
+fn reset_line<T>(
+    noun: &str,
+    key: &str,
+    found: &Found<T>,
+    after: &str,
+    held: impl FnOnce(&T) -> String,
+    without: &str,
+) -> String {
+    match found {
+        Found::Nothing => format!("{noun} '{key}': no state to reset ({without})"),
+        Found::Corrupt => format!("{noun} '{key}' reset to {after}; it held a corrupt state"),
+        Found::Held(t) => format!("{noun} '{key}' reset to {after}; it {}", held(t)),
+    }
+}
+
+/// Tokens in millionths as a JSON number: `3.2`.
+fn tokens(micros: u64) -> Value {
+    json!(show_tokens(micros).parse::<f64>().unwrap_or(0.0))
+}
+
+/// A budget's state in JSON: its tokens, and the bucket it records (null
+/// for none).
+fn level_json(level: Level) -> Value {
+    json!({
+        "tokens": tokens(level.micros),
+        "micro_tokens": level.micros,
+        "burst": level.made.map_or(Value::Null, |b| tokens(b.burst)),
+        "ratio": level.made.map_or(Value::Null, |b| tokens(b.ratio)),
+    })
+}
+
+/// `budget reset KEY`: the budget in `store` found `found`, and filled as
+/// `bucket` (unless it found nothing). The ratio is said where the reset
+/// changed it, and the burst a state recorded where it changed.
+pub fn budget_reset(key: &str, store: &str, found: Found<Level>, bucket: Bucket) -> Told {
+    let made = match found {
+        Found::Held(level) => level.made,
+        _ => None,
+    };
+    let ratio_changed = made.is_some_and(|m| m.ratio != bucket.ratio);
+    let mut after = format!("{} tokens", show_tokens(bucket.burst));
+    if ratio_changed {
+        let _ = write!(after, ", {} a success", show_tokens(bucket.ratio));
+    }
+    let held = |level: &Level| {
+        let mut text = format!("held {}", show_tokens(level.micros));
+        if let Some(m) = level.made.filter(|m| m.burst != bucket.burst) {
+            let _ = write!(text, " of {}", show_tokens(m.burst));
+        }
+        if let Some(m) = level.made.filter(|_| ratio_changed) {
+            let _ = write!(text, ", {} a success", show_tokens(m.ratio));
+        }
+        text
+    };
+    let full = Level {
+        micros: bucket.burst,
+        made: Some(bucket),
+    };
+    Told {
+        line: reset_line(
+            "budget",
+            key,
+            &found,
+            &after,
+            held,
+            "a budget without one is full",
+        ),
+        json: reset_json(key, store, &found, |l| level_json(*l), level_json(full)),
+    }
+}
+
+/// A circuit in JSON, as `breaker show` gives it.
+fn circuit_at(c: Circuit, now_ms: u64) -> Value {
+    let mut v = circuit_json(c, now_ms);
+    v["probe_until"] = unix_ms(c.probe_until_ms);
+    v
+}
+
+/// `breaker reset KEY`: the circuit in `store` found `found` at `now_ms`,
+/// and closed it (unless it found nothing).
+pub fn breaker_reset(key: &str, store: &str, found: Found<Circuit>, now_ms: u64) -> Told {
+    let held = |c: &Circuit| format!("was {}", circuit_text(*c, now_ms));
+    Told {
+        line: reset_line(
+            "breaker",
+            key,
+            &found,
+            "closed",
+            held,
+            "a circuit without one is closed",
+        ),
+        json: reset_json(
+            key,
+            store,
+            &found,
+            |c| circuit_at(*c, now_ms),
+            circuit_at(Circuit::default(), now_ms),
+        ),
+    }
+}
+
+/// `N requests in the last 2m (S skipped), A accepted`: a throttle's counts
+/// over a window of `window_ms`.
+pub fn counts_text(counts: Counts, window_ms: u64) -> String {
+    format!(
+        "{} requests in the last {} ({} skipped), {} accepted",
+        counts.requests,
+        humantime::format_duration(Duration::from_millis(window_ms)),
+        counts.skips,
+        counts.accepts,
+    )
+}
+
+/// A throttle's window in JSON: its counts at `now_ms`, and how long it is
+/// (null when none of its slots counts any more).
+fn window_json(w: &Window, now_ms: u64) -> Value {
+    let counts = w.counts(now_ms);
+    let width = w.width_at(0, now_ms);
+    json!({
+        "requests": counts.requests,
+        "skips": counts.skips,
+        "accepts": counts.accepts,
+        "window_seconds": if width == 0 {
+            Value::Null
+        } else {
+            json!(Duration::from_millis(width.saturating_mul(SLOTS as u64)).as_secs_f64())
+        },
+    })
+}
+
+/// `throttle reset KEY`: the window in `store` found `found` at `now_ms`,
+/// and emptied it (unless it found nothing).
+pub fn throttle_reset(key: &str, store: &str, found: Found<Window>, now_ms: u64) -> Told {
+    let held = |w: &Window| {
+        let width = w.width_at(0, now_ms);
+        if width == 0 {
+            "held nothing that still counts".to_owned()
+        } else {
+            let window_ms = width.saturating_mul(SLOTS as u64);
+            format!("held {}", counts_text(w.counts(now_ms), window_ms))
+        }
+    };
+    Told {
+        line: reset_line(
+            "throttle",
+            key,
+            &found,
+            "an empty window",
+            held,
+            "a window without one is empty",
+        ),
+        json: reset_json(
+            key,
+            store,
+            &found,
+            |w| window_json(w, now_ms),
+            window_json(&Window::default(), now_ms),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::bucket::UNIT;
+    use crate::fleet::throttle::Slot;
+
+    const BUCKET: Bucket = Bucket {
+        burst: 10 * UNIT,
+        ratio: UNIT / 10,
+    };
+
+    #[test]
+    fn a_budget_reset_says_what_it_held_and_what_it_changed() {
+        let held = |micros, made| Found::Held(Level { micros, made });
+        let told = budget_reset("api", "s", held(3_200_000, Some(BUCKET)), BUCKET);
+        assert_eq!(told.line, "budget 'api' reset to 10 tokens; it held 3.2");
+        assert_eq!(told.json["found"], "state");
+        assert_eq!(told.json["before"]["tokens"], 3.2);
+        assert_eq!(told.json["after"]["tokens"], 10.0);
+        assert_eq!(told.json["after"]["burst"], 10.0);
+        let bigger = Bucket {
+            burst: 20 * UNIT,
+            ratio: UNIT / 2,
+        };
+        let told = budget_reset("api", "s", held(UNIT, Some(BUCKET)), bigger);
+        assert_eq!(
+            told.line,
+            "budget 'api' reset to 20 tokens, 0.5 a success; it held 1 of 10, 0.1 a success"
+        );
+        let told = budget_reset("api", "s", held(UNIT, None), BUCKET);
+        assert_eq!(told.line, "budget 'api' reset to 10 tokens; it held 1");
+        assert_eq!(told.json["before"]["burst"], Value::Null);
+        let told = budget_reset("api", "s", Found::Corrupt, BUCKET);
+        assert_eq!(
+            told.line,
+            "budget 'api' reset to 10 tokens; it held a corrupt state"
+        );
+        assert_eq!(told.json["before"], Value::Null);
+        assert_eq!(told.json["after"]["tokens"], 10.0);
+        let told = budget_reset("api", "s", Found::Nothing, BUCKET);
+        assert_eq!(
+            told.line,
+            "budget 'api': no state to reset (a budget without one is full)"
+        );
+        assert_eq!(told.json["found"], "nothing");
+        assert_eq!(told.json["after"], Value::Null);
+    }
+
+    #[test]
+    fn a_throttle_reset_says_the_counts_it_emptied() {
+        let now = 1_000_000_000;
+        let mut w = Window {
+            width_ms: 10_000,
+            ..Window::default()
+        };
+        w.slots[0] = Slot {
+            index: now / 10_000,
+            requests: 12,
+            skips: 3,
+            accepts: 5,
+        };
+        let told = throttle_reset("api", "s", Found::Held(w), now);
+        assert_eq!(
+            told.line,
+            "throttle 'api' reset to an empty window; it held 12 requests in the last 2m (3 skipped), 5 accepted"
+        );
+        assert_eq!(told.json["before"]["requests"], 12);
+        assert_eq!(told.json["before"]["window_seconds"], 120.0);
+        assert_eq!(told.json["after"]["requests"], 0);
+        // Counts that no longer count.
+        let told = throttle_reset("api", "s", Found::Held(w), now + 10_000_000);
+        assert_eq!(
+            told.line,
+            "throttle 'api' reset to an empty window; it held nothing that still counts"
+        );
+        assert_eq!(told.json["before"]["window_seconds"], Value::Null);
+    }
+
+    #[test]
+    fn a_breaker_reset_says_the_circuit_it_closed() {
+        let told = breaker_reset("api", "s", Found::Held(Circuit::default()), 5);
+        assert_eq!(told.line, "breaker 'api' reset to closed; it was closed");
+        assert_eq!(told.json["before"]["state"], "closed");
+        assert_eq!(told.json["after"]["state"], "closed");
+        let told = breaker_reset("api", "s", Found::Nothing, 5);
+        assert_eq!(
+            told.line,
+            "breaker 'api': no state to reset (a circuit without one is closed)"
+        );
+    }
+}
