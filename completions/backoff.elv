@@ -67,6 +67,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --log-format 'How backoff reports on stderr: text lines, one JSON object per event, GitHub Actions annotations and folds, or GitLab CI sections [default: github when GITHUB_ACTIONS is true, gitlab when GITLAB_CI is true, else text]'
             cand --report 'At exit, write a JSON summary of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr)'
             cand --metrics-file 'At exit, write Prometheus metrics of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr), for the node exporter''s textfile collector'
+            cand --generate 'Print a man page or a shell''s completion script, and run nothing'
             cand --forever 'No retry limit: retry until success or a stop rule'
             cand --preserve-status 'When the last attempt timed out, exit with the command''s own status instead of 124'
             cand --retry-after 'Honour a server''s Retry-After header line in the output (seconds or an HTTP-date): the next delay is at least that long, even above --cap'

@@ -139,12 +139,20 @@ pub struct Cli {
     #[arg(long, help_heading = "Processes")]
     pub foreground: bool,
 
+    /// Print a man page or a shell's completion script, and run nothing
+    ///
+    /// For a binary installed with cargo install: the man pages go in
+    /// ~/.local/share/man/man1 (backoff.1, backoff-budget.1, ...), bash's
+    /// script in ~/.local/share/bash-completion/completions/backoff.
+    #[arg(long, value_enum, value_name = "KIND", help_heading = "Installation")]
+    pub generate: Option<Generate>,
+
     /// The command to run and its arguments. Everything from the first
     /// argument that is not an option belongs to the command.
     #[arg(
         value_name = "COMMAND",
         help_heading = "Command",
-        required = true,
+        required_unless_present = "generate",
         num_args = 1..,
         trailing_var_arg = true,
         value_hint = ValueHint::CommandWithArguments,
@@ -154,6 +162,34 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub subcommand: Option<Sub>,
+}
+
+/// What `--generate` prints: a man page, or a shell's completion script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Generate {
+    /// backoff(1)
+    Man,
+    /// backoff-schedule(1)
+    ManSchedule,
+    /// backoff-simulate(1)
+    ManSimulate,
+    /// backoff-budget(1)
+    ManBudget,
+    /// backoff-breaker(1)
+    ManBreaker,
+    /// backoff-throttle(1)
+    ManThrottle,
+    /// bash's (with bash-completion)
+    CompleteBash,
+    /// zsh's
+    CompleteZsh,
+    /// fish's
+    CompleteFish,
+    /// PowerShell's
+    #[value(name = "complete-powershell")]
+    CompletePowerShell,
+    /// elvish's
+    CompleteElvish,
 }
 
 /// backoff's subcommands. A program of the same name runs with `backoff --
@@ -714,17 +750,20 @@ pub struct HookArgs {
     /// Run CMD with `sh -c` at the start of each delay before a retry (its
     /// time counts against the delay); it sees BACKOFF_ATTEMPT,
     /// BACKOFF_LAST_STATUS, BACKOFF_NEXT_DELAY.
-    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true,
+          value_hint = ValueHint::CommandString)]
     pub on_retry: Option<String>,
 
     /// Run CMD with `sh -c` when the run ends without success; it sees
     /// BACKOFF_REASON (exhausted, stopped, deadline, budget, interrupted,
     /// failure_found) and BACKOFF_LAST_STATUS.
-    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true,
+          value_hint = ValueHint::CommandString)]
     pub on_give_up: Option<String>,
 
     /// Run CMD with `sh -c` when the run succeeds.
-    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true,
+          value_hint = ValueHint::CommandString)]
     pub on_success: Option<String>,
 
     /// The longest a hook may run; then it is ended like a timed-out attempt.
@@ -1028,6 +1067,24 @@ mod tests {
         for name in ["schedule", "simulate", "budget", "breaker", "throttle"] {
             assert!(Cli::command().find_subcommand(name).is_some(), "{name}");
         }
+    }
+
+    #[test]
+    fn generate_has_a_man_page_for_backoff_and_each_subcommand() {
+        let pages: Vec<String> = Generate::value_variants()
+            .iter()
+            .filter_map(|g| {
+                let name = g.to_possible_value()?.get_name().to_owned();
+                name.starts_with("man").then_some(name)
+            })
+            .collect();
+        let mut expected = vec!["man".to_owned()];
+        expected.extend(
+            Cli::command()
+                .get_subcommands()
+                .map(|s| format!("man-{}", s.get_name())),
+        );
+        assert_eq!(pages, expected);
     }
 
     #[test]
