@@ -214,7 +214,7 @@ zpty -d z
 
 /// What zsh's completion in `scripts` offers for `line` in `dir`, or
 /// `None` without zsh.
-fn zsh_in(scripts: &Path, dir: &Path, line: &str) -> Option<Vec<String>> {
+pub fn zsh_in(scripts: &Path, dir: &Path, line: &str) -> Option<Vec<String>> {
     zsh_driven(scripts, dir, line, "list")
 }
 
@@ -286,14 +286,14 @@ fn bash_completes_a_file_name_with_spaces_as_one_word() {
     assert!(!compopt.iter().any(|o| o == "-o filenames"), "{compopt:?}");
 }
 
-/// Types `line` and a Tab into an interactive bash (in a pseudo-terminal
-/// that python3's pty module opens) whose `backoff` is a function printing
-/// each of its arguments in `<>`, then Enter: what it prints is what the
-/// completion put on the line, word by word, as bash parsed it.
-const TYPE_IN_BASH: &str = r#"
+/// Runs an interactive bash in a pseudo-terminal that python3's pty module
+/// opens: runs `$1` (a setup), types `$2` (keys: a line and a Tab, then
+/// Enter), and prints what bash then printed on the lines that start with
+/// `$3`.
+pub const TYPE_IN_BASH: &str = r#"
 import os, pty, select, sys, time
 
-line, script = sys.argv[1], sys.argv[2]
+setup, keys, prefix = sys.argv[1], sys.argv[2], sys.argv[3]
 pid, fd = pty.fork()
 if pid == 0:
     os.environ.update(TERM="dumb", INPUTRC="/dev/null", PS1="$ ")
@@ -312,27 +312,29 @@ def read_until(marker, seconds=9):
                 return seen
     sys.exit("no %r within %ss: %r" % (marker, seconds, seen))
 
-os.write(fd, ("source '%s'; backoff() { printf '<%%s>' \"$@\"; echo; }; echo RE''ADY\n" % script).encode())
+os.write(fd, (setup + "; echo RE''ADY\n").encode())
 read_until(b"READY\r\n")
-os.write(fd, line.encode() + b"\t\n")
+os.write(fd, keys.encode())
 os.write(fd, b"echo DO''NE\n")
 seen = read_until(b"DONE\r\n")
 os.write(fd, b"exit\n")
 os.waitpid(pid, 0)
 for got in seen.decode(errors="replace").splitlines():
-    if got.startswith("<"):
+    if got.startswith(prefix):
         print(got)
 "#;
 
 /// The words bash runs after `line` and a Tab in `dir`, with the
-/// completion of `scripts`, or `None` without python3.
+/// completion of `scripts` and a `backoff` function that prints each of
+/// its arguments in `<>`: what the completion put on the line, word by
+/// word, as bash parsed it; `None` without python3.
 fn bash_typed(scripts: &Path, dir: &Path, line: &str) -> Option<Vec<String>> {
-    let script = scripts.join("backoff.bash");
-    let out = run_in(
-        dir,
-        "python3",
-        &["-c", TYPE_IN_BASH, line, &script.display().to_string()],
-    )?;
+    let setup = format!(
+        "source '{}'; backoff() {{ printf '<%s>' \"$@\"; echo; }}",
+        scripts.join("backoff.bash").display()
+    );
+    let keys = format!("{line}\t\n");
+    let out = run_in(dir, "python3", &["-c", TYPE_IN_BASH, &setup, &keys, "<"])?;
     Some(matches(line, &out))
 }
 

@@ -595,3 +595,44 @@ fn a_page_keeps_its_date_until_it_changes() {
         assert_eq!(date_of(&page), Some(generate::date_of(&name)), "{name}");
     }
 }
+
+/// The pages a text names as `NAME(1)`, backoff's only.
+fn pages_named(text: &str) -> Vec<String> {
+    let named = regex::Regex::new(r"\b(backoff(?:-[a-z]+)?)\(1\)").unwrap();
+    let mut pages: Vec<String> = named.captures_iter(text).map(|c| c[1].to_owned()).collect();
+    pages.sort();
+    pages.dedup();
+    pages
+}
+
+#[test]
+fn the_guide_names_every_page() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = man::page_names(&Cli::command());
+    pages.sort();
+    let guide = std::fs::read_to_string(root.join("docs/guide.md")).unwrap();
+    let section = guide
+        .split("\n## Man pages\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("the guide's Man pages");
+    assert_eq!(pages_named(section), pages, "the guide's Man pages");
+    // Its opening lines, which send the reader to the pages.
+    let opening = guide.split("\n## ").next().unwrap();
+    assert!(opening.contains("`man backoff`"), "{opening}");
+    assert_eq!(pages_named(opening), pages[1..], "the guide's opening");
+    // And the README's list of where to learn more.
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let more = readme
+        .lines()
+        .skip_while(|l| !l.starts_with("- `man backoff`"))
+        .take_while(|l| !l.starts_with("- ["))
+        .collect::<Vec<_>>()
+        .join(" ");
+    for page in &pages[1..] {
+        assert!(
+            more.contains(&format!("`{page}`")),
+            "README: {page}: {more}"
+        );
+    }
+}
