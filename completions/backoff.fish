@@ -38,7 +38,7 @@ decorrelated\t'min(cap, uniform in [base, 3 × previous delay)); ignores --facto
 complete -c backoff -n "__fish_backoff_needs_command" -l max-retries -d 'Retries after the first attempt' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l attempts -d 'The same limit counted as attempts (3 = 2 retries)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l delays -d 'Explicit bounds instead of the formula, comma-separated (1s,5s,30s): the first retry\'s bound, the second\'s, ..., the last repeating; jitter applies to each. Not with --base, --factor or --cap' -r -f
-complete -c backoff -n "__fish_backoff_needs_command" -l poll -d 'Poll at a fixed interval, forever: --base D --cap D --factor 1 --forever, with --jitter none unless --jitter is given; --max-retries or --attempts still limit it' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l poll -d 'Poll at a fixed interval, with no retry limit' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l seed -d 'Seed of the jitter\'s random generator: same seed, same delays' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-on -d 'Retry only these outcomes (codes, sig:TERM, timeout)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l stop-on -d 'Never retry these outcomes; checked first' -r -f
@@ -64,7 +64,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-jitter -d '
 complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'Rules for a well-known command: retry what is transient for it' -r -f -a "curl\t'HTTP retry semantics for curl: transient transport failures and HTTP 408, 425, 429 and 5xx are retried, other 4xx are not'
 wget\t'The same for wget: network failures (exit 4), protocol errors (7), and server errors (8) of HTTP 408, 425, 429 and 5xx are retried'
 git\t'git\'s transient failures (the network, the server, a connection cut short, HTTP 429 and 5xx) are retried; a missing repository, failed authentication or a conflict is not'"
-complete -c backoff -n "__fish_backoff_needs_command" -l budget -d 'Share a retry budget with every backoff process using the same KEY: each retry takes a token, each success deposits --budget-ratio of one; with no token left, backoff does not retry. First attempts are never blocked' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l budget -d 'Share a retry budget with the backoff processes of the same KEY' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-ratio -d 'Tokens a success deposits' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-dir -d 'Directory of the budgets\', breakers\' and throttles\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
@@ -72,11 +72,11 @@ complete -c backoff -n "__fish_backoff_needs_command" -l budget-store -d 'Keep b
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
-complete -c backoff -n "__fish_backoff_needs_command" -l breaker -d 'Share a circuit breaker with every backoff process using the same KEY, in the store of the budgets (--budget-dir or --budget-store): after --breaker-failures runs in a row that gave up, the circuit is open and runs end at once without running the command; after --breaker-cooldown one run probes without retries, and its success closes the circuit' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l breaker -d 'Share a circuit breaker with the backoff processes of the same KEY' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l breaker-failures -d 'Runs in a row that gave up that open the circuit' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l breaker-cooldown -d 'How long an open circuit stays open before a probe' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l breaker-exit -d 'Exit status of a run that an open circuit does not let run the command (75, EX_TEMPFAIL: try again later)' -r -f
-complete -c backoff -n "__fish_backoff_needs_command" -l throttle -d 'Share an adaptive throttle with every backoff process using the same KEY, in the store of the budgets (--budget-dir): over --throttle-window, the fleet counts the attempts it wanted to make and those the backend accepted, and skips each new attempt with probability max(0, (requests - K × accepts) / (requests + 1))' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l throttle -d 'Share an adaptive throttle with the backoff processes of the same KEY' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l throttle-window -d 'The span of time the throttle counts over (from 1s to 30d)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l throttle-k -d 'K: nothing is skipped while the backend accepts more than one attempt in K, and the fleet sends about K times what it accepts (from 1 to 1000, at most three decimals)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l name -d 'Name the command in reports (default: the program\'s name)' -r -f
@@ -84,8 +84,8 @@ complete -c backoff -n "__fish_backoff_needs_command" -l log-format -d 'How back
 json\t'One JSON object per event, one per line'
 github\t'Text, with each attempt in a ::group:: fold, ::warning:: on each retry and ::error:: when giving up'
 gitlab\t'Text, with each attempt in a collapsed section of the GitLab CI job log, and a table of the attempts at the end'"
-complete -c backoff -n "__fish_backoff_needs_command" -l report -d 'At exit, write a JSON summary of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr)' -r -F
-complete -c backoff -n "__fish_backoff_needs_command" -l metrics-file -d 'At exit, write Prometheus metrics of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr), for the node exporter\'s textfile collector' -r -F
+complete -c backoff -n "__fish_backoff_needs_command" -l report -d 'At exit, write a JSON summary of the run to FILE' -r -F
+complete -c backoff -n "__fish_backoff_needs_command" -l metrics-file -d 'At exit, write Prometheus metrics of the run to FILE' -r -F
 complete -c backoff -n "__fish_backoff_needs_command" -l generate -d 'Print a man page or a shell\'s completion script, and run nothing' -r -f -a "man\t'backoff(1)'
 man-schedule\t'backoff-schedule(1)'
 man-simulate\t'backoff-simulate(1)'
@@ -125,7 +125,7 @@ decorrelated\t'min(cap, uniform in [base, 3 × previous delay)); ignores --facto
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l max-retries -d 'Retries after the first attempt' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l attempts -d 'The same limit counted as attempts (3 = 2 retries)' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l delays -d 'Explicit bounds instead of the formula, comma-separated (1s,5s,30s): the first retry\'s bound, the second\'s, ..., the last repeating; jitter applies to each. Not with --base, --factor or --cap' -r -f
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l poll -d 'Poll at a fixed interval, forever: --base D --cap D --factor 1 --forever, with --jitter none unless --jitter is given; --max-retries or --attempts still limit it' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l poll -d 'Poll at a fixed interval, with no retry limit' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l seed -d 'Seed of the jitter\'s random generator: same seed, same delays' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l format -d 'Output format' -r -f -a "table\t'Aligned columns for people'
 json\t'One JSON document'

@@ -39,14 +39,16 @@ Examples:
 
 /// What `-h` ends with: a few examples, and where the rest is.
 const AFTER_SHORT_HELP: &str = "\
-backoff's options go before the command, as in:
-  backoff --preset curl -- curl -fsS https://api.example.test/
+Options go before the command: backoff --attempts 4 -- curl -fsS https://api.example.test/
 A short list: 'backoff --help' gives every option, 'man backoff' the details.";
 
 /// The options `-h` shows, by id: those most runs need. `--help` and the
 /// man page show every option.
 pub const SHORT_HELP: &[&str] = &[
     "max_retries",
+    "attempts",
+    "forever",
+    "poll",
     "base",
     "cap",
     "jitter",
@@ -56,8 +58,14 @@ pub const SHORT_HELP: &[&str] = &[
     "timeout",
     "max_time",
     "preset",
+    "budget",
+    "breaker",
+    "throttle",
     "quiet",
     "verbose",
+    "name",
+    "report",
+    "metrics_file",
 ];
 
 /// `arg` as `-h` shows it: hidden unless it is one of `SHORT_HELP`. A
@@ -72,6 +80,10 @@ fn in_short_help(arg: clap::Arg) -> clap::Arg {
         None => arg.hide_short_help(true),
     }
 }
+
+/// The heading of `--budget`, `--breaker` and `--throttle`, which `-h`
+/// shows without the options that tune them.
+const SHARED: &str = "Shared by processes";
 
 /// The usage line of `-h`, `--help` and the man page: every subcommand.
 pub const USAGE: &str = "\
@@ -528,11 +540,13 @@ pub struct StoreArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Retry budget")]
 pub struct BudgetArgs {
-    /// Share a retry budget with every backoff process using the same KEY:
-    /// each retry takes a token, each success deposits --budget-ratio of one;
-    /// with no token left, backoff does not retry. First attempts are never
-    /// blocked.
-    #[arg(long, value_name = "KEY", value_parser = values::budget_key)]
+    /// Share a retry budget with the backoff processes of the same KEY
+    ///
+    /// Each retry takes a token, each success deposits --budget-ratio of
+    /// one; with no token left, backoff does not retry. First attempts are
+    /// never blocked.
+    #[arg(long, value_name = "KEY", value_parser = values::budget_key,
+          help_heading = SHARED)]
     pub budget: Option<String>,
 
     #[command(flatten)]
@@ -543,13 +557,15 @@ pub struct BudgetArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Circuit breaker")]
 pub struct BreakerArgs {
-    /// Share a circuit breaker with every backoff process using the same
-    /// KEY, in the store of the budgets (--budget-dir or --budget-store):
-    /// after --breaker-failures runs in a row that gave up, the circuit is
-    /// open and runs end at once without running the command; after
+    /// Share a circuit breaker with the backoff processes of the same KEY
+    ///
+    /// In the store of the budgets (--budget-dir or --budget-store): after
+    /// --breaker-failures runs in a row that gave up, the circuit is open
+    /// and runs end at once without running the command; after
     /// --breaker-cooldown one run probes without retries, and its success
-    /// closes the circuit
-    #[arg(long, value_name = "KEY", value_parser = values::budget_key)]
+    /// closes the circuit.
+    #[arg(long, value_name = "KEY", value_parser = values::budget_key,
+          help_heading = SHARED)]
     pub breaker: Option<String>,
 
     /// Runs in a row that gave up that open the circuit
@@ -596,12 +612,14 @@ pub enum BreakerCommand {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Adaptive throttle")]
 pub struct ThrottleArgs {
-    /// Share an adaptive throttle with every backoff process using the same
-    /// KEY, in the store of the budgets (--budget-dir): over
+    /// Share an adaptive throttle with the backoff processes of the same KEY
+    ///
+    /// In the store of the budgets (--budget-dir or --budget-store): over
     /// --throttle-window, the fleet counts the attempts it wanted to make
     /// and those the backend accepted, and skips each new attempt with
-    /// probability max(0, (requests - K × accepts) / (requests + 1))
-    #[arg(long, value_name = "KEY", value_parser = values::budget_key)]
+    /// probability max(0, (requests - K × accepts) / (requests + 1)).
+    #[arg(long, value_name = "KEY", value_parser = values::budget_key,
+          help_heading = SHARED)]
     pub throttle: Option<String>,
 
     #[command(flatten)]
@@ -732,9 +750,10 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "LIST", value_parser = values::delay_list)]
     pub delays: Option<DelayList>,
 
-    /// Poll at a fixed interval, forever: --base D --cap D --factor 1
-    /// --forever, with --jitter none unless --jitter is given; --max-retries
-    /// or --attempts still limit it.
+    /// Poll at a fixed interval, with no retry limit
+    ///
+    /// --base D --cap D --factor 1 --forever, with --jitter none unless
+    /// --jitter is given; --max-retries or --attempts still limit it.
     #[arg(long, value_name = "DURATION", value_parser = values::duration)]
     pub poll: Option<Duration>,
 
@@ -970,14 +989,16 @@ pub struct OutputArgs {
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub log_format: Option<LogFormat>,
 
-    /// At exit, write a JSON summary of the run to FILE (atomically; a
-    /// regular file, /dev/stdout or /dev/stderr).
+    /// At exit, write a JSON summary of the run to FILE
+    ///
+    /// Written atomically; a regular file, /dev/stdout or /dev/stderr.
     #[arg(long, value_name = "FILE", value_parser = values::summary_file)]
     pub report: Option<PathBuf>,
 
-    /// At exit, write Prometheus metrics of the run to FILE (atomically; a
-    /// regular file, /dev/stdout or /dev/stderr), for the node exporter's
-    /// textfile collector.
+    /// At exit, write Prometheus metrics of the run to FILE
+    ///
+    /// For the node exporter's textfile collector, written atomically; a
+    /// regular file, /dev/stdout or /dev/stderr.
     #[arg(long, value_name = "FILE", value_parser = values::summary_file)]
     pub metrics_file: Option<PathBuf>,
 }

@@ -4,8 +4,8 @@
 
 /// Each page's name and date (YYYY-MM-DD).
 pub const DATES: &[(&str, &str)] = &[
-    ("backoff", "2026-12-02"),
-    ("backoff-schedule", "2026-12-02"),
+    ("backoff", "2026-12-03"),
+    ("backoff-schedule", "2026-12-03"),
     ("backoff-simulate", "2026-12-02"),
     ("backoff-budget", "2026-12-02"),
     ("backoff-breaker", "2026-12-02"),
