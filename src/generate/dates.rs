@@ -6,7 +6,7 @@
 pub const DATES: &[(&str, &str)] = &[
     ("backoff", "2026-12-03"),
     ("backoff-schedule", "2026-12-03"),
-    ("backoff-simulate", "2026-12-02"),
+    ("backoff-simulate", "2026-12-03"),
     ("backoff-budget", "2026-12-02"),
     ("backoff-breaker", "2026-12-02"),
     ("backoff-throttle", "2026-12-02"),

@@ -227,6 +227,38 @@ fn rendered(
     Ok(String::from_utf8(out)?)
 }
 
+/// The OPTIONS section of `command`'s page: `clap_mangen` renders a
+/// section of each help heading (POLICY, TIME LIMITS); they are
+/// subsections of OPTIONS here, under the heading's own words, so that the
+/// page's sections are its hand-written ones.
+fn options_section(command: clap::Command) -> anyhow::Result<String> {
+    let headings: Vec<String> = command
+        .get_arguments()
+        .filter_map(clap::Arg::get_help_heading)
+        .map(str::to_owned)
+        .collect();
+    let rendered = rendered(command, clap_mangen::Man::render_options_section)?;
+    let mut out = String::from(".SH OPTIONS\n");
+    for line in rendered.lines() {
+        match line.strip_prefix(".SH ") {
+            Some("OPTIONS") => {}
+            Some(title) => {
+                let title = title.trim_matches('"');
+                let heading = headings
+                    .iter()
+                    .find(|h| h.to_uppercase() == title)
+                    .with_context(|| format!("no heading {title}"))?;
+                let _ = writeln!(out, ".SS \"{}\"", roff_escape(heading));
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The page of subcommand `sub` of `cmd`, dated `date`.
 fn subcommand_page(cmd: &clap::Command, sub: &clap::Command, date: &str) -> anyhow::Result<String> {
     let name = format!("{}-{}", cmd.get_name(), sub.get_name());
@@ -266,10 +298,7 @@ fn subcommand_page(cmd: &clap::Command, sub: &clap::Command, date: &str) -> anyh
     } else {
         sub.clone()
     };
-    page.push_str(&rendered(
-        options,
-        clap_mangen::Man::render_options_section,
-    )?);
+    page.push_str(&options_section(options)?);
     page.push_str(&see_also(cmd, &name, &[]));
     Ok(tidy(&page))
 }
@@ -281,8 +310,16 @@ fn main_page(cmd: &clap::Command, date: &str) -> anyhow::Result<String> {
     man.render_name_section(&mut page)?;
     page.extend_from_slice(synopsis(&usage_lines(cmd)).as_bytes());
     man.render_description_section(&mut page)?;
-    man.render_options_section(&mut page)?;
-    man.render_subcommands_section(&mut page)?;
+    page.extend_from_slice(options_section(cmd.clone())?.as_bytes());
+    // Its title in capitals, as every other section's.
+    let subcommands = rendered(cmd.clone(), clap_mangen::Man::render_subcommands_section)?;
+    for line in subcommands.lines() {
+        let line = match line.strip_prefix(".SH ") {
+            Some(title) => format!(".SH {}", title.to_uppercase()),
+            None => line.to_owned(),
+        };
+        page.extend_from_slice(format!("{line}\n").as_bytes());
+    }
     for section in SECTIONS {
         page.extend_from_slice(section.as_bytes());
     }
@@ -316,6 +353,22 @@ mod tests {
             "\\fBbackoff\\fR [\\fIOPTIONS\\fR] [\\fB\\-\\-\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR]..."
         );
         assert_eq!(roff_escape(".x-y\\"), "\\&.x\\-y\\e");
+    }
+
+    #[test]
+    fn the_option_groups_are_subsections_of_options() {
+        let cmd = clap::Command::new("tool")
+            .arg(clap::Arg::new("plain").long("plain").help("No group"))
+            .arg(
+                clap::Arg::new("base")
+                    .long("base")
+                    .help("A bound")
+                    .help_heading("Time limits"),
+            );
+        let section = options_section(cmd).unwrap();
+        let titles: Vec<&str> = section.lines().filter(|l| l.starts_with(".S")).collect();
+        assert_eq!(titles, [".SH OPTIONS", ".SS \"Time limits\""], "{section}");
+        assert!(section.contains("\\fB\\-\\-plain\\fR") && section.contains("A bound"));
     }
 
     #[test]

@@ -636,3 +636,86 @@ fn the_guide_names_every_page() {
         );
     }
 }
+
+/// One option's entry of a page: a `.TP` whose tag is an option, in any
+/// section. Its tag, the words of its description, and those of each of
+/// the values it lists.
+struct OptionEntry {
+    tag: String,
+    words: usize,
+    values: Vec<usize>,
+}
+
+fn option_entries(page: &str) -> Vec<OptionEntry> {
+    let words = |line: &str| plain(line).split_whitespace().count();
+    let lines: Vec<&str> = page.lines().collect();
+    let mut entries = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i] != ".TP" || !lines.get(i + 1).is_some_and(|t| t.starts_with("\\fB\\-")) {
+            i += 1;
+            continue;
+        }
+        let mut entry = OptionEntry {
+            tag: plain(lines[i + 1]),
+            words: 0,
+            values: Vec::new(),
+        };
+        i += 2;
+        let mut in_values = false;
+        while i < lines.len() && ![".TP", ".PP"].contains(&lines[i]) && !lines[i].starts_with(".S")
+        {
+            let line = lines[i];
+            if line.starts_with(".RS") {
+                in_values = true;
+            } else if line.starts_with(".IP") && in_values {
+                entry.values.push(0);
+            } else if line.starts_with(".RE") {
+                in_values = false;
+            } else if !line.starts_with('.') {
+                match entry.values.last_mut() {
+                    Some(value) if in_values => *value += words(line),
+                    _ => entry.words += words(line),
+                }
+            }
+            i += 1;
+        }
+        entries.push(entry);
+    }
+    entries
+}
+
+#[test]
+fn each_options_entry_says_what_the_option_does_in_a_few_sentences() {
+    let mut checked = 0;
+    for (name, page) in man_pages() {
+        for entry in option_entries(&page) {
+            assert!(
+                entry.words <= 80,
+                "{name}: {} has {} words; its depth goes in a section of its own",
+                entry.tag,
+                entry.words
+            );
+            for value in entry.values {
+                assert!(
+                    value <= 30,
+                    "{name}: a value of {} has {value} words",
+                    entry.tag
+                );
+            }
+            checked += 1;
+        }
+    }
+    // Every option of every page, and the hand-written sections' entries.
+    assert!(checked > 100, "{checked} entries");
+    let jitter = option_entries(&man_pages()[0].1)
+        .into_iter()
+        .find(|e| e.tag.starts_with("--jitter"))
+        .unwrap();
+    assert!(
+        jitter.words > 3 && jitter.values.len() == 4,
+        "{}: {:?}",
+        jitter.words,
+        jitter.values
+    );
+}
