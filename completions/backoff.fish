@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_backoff_global_optspecs
-    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= breaker= breaker-failures= breaker-cooldown= breaker-exit= throttle= throttle-window= throttle-k= q/quiet v/verbose name= timestamps log-format= report= metrics-file= foreground h/help V/version
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= breaker= breaker-failures= breaker-cooldown= breaker-exit= throttle= throttle-window= throttle-k= q/quiet v/verbose name= timestamps log-format= report= metrics-file= foreground generate= h/help V/version
 end
 
 function __fish_backoff_needs_command
@@ -10,7 +10,7 @@ function __fish_backoff_needs_command
     argparse -s (__fish_backoff_global_optspecs) -- $cmd 2>/dev/null
     or begin
         # Not parsed yet: an option waits for its value, which is completed.
-        contains -- "$cmd[-1]" --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --name --log-format --report --metrics-file
+        contains -- "$cmd[-1]" --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --name --log-format --report --metrics-file --generate
         return
     end
     if set -q argv[1]
@@ -28,65 +28,76 @@ function __fish_backoff_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c backoff -n "__fish_backoff_needs_command" -l base -d 'Upper bound of the first retry\'s delay' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l cap -d 'Longest delay' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant)' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l base -d 'Upper bound of the first retry\'s delay' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l cap -d 'Longest delay' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l jitter -d 'How a delay is drawn from its bound' -r -f -a "none\t'The delay is the bound itself'
 full\t'Uniform in [0, upper)'
 equal\t'upper/2 plus uniform in [0, upper/2)'
 decorrelated\t'min(cap, uniform in [base, 3 × previous delay)); ignores --factor'"
-complete -c backoff -n "__fish_backoff_needs_command" -l max-retries -d 'Retries after the first attempt' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l attempts -d 'The same limit counted as attempts (3 = 2 retries)' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l delays -d 'Explicit bounds instead of the formula, comma-separated (1s,5s,30s): the first retry\'s bound, the second\'s, ..., the last repeating; jitter applies to each. Not with --base, --factor or --cap' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l poll -d 'Poll at a fixed interval, forever: --base D --cap D --factor 1 --forever, with --jitter none unless --jitter is given; --max-retries or --attempts still limit it' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l seed -d 'Seed of the jitter\'s random generator: same seed, same delays' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l retry-on -d 'Retry only these outcomes (codes, sig:TERM, timeout)' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l stop-on -d 'Never retry these outcomes; checked first' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l success-on -d 'Count these outcomes as success' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l until-output -d 'Succeed only on output with a line matching REGEX' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l consecutive -d 'Success needs N successful attempts in a row; a failure resets the count and is retried as usual' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l until-failure -d 'Run the command again while it succeeds, at most N runs (default: no limit); stop at the first failure and exit with its status, or 0 when every run succeeded' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l reset-after -d 'An attempt that ran at least this long before failing starts the retry count and the delays over, as if it were the first' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l on-retry -d 'Run CMD with `sh -c` at the start of each delay before a retry (its time counts against the delay); it sees BACKOFF_ATTEMPT, BACKOFF_LAST_STATUS, BACKOFF_NEXT_DELAY' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l on-give-up -d 'Run CMD with `sh -c` when the run ends without success; it sees BACKOFF_REASON (exhausted, stopped, deadline, budget, interrupted, failure_found) and BACKOFF_LAST_STATUS' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l on-success -d 'Run CMD with `sh -c` when the run succeeds' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l hook-timeout -d 'The longest a hook may run; then it is ended like a timed-out attempt' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l timeout -d 'Time limit of each attempt' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l signal -d 'Signal sent when an attempt times out (name or number)' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l kill-after -d 'How long a timed-out attempt may take to end before it is killed' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l idle-timeout -d 'An attempt that writes nothing to stdout or stderr for this long times out (outcome "timeout", limit idle), with --signal and --kill-after as for --timeout' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Time limit of the whole run; backoff exits by it plus --kill-after' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l retry-if-output -d 'Retry an attempt that printed a line (stdout or stderr) matching REGEX; repeatable. The output still reaches you live, unchanged' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l stop-if-output -d 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-pattern -d 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-max -d 'The longest a server\'s hint is obeyed: a hint above it ends the run at once, with the command\'s status' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-jitter -d 'Jitter on a server\'s hint: the wait is hint × U[1, 1+J), never shorter than the hint nor longer than --retry-after-max (0: the hint exactly)' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l max-retries -d 'Retries after the first attempt' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l attempts -d 'The same limit counted as attempts (3 = 2 retries)' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l delays -d 'Explicit bounds instead of the formula, comma-separated (1s,5s,30s): the first retry\'s bound, the second\'s, ..., the last repeating; jitter applies to each. Not with --base, --factor or --cap' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l poll -d 'Poll at a fixed interval, with no retry limit' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l seed -d 'Seed of the jitter\'s random generator: same seed, same delays' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l retry-on -d 'Retry only these outcomes (codes, sig:TERM, timeout)' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l stop-on -d 'Never retry these outcomes; checked first' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l success-on -d 'Count these outcomes as success' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l until-output -d 'Succeed only on output with a line matching REGEX' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l consecutive -d 'Success needs N successful attempts in a row; a failure resets the count and is retried as usual' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l until-failure -d 'Run the command again while it succeeds, at most N runs (default: no limit); stop at the first failure and exit with its status, or 0 when every run succeeded' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l reset-after -d 'An attempt that ran at least this long before failing starts the retry count and the delays over, as if it were the first' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l on-retry -d 'Run CMD with `sh -c` at the start of each delay before a retry (its time counts against the delay); it sees BACKOFF_ATTEMPT, BACKOFF_LAST_STATUS, BACKOFF_NEXT_DELAY' -r -f -a "(__fish_complete_command)"
+complete -c backoff -n "__fish_backoff_needs_command" -l on-give-up -d 'Run CMD with `sh -c` when the run ends without success; it sees BACKOFF_REASON (exhausted, stopped, deadline, budget, interrupted, failure_found) and BACKOFF_LAST_STATUS' -r -f -a "(__fish_complete_command)"
+complete -c backoff -n "__fish_backoff_needs_command" -l on-success -d 'Run CMD with `sh -c` when the run succeeds' -r -f -a "(__fish_complete_command)"
+complete -c backoff -n "__fish_backoff_needs_command" -l hook-timeout -d 'The longest a hook may run; then it is ended like a timed-out attempt' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l timeout -d 'Time limit of each attempt' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l signal -d 'Signal sent when an attempt times out (name or number)' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l kill-after -d 'How long a timed-out attempt may take to end before it is killed' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l idle-timeout -d 'An attempt that writes nothing to stdout or stderr for this long times out (outcome "timeout", limit idle), with --signal and --kill-after as for --timeout' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Time limit of the whole run; backoff exits by it plus --kill-after' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l retry-if-output -d 'Retry an attempt that printed a line (stdout or stderr) matching REGEX; repeatable. The output still reaches you live, unchanged' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l stop-if-output -d 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-pattern -d 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-max -d 'The longest a server\'s hint is obeyed: a hint above it ends the run at once, with the command\'s status' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-jitter -d 'Jitter on a server\'s hint: the wait is hint × U[1, 1+J), never shorter than the hint nor longer than --retry-after-max (0: the hint exactly)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'The retry rules of curl, wget or git (by default the program\'s own)' -r -f -a "curl\t'HTTP retry semantics for curl: transient transport failures and HTTP 408, 425, 429 and 5xx are retried, other 4xx are not'
 wget\t'The same for wget: network failures (exit 4), protocol errors (7), and server errors (8) of HTTP 408, 425, 429 and 5xx are retried'
 git\t'git\'s transient failures (the network, the server, a connection cut short, HTTP 429 and 5xx) are retried; a missing repository, failed authentication or a conflict is not'
 none\t'No preset, not even the one of the program\'s name'"
-complete -c backoff -n "__fish_backoff_needs_command" -l budget -d 'Share a retry budget with every backoff process using the same KEY: each retry takes a token, each success deposits --budget-ratio of one; with no token left, backoff does not retry. First attempts are never blocked' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l budget-ratio -d 'Tokens a success deposits' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l budget -d 'Share a retry budget with the backoff processes of the same KEY' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-ratio -d 'Tokens a success deposits' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-dir -d 'Directory of the budgets\', breakers\' and throttles\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
-complete -c backoff -n "__fish_backoff_needs_command" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
-complete -c backoff -n "__fish_backoff_needs_command" -l breaker -d 'Share a circuit breaker with every backoff process using the same KEY, in the store of the budgets (--budget-dir or --budget-store): after --breaker-failures runs in a row that gave up, the circuit is open and runs end at once without running the command; after --breaker-cooldown one run probes without retries, and its success closes the circuit' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l breaker-failures -d 'Runs in a row that gave up that open the circuit' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l breaker-cooldown -d 'How long an open circuit stays open before a probe' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l breaker-exit -d 'Exit status of a run that an open circuit does not let run the command (75, EX_TEMPFAIL: try again later)' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l throttle -d 'Share an adaptive throttle with every backoff process using the same KEY, in the store of the budgets (--budget-dir): over --throttle-window, the fleet counts the attempts it wanted to make and those the backend accepted, and skips each new attempt with probability max(0, (requests - K × accepts) / (requests + 1))' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l throttle-window -d 'The span of time the throttle counts over (from 1s to 30d)' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l throttle-k -d 'K: nothing is skipped while the backend accepts more than one attempt in K, and the fleet sends about K times what it accepts (from 1 to 1000, at most three decimals)' -r
-complete -c backoff -n "__fish_backoff_needs_command" -l name -d 'Name the command in reports (default: the program\'s name)' -r
+complete -c backoff -n "__fish_backoff_needs_command" -l breaker -d 'Share a circuit breaker with the backoff processes of the same KEY' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l breaker-failures -d 'Runs in a row that gave up that open the circuit' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l breaker-cooldown -d 'How long an open circuit stays open before a probe' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l breaker-exit -d 'Exit status of a run that an open circuit does not let run the command (75, EX_TEMPFAIL: try again later)' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l throttle -d 'Share an adaptive throttle with the backoff processes of the same KEY' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l throttle-window -d 'The span of time the throttle counts over (from 1s to 30d)' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l throttle-k -d 'K: nothing is skipped while the backend accepts more than one attempt in K, and the fleet sends about K times what it accepts (from 1 to 1000, at most three decimals)' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l name -d 'Name the command in reports (default: the program\'s name)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l log-format -d 'How backoff reports on stderr: text lines, one JSON object per event, GitHub Actions annotations and folds, or GitLab CI sections [default: github when GITHUB_ACTIONS is true, gitlab when GITLAB_CI is true, else text]' -r -f -a "text\t'Lines for people, each starting with \'backoff: \''
 json\t'One JSON object per event, one per line'
 github\t'Text, with each attempt in a ::group:: fold, ::warning:: on each retry and ::error:: when giving up'
 gitlab\t'Text, with each attempt in a collapsed section of the GitLab CI job log, and a table of the attempts at the end'"
-complete -c backoff -n "__fish_backoff_needs_command" -l report -d 'At exit, write a JSON summary of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr)' -r -F
-complete -c backoff -n "__fish_backoff_needs_command" -l metrics-file -d 'At exit, write Prometheus metrics of the run to FILE (atomically; a regular file, /dev/stdout or /dev/stderr), for the node exporter\'s textfile collector' -r -F
+complete -c backoff -n "__fish_backoff_needs_command" -l report -d 'At exit, write a JSON summary of the run to FILE' -r -F
+complete -c backoff -n "__fish_backoff_needs_command" -l metrics-file -d 'At exit, write Prometheus metrics of the run to FILE' -r -F
+complete -c backoff -n "__fish_backoff_needs_command" -l generate -d 'Print a man page or a shell\'s completion script, and run nothing' -r -f -a "man\t'backoff(1)'
+man-schedule\t'backoff-schedule(1)'
+man-simulate\t'backoff-simulate(1)'
+man-budget\t'backoff-budget(1)'
+man-breaker\t'backoff-breaker(1)'
+man-throttle\t'backoff-throttle(1)'
+complete-bash\t'bash\'s (with bash-completion)'
+complete-zsh\t'zsh\'s'
+complete-fish\t'fish\'s'
+complete-powershell\t'PowerShell\'s'
+complete-elvish\t'elvish\'s'"
 complete -c backoff -n "__fish_backoff_needs_command" -l forever -d 'No retry limit: retry until success or a stop rule'
 complete -c backoff -n "__fish_backoff_needs_command" -l preserve-status -d 'When the last attempt timed out, exit with the command\'s own status instead of 124'
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after -d 'Honour a server\'s Retry-After header line in the output (seconds or an HTTP-date): the next delay is at least that long, even above --cap'
@@ -105,18 +116,18 @@ complete -c backoff -n "__fish_backoff_needs_command" -a "simulate" -d 'Show why
 complete -c backoff -n "__fish_backoff_needs_command" -a "budget" -d 'Show or reset a retry budget shared by processes (see --budget)'
 complete -c backoff -n "__fish_backoff_needs_command" -a "breaker" -d 'Show or reset a circuit breaker shared by processes (see --breaker)'
 complete -c backoff -n "__fish_backoff_needs_command" -a "throttle" -d 'Show or reset a throttle shared by processes (see --throttle)'
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l base -d 'Upper bound of the first retry\'s delay' -r
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l cap -d 'Longest delay' -r
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l base -d 'Upper bound of the first retry\'s delay' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l cap -d 'Longest delay' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant)' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l jitter -d 'How a delay is drawn from its bound' -r -f -a "none\t'The delay is the bound itself'
 full\t'Uniform in [0, upper)'
 equal\t'upper/2 plus uniform in [0, upper/2)'
 decorrelated\t'min(cap, uniform in [base, 3 × previous delay)); ignores --factor'"
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l max-retries -d 'Retries after the first attempt' -r
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l attempts -d 'The same limit counted as attempts (3 = 2 retries)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l delays -d 'Explicit bounds instead of the formula, comma-separated (1s,5s,30s): the first retry\'s bound, the second\'s, ..., the last repeating; jitter applies to each. Not with --base, --factor or --cap' -r
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l poll -d 'Poll at a fixed interval, forever: --base D --cap D --factor 1 --forever, with --jitter none unless --jitter is given; --max-retries or --attempts still limit it' -r
-complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l seed -d 'Seed of the jitter\'s random generator: same seed, same delays' -r
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l max-retries -d 'Retries after the first attempt' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l attempts -d 'The same limit counted as attempts (3 = 2 retries)' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l delays -d 'Explicit bounds instead of the formula, comma-separated (1s,5s,30s): the first retry\'s bound, the second\'s, ..., the last repeating; jitter applies to each. Not with --base, --factor or --cap' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l poll -d 'Poll at a fixed interval, with no retry limit' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l seed -d 'Seed of the jitter\'s random generator: same seed, same delays' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l format -d 'Output format' -r -f -a "table\t'Aligned columns for people'
 json\t'One JSON document'
 csv\t'Comma-separated values with a header line'"
@@ -124,8 +135,8 @@ complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l forever -d 
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l model -d 'The model: Brooker\'s experiment, or a server past its capacity' -r -f -a "contention\t'Brooker\'s experiment: clients contend to update one row'
 overload\t'Clients at a steady rate, a server of fixed capacity, an outage'"
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l clients -d 'Client counts: a list (10,50,100) or a range with a step (10-190/10); the overload model takes one count [default: 10-190/10; overload: 1000]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l runs -d 'Runs per client count and strategy (contention) [default: 100]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l clients -d 'Client counts: a list (10,50,100) or a range with a step (10-190/10); the overload model takes one count [default: 10-190/10; overload: 1000]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l runs -d 'Runs per client count and strategy (contention) [default: 100]' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l strategy -d 'Strategies, comma-separated [default: contention: none, exponential, full, equal, decorrelated; overload: all but policy]' -r -f -a "none\t'No backoff: contention reads again at once; overload does not retry'
 immediate\t'Overload: retries at once, with no delay'
 exponential\t'e = min(cap, base · 2^n), no jitter'
@@ -137,14 +148,14 @@ full+budget\t'Overload: full jitter under a retry budget shared by all clients'
 full+breaker\t'Overload: full jitter behind a circuit breaker shared by all clients'
 full+throttle\t'Overload: full jitter behind an adaptive throttle shared by all clients'
 full+budget+throttle\t'Overload: full jitter under the shared retry budget, behind the shared adaptive throttle'"
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l base -d 'Base of the delays [default: Brooker\'s 5ms; overload: 100ms]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l cap -d 'Cap of the delays [default: Brooker\'s 2s; overload: 30s]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l factor -d 'Growth per retry of the "policy" strategy, and of every overload strategy' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l base -d 'Base of the delays [default: Brooker\'s 5ms; overload: 100ms]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l cap -d 'Cap of the delays [default: Brooker\'s 2s; overload: 30s]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l factor -d 'Growth per retry of the "policy" strategy, and of every overload strategy' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l jitter -d 'Jitter of the "policy" strategy (contention) [default: full]' -r -f -a "none\t'The delay is the bound itself'
 full\t'Uniform in [0, upper)'
 equal\t'upper/2 plus uniform in [0, upper/2)'
 decorrelated\t'min(cap, uniform in [base, 3 × previous delay)); ignores --factor'"
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l seed -d 'Seed of the simulation: same seed, same output [default: random]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l seed -d 'Seed of the simulation: same seed, same output [default: random]' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l format -d 'Output format; a contention table is followed by a terminal chart' -r -f -a "table\t'Aligned columns for people'
 json\t'One JSON document'
 csv\t'Comma-separated values with a header line'
@@ -152,40 +163,40 @@ svg\t'The overload model\'s chart, as SVG on stdout'"
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l plot -d 'Also draw the charts into an SVG file' -r -F
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l scenario -d 'A set of the values below, each of which may be given instead [default: outage]' -r -f -a "outage\t'A full outage of 10s that the server survives'
 metastable\t'The same outage and a deeper queue: the overload outlives it'"
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l rate -d 'Requests a second each client makes, at a fixed interval [default: 1]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l capacity -d 'Attempts a second the server works through [default: 2000]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l queue -d 'Most attempts waiting in the server\'s queue; more are refused at once [default: 1000; metastable: 4000]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l timeout -d 'How long a client waits for an attempt\'s answer [default: 1s]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l brownout -d 'The share of the capacity left during the outage, from 0 (none) to 1 [default: 0]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l outage-start -d 'When the capacity drops [default: 10s]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l outage-length -d 'How long it stays down [default: 10s]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l horizon -d 'How long the simulation runs [default: 60s]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l max-retries -d 'Retries after a request\'s first attempt [default: 3]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l budget-ratio -d 'Tokens a success deposits in the budget of "full+budget", one for all clients [default: 0.1]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l budget-burst -d 'Most tokens that budget holds, and starts with [default: 10]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l breaker-failures -d 'Requests in a row that gave up that open the breaker of "full+breaker", one for all clients [default: 5]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l breaker-cooldown -d 'How long that breaker stays open before a probe [default: 5s]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l throttle-window -d 'The window over which the adaptive throttle of "full+throttle" and "full+budget+throttle", one for all clients, counts requests and accepts, from 1s to 30 days [default: 2m]' -r
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l throttle-k -d 'That throttle\'s K, from 1 to 1000: it skips attempts when the requests pass K times the accepts [default: 2]' -r
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l rate -d 'Requests a second each client makes, at a fixed interval [default: 1]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l capacity -d 'Attempts a second the server works through [default: 2000]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l queue -d 'Most attempts waiting in the server\'s queue; more are refused at once [default: 1000; metastable: 4000]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l timeout -d 'How long a client waits for an attempt\'s answer [default: 1s]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l brownout -d 'The share of the capacity left during the outage, from 0 (none) to 1 [default: 0]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l outage-start -d 'When the capacity drops [default: 10s]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l outage-length -d 'How long it stays down [default: 10s]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l horizon -d 'How long the simulation runs [default: 60s]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l max-retries -d 'Retries after a request\'s first attempt [default: 3]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l budget-ratio -d 'Tokens a success deposits in the budget of "full+budget", one for all clients [default: 0.1]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l budget-burst -d 'Most tokens that budget holds, and starts with [default: 10]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l breaker-failures -d 'Requests in a row that gave up that open the breaker of "full+breaker", one for all clients [default: 5]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l breaker-cooldown -d 'How long that breaker stays open before a probe [default: 5s]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l throttle-window -d 'The window over which the adaptive throttle of "full+throttle" and "full+budget+throttle", one for all clients, counts requests and accepts, from 1s to 30 days [default: 2m]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l throttle-k -d 'That throttle\'s K, from 1 to 1000: it skips attempts when the requests pass K times the accepts [default: 2]' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -s h -l help -d 'Print help'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "show" -d 'Print the tokens left in a budget, and the burst and ratio its state records (else those of the options, said to be theirs)'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Fill a budget to its burst again: the one its state records, or with --budget-burst or --budget-ratio those given; say what it held'
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-ratio -d 'Tokens a success deposits' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-ratio -d 'Tokens a success deposits' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-dir -d 'Directory of the budgets\', breakers\' and throttles\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -l format -d 'Output format' -r -f -a "text\t'One line for people'
 json\t'One JSON object'"
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-ratio -d 'Tokens a success deposits' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-ratio -d 'Tokens a success deposits' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-dir -d 'Directory of the budgets\', breakers\' and throttles\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and __fish_seen_subcommand_from reset" -l format -d 'Output format: a line on stderr, or one JSON object on stdout' -r -f -a "text\t'One line for people'
@@ -195,16 +206,16 @@ complete -c backoff -n "__fish_backoff_using_subcommand breaker; and not __fish_
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and not __fish_seen_subcommand_from show reset" -f -a "show" -d 'Print a circuit\'s state: closed, open (since and until when) or half-open'
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Close a circuit, and start its count of failed runs again; say what it was'
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -l budget-dir -d 'Directory of the budgets\', breakers\' and throttles\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
-complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -l format -d 'Output format' -r -f -a "text\t'One line for people'
 json\t'One JSON object'"
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -l budget-dir -d 'Directory of the budgets\', breakers\' and throttles\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
-complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_using_subcommand breaker; and __fish_seen_subcommand_from reset" -l format -d 'Output format: a line on stderr, or one JSON object on stdout' -r -f -a "text\t'One line for people'
@@ -214,18 +225,18 @@ complete -c backoff -n "__fish_backoff_using_subcommand throttle; and not __fish
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and not __fish_seen_subcommand_from show reset" -f -a "show" -d 'Print a throttle\'s counts over its window (requests, of which skipped, and accepts), and the probability that the next attempt is skipped under --throttle-k'
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Empty a throttle\'s window: nothing counted, nothing skipped; say what it held'
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from show" -l budget-dir -d 'Directory of the budgets\', breakers\' and throttles\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
-complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
+complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from show" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
-complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from show" -l throttle-window -d 'The span of time the throttle counts over (from 1s to 30d)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from show" -l throttle-k -d 'K: nothing is skipped while the backend accepts more than one attempt in K, and the fleet sends about K times what it accepts (from 1 to 1000, at most three decimals)' -r
+complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from show" -l throttle-window -d 'The span of time the throttle counts over (from 1s to 30d)' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from show" -l throttle-k -d 'K: nothing is skipped while the backend accepts more than one attempt in K, and the fleet sends about K times what it accepts (from 1 to 1000, at most three decimals)' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from show" -l format -d 'Output format' -r -f -a "text\t'One line for people'
 json\t'One JSON object'"
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from reset" -l budget-dir -d 'Directory of the budgets\', breakers\' and throttles\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
-complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from reset" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r
-complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r
+complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from reset" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)' -r -f -a "open\t'Retry under the local policy alone, and say so once'
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_using_subcommand throttle; and __fish_seen_subcommand_from reset" -l format -d 'Output format: a line on stderr, or one JSON object on stdout' -r -f -a "text\t'One line for people'
@@ -249,7 +260,7 @@ function __fish_backoff_command
                 set -e rest[1]
                 printf '%s\n' $rest
                 return 0
-            case --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --name --log-format --report --metrics-file
+            case --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --name --log-format --report --metrics-file --generate
                 set i (math $i + 2)
             case --until-failure
                 set -l next (math $i + 1)
@@ -276,3 +287,8 @@ function __fish_backoff_complete_command
 end
 
 complete -c backoff -n "__fish_backoff_command >/dev/null" -x -a "(__fish_backoff_complete_command)"
+
+# backoff's own words are no file names, a budget's key included, but an
+# option's value that its completion says is one (-F); the command's
+# arguments are completed above.
+complete -c backoff -f

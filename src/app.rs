@@ -120,6 +120,12 @@ pub fn main_with_args(args: &[OsString]) -> Exit {
         Ok(parsed) => parsed,
         Err(e) => return clap_error(&e, args),
     };
+    if let Some(kind) = cli.generate {
+        return generate_command(kind, &cli.command, &given).unwrap_or_else(|e| {
+            say(&format!("{e:#}"));
+            Exit::USAGE
+        });
+    }
     // A run tells of mistyped variables in its log format, once it is
     // known; a subcommand, now.
     if cli.subcommand.is_some() {
@@ -171,6 +177,9 @@ fn parse(args: Vec<OsString>) -> Result<(Cli, Given, Vec<String>), clap::Error> 
         &set,
     );
     let given = match matches.subcommand() {
+        _ if matches.value_source("generate") == Some(clap::parser::ValueSource::CommandLine) => {
+            Given::generate(&matches)
+        }
         // A --timeout read from BACKOFF_TIMEOUT's seconds came from the
         // environment, as errors about it say.
         None if outer_timeout.is_some()
@@ -489,6 +498,43 @@ fn schedule_command(args: &cli::ScheduleArgs, given: &Given) -> anyhow::Result<E
     };
     let _ = std::io::stdout().write_all(text.as_bytes());
     Ok(Exit::SUCCESS)
+}
+
+/// `backoff --generate KIND`: the file on stdout. A reader that goes away
+/// ends the writing quietly, as for any filter; another error is one line.
+fn generate_command(
+    kind: cli::Generate,
+    command: &[OsString],
+    given: &Given,
+) -> anyhow::Result<Exit> {
+    use crate::generate::{Item, Shell, generate};
+    use clap::ValueEnum as _;
+    let name = kind
+        .to_possible_value()
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default();
+    config::generate_alone(&name, command, given)?;
+    let item = match kind {
+        cli::Generate::Man => Item::Page("backoff"),
+        cli::Generate::ManSchedule => Item::Page("backoff-schedule"),
+        cli::Generate::ManSimulate => Item::Page("backoff-simulate"),
+        cli::Generate::ManBudget => Item::Page("backoff-budget"),
+        cli::Generate::ManBreaker => Item::Page("backoff-breaker"),
+        cli::Generate::ManThrottle => Item::Page("backoff-throttle"),
+        cli::Generate::CompleteBash => Item::Completion(Shell::Bash),
+        cli::Generate::CompleteZsh => Item::Completion(Shell::Zsh),
+        cli::Generate::CompleteFish => Item::Completion(Shell::Fish),
+        cli::Generate::CompletePowerShell => Item::Completion(Shell::PowerShell),
+        cli::Generate::CompleteElvish => Item::Completion(Shell::Elvish),
+    };
+    let text = generate(&Cli::command(), item).context("cannot generate it")?;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(anyhow::anyhow!(
+            "cannot write --generate {name} to stdout: {e}"
+        )),
+        _ => Ok(Exit::SUCCESS),
+    }
 }
 
 /// `backoff simulate`.

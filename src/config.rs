@@ -249,9 +249,25 @@ pub struct Given {
     /// line, in the environment, or as its default), and where it came
     /// from; a refusal quotes it rather than the value it was read as.
     texts: Vec<(String, String, ValueSource)>,
+    /// With `--generate`: the ids of the other arguments the command line
+    /// gave.
+    beside_generate: Vec<String>,
 }
 
 impl Given {
+    /// For `--generate`, which takes nothing else.
+    pub fn generate(m: &ArgMatches) -> Given {
+        Given {
+            beside_generate: m
+                .ids()
+                .map(clap::Id::as_str)
+                .filter(|id| *id != "generate" && from_command_line(m, id))
+                .map(str::to_owned)
+                .collect(),
+            ..Given::other(m)
+        }
+    }
+
     /// For the top-level command (running a command).
     pub fn run(m: &ArgMatches) -> Given {
         Given {
@@ -272,6 +288,7 @@ impl Given {
                 .collect(),
             environment: from_environment(m),
             texts: texts(m),
+            beside_generate: Vec::new(),
         }
     }
 
@@ -329,6 +346,23 @@ impl Given {
             .find(|(i, _, _)| *i == id)
             .map(|(_, text, source)| (text.as_str(), *source))
     }
+}
+
+/// `--generate KIND` prints a file and runs nothing: it is refused beside
+/// a command or another option of the command line (the environment's
+/// values are defaults, and do not count).
+pub fn generate_alone(kind: &str, command: &[OsString], given: &Given) -> Result<(), UsageError> {
+    let beside = match (command.first(), given.beside_generate.first()) {
+        (Some(word), _) => format!(
+            "no command ('{}' given)",
+            crate::cli::quotable(&word.to_string_lossy())
+        ),
+        (None, Some(id)) => format!("no other option ('--{}' given)", id.replace('_', "-")),
+        (None, None) => return Ok(()),
+    };
+    Err(UsageError(format!(
+        "--generate prints a file and runs nothing: it takes {beside}; run 'backoff --generate {kind}'"
+    )))
 }
 
 fn show(d: Duration) -> String {

@@ -13,7 +13,8 @@
 //! event-driven wait, copying and scanning output), `sys` (every system
 //! call std lacks, and every `unsafe`), `report` (every line and file
 //! backoff writes), `budget` (where budgets and breakers are stored), `simulate`
-//! (the jitter experiment), `exit` (exit statuses) and `app` (the wiring).
+//! (the jitter experiment), `generate` (the man pages and completions that
+//! `--generate` prints), `exit` (exit statuses) and `app` (the wiring).
 
 pub mod app;
 pub mod argv;
@@ -27,6 +28,7 @@ pub mod event;
 pub mod exec;
 pub mod exit;
 pub mod fleet;
+pub mod generate;
 pub mod jitter;
 pub mod policy;
 pub mod preset;

@@ -39,14 +39,16 @@ Examples:
 
 /// What `-h` ends with: a few examples, and where the rest is.
 const AFTER_SHORT_HELP: &str = "\
-backoff's options go before the command, as in:
-  backoff --preset curl -- curl -fsS https://api.example.test/
+Options go before the command: backoff --attempts 4 -- curl -fsS https://api.example.test/
 A short list: 'backoff --help' gives every option, 'man backoff' the details.";
 
 /// The options `-h` shows, by id: those most runs need. `--help` and the
 /// man page show every option.
 pub const SHORT_HELP: &[&str] = &[
     "max_retries",
+    "attempts",
+    "forever",
+    "poll",
     "base",
     "cap",
     "jitter",
@@ -56,8 +58,14 @@ pub const SHORT_HELP: &[&str] = &[
     "timeout",
     "max_time",
     "preset",
+    "budget",
+    "breaker",
+    "throttle",
     "quiet",
     "verbose",
+    "name",
+    "report",
+    "metrics_file",
 ];
 
 /// `arg` as `-h` shows it: hidden unless it is one of `SHORT_HELP`. A
@@ -72,6 +80,10 @@ fn in_short_help(arg: clap::Arg) -> clap::Arg {
         None => arg.hide_short_help(true),
     }
 }
+
+/// The heading of `--budget`, `--breaker` and `--throttle`, which `-h`
+/// shows without the options that tune them.
+const SHARED: &str = "Shared by processes";
 
 /// The usage line of `-h`, `--help` and the man page: every subcommand.
 pub const USAGE: &str = "\
@@ -139,12 +151,20 @@ pub struct Cli {
     #[arg(long, help_heading = "Processes")]
     pub foreground: bool,
 
+    /// Print a man page or a shell's completion script, and run nothing
+    ///
+    /// For a binary installed with cargo install: the man pages go in
+    /// ~/.local/share/man/man1 (backoff.1, backoff-budget.1, ...), bash's
+    /// script in ~/.local/share/bash-completion/completions/backoff.
+    #[arg(long, value_enum, value_name = "KIND", help_heading = "Installation")]
+    pub generate: Option<Generate>,
+
     /// The command to run and its arguments. Everything from the first
     /// argument that is not an option belongs to the command.
     #[arg(
         value_name = "COMMAND",
         help_heading = "Command",
-        required = true,
+        required_unless_present = "generate",
         num_args = 1..,
         trailing_var_arg = true,
         value_hint = ValueHint::CommandWithArguments,
@@ -154,6 +174,34 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub subcommand: Option<Sub>,
+}
+
+/// What `--generate` prints: a man page, or a shell's completion script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Generate {
+    /// backoff(1)
+    Man,
+    /// backoff-schedule(1)
+    ManSchedule,
+    /// backoff-simulate(1)
+    ManSimulate,
+    /// backoff-budget(1)
+    ManBudget,
+    /// backoff-breaker(1)
+    ManBreaker,
+    /// backoff-throttle(1)
+    ManThrottle,
+    /// bash's (with bash-completion)
+    CompleteBash,
+    /// zsh's
+    CompleteZsh,
+    /// fish's
+    CompleteFish,
+    /// PowerShell's
+    #[value(name = "complete-powershell")]
+    CompletePowerShell,
+    /// elvish's
+    CompleteElvish,
 }
 
 /// backoff's subcommands. A program of the same name runs with `backoff --
@@ -525,11 +573,13 @@ pub struct StoreArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Retry budget")]
 pub struct BudgetArgs {
-    /// Share a retry budget with every backoff process using the same KEY:
-    /// each retry takes a token, each success deposits --budget-ratio of one;
-    /// with no token left, backoff does not retry. First attempts are never
-    /// blocked.
-    #[arg(long, value_name = "KEY", value_parser = values::budget_key)]
+    /// Share a retry budget with the backoff processes of the same KEY
+    ///
+    /// Each retry takes a token, each success deposits --budget-ratio of
+    /// one; with no token left, backoff does not retry. First attempts are
+    /// never blocked.
+    #[arg(long, value_name = "KEY", value_parser = values::budget_key,
+          help_heading = SHARED)]
     pub budget: Option<String>,
 
     #[command(flatten)]
@@ -540,13 +590,15 @@ pub struct BudgetArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Circuit breaker")]
 pub struct BreakerArgs {
-    /// Share a circuit breaker with every backoff process using the same
-    /// KEY, in the store of the budgets (--budget-dir or --budget-store):
-    /// after --breaker-failures runs in a row that gave up, the circuit is
-    /// open and runs end at once without running the command; after
+    /// Share a circuit breaker with the backoff processes of the same KEY
+    ///
+    /// In the store of the budgets (--budget-dir or --budget-store): after
+    /// --breaker-failures runs in a row that gave up, the circuit is open
+    /// and runs end at once without running the command; after
     /// --breaker-cooldown one run probes without retries, and its success
-    /// closes the circuit
-    #[arg(long, value_name = "KEY", value_parser = values::budget_key)]
+    /// closes the circuit.
+    #[arg(long, value_name = "KEY", value_parser = values::budget_key,
+          help_heading = SHARED)]
     pub breaker: Option<String>,
 
     /// Runs in a row that gave up that open the circuit
@@ -597,12 +649,14 @@ pub enum BreakerCommand {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Adaptive throttle")]
 pub struct ThrottleArgs {
-    /// Share an adaptive throttle with every backoff process using the same
-    /// KEY, in the store of the budgets (--budget-dir): over
+    /// Share an adaptive throttle with the backoff processes of the same KEY
+    ///
+    /// In the store of the budgets (--budget-dir or --budget-store): over
     /// --throttle-window, the fleet counts the attempts it wanted to make
     /// and those the backend accepted, and skips each new attempt with
-    /// probability max(0, (requests - K × accepts) / (requests + 1))
-    #[arg(long, value_name = "KEY", value_parser = values::budget_key)]
+    /// probability max(0, (requests - K × accepts) / (requests + 1)).
+    #[arg(long, value_name = "KEY", value_parser = values::budget_key,
+          help_heading = SHARED)]
     pub throttle: Option<String>,
 
     #[command(flatten)]
@@ -737,9 +791,10 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "LIST", value_parser = values::delay_list)]
     pub delays: Option<DelayList>,
 
-    /// Poll at a fixed interval, forever: --base D --cap D --factor 1
-    /// --forever, with --jitter none unless --jitter is given; --max-retries
-    /// or --attempts still limit it.
+    /// Poll at a fixed interval, with no retry limit
+    ///
+    /// --base D --cap D --factor 1 --forever, with --jitter none unless
+    /// --jitter is given; --max-retries or --attempts still limit it.
     #[arg(long, value_name = "DURATION", value_parser = values::duration)]
     pub poll: Option<Duration>,
 
@@ -755,17 +810,20 @@ pub struct HookArgs {
     /// Run CMD with `sh -c` at the start of each delay before a retry (its
     /// time counts against the delay); it sees BACKOFF_ATTEMPT,
     /// BACKOFF_LAST_STATUS, BACKOFF_NEXT_DELAY.
-    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true,
+          value_hint = ValueHint::CommandString)]
     pub on_retry: Option<String>,
 
     /// Run CMD with `sh -c` when the run ends without success; it sees
     /// BACKOFF_REASON (exhausted, stopped, deadline, budget, interrupted,
     /// failure_found) and BACKOFF_LAST_STATUS.
-    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true,
+          value_hint = ValueHint::CommandString)]
     pub on_give_up: Option<String>,
 
     /// Run CMD with `sh -c` when the run succeeds.
-    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true,
+          value_hint = ValueHint::CommandString)]
     pub on_success: Option<String>,
 
     /// The longest a hook may run; then it is ended like a timed-out attempt.
@@ -983,14 +1041,16 @@ pub struct OutputArgs {
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub log_format: Option<LogFormat>,
 
-    /// At exit, write a JSON summary of the run to FILE (atomically; a
-    /// regular file, /dev/stdout or /dev/stderr).
+    /// At exit, write a JSON summary of the run to FILE
+    ///
+    /// Written atomically; a regular file, /dev/stdout or /dev/stderr.
     #[arg(long, value_name = "FILE", value_parser = values::summary_file)]
     pub report: Option<PathBuf>,
 
-    /// At exit, write Prometheus metrics of the run to FILE (atomically; a
-    /// regular file, /dev/stdout or /dev/stderr), for the node exporter's
-    /// textfile collector.
+    /// At exit, write Prometheus metrics of the run to FILE
+    ///
+    /// For the node exporter's textfile collector, written atomically; a
+    /// regular file, /dev/stdout or /dev/stderr.
     #[arg(long, value_name = "FILE", value_parser = values::summary_file)]
     pub metrics_file: Option<PathBuf>,
 }
@@ -1080,6 +1140,24 @@ mod tests {
         for name in ["schedule", "simulate", "budget", "breaker", "throttle"] {
             assert!(Cli::command().find_subcommand(name).is_some(), "{name}");
         }
+    }
+
+    #[test]
+    fn generate_has_a_man_page_for_backoff_and_each_subcommand() {
+        let pages: Vec<String> = Generate::value_variants()
+            .iter()
+            .filter_map(|g| {
+                let name = g.to_possible_value()?.get_name().to_owned();
+                name.starts_with("man").then_some(name)
+            })
+            .collect();
+        let mut expected = vec!["man".to_owned()];
+        expected.extend(
+            Cli::command()
+                .get_subcommands()
+                .map(|s| format!("man-{}", s.get_name())),
+        );
+        assert_eq!(pages, expected);
     }
 
     #[test]

@@ -10,10 +10,11 @@
 //! its output (`$ backoff …`) must print the same lines, durations aside
 //! (`...` stands for rows left out). Code blocks that do not run backoff
 //! (installing, building, diagrams, sample output) are not run: CI runs the
-//! builds itself. An example that runs curl against a stand-in runs twice
-//! more, as under the curl preset it says: against a server that answers
-//! 404, which gets one request, and one that answers 503 then 200, which
-//! gets two and a run that succeeds.
+//! builds itself; the blocks that put the man pages and completions in
+//! place are run whole by install.rs. An example that runs curl against a
+//! stand-in runs twice more, as under the curl preset it says: against a
+//! server that answers 404, which gets one request, and one that answers
+//! 503 then 200, which gets two and a run that succeeds.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -38,7 +39,7 @@ struct Example {
 /// The code blocks of a Markdown text (indented by four spaces or more
 /// after a blank line, or fenced), each with the number of its first line
 /// and its lines without the block's indentation.
-fn markdown_blocks(text: &str) -> Vec<(usize, Vec<String>)> {
+pub fn markdown_blocks(text: &str) -> Vec<(usize, Vec<String>)> {
     let lines: Vec<&str> = text.lines().collect();
     let mut blocks = Vec::new();
     let mut i = 0;
@@ -236,7 +237,11 @@ fn all_examples() -> Vec<Example> {
         let name = path.strip_prefix(root).unwrap().display().to_string();
         let text = fs::read_to_string(path).unwrap();
         for (first, lines) in markdown_blocks(&text) {
-            out.extend(block_examples(&name, first, &lines));
+            // The lines that install the man pages and completions run
+            // whole, in a home of their own (install.rs).
+            if !crate::install::installs(&lines) {
+                out.extend(block_examples(&name, first, &lines));
+            }
         }
     }
     let mut pages: Vec<PathBuf> = fs::read_dir(root.join("man"))

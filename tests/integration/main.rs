@@ -12,6 +12,7 @@ mod fleet;
 mod hooks;
 mod http;
 mod idle;
+mod install;
 mod layout;
 mod limits;
 mod live;

@@ -275,52 +275,125 @@ fn option_names(cmd: &clap::Command) -> Vec<String> {
         .collect()
 }
 
+/// The options of the README's table of "the options most runs need", as
+/// its first column names them (`--base`, `-q`).
+fn readme_table_options() -> Vec<String> {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let table: Vec<&str> = readme
+        .lines()
+        .skip_while(|l| !l.contains("the options most runs need"))
+        .skip(1)
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .collect();
+    assert!(
+        table.len() > 5,
+        "no table of the options most runs need in the README"
+    );
+    let option = regex::Regex::new(r"`(--?[a-z][a-z-]*)").unwrap();
+    table
+        .iter()
+        .flat_map(|row| {
+            let first = row.split(" | ").next().unwrap_or_default();
+            option
+                .captures_iter(first)
+                .map(|c| c[1].to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The options a help text lists, each as its names (`["-q",
+/// "--quiet"]`), but for -h and -V.
+fn listed_options(help: &str) -> Vec<Vec<String>> {
+    let entry = regex::Regex::new(r"^ {2,6}(-[a-zA-Z], )?(--[a-z][a-z-]*)").unwrap();
+    help.lines()
+        .filter_map(|l| entry.captures(l))
+        .map(|c| {
+            c.iter()
+                .skip(1)
+                .flatten()
+                .map(|m| m.as_str().trim_end_matches(", ").to_owned())
+                .collect::<Vec<_>>()
+        })
+        .filter(|names| !names.iter().any(|n| n == "--help" || n == "--version"))
+        .collect()
+}
+
+/// `backoff -h` as a terminal 100 columns wide shows it (a pseudo-terminal
+/// that python3's pty module opens, COLUMNS unset), or `None` without
+/// python3.
+fn short_help_at_a_terminal() -> Option<String> {
+    const AT_A_TERMINAL: &str = r#"
+import fcntl, os, pty, struct, sys, termios
+pid, fd = pty.fork()
+if pid == 0:
+    fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 100, 0, 0))
+    os.environ.pop("COLUMNS", None)
+    os.execv(sys.argv[1], [sys.argv[1], "-h"])
+out = b""
+while True:
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        break
+    if not data:
+        break
+    out += data
+os.waitpid(pid, 0)
+sys.stdout.write(out.decode().replace("\r\n", "\n"))
+"#;
+    let out = crate::support::checked_by(
+        "short_help_is_the_readme_table_on_one_screen",
+        "python3",
+        std::process::Command::new("python3")
+            .args(["-c", AT_A_TERMINAL])
+            .arg(crate::support::bin()),
+    )?;
+    assert!(out.status.success(), "{out:?}");
+    Some(String::from_utf8(out.stdout).unwrap())
+}
+
 #[test]
-fn short_help_fits_one_screen_and_says_where_the_rest_is() {
-    use clap::CommandFactory;
-    let all = option_names(&backoff_cli::cli::Cli::command());
-    for columns in [None, Some("80")] {
-        let help = help_text(&["-h"], columns);
+fn short_help_is_the_readme_table_on_one_screen() {
+    let table = readme_table_options();
+    let mut helps = vec![
+        ("COLUMNS=100", help_text(&["-h"], Some("100"))),
+        ("a pipe", help_text(&["-h"], None)),
+    ];
+    helps.extend(short_help_at_a_terminal().map(|h| ("a terminal of 100 columns", h)));
+    for (at, help) in helps {
         let lines: Vec<&str> = help.lines().collect();
-        // 53: a line of the usage and one of the list for each of the five
-        // subcommands, and one for when --max-time makes backoff exit.
-        assert!(
-            lines.len() <= 53,
-            "{columns:?}: {} lines:\n{help}",
-            lines.len()
-        );
-        for flag in [
-            "--max-retries",
-            "--base",
-            "--cap",
-            "--jitter",
-            "--retry-on",
-            "--stop-on",
-            "--until-output",
-            "--timeout",
-            "--max-time",
-            "--preset",
-            "--quiet",
-            "--verbose",
-            "--help",
-        ] {
-            assert!(help.contains(&format!("{flag} ")), "{flag}:\n{help}");
+        assert!(lines.len() <= 60, "{at}: {} lines:\n{help}", lines.len());
+        // Every option of the table, and no other.
+        let listed = listed_options(&help);
+        for option in &table {
+            assert!(
+                listed.iter().any(|names| names.contains(option)),
+                "{at}: -h lacks {option} of the README's table:\n{help}"
+            );
+        }
+        for names in &listed {
+            assert!(
+                names.iter().any(|n| table.contains(n)),
+                "{at}: {names:?} is not in the README's table"
+            );
         }
         for sub in ["schedule", "simulate", "budget", "breaker", "throttle"] {
             assert!(help.contains(&format!("backoff {sub} ")), "{sub}:\n{help}");
         }
-        // A short list: most options are left to --help.
-        let shown = all
-            .iter()
-            .filter(|f| help.contains(&format!("{f} ")))
-            .count();
-        assert!(shown <= 16, "{shown} options:\n{help}");
         let last = lines.last().unwrap();
         assert!(
             last.contains("'backoff --help'") && last.contains("'man backoff'"),
             "{last}"
         );
     }
+    // The README says so.
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert!(readme.contains("`backoff -h` lists these on one screen"));
 }
 
 #[test]
