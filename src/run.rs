@@ -35,6 +35,8 @@ pub struct AttemptSpec {
     pub limit: Option<Duration>,
     /// The deadline of the whole run (`--max-time`), if any.
     pub deadline: Option<Instant>,
+    /// How long after `--signal` a timed-out attempt is killed.
+    pub grace: Duration,
 }
 
 /// How an attempt ended, as the executor saw it.
@@ -591,6 +593,7 @@ impl Loop<'_, '_> {
             last,
             limit: min_some(plan.timeout, left),
             deadline: self.deadline,
+            grace: self.grace(left),
         };
         self.report.event(&Event::AttemptStarted {
             attempt: number,
@@ -1051,6 +1054,23 @@ impl Loop<'_, '_> {
             error: error.as_deref(),
         });
         signal.map_or(Ok(()), Err)
+    }
+
+    /// How long after `--signal` an attempt with `left` before the
+    /// deadline is killed: `--kill-after`, but half of it when the deadline
+    /// ends the attempt and a hook closes the run. backoff exits
+    /// `--kill-after` after the deadline at the latest, and a command that
+    /// ignores `--signal` would otherwise leave that hook no time at all:
+    /// `--on-give-up` would never tell of a hung command.
+    fn grace(&self, left: Option<Duration>) -> Duration {
+        let plan = self.plan;
+        let by_deadline = left.is_some_and(|l| plan.timeout.is_none_or(|t| l <= t));
+        let closing = plan.hooks.on_give_up.is_some() || plan.hooks.on_success.is_some();
+        if by_deadline && closing {
+            plan.kill_after / 2
+        } else {
+            plan.kill_after
+        }
     }
 
     /// How long the hook `kind`, started at `now`, may run before it gets
@@ -1875,6 +1895,42 @@ mod tests {
                 ),
             "{events:?}"
         );
+    }
+
+    #[test]
+    fn an_attempt_the_deadline_ends_leaves_half_of_kill_after_to_a_closing_hook() {
+        let ms = Duration::from_millis;
+        // With --on-give-up and --max-time bounding the attempt: half.
+        let (fake, _) = closing_after(ms(100), Some(ms(2000)));
+        assert_eq!(fake.seen[0].grace, ms(500));
+        // Without --max-time: all of --kill-after.
+        let (fake, _) = closing_after(ms(100), None);
+        assert_eq!(fake.seen[0].grace, ms(1000));
+        // Without a closing hook: all of it.
+        let mut fake = Fake::new(&[BAD]);
+        let rules = Rules::default();
+        let command = [OsString::from("cmd")];
+        let plan = Plan {
+            max_retries: Some(0),
+            max_time: Some(ms(2000)),
+            kill_after: ms(1000),
+            ..constant(Duration::ZERO, &rules, &command)
+        };
+        run(&plan, &mut fake, &mut Events::default());
+        assert_eq!(fake.seen[0].grace, ms(1000));
+        // --timeout ends the attempt before the deadline would: all of it.
+        let hooks = Hooks {
+            on_give_up: Some("g".into()),
+            ..NO_HOOKS.clone()
+        };
+        let mut fake = Fake::new(&[BAD]);
+        let plan = Plan {
+            timeout: Some(ms(500)),
+            hooks: &hooks,
+            ..plan
+        };
+        run(&plan, &mut fake, &mut Events::default());
+        assert_eq!(fake.seen[0].grace, ms(1000));
     }
 
     #[test]

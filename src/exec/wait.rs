@@ -48,6 +48,9 @@ struct Clock {
     last_output: Instant,
     /// When the timed-out attempt is killed, if `--signal` did not end it.
     kill_at: Option<Instant>,
+    /// How long after `--signal` that is: `--kill-after`, or less when a
+    /// hook that closes the run must have time after it.
+    grace: Duration,
     /// The limit it ran past.
     timed_out: Option<Limit>,
 }
@@ -60,6 +63,7 @@ impl Clock {
             idle,
             last_output: start,
             kill_at: None,
+            grace: Duration::ZERO,
             timed_out: None,
         }
     }
@@ -112,10 +116,14 @@ impl RealExecutor {
         child: &Child,
         mut pipes: Vec<Pipe>,
         limit: Option<Duration>,
+        grace: Duration,
     ) -> Waited {
         let pid = child.id();
         let mut interrupted: Option<c_int> = None;
-        let mut clock = Clock::new(Instant::now(), limit, self.options.idle_timeout);
+        let mut clock = Clock {
+            grace,
+            ..Clock::new(Instant::now(), limit, self.options.idle_timeout)
+        };
         // The attempt's time limit: for the command, then for passing on
         // what it printed.
         let limit_at = clock.time_at;
@@ -245,7 +253,7 @@ impl RealExecutor {
                 if sig != libc::SIGCONT {
                     self.forward(pid, libc::SIGCONT);
                 }
-                clock.kill_at = Some(now.checked_add(self.options.kill_after).unwrap_or(now));
+                clock.kill_at = Some(now.checked_add(clock.grace).unwrap_or(now));
             }
         }
         if clock.kill_at.is_some_and(|k| now >= k) {
