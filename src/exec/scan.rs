@@ -270,8 +270,8 @@ struct Head {
     file: bool,
     /// Between a status line and the empty line that ends the head.
     open: bool,
-    /// The command's stream scanned (`"stdout"`, `"stderr"`); empty when
-    /// not told.
+    /// The command's stream scanned (`"stdout"`, `"stderr"`, or `"output"`
+    /// when one pipe carries both); empty when not told.
     stream: &'static str,
 }
 
@@ -280,7 +280,11 @@ impl Head {
     fn headers(self, rules: &OutputRules) -> Headers {
         match rules.headers {
             _ if self.file => Headers::InHeads,
-            Headers::InHeadsOn(stream) if self.stream.is_empty() || stream == self.stream => {
+            // One pipe carrying both streams (a terminal, `2>&1`) is named
+            // "output": the heads are on it, whichever stream wrote them.
+            Headers::InHeadsOn(stream)
+                if self.stream.is_empty() || self.stream == "output" || stream == self.stream =>
+            {
                 Headers::InHeads
             }
             Headers::InHeadsOn(_) => Headers::Elsewhere,
@@ -1157,6 +1161,20 @@ mod tests {
             &mut seen,
         );
         assert_eq!(seen.retry_after.as_deref(), Some("3"));
+    }
+
+    #[test]
+    fn heads_on_one_stream_count_on_a_pipe_that_carries_both() {
+        let r = rules().with_headers(Headers::InHeadsOn("stderr"));
+        let head = b"HTTP/1.1 503 x\r\nRetry-After: 3\r\n\r\n";
+        let seen_on = |stream| {
+            let mut seen = Observed::default();
+            LineScanner::of_stream(stream).feed(&r, head, &mut seen);
+            seen.retry_after
+        };
+        assert_eq!(seen_on("stderr").as_deref(), Some("3"));
+        assert_eq!(seen_on("output").as_deref(), Some("3"));
+        assert_eq!(seen_on("stdout"), None);
     }
 
     fn scan_with(retry: &str, text: &[u8]) -> bool {

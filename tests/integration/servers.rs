@@ -1152,3 +1152,41 @@ fn a_body_that_looks_like_a_response_is_not_read_as_headers_when_they_go_to_stde
     assert!(!err.contains("from the server"), "{err}");
     assert_eq!(requests, 2);
 }
+
+#[test]
+fn heads_on_stderr_are_read_when_stdout_and_stderr_are_one_pipe() {
+    // With 2>&1 (or a terminal) the command's two streams reach backoff on
+    // one pipe: curl -v's and wget -S's heads are read there all the same.
+    for program in [
+        &["curl", "-sSv", "-f", "-o", "/dev/null"][..],
+        &["curl", "-sSf", "-o", "/dev/null", "-D", "/dev/stderr"],
+        &["wget", "-nv", "-S", "-O", "/dev/null"],
+    ] {
+        let server = Server::start(vec![
+            Reply::new(503, "busy\n").header("Retry-After", "1"),
+            Reply::new(200, "the body\n"),
+        ]);
+        let both = tempfile::tempfile().unwrap();
+        let status = std::process::Command::new(crate::support::bin())
+            .args(["--retry-after", "--retry-after-jitter", "0", "--max-time"])
+            .args(["20s", "--max-retries", "1", "--base", "1ms", "--"])
+            .args(program)
+            .arg(&server.url)
+            .stdout(both.try_clone().unwrap())
+            .stderr(both.try_clone().unwrap())
+            .status()
+            .unwrap();
+        let mut output = String::new();
+        let mut both = both;
+        std::io::Seek::rewind(&mut both).unwrap();
+        std::io::Read::read_to_string(&mut both, &mut output).unwrap();
+        assert_eq!(status.code(), Some(0), "{program:?}: {output}");
+        assert!(
+            output.contains("(Retry-After from the server)"),
+            "{program:?}: {output}"
+        );
+        let times = server.requests();
+        assert_eq!(times.len(), 2, "{program:?}");
+        assert!(times[1] - times[0] >= Duration::from_secs(1), "{program:?}");
+    }
+}
