@@ -101,6 +101,15 @@ pub fn notices(s: &Setting<'_>) -> Vec<String> {
                 label(applied)
             ));
         }
+        if applied.preset == Preset::Wget
+            && named(s.command, "wget")
+            && wget::hides_status(s.command)
+        {
+            lines.push(format!(
+                "{}: wget -q prints no HTTP status, so a 404 is retried like a 503 (wget exits 8 for both); use -nv instead of -q",
+                label(applied)
+            ));
+        }
     }
     // Whose wish it is to read a server's hint in the headers.
     let wisher = if s.pattern {
@@ -387,7 +396,7 @@ mod tests {
                 "preset curl (from the program's name): curl writes the response headers to 'h.txt' (-D), where backoff does not read them, so a server's Retry-After and rate limits go unseen; use -D /dev/stderr, or drop -D and the preset reads them"
             ]
         );
-        let w = words("wget -q http://h/");
+        let w = words("wget -nv http://h/");
         // A preset that applied itself was not asked for the hint.
         assert!(notices(&setting(&w, Some(7))).is_empty());
         assert_eq!(
@@ -448,5 +457,17 @@ mod tests {
                 "preset curl (from the program's name): curl runs without -f (--fail), so an HTTP error exits 0 and is not retried; add -f"
             ]
         );
+    }
+
+    #[test]
+    fn a_quiet_wget_that_hides_the_status_is_said() {
+        let line = "preset wget (from the program's name): wget -q prints no HTTP status, so a 404 is retried like a 503 (wget exits 8 for both); use -nv instead of -q";
+        let said = |line: &str| notices(&setting(&words(line), Some(7)));
+        assert_eq!(said("wget -q -O - http://h/"), [line]);
+        assert_eq!(said("wget -qO- http://h/"), [line]);
+        // -S shows the status line, -q or not; -nv the error line.
+        assert!(said("wget -q -S -O - http://h/").is_empty());
+        assert!(said("wget -nv -O - http://h/").is_empty());
+        assert!(said("wget -q --no-quiet http://h/").is_empty());
     }
 }

@@ -254,10 +254,20 @@ pub fn retries_more(args: &[OsString]) -> Vec<String> {
 }
 
 /// Whether wget prints the responses' headers, where backoff reads them
-/// (on stderr): `-S`/`--server-response`, or `-d`/`--debug`.
+/// (on stderr): `-S`/`--server-response`, or `-d`/`--debug`, even with
+/// `-q`.
 pub fn shows_headers(args: &[OsString]) -> bool {
     let opts = options(args);
     last_switch(&opts, "server-response") || last_switch(&opts, "debug")
+}
+
+/// Whether wget prints nothing of an HTTP error: `-q` without `-S` hides
+/// the `ERROR 404:` line and the status line that tell the error it exits
+/// 8 for.
+pub fn hides_status(args: &[OsString]) -> bool {
+    let opts = options(args);
+    last_switch(&opts, "quiet")
+        && !(last_switch(&opts, "server-response") || last_switch(&opts, "debug"))
 }
 
 /// wget's long options and what each takes, sorted (from wget's own

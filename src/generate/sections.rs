@@ -167,7 +167,11 @@ a preset given (\fB\-\-preset curl\fR or \fB\-\-preset wget\fR) for a command wh
 .IP \(bu 2
 \fB\-\-retry\-after\fR, or a preset, with curl or wget printing no header line where backoff reads it: curl without \fB\-i\fR, \fB\-v\fR or \fB\-D\fR (with the curl preset, only when \fB\-D\fR sends the headers to a file; \fB\-\-trace\fR prints them behind offsets, which is no header line), wget without \fB\-S\fR or \fB\-d\fR (not under the wget preset the program's name chose, unless \fB\-\-retry\-after\fR asks for the hint). A \fB\-\-retry\-after\-pattern\fR may find its value anywhere, and another program may print headers: nothing is said of them;
 .IP \(bu 2
-the command's own retries inside backoff's, with their product: curl's \fB\-\-retry\fR \fIN\fR (with \fB\-\-retry\-all\-errors\fR or \fB\-\-retry\-connrefused\fR, which do nothing without it), wget's number of tries (its default of 20 when the wget preset does not apply; \fB0\fR or \fBinf\fR is no limit), with \fB\-\-retry\-connrefused\fR or \fB\-\-retry\-on\-http\-error\fR: \fBcurl's own retries run inside backoff's: up to 16 requests: 4 attempts \(mu curl's 4 (\-\-retry 3); drop \-\-retry, or give backoff \-\-attempts 1\fR. A run of one attempt retries nothing, and is told none of these (nor of curl without \fB\-f\fR).
+the command's own retries inside backoff's, with their product: curl's \fB\-\-retry\fR \fIN\fR (with \fB\-\-retry\-all\-errors\fR or \fB\-\-retry\-connrefused\fR, which do nothing without it), wget's number of tries (its default of 20 when the wget preset does not apply; \fB0\fR or \fBinf\fR is no limit), with \fB\-\-retry\-connrefused\fR or \fB\-\-retry\-on\-http\-error\fR: \fBcurl's own retries run inside backoff's: up to 16 requests: 4 attempts \(mu curl's 4 (\-\-retry 3); drop \-\-retry, or give backoff \-\-attempts 1\fR.;
+.IP \(bu 2
+a command that hides what its preset reads: curl without \fB\-f\fR (an HTTP error exits 0, and is not retried; add \fB\-f\fR), and wget with \fB\-q\fR and without \fB\-S\fR (it prints no status and exits 8 for a 404 as for a 503, so a 404 is retried; use \fB\-nv\fR instead of \fB\-q\fR).
+.PP
+A run of one attempt retries nothing, and is told none of these.
 "#;
 
 pub(super) const REPORTING: &str = r#".SH "REPORTS AND METRICS"

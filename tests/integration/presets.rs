@@ -172,6 +172,31 @@ fn the_wget_preset_makes_one_request_an_attempt_and_keeps_tries_it_is_given() {
 }
 
 #[test]
+fn a_quiet_wget_is_told_it_hides_the_status_and_nv_shows_it() {
+    // wget exits 8 for a 404 and a 503 alike; -q hides the line that
+    // tells them apart, so a 404 is retried, and said to be.
+    let server = Server::start(vec![Reply::new(404, "no\n")]);
+    let out = command(["--attempts", "2", "--base", "1ms", "--"])
+        .args(["wget", "-q", "-O", "/dev/null", &server.url])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(8), "{err}");
+    assert_eq!(saying(&err, "use -nv instead of -q").len(), 1, "{err}");
+    assert_eq!(server.requests().len(), 2, "{err}");
+    // With -nv, wget's "ERROR 404" line stops the run at once.
+    let server = Server::start(vec![Reply::new(404, "no\n")]);
+    let out = command(["--attempts", "2", "--base", "1ms", "--"])
+        .args(["wget", "-nv", "-O", "/dev/null", &server.url])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(8), "{err}");
+    assert!(saying(&err, "instead of -q").is_empty(), "{err}");
+    assert_eq!(server.requests().len(), 1, "{err}");
+}
+
+#[test]
 fn a_preset_given_through_a_shell_says_what_it_cannot_do_and_does_not() {
     // Through a shell, the guard of a POST is off: it is sent again after
     // an ambiguous 500, as the warning says.

@@ -903,6 +903,12 @@ fn the_advice_of_what_a_preset_or_a_program_cannot_do_followed_literally_works()
             "add -S",
             &["--retry-after", "--", "wget", "-q", "-S", "nope://x"],
         ),
+        (
+            &["--", "wget", "-q", "-O", "/dev/null", "nope://x"],
+            &[],
+            "use -nv instead of -q",
+            &["--", "wget", "-nv", "-O", "/dev/null", "nope://x"],
+        ),
     ];
     follow_advice(cases);
 }
