@@ -153,8 +153,9 @@ pub struct Cli {
 
     /// Print a man page or a shell's completion script, and run nothing
     ///
-    /// For a binary installed with cargo install: the man pages go in
-    /// ~/.local/share/man/man1 (backoff.1, backoff-budget.1, ...), bash's
+    /// For a binary installed with cargo install: the man pages go beside
+    /// it, in ${CARGO_HOME:-~/.cargo}/share/man/man1 (backoff.1,
+    /// backoff-budget.1, ...), where man finds them from PATH; bash's
     /// script in ~/.local/share/bash-completion/completions/backoff.
     #[arg(long, value_enum, value_name = "KIND", help_heading = "Installation")]
     pub generate: Option<Generate>,

@@ -183,3 +183,21 @@ fn the_install_lines_put_the_man_pages_and_completions_where_they_are_found() {
         );
     }
 }
+
+#[test]
+fn help_on_generate_names_the_places_the_install_lines_use() {
+    // `backoff --help` is all a user of a bare binary has: it must send
+    // the pages and the completion where the README's lines do.
+    let help = Cli::command().render_long_help().to_string();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    for place in [
+        "${CARGO_HOME:-~/.cargo}/share/man/man1",
+        "~/.local/share/bash-completion/completions/backoff",
+    ] {
+        assert!(readme.contains(place), "README lacks {place}");
+        // --help wraps its lines; the place is one word of them.
+        let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(place), "--help lacks {place}");
+    }
+}
