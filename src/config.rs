@@ -1252,6 +1252,12 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         applied,
         command: &cli.command,
         attempts: crate::run::max_attempts(goal, policy.max_retries, cli.goal.reset_after),
+        one_attempt: match goal {
+            Goal::Failure { .. } => None,
+            Goal::Success { .. } if given.attempts => Some("make backoff's --attempts 1"),
+            Goal::Success { .. } if given.max_retries => Some("make backoff's --max-retries 0"),
+            Goal::Success { .. } => Some(preset::ONE_ATTEMPT),
+        },
         retry_after: streams.retry_after,
         pattern: streams.retry_after_pattern.is_some(),
         hold_stdout: streams.hold_stdout,

@@ -57,6 +57,10 @@ pub fn added_arguments(preset: Option<Preset>, command: &[OsString]) -> Vec<OsSt
     }
 }
 
+/// How a run that gave backoff no limit of its own is told to make one
+/// attempt.
+pub const ONE_ATTEMPT: &str = "give backoff --attempts 1";
+
 /// What a run is set to do, as far as `notices` needs to know.
 #[derive(Debug, Clone, Copy)]
 // Each flag is an option of its own, not a state in disguise.
@@ -68,6 +72,11 @@ pub struct Setting<'a> {
     pub command: &'a [OsString],
     /// Attempts in all; `None` without a limit.
     pub attempts: Option<u64>,
+    /// How backoff is told to make one attempt, on its command line as
+    /// given (`give backoff --attempts 1`, `make backoff's --max-retries
+    /// 0`); `None` where backoff retries no failure (`--until-failure`),
+    /// so that the command's own retries multiply nothing.
+    pub one_attempt: Option<&'static str>,
     /// `--retry-after` given itself (not implied by a preset).
     pub retry_after: bool,
     /// `--retry-after-pattern` given: its value may be anywhere, and the
@@ -198,15 +207,16 @@ fn unseen_headers(who: &str, s: &Setting<'_>) -> Option<String> {
 
 /// The command's own retries inside backoff's: the product, and the fix.
 fn nested_retries(s: &Setting<'_>) -> Option<String> {
+    let one_attempt = s.one_attempt?;
     let unlimited = s.attempts.is_none();
     let (program, tries, what, fix) = if named(s.command, "curl") {
         let retries = curl::retries(s.command).filter(|&n| n > 0)?;
         let mut what = vec![format!("--retry {retries}")];
         what.extend(curl::retries_more(s.command).into_iter().map(str::to_owned));
         let fix = if unlimited {
-            "drop --retry"
+            "drop --retry".to_owned()
         } else {
-            "drop --retry, or give backoff --attempts 1"
+            format!("drop --retry, or {one_attempt}")
         };
         ("curl", Some(retries.saturating_add(1)), what, fix)
     } else if named(s.command, "wget") {
@@ -224,9 +234,9 @@ fn nested_retries(s: &Setting<'_>) -> Option<String> {
         let mut what = vec![given];
         what.extend(wget::retries_more(s.command));
         let fix = if unlimited {
-            "give wget --tries=1"
+            "give wget --tries=1".to_owned()
         } else {
-            "give wget --tries=1, or backoff --attempts 1"
+            format!("give wget --tries=1, or {one_attempt}")
         };
         ("wget", tries, what, fix)
     } else {
@@ -264,6 +274,7 @@ mod tests {
             applied,
             command,
             attempts,
+            one_attempt: Some(ONE_ATTEMPT),
             retry_after: false,
             pattern: false,
             hold_stdout: false,
@@ -330,6 +341,12 @@ mod tests {
             ]
         );
         assert!(notices(&setting(&c, Some(1))).is_empty());
+        // Where backoff retries no failure, nothing multiplies.
+        let until_failure = Setting {
+            one_attempt: None,
+            ..setting(&c, Some(4))
+        };
+        assert!(notices(&until_failure).is_empty());
         let c = words("curl -fsS --retry 1 --retry-all-errors http://h/");
         assert!(
             notices(&setting(&c, Some(2)))[0].contains(
@@ -344,7 +361,7 @@ mod tests {
         assert_eq!(
             notices(&setting(&w, Some(7))),
             [
-                "wget's own retries run inside backoff's: up to 21 requests: 7 attempts × wget's 3 (--tries=3, --retry-connrefused); give wget --tries=1, or backoff --attempts 1"
+                "wget's own retries run inside backoff's: up to 21 requests: 7 attempts × wget's 3 (--tries=3, --retry-connrefused); give wget --tries=1, or give backoff --attempts 1"
             ]
         );
         let w = words("wget -q -S http://h/");
@@ -359,7 +376,7 @@ mod tests {
         assert_eq!(
             notices(&off),
             [
-                "wget's own retries run inside backoff's: up to 140 requests: 7 attempts × wget's 20 (its default --tries=20); give wget --tries=1, or backoff --attempts 1"
+                "wget's own retries run inside backoff's: up to 140 requests: 7 attempts × wget's 20 (its default --tries=20); give wget --tries=1, or give backoff --attempts 1"
             ]
         );
         let w = words("wget -S -t inf http://h/");

@@ -114,7 +114,7 @@ fn curls_own_retries_multiply_backoffs_and_the_warning_gives_the_product() {
     assert_eq!(
         warned,
         [
-            "backoff: curl's own retries run inside backoff's: up to 4 requests: 2 attempts × curl's 2 (--retry 1); drop --retry, or give backoff --attempts 1"
+            "backoff: curl's own retries run inside backoff's: up to 4 requests: 2 attempts × curl's 2 (--retry 1); drop --retry, or make backoff's --attempts 1"
         ],
         "{err}"
     );
@@ -122,6 +122,24 @@ fn curls_own_retries_multiply_backoffs_and_the_warning_gives_the_product() {
     // Written as curl refuses it, it is no retry of curl's.
     let out = run_on("--attempts 2 --base 1ms", &["curl", "-fsS", "--retry=1"]);
     assert!(saying(&stderr(&out), "own retries").is_empty());
+    // --until-failure retries no failure: curl's retries multiply nothing.
+    let server = Server::start(vec![Reply::new(200, "ok\n"), Reply::new(503, "busy\n")]);
+    let out = run_on(
+        "--until-failure 2 --base 1ms",
+        &[
+            "curl",
+            "-fsS",
+            "--retry",
+            "1",
+            "--retry-delay",
+            "0",
+            &server.url,
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(22), "{err}");
+    assert!(saying(&err, "own retries").is_empty(), "{err}");
+    assert_eq!(server.requests().len(), 3, "{err}");
 }
 
 #[test]
@@ -154,7 +172,7 @@ fn the_wget_preset_makes_one_request_an_attempt_and_keeps_tries_it_is_given() {
     assert_eq!(
         saying(&err, "own retries"),
         [
-            "backoff: wget's own retries run inside backoff's: up to 6 requests: 2 attempts × wget's 3 (--tries=3); give wget --tries=1, or backoff --attempts 1"
+            "backoff: wget's own retries run inside backoff's: up to 6 requests: 2 attempts × wget's 3 (--tries=3); give wget --tries=1, or make backoff's --attempts 1"
         ],
         "{err}"
     );
