@@ -1057,19 +1057,25 @@ impl Loop<'_, '_> {
     }
 
     /// How long after `--signal` an attempt with `left` before the
-    /// deadline is killed: `--kill-after`, but half of it when the deadline
-    /// ends the attempt and a hook closes the run. backoff exits
-    /// `--kill-after` after the deadline at the latest, and a command that
-    /// ignores `--signal` would otherwise leave that hook no time at all:
-    /// `--on-give-up` would never tell of a hung command.
+    /// deadline is killed: `--kill-after`, but no more than half the time
+    /// from its `--signal` to backoff's exit when a hook closes the run.
+    /// backoff exits `--kill-after` after the deadline at the latest, and a
+    /// command that ignores `--signal` would otherwise leave that hook
+    /// little time or none: `--on-give-up` would never tell of a hung
+    /// command. An attempt the deadline ends gets half of `--kill-after`;
+    /// one `--timeout` ends well before the deadline, all of it.
     fn grace(&self, left: Option<Duration>) -> Duration {
         let plan = self.plan;
-        let by_deadline = left.is_some_and(|l| plan.timeout.is_none_or(|t| l <= t));
         let closing = plan.hooks.on_give_up.is_some() || plan.hooks.on_success.is_some();
-        if by_deadline && closing {
-            plan.kill_after / 2
-        } else {
-            plan.kill_after
+        match left {
+            Some(left) if closing => {
+                let signal_in = plan.timeout.map_or(left, |t| t.min(left));
+                let after_signal = left
+                    .saturating_sub(signal_in)
+                    .saturating_add(plan.kill_after);
+                plan.kill_after.min(after_signal / 2)
+            }
+            _ => plan.kill_after,
         }
     }
 
@@ -1898,7 +1904,7 @@ mod tests {
     }
 
     #[test]
-    fn an_attempt_the_deadline_ends_leaves_half_of_kill_after_to_a_closing_hook() {
+    fn an_attempt_ended_near_the_deadline_leaves_half_the_time_to_a_closing_hook() {
         let ms = Duration::from_millis;
         // With --on-give-up and --max-time bounding the attempt: half.
         let (fake, _) = closing_after(ms(100), Some(ms(2000)));
@@ -1931,6 +1937,15 @@ mod tests {
         };
         run(&plan, &mut fake, &mut Events::default());
         assert_eq!(fake.seen[0].grace, ms(1000));
+        // --timeout ends it just before the deadline: half of what is then
+        // left until backoff's exit (100ms to the deadline, 1s after it).
+        let mut fake = Fake::new(&[BAD]);
+        let plan = Plan {
+            timeout: Some(ms(1900)),
+            ..plan
+        };
+        run(&plan, &mut fake, &mut Events::default());
+        assert_eq!(fake.seen[0].grace, ms(550));
     }
 
     #[test]
