@@ -126,7 +126,8 @@ pub fn notices(s: &Setting<'_>) -> Vec<String> {
     } else if s.retry_after {
         Some("--retry-after".to_owned())
     } else {
-        s.applied.map(label)
+        // A preset for another program wishes for nothing there.
+        s.applied.filter(|a| reads(a.preset, s.command)).map(label)
     };
     if let Some(who) = wisher {
         lines.extend(unseen_headers(&who, s));
@@ -150,10 +151,19 @@ fn label(applied: Applied) -> String {
 /// all it does.
 fn unread(applied: Applied, program: &str, s: &Setting<'_>) -> Option<String> {
     let preset = applied.preset;
+    let name = preset.name();
+    // Another preset's program: this one's rules mean nothing there.
+    if let Some(own) = s.command.first().and_then(Preset::of_program)
+        && own != preset
+    {
+        let own = own.name();
+        return Some(format!(
+            "--preset {name} is for {name}, and the command is {own}, whose exit codes and messages mean other things; drop --preset {name}, and {own}'s own preset applies"
+        ));
+    }
     if preset == Preset::Git || reads(preset, s.command) {
         return None;
     }
-    let name = preset.name();
     let lost = match preset {
         Preset::Curl => {
             let (headers, body) = if s.hold_stdout {
@@ -168,7 +178,7 @@ fn unread(applied: Applied, program: &str, s: &Setting<'_>) -> Option<String> {
         _ => "turn wget's own retries off (--tries=1)".to_owned(),
     };
     Some(format!(
-        "--preset {name} cannot read the arguments of '{program}', only {name}'s: its rules on exit codes and HTTP statuses apply, but it cannot {lost}; run {name} directly: backoff --preset {name} -- {name} ARGS..."
+        "--preset {name} cannot read the arguments of '{program}', only {name}'s: its rules on exit codes and HTTP statuses apply, but it cannot {lost}; run {name} directly: backoff -- {name} ARGS..."
     ))
 }
 
@@ -449,7 +459,7 @@ mod tests {
         assert_eq!(
             notices(&given(Preset::Curl)),
             [
-                "--preset curl cannot read the arguments of 'sh', only curl's: its rules on exit codes and HTTP statuses apply, but it cannot guard against sending a POST again, read the response headers curl prints only when asked (Retry-After, rate limits), nor hold the body back; run curl directly: backoff --preset curl -- curl ARGS..."
+                "--preset curl cannot read the arguments of 'sh', only curl's: its rules on exit codes and HTTP statuses apply, but it cannot guard against sending a POST again, read the response headers curl prints only when asked (Retry-After, rate limits), nor hold the body back; run curl directly: backoff -- curl ARGS..."
             ]
         );
         assert!(notices(&given(Preset::Wget))[0].starts_with(
@@ -474,6 +484,36 @@ mod tests {
                 "preset curl (from the program's name): curl runs without -f (--fail), so an HTTP error exits 0 and is not retried; add -f"
             ]
         );
+    }
+
+    #[test]
+    fn a_preset_given_for_another_presets_program_is_said() {
+        let c = words("curl -fsS http://h/");
+        let given = Setting {
+            applied: choose(Some(Some(Preset::Wget)), &c),
+            ..setting(&c, Some(7))
+        };
+        assert_eq!(
+            notices(&given),
+            [
+                "--preset wget is for wget, and the command is curl, whose exit codes and messages mean other things; drop --preset wget, and curl's own preset applies"
+            ]
+        );
+        let g = words("git fetch");
+        let given = Setting {
+            applied: choose(Some(Some(Preset::Curl)), &g),
+            ..setting(&g, Some(7))
+        };
+        assert!(
+            notices(&given)[0].starts_with("--preset curl is for curl, and the command is git")
+        );
+        // Nor is the wrong preset's wish for headers said.
+        let c = words("curl -fsS http://h/");
+        let given = Setting {
+            applied: choose(Some(Some(Preset::Git)), &c),
+            ..setting(&c, Some(7))
+        };
+        assert_eq!(notices(&given).len(), 1, "{:?}", notices(&given));
     }
 
     #[test]

@@ -926,9 +926,8 @@ pub struct TimeArgs {
     /// that would pass it is not slept, and the running attempt is bounded
     /// by the time left. backoff exits at the latest --kill-after after the
     /// deadline: the attempt gets --signal at the deadline and SIGKILL
-    /// --kill-after later, and the hooks that close the run (--on-give-up,
-    /// --on-success) run within that time; with such a hook, the attempt
-    /// gets SIGKILL sooner, to leave the hook at least half of it.
+    /// --kill-after later (halfway, with a closing hook), and --on-give-up
+    /// and --on-success run within that time.
     #[arg(long, value_name = "DURATION", env = "BACKOFF_MAX_TIME", hide_env_values = true,
           value_parser = values::duration, allow_hyphen_values = true)]
     pub max_time: Option<Duration>,

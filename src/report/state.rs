@@ -154,8 +154,8 @@ pub fn breaker_reset(key: &str, store: &str, found: Found<Circuit>, now_ms: u64)
 /// over a window of `window_ms`.
 pub fn counts_text(counts: Counts, window_ms: u64) -> String {
     format!(
-        "{} requests in the last {} ({} skipped), {} accepted",
-        counts.requests,
+        "{} in the last {} ({} skipped), {} accepted",
+        super::text::plural(counts.requests, "request"),
         humantime::format_duration(Duration::from_millis(window_ms)),
         counts.skips,
         counts.accepts,
@@ -275,6 +275,15 @@ mod tests {
         assert_eq!(
             told.line,
             "throttle 'api' reset to an empty window; it held 12 requests in the last 2m (3 skipped), 5 accepted"
+        );
+        let one = Counts {
+            requests: 1,
+            skips: 0,
+            accepts: 1,
+        };
+        assert_eq!(
+            counts_text(one, 120_000),
+            "1 request in the last 2m (0 skipped), 1 accepted"
         );
         assert_eq!(told.json["before"]["requests"], 12);
         assert_eq!(told.json["before"]["window_seconds"], 120.0);

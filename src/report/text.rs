@@ -128,7 +128,8 @@ fn successes(n: u64) -> String {
     }
 }
 
-fn plural(n: u64, word: &str) -> String {
+/// `n` and `word`, with an `s` unless `n` is 1.
+pub fn plural(n: u64, word: &str) -> String {
     if n == 1 {
         format!("{n} {word}")
     } else {

@@ -229,7 +229,7 @@ fn a_preset_given_through_a_shell_says_what_it_cannot_do_and_does_not() {
     assert_eq!(
         saying(&err, "cannot read"),
         [
-            "backoff: --preset curl cannot read the arguments of 'sh', only curl's: its rules on exit codes and HTTP statuses apply, but it cannot guard against sending a POST again, read the response headers curl prints only when asked (Retry-After, rate limits), nor hold the body back; run curl directly: backoff --preset curl -- curl ARGS..."
+            "backoff: --preset curl cannot read the arguments of 'sh', only curl's: its rules on exit codes and HTTP statuses apply, but it cannot guard against sending a POST again, read the response headers curl prints only when asked (Retry-After, rate limits), nor hold the body back; run curl directly: backoff -- curl ARGS..."
         ],
         "{err}"
     );
@@ -334,6 +334,7 @@ fn the_warnings_are_said_once_not_with_q_and_are_json_warning_events() {
         .iter()
         .filter(|e| e["event"] == "warning")
         .filter_map(|e| e["message"].as_str())
+        .filter(ours)
         .collect();
     let plain: Vec<&str> = lines
         .iter()

@@ -139,7 +139,7 @@ fn a_fresh_key_shows_nothing_counted_and_creates_nothing_and_reset_empties_a_win
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         stderr(&out),
-        "backoff: throttle 'api' reset to an empty window; it held 1 requests in the last 2m (0 skipped), 1 accepted\n"
+        "backoff: throttle 'api' reset to an empty window; it held 1 request in the last 2m (0 skipped), 1 accepted\n"
     );
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&store), 0o700);

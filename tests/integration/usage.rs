@@ -826,139 +826,84 @@ fn more_advice_followed_literally_works() {
 
 #[test]
 fn the_advice_of_what_a_preset_or_a_program_cannot_do_followed_literally_works() {
-    let cases: &[Advice] = &[
+    // Each case as command lines of plain words: what is said, the advice,
+    // and the command line that follows it.
+    let cases = [
         (
-            &[
-                "--preset",
-                "curl",
-                "--",
-                "sh",
-                "-c",
-                "curl -fs file:///dev/null",
-            ],
-            &[],
-            "run curl directly: backoff --preset curl -- curl ARGS...",
-            &["--preset", "curl", "--", "curl", "-fs", "file:///dev/null"],
-        ),
-        (
-            &[
-                "--preset",
-                "none",
-                "--retry-after",
-                "--",
-                "curl",
-                "-fs",
-                "file:///dev/null",
-            ],
-            &[],
+            "--preset none --retry-after -- curl -fs file:///dev/null",
             "add -D /dev/stderr",
-            &[
-                "--preset",
-                "none",
-                "--retry-after",
-                "--",
-                "curl",
-                "-fs",
-                "-D",
-                "/dev/stderr",
-                "file:///dev/null",
-            ],
+            "--preset none --retry-after -- curl -fs -D /dev/stderr file:///dev/null",
         ),
         (
-            &["--", "curl", "-fs", "-D", "/dev/null", "file:///dev/null"],
-            &[],
+            "-- curl -fs -D /dev/null file:///dev/null",
             "use -D /dev/stderr, or drop -D and the preset reads them",
-            &["--", "curl", "-fs", "file:///dev/null"],
+            "-- curl -fs file:///dev/null",
         ),
         (
-            &["--", "curl", "-fs", "--retry", "2", "file:///dev/null"],
-            &[],
+            "-- curl -fs --retry 2 file:///dev/null",
             "drop --retry, or give backoff --attempts 1",
-            &["--", "curl", "-fs", "file:///dev/null"],
+            "-- curl -fs file:///dev/null",
         ),
         (
-            &["--", "curl", "-fs", "--retry", "2", "file:///dev/null"],
-            &[],
+            "-- curl -fs --retry 2 file:///dev/null",
             "drop --retry, or give backoff --attempts 1",
-            &[
-                "--attempts",
-                "1",
-                "--",
-                "curl",
-                "-fs",
-                "--retry",
-                "2",
-                "file:///dev/null",
-            ],
+            "--attempts 1 -- curl -fs --retry 2 file:///dev/null",
         ),
         (
-            &[
-                "--attempts",
-                "3",
-                "--",
-                "curl",
-                "-fs",
-                "--retry",
-                "2",
-                "file:///dev/null",
-            ],
-            &[],
+            "--attempts 3 -- curl -fs --retry 2 file:///dev/null",
             "drop --retry, or make backoff's --attempts 1",
-            &[
-                "--attempts",
-                "1",
-                "--",
-                "curl",
-                "-fs",
-                "--retry",
-                "2",
-                "file:///dev/null",
-            ],
+            "--attempts 1 -- curl -fs --retry 2 file:///dev/null",
         ),
         (
-            &[
-                "--max-retries",
-                "2",
-                "--",
-                "curl",
-                "-fs",
-                "--retry",
-                "2",
-                "file:///dev/null",
-            ],
-            &[],
+            "--max-retries 2 -- curl -fs --retry 2 file:///dev/null",
             "drop --retry, or make backoff's --max-retries 0",
-            &[
-                "--max-retries",
-                "0",
-                "--",
-                "curl",
-                "-fs",
-                "--retry",
-                "2",
-                "file:///dev/null",
-            ],
+            "--max-retries 0 -- curl -fs --retry 2 file:///dev/null",
         ),
         (
-            &["--", "wget", "-q", "-S", "-t", "3", "nope://x"],
-            &[],
-            "give wget --tries=1, or backoff --attempts 1",
-            &["--", "wget", "-q", "-S", "-t", "3", "--tries=1", "nope://x"],
+            "-- wget -q -S -t 3 nope://x",
+            "give wget --tries=1, or give backoff --attempts 1",
+            "-- wget -q -S -t 3 --tries=1 nope://x",
         ),
         (
-            &["--retry-after", "--", "wget", "-q", "nope://x"],
-            &[],
+            "--retry-after -- wget -nv nope://x",
             "add -S",
-            &["--retry-after", "--", "wget", "-q", "-S", "nope://x"],
+            "--retry-after -- wget -nv -S nope://x",
         ),
         (
-            &["--", "wget", "-q", "-O", "/dev/null", "nope://x"],
-            &[],
+            "--preset wget -- curl -fs file:///dev/null",
+            "drop --preset wget, and curl's own preset applies",
+            "-- curl -fs file:///dev/null",
+        ),
+        (
+            "-- wget -q -O /dev/null nope://x",
             "use -nv instead of -q",
-            &["--", "wget", "-nv", "-O", "/dev/null", "nope://x"],
+            "-- wget -nv -O /dev/null nope://x",
         ),
     ];
-    follow_advice(cases);
+    let words = |line: &'static str| line.split_whitespace().collect::<Vec<_>>();
+    let lines: Vec<_> = cases
+        .iter()
+        .map(|&(bad, advice, fixed)| (words(bad), advice, words(fixed)))
+        .collect();
+    let mut advice: Vec<Advice> = lines
+        .iter()
+        .map(|(bad, advice, fixed)| (&bad[..], &[][..], *advice, &fixed[..]))
+        .collect();
+    // A shell's one argument holds spaces.
+    advice.push((
+        &[
+            "--preset",
+            "curl",
+            "--",
+            "sh",
+            "-c",
+            "curl -fs file:///dev/null",
+        ],
+        &[],
+        "run curl directly: backoff -- curl ARGS...",
+        &["--", "curl", "-fs", "file:///dev/null"],
+    ));
+    follow_advice(&advice);
 }
 
 #[test]
