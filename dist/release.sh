@@ -48,7 +48,7 @@ archive() {
     install -m 755 "$bin" "$stage/backoff"
     install -m 644 man/*.1 "$stage/man/"
     install -m 644 completions/_backoff completions/backoff.bash completions/backoff.fish \
-        completions/backoff.elv "$stage/completions/"
+        completions/backoff.elv completions/backoff.ps1 "$stage/completions/"
     install -m 644 README.md CHANGELOG.md LICENSE-MIT LICENSE-APACHE \
         dist/THIRD-PARTY-NOTICES "$stage/"
     install -m 644 docs/guide.md "$stage/docs/"
@@ -63,7 +63,8 @@ archive() {
     tar -C "$check" -xzf "$out/$name.tar.gz"
     unpacked=$check/$name
     for f in backoff man/backoff.1 completions/_backoff completions/backoff.bash \
-        completions/backoff.fish completions/backoff.elv README.md docs/guide.md CHANGELOG.md \
+        completions/backoff.fish completions/backoff.elv completions/backoff.ps1 \
+        README.md docs/guide.md CHANGELOG.md \
         LICENSE-MIT LICENSE-APACHE THIRD-PARTY-NOTICES; do
         if [ ! -s "$unpacked/$f" ]; then
             echo "dist: $f is missing from $name.tar.gz" >&2

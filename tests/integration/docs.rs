@@ -27,6 +27,7 @@ const COMPLETIONS: &[(&str, Shell, &str)] = &[
     ("_backoff", Shell::Zsh, "complete-zsh"),
     ("backoff.fish", Shell::Fish, "complete-fish"),
     ("backoff.elv", Shell::Elvish, "complete-elvish"),
+    ("backoff.ps1", Shell::PowerShell, "complete-powershell"),
 ];
 
 /// The kind of `--generate` that prints page `name`: `man` for backoff(1),
@@ -250,7 +251,7 @@ fn the_binary_prints_the_generated_files() {
             path.display()
         );
     }
-    // PowerShell's script is not shipped; it completes backoff's options.
+    // PowerShell's script completes backoff's options.
     let powershell = String::from_utf8(printed("complete-powershell")).unwrap();
     assert!(
         powershell.contains("Register-ArgumentCompleter") && powershell.contains("'--jitter'"),
