@@ -1173,12 +1173,16 @@ fn warnings(output: &OutputArgs, format: LogFormat, command: &[OsString]) -> War
     if format == LogFormat::Json {
         return Warnings::json(run_label(output.name.as_ref(), command), SystemTime::now);
     }
-    Warnings::text(Labels {
+    let labels = Labels {
         clock: output
             .timestamps
             .then_some(SystemTime::now as fn() -> SystemTime),
         name: output.name.clone(),
-    })
+    };
+    if format == LogFormat::Github {
+        return Warnings::github(labels);
+    }
+    Warnings::text(labels)
 }
 
 /// Refuses a command whose program is an empty word (`backoff ""`): no

@@ -161,7 +161,7 @@ The git preset reads what git prints, not its arguments, so it works as well thr
 .PP
 backoff reads the command line of curl and wget only, not \fB~/.curlrc\fR, a \fB\-K\fR file, \fB~/.wgetrc\fR, \fB/etc/wgetrc\fR nor \fB$WGETRC\fR: give on the command line what backoff should know.
 .SS "Said at the start"
-When a protection cannot apply to the command at hand, backoff says so once, at the start of the run (not with \fB\-q\fR; in JSON, a \fBwarning\fR event), with what is lost and the fix:
+When a protection cannot apply to the command at hand, backoff says so once, at the start of the run (not with \fB\-q\fR; in JSON, a \fBwarning\fR event; under \fB\-\-log\-format github\fR, a \fB::warning\fR annotation), with what is lost and the fix:
 .IP \(bu 2
 a preset given (\fB\-\-preset curl\fR or \fB\-\-preset wget\fR) for a command whose arguments it cannot read, such as \fBsh \-c 'curl ...'\fR or a script: its rules on exit codes and HTTP statuses still apply, but the curl preset cannot guard a POST, read the headers curl prints only when asked, nor hold the body, and the wget preset cannot turn wget's own retries off; run the program directly (\fBbackoff \-\- curl ...\fR); given for another preset's program (\fB\-\-preset wget \-\- curl ...\fR), it is said to be the wrong one;
 .IP \(bu 2

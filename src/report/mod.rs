@@ -113,6 +113,8 @@ pub struct Warnings {
 #[derive(Debug, Clone)]
 enum Form {
     Text(Labels),
+    /// As GitHub Actions annotations (`::warning title=NAME::...`).
+    Github(Labels),
     Json {
         name: String,
         clock: fn() -> SystemTime,
@@ -133,6 +135,14 @@ impl Warnings {
         }
     }
 
+    /// Warnings as GitHub Actions annotations, labelled with `labels`,
+    /// which the run's page shows.
+    pub fn github(labels: Labels) -> Warnings {
+        Warnings {
+            form: Form::Github(labels),
+        }
+    }
+
     /// Warnings as JSON events of the run `name`, timed by `clock`.
     pub fn json(name: String, clock: fn() -> SystemTime) -> Warnings {
         Warnings {
@@ -147,6 +157,11 @@ impl Warnings {
             Form::Text(labels) => {
                 format!("backoff: {}\n", escape_controls(&labels.apply(message)))
             }
+            Form::Github(labels) => format!(
+                "::warning title={}::{}\n",
+                fold::escape_property(labels.name.as_deref().unwrap_or("backoff")),
+                fold::escape_workflow(&labels.apply(message))
+            ),
             Form::Json { name, clock } => json::warning_line(message, name, *clock),
         };
         let _ = Std::Err.write_all(line.as_bytes());

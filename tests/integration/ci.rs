@@ -381,7 +381,8 @@ fn a_symlink_or_a_fifo_as_a_step_file_is_refused_and_left_alone() {
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: mkfifo reads a valid, NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    // -q: the outputs are written all the same, and a refusal is said.
+    // -q: the outputs are written all the same, and a refusal is said, as
+    // an annotation on the run's page.
     let out = finished(in_github_step(&dir, &["-q", "--", "true"]));
     assert_eq!(out.status.code(), Some(0));
     let lines = stderr_lines(&out);
@@ -389,11 +390,11 @@ fn a_symlink_or_a_fifo_as_a_step_file_is_refused_and_left_alone() {
         lines,
         [
             format!(
-                "backoff: cannot write $GITHUB_OUTPUT '{}': not a regular file",
+                "::warning title=backoff::cannot write $GITHUB_OUTPUT '{}': not a regular file",
                 dir.join("output").display()
             ),
             format!(
-                "backoff: cannot write $GITHUB_STEP_SUMMARY '{}': not a regular file",
+                "::warning title=backoff::cannot write $GITHUB_STEP_SUMMARY '{}': not a regular file",
                 fifo.display()
             ),
         ]

@@ -414,3 +414,19 @@ fn verbose_the_start_event_and_the_report_name_the_preset_and_where_it_came_from
         assert_eq!((&start["preset"], &start["preset_from"]), (&preset, &from));
     }
 }
+
+#[test]
+fn under_github_actions_the_start_warnings_are_annotations() {
+    let out = command(["--log-format", "github", "--attempts", "2", "--base", "1ms"])
+        .args(["--name", "fetch: eu", "--"])
+        .args(["curl", "-sS", "--retry", "1", "file:///nonexistent"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines[0].starts_with("::warning title=fetch%3A eu::fetch: eu: preset curl (from the program's name): curl runs without -f")
+            && lines[1].starts_with("::warning title=fetch%3A eu::fetch: eu: curl's own retries run inside backoff's"),
+        "{err}"
+    );
+}
