@@ -11,8 +11,8 @@ use clap::parser::ValueSource;
 
 use crate::budget::file;
 use crate::budget::{
-    BreakerStore, Breakers, Budgets, Kind, Location, OpenError, Settings, Shared, Store,
-    ThrottleStore, Throttles, redact,
+    BreakerStore, Breakers, Budgets, Kind, Location, MAX_STORE_TIMEOUT, OpenError, Settings,
+    Shared, Store, ThrottleStore, Throttles, redact,
 };
 use crate::classify::{Applied, Preset, Rule, Rules};
 use crate::cli::values::RuleList;
@@ -989,6 +989,17 @@ fn check_store(place: &StoreArgs, given: &Given) -> Result<(), UsageError> {
             "0",
             "--budget-store-timeout",
             "must be above zero",
+        ));
+    }
+    if place.budget_store_timeout > MAX_STORE_TIMEOUT {
+        return Err(invalid(
+            given,
+            show(place.budget_store_timeout),
+            "--budget-store-timeout",
+            format_args!(
+                "must be at most {}: a store that has not answered by then is unavailable, and --budget-store-fail decides",
+                show(MAX_STORE_TIMEOUT)
+            ),
         ));
     }
     Ok(())

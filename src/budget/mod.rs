@@ -2,12 +2,17 @@
 //! by processes live (their rules are pure, in `fleet`): a file per key for
 //! the processes of
 //! one machine (`file`), or Redis for a fleet (`redis`, behind the cargo
-//! feature of that name).
+//! feature of that name, over a connection of backoff's own, `wire`, that
+//! reads each reply within bounds, framed by `resp`).
 
 pub mod file;
 #[cfg(feature = "redis")]
 pub mod redis;
+#[cfg(feature = "redis")]
+mod resp;
 pub mod secret;
+#[cfg(feature = "redis")]
+mod wire;
 
 pub use crate::fleet::Found;
 pub use crate::fleet::bucket::Level;
@@ -52,6 +57,14 @@ impl std::fmt::Display for StoreError {
         }
     }
 }
+
+/// The longest `--budget-store-timeout`: a decision is made before each
+/// attempt or retry, so a run can wait for several in a row, and a store
+/// that has not answered in a minute (a server frozen, a lock held by a
+/// process that hangs) is better counted as unavailable, for the fail mode
+/// to decide, than waited for longer. A wait that long also bounds how long
+/// a server may take to send a reply, however slowly it sends it.
+pub const MAX_STORE_TIMEOUT: Duration = Duration::from_mins(1);
 
 /// The deadline of a store call that may take `timeout` from now (a
 /// timeout too long to represent is a year).

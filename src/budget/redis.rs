@@ -15,8 +15,11 @@
 //! its answer, for a terminating signal and for the timeout in one wait: a
 //! store that never answers (a frozen server, a slow name lookup) costs at
 //! most the timeout, and a signal ends the wait at once. A call abandoned
-//! that way ends by itself (its socket's timeouts are the same), and its
-//! connection is never used again.
+//! that way ends by itself (every read and write of its connection ends by
+//! the same deadline, however slowly a server sends), and its connection is
+//! never used again. The connection is backoff's own (`wire`): it reads at
+//! most 64 KiB of a reply, and a message quotes at most 256 bytes of what
+//! a server says.
 //!
 //! A decision that reaches the server after backoff stopped waiting for it
 //! (a server frozen, then thawed, reads what was sent meanwhile) must change
@@ -40,6 +43,7 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use crate::budget::secret::{redact, scrub};
+use crate::budget::wire::Wire;
 use crate::budget::{
     Backend as StoreBackend, BreakerBackend, BudgetBackend, FailMode, Found, Level, Refill,
     StoreError, ThrottleBackend, deadline_after,
@@ -51,8 +55,12 @@ use crate::fleet::throttle::{
     Counts, Decision, MAX_COUNT, MAX_K_MILLI, MAX_WINDOW_MS, MIN_WINDOW_MS, SLOTS, Slot, Throttle,
     Window,
 };
-use crate::report::Warnings;
+use crate::report::{Warnings, cut_quote};
 use crate::run::{Wait, Waited};
+
+/// The most of what a server says (an error, an unexpected reply) that a
+/// message quotes, in bytes as the line shows them.
+const QUOTED: usize = 256;
 
 /// The namespace of budget keys in Redis.
 pub const REDIS_PREFIX: &str = "backoff:budget:";
@@ -392,21 +400,24 @@ impl std::fmt::Debug for RedisBudget {
 /// What connects to the store: one server, or a Redis Cluster.
 #[derive(Clone)]
 enum Backend {
-    /// A server (`redis://`, `rediss://`, `redis+unix://`).
-    Single(redis::Client),
-    /// A cluster (`redis+cluster://`, `rediss+cluster://`): each call goes
-    /// to the node that serves its key's slot.
-    Cluster(redis::cluster::ClusterClient),
+    /// A server (`redis://`, `rediss://`).
+    Single(Box<redis::ConnectionInfo>),
+    /// A cluster (`redis+cluster://`, `rediss+cluster://`), by the URLs of
+    /// its nodes: each call goes to the node that serves its key's slot.
+    Cluster(Vec<String>),
 }
 
-/// A connection to the store.
+/// A connection to the store, over `Wire`s.
 enum Link {
-    Single(redis::Connection),
-    Cluster(Box<redis::cluster::ClusterConnection>),
+    Single(Wire),
+    Cluster(Box<redis::cluster::ClusterConnection<Wire>>),
 }
 
 impl Link {
+    /// Every read and write of the connection, until this is called again,
+    /// ends within `limit` from now.
     fn set_timeouts(&mut self, limit: Duration) -> redis::RedisResult<()> {
+        use redis::cluster::Connect as _;
         match self {
             Link::Single(c) => c
                 .set_read_timeout(Some(limit))
@@ -523,15 +534,28 @@ fn cutoff(deadline: Instant, timeout: Duration) -> Instant {
     deadline.checked_sub(timeout / 10).unwrap_or(deadline)
 }
 
+/// A cluster's client for its `nodes`, each connection made within
+/// `limit`, and none tried again (the fail mode decides).
+fn cluster_client(
+    nodes: &[String],
+    limit: Duration,
+) -> redis::RedisResult<redis::cluster::ClusterClient> {
+    redis::cluster::ClusterClient::builder(nodes.iter().map(String::as_str))
+        .retries(0)
+        .connection_timeout(limit)
+        .build()
+}
+
 impl Backend {
     /// Connects within `limit`.
     fn connect(&self, limit: Duration) -> redis::RedisResult<Link> {
         match self {
-            Backend::Single(client) => client.get_connection_with_timeout(limit).map(Link::Single),
-            Backend::Cluster(client) => client
-                .get_connection_with_config(
-                    redis::cluster::ClusterConfig::new().set_connection_timeout(limit),
-                )
+            Backend::Single(info) => Wire::connect(info, Some(limit)).map(Link::Single),
+            // The cluster's connection over `Wire`s (`get_generic_connection`
+            // is how the redis crate makes one over a connection of the
+            // caller's).
+            Backend::Cluster(nodes) => cluster_client(nodes, limit)?
+                .get_generic_connection::<Wire>()
                 .map(|c| Link::Cluster(Box::new(c))),
         }
     }
@@ -751,17 +775,16 @@ impl Server {
             );
         }
         let opened = if cluster {
+            // The nodes are checked now; a client is made for each
+            // connection, with the time its call has left.
             cluster_nodes(url).and_then(|nodes| {
-                redis::cluster::ClusterClient::builder(nodes)
-                    // One try within the call's time: the fail mode decides.
-                    .retries(0)
-                    .build()
-                    .map(Backend::Cluster)
+                cluster_client(&nodes, Duration::from_secs(1))
+                    .map(|_| Backend::Cluster(nodes))
                     .map_err(|e| e.to_string())
             })
         } else {
             redis::Client::open(url)
-                .map(Backend::Single)
+                .map(|client| Backend::Single(Box::new(client.get_connection_info().clone())))
                 .map_err(|e| e.to_string())
         };
         let backend = opened.map_err(|e| {
@@ -792,7 +815,9 @@ impl Server {
         timeout: Duration,
         wait: &mut dyn Wait,
     ) -> Result<Vec<String>, StoreError> {
-        let failed = |e: String| StoreError::Failed(scrub(&e, &self.url));
+        // The secrets go first, so that no cut leaves a part of one.
+        let failed =
+            |e: String| StoreError::Failed(cut_quote(&scrub(&e, &self.url), QUOTED).into_owned());
         let deadline = deadline_after(timeout);
         let call = Call {
             backend: self.backend.clone(),

@@ -556,7 +556,7 @@ pub struct StoreArgs {
 
     /// How long a budget, breaker or throttle decision may wait: for the
     /// Redis store, or for the lock of a state file; then --budget-store-fail
-    /// decides
+    /// decides (at most 1m)
     #[arg(long, value_name = "DURATION", value_parser = values::duration,
           allow_hyphen_values = true,
         default_value = "250ms")]

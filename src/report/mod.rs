@@ -372,9 +372,47 @@ pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
         .into()
 }
 
+/// How `text`, from outside backoff (what a server said), is quoted in a
+/// line: whole when it shows in at most `most` bytes, else the start that
+/// does and how long it was, `… (1048576 bytes, cut)`. A control character
+/// counts as long as its escape (`\u{1b}` is 6 bytes), so that the line
+/// shows at most `most` bytes of it whatever it holds.
+pub fn cut_quote(text: &str, most: usize) -> std::borrow::Cow<'_, str> {
+    let shown = |c: char| {
+        if c.is_control() {
+            c.escape_debug().len()
+        } else {
+            c.len_utf8()
+        }
+    };
+    let mut width = 0;
+    for (at, c) in text.char_indices() {
+        width += shown(c);
+        if width > most {
+            return format!("{}… ({} bytes, cut)", &text[..at], text.len()).into();
+        }
+    }
+    text.into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_quote_is_cut_where_it_shows_its_limit() {
+        assert_eq!(cut_quote("short", 5), "short");
+        assert_eq!(cut_quote("longer", 5), "longe… (6 bytes, cut)");
+        // Not inside a character.
+        assert_eq!(cut_quote("ééé", 5), "éé… (6 bytes, cut)");
+        // A control character takes the room of its escape.
+        assert_eq!(cut_quote("a\u{1b}b", 7), "a\u{1b}… (3 bytes, cut)");
+        assert_eq!(cut_quote("a\u{1b}b", 8), "a\u{1b}b");
+        let long = "x\u{1b}".repeat(1 << 19);
+        let cut = cut_quote(&long, 256);
+        assert!(cut.ends_with("… (1048576 bytes, cut)"), "{cut}");
+        assert!(escape_controls(&cut).len() <= 256 + "… (1048576 bytes, cut)".len());
+    }
 
     #[test]
     fn local_times_carry_their_offset() {

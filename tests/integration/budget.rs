@@ -670,7 +670,7 @@ fn a_lock_let_go_is_taken_at_once_and_a_wait_given_up_lets_go_of_it_when_it_come
 
     // Waiting in the queue, with a timeout that never comes in a test: the
     // lock is taken as soon as the holder lets go of it.
-    let mut cmd = command(["--budget", "q", "--budget-store-timeout", "10m"]);
+    let mut cmd = command(["--budget", "q", "--budget-store-timeout", "1m"]);
     cmd.arg("--budget-dir").arg(&store).args([
         "--base",
         "1ms",
@@ -913,6 +913,37 @@ fn with_no_home_or_an_untrusted_default_directory_the_command_still_runs() {
     );
     assert_eq!(dir.lines("attempts").len(), 2, "{stderr}");
     assert!(!state.join("k.budget").exists());
+}
+
+#[test]
+fn the_store_timeout_is_at_most_a_minute() {
+    let dir = TempDir::new("budget-timeout");
+    for (timeout, refused) in [("1m", false), ("61s", true), ("1h", true)] {
+        let out = backoff([
+            "--budget",
+            "k",
+            "--budget-store-timeout",
+            timeout,
+            "--budget-dir",
+        ])
+        .arg(dir.join("store"))
+        .args(["--", "true"])
+        .timeout(PATIENCE)
+        .output()
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if refused {
+            assert_eq!(out.status.code(), Some(125), "{timeout}: {stderr}");
+            assert_eq!(
+                stderr,
+                format!(
+                    "backoff: invalid value '{timeout}' for '--budget-store-timeout': must be at most 1m: a store that has not answered by then is unavailable, and --budget-store-fail decides\n"
+                )
+            );
+        } else {
+            assert_eq!(out.status.code(), Some(0), "{timeout}: {stderr}");
+        }
+    }
 }
 
 #[test]

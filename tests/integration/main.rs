@@ -10,6 +10,7 @@ mod environment;
 mod examples;
 mod fleet;
 mod hooks;
+mod hostile;
 mod http;
 mod idle;
 mod install;
