@@ -40,6 +40,7 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use backoff_cli::budget::file::StateDir;
 use backoff_cli::budget::{
     BreakerStore, FailMode, Kind as Shareable, Location, Refill, Settings, Shared, Store,
     ThrottleStore, Unwatched,
@@ -129,7 +130,7 @@ fn open<K: Shareable>(place: &str, key: &str, limits: K::Limits) -> Result<Share
     let location = if is_redis(place) {
         Location::Redis(place.to_owned())
     } else {
-        Location::Dir(Some(PathBuf::from(place)))
+        Location::Dir(StateDir::Given(PathBuf::from(place)))
     };
     let settings = Settings {
         timeout: TIMEOUT,

@@ -963,7 +963,10 @@ pub fn open_store<K: Kind>(
         Some(url) => Location::Redis(url.clone()),
         // No default directory (no HOME) is not bad input: it is reported
         // when the state is used, and the fail mode decides.
-        None => Location::Dir(place.budget_dir.clone().or_else(file::default_dir)),
+        None => Location::Dir(match &place.budget_dir {
+            Some(dir) => file::StateDir::Given(dir.clone()),
+            None => file::default_dir(),
+        }),
     };
     let settings = Settings {
         timeout: place.budget_store_timeout,

@@ -11,6 +11,7 @@
 //! file that does not hold a valid state is replaced by a fresh bucket or
 //! left alone, as the fail mode says, and never stops the command.
 
+use std::ffi::OsString;
 use std::fs::{File, TryLockError};
 use std::io::{self, PipeReader, PipeWriter, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsFd;
@@ -88,21 +89,152 @@ fn parse(text: &[u8]) -> Option<Level> {
     })
 }
 
-/// The default budget directory, the same for a user's cron jobs and
-/// terminals, and in their home where no other user can create it:
-/// `$XDG_STATE_HOME/backoff`, else `~/.local/state/backoff`. Relative
-/// values are ignored, as the XDG base directory specification says;
-/// `None` when neither variable gives a place.
-pub fn default_dir() -> Option<PathBuf> {
-    let absolute = |v: std::ffi::OsString| {
-        let p = PathBuf::from(v);
-        p.is_absolute().then_some(p)
+/// Where the state files are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateDir {
+    /// A directory given (`--budget-dir`, `$XDG_STATE_HOME/backoff`): made,
+    /// with its parents, where it is missing.
+    Given(PathBuf),
+    /// The default `dir` in the home `home`, `~/.local/state/backoff`: the
+    /// home is never made, and a directory in it only inside one of the
+    /// running user's own, so that no other user's home gets a directory
+    /// they cannot enter. `xdg` says why a `XDG_STATE_HOME` set gave no
+    /// place.
+    InHome {
+        home: PathBuf,
+        dir: PathBuf,
+        xdg: Option<String>,
+    },
+    /// No directory: why.
+    Unknown(String),
+}
+
+/// The default directory's path in the home.
+const IN_HOME: [&str; 3] = [".local", "state", "backoff"];
+
+/// The advice of a message about the default directory.
+const GIVE_A_DIR: &str = "give --budget-dir DIR or an absolute XDG_STATE_HOME";
+
+/// Why a variable gives no directory, or the absolute path it gives.
+fn absolute_path(name: &str, value: Option<OsString>) -> Result<PathBuf, String> {
+    match value {
+        None => Err(format!("{name} is not set")),
+        Some(v) if v.is_empty() => Err(format!("{name} is empty, and ignored")),
+        Some(v) => {
+            let path = PathBuf::from(v);
+            if path.is_absolute() {
+                Ok(path)
+            } else {
+                let shown = crate::report::cut_quote(&path.to_string_lossy(), 100).into_owned();
+                Err(format!("{name} '{shown}' is relative, and ignored"))
+            }
+        }
+    }
+}
+
+/// The default directory of the state files, the same for a user's cron
+/// jobs and terminals, and in their home where no other user can create
+/// it: `$XDG_STATE_HOME/backoff`, else `~/.local/state/backoff`. Relative
+/// and empty values are ignored, as the XDG base directory specification
+/// says, and said to be when no directory is left.
+pub fn default_dir() -> StateDir {
+    default_dir_of(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
+}
+
+/// The default directory, given the values of `XDG_STATE_HOME` and `HOME`.
+fn default_dir_of(xdg: Option<OsString>, home: Option<OsString>) -> StateDir {
+    let (xdg_set, home_set) = (xdg.is_some(), home.is_some());
+    // Why a XDG_STATE_HOME that is set gives no place (one not set is the
+    // usual case, and goes without saying).
+    let xdg = match absolute_path("XDG_STATE_HOME", xdg) {
+        Ok(state) => return StateDir::Given(state.join("backoff")),
+        Err(why) => xdg_set.then_some(why),
     };
-    let state = std::env::var_os("XDG_STATE_HOME").and_then(absolute);
-    let home = || std::env::var_os("HOME").and_then(absolute);
-    state
-        .or_else(|| home().map(|h| h.join(".local").join("state")))
-        .map(|d| d.join("backoff"))
+    match absolute_path("HOME", home) {
+        Ok(home) => StateDir::InHome {
+            dir: home.join(IN_HOME.iter().collect::<PathBuf>()),
+            home,
+            xdg,
+        },
+        Err(_) if !xdg_set && !home_set => StateDir::Unknown(format!(
+            "no budget directory: neither XDG_STATE_HOME nor HOME is set; {GIVE_A_DIR}"
+        )),
+        Err(home) => StateDir::Unknown(no_default_dir(xdg.as_deref(), &home)),
+    }
+}
+
+/// The message of no default directory: why `XDG_STATE_HOME` gave none
+/// (when it is set), and why the home gives none.
+fn no_default_dir(xdg: Option<&str>, home: &str) -> String {
+    let xdg = xdg.map(|x| format!("{x}; ")).unwrap_or_default();
+    format!("no budget directory: {xdg}{home}; {GIVE_A_DIR}")
+}
+
+/// Looks for the default directory in `home`, and makes what is missing
+/// of it when `make`, each directory inside one of the running user's own
+/// (mode 0700): whether it exists now. The home itself is never made.
+/// `xdg` says why `XDG_STATE_HOME` gave no place.
+///
+/// # Errors
+///
+/// When the home does not exist or cannot be used, or a directory would
+/// have to be made inside another user's: the fail mode decides.
+fn find_in_home(home: &Path, xdg: Option<&str>, make: bool) -> Result<bool, StoreError> {
+    let no_dir = |why: String| StoreError::Failed(no_default_dir(xdg, &why));
+    let named = |p: &Path| {
+        if p == home {
+            format!("HOME '{}'", p.display())
+        } else {
+            format!("'{}'", p.display())
+        }
+    };
+    let mut at = home.to_owned();
+    match std::fs::metadata(&at) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(no_dir(format!("{} is not a directory", named(&at)))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(no_dir(format!(
+                "{} does not exist, and is not made",
+                named(&at)
+            )));
+        }
+        Err(e) => {
+            return Err(no_dir(format!(
+                "{} cannot be used: {}",
+                named(&at),
+                why(&e)
+            )));
+        }
+    }
+    for part in IN_HOME {
+        let next = at.join(part);
+        match std::fs::metadata(&next) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(no_dir(format!("{} is not a directory", named(&next)))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let owner = std::fs::metadata(&at)
+                    .map_err(|e| no_dir(format!("{} cannot be used: {}", named(&at), why(&e))))?
+                    .uid();
+                if owner != effective_uid() {
+                    return Err(no_dir(format!(
+                        "{} belongs to another user (uid {owner}), and no directory is made in it",
+                        named(&at)
+                    )));
+                }
+                if !make {
+                    return Ok(false);
+                }
+                match std::fs::DirBuilder::new().mode(0o700).create(&next) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(failed(&next, &e)),
+                }
+            }
+            Err(e) => return Err(failed(&next, &e)),
+        }
+        at = next;
+    }
+    Ok(true)
 }
 
 /// What a state file held.
@@ -178,8 +310,8 @@ fn found<T>(state: State<T>) -> Found<T> {
 /// A state file of a key: opened, checked, locked, read and written.
 #[derive(Debug, Clone)]
 struct StateFile {
-    /// The directory; `None` when there is no default one.
-    dir: Option<PathBuf>,
+    /// The directory.
+    dir: StateDir,
     /// The file's name in it.
     name: String,
     /// How long the lock is waited for.
@@ -323,10 +455,15 @@ fn refuse(path: &Path, why: &str) -> StoreError {
     StoreError::Failed(format!("'{}' {why}", path.display()))
 }
 
-fn failed(path: &Path, e: &io::Error) -> StoreError {
+/// An error of the system, as a message says it: `permission denied`.
+fn why(e: &io::Error) -> String {
     let why = e.to_string();
     let why = why.find(" (os error").map_or(why.as_str(), |i| &why[..i]);
-    refuse(path, &format!("cannot be used: {}", why.to_lowercase()))
+    why.to_lowercase()
+}
+
+fn failed(path: &Path, e: &io::Error) -> StoreError {
+    refuse(path, &format!("cannot be used: {}", why(e)))
 }
 
 impl Backend for FileBudget {
@@ -349,7 +486,7 @@ impl FileBudget {
     ///
     /// When the key cannot name a file.
     pub fn open(
-        dir: Option<PathBuf>,
+        dir: StateDir,
         key: &str,
         bucket: Bucket,
         timeout: Duration,
@@ -583,7 +720,7 @@ impl FileBreaker {
     ///
     /// When the key cannot name a file.
     pub fn open(
-        dir: Option<PathBuf>,
+        dir: StateDir,
         key: &str,
         breaker: Breaker,
         timeout: Duration,
@@ -787,7 +924,7 @@ impl FileThrottle {
     ///
     /// When the key cannot name a file.
     pub fn open(
-        dir: Option<PathBuf>,
+        dir: StateDir,
         key: &str,
         throttle: Throttle,
         timeout: Duration,
@@ -892,7 +1029,7 @@ impl ThrottleBackend for FileThrottle {
 
 impl StateFile {
     /// The state file of `key` in `dir`, named `KEY.KIND`.
-    fn new(dir: Option<PathBuf>, key: &str, kind: &str, timeout: Duration) -> StateFile {
+    fn new(dir: StateDir, key: &str, kind: &str, timeout: Duration) -> StateFile {
         StateFile {
             dir,
             name: format!("{key}.{kind}"),
@@ -904,23 +1041,26 @@ impl StateFile {
     /// Where the state file is, or would be.
     fn describe(&self) -> String {
         match &self.dir {
-            Some(d) => d.join(&self.name).display().to_string(),
-            None => "no budget directory".to_owned(),
+            StateDir::Given(d) | StateDir::InHome { dir: d, .. } => {
+                d.join(&self.name).display().to_string()
+            }
+            StateDir::Unknown(_) => "no budget directory".to_owned(),
         }
     }
 
-    /// Opens the directory, creating it (mode 0700) if asked to, and checks
-    /// that it is a directory of this user's that others cannot write to.
-    /// `Ok(None)`: it does not exist, and was not to be created.
+    /// Opens the directory, creating it (mode 0700) if asked to (the
+    /// default one only where `find_in_home` allows), and checks that it is
+    /// a directory of this user's that others cannot write to. `Ok(None)`:
+    /// it does not exist, and was not to be created.
     fn open_dir(&self, access: Access) -> Result<Option<(File, &Path)>, StoreError> {
-        let Some(dir) = self.dir.as_deref() else {
-            return Err(StoreError::Failed(
-                "no budget directory: neither XDG_STATE_HOME nor HOME is set; give --budget-dir DIR"
-                    .into(),
-            ));
+        let make = access == Access::Change;
+        let (dir, in_home) = match &self.dir {
+            StateDir::Unknown(why) => return Err(StoreError::Failed(why.clone())),
+            StateDir::Given(dir) => (dir.as_path(), None),
+            StateDir::InHome { home, dir, xdg } => (dir.as_path(), Some((home, xdg))),
         };
-        let opened = match open_dir(dir) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound && access == Access::Change => {
+        let opened = match (open_dir(dir), in_home) {
+            (Err(e), None) if e.kind() == io::ErrorKind::NotFound && make => {
                 std::fs::DirBuilder::new()
                     .recursive(true)
                     .mode(0o700)
@@ -928,7 +1068,14 @@ impl StateFile {
                     .map_err(|e| failed(dir, &e))?;
                 open_dir(dir)
             }
-            other => other,
+            (Err(e), Some((home, xdg))) if e.kind() == io::ErrorKind::NotFound => {
+                if find_in_home(home, xdg.as_deref(), make)? {
+                    open_dir(dir)
+                } else {
+                    Err(e)
+                }
+            }
+            (other, _) => other,
         };
         let handle = match opened {
             Ok(h) => h,
@@ -1141,6 +1288,54 @@ mod tests {
     use crate::fleet::bucket::UNIT;
     use std::time::Instant;
 
+    #[test]
+    fn the_default_directory_is_xdgs_else_in_an_absolute_home_else_none_and_why() {
+        let of = |xdg: Option<&str>, home: Option<&str>| {
+            default_dir_of(xdg.map(OsString::from), home.map(OsString::from))
+        };
+        assert_eq!(
+            of(Some("/s"), Some("/h")),
+            StateDir::Given("/s/backoff".into())
+        );
+        assert_eq!(
+            of(None, Some("/h")),
+            StateDir::InHome {
+                home: "/h".into(),
+                dir: "/h/.local/state/backoff".into(),
+                xdg: None
+            }
+        );
+        assert_eq!(
+            of(Some("s"), Some("/h")),
+            StateDir::InHome {
+                home: "/h".into(),
+                dir: "/h/.local/state/backoff".into(),
+                xdg: Some("XDG_STATE_HOME 's' is relative, and ignored".into())
+            }
+        );
+        let advice = "; give --budget-dir DIR or an absolute XDG_STATE_HOME";
+        for (xdg, home, why) in [
+            (None, None, "neither XDG_STATE_HOME nor HOME is set"),
+            (None, Some(""), "HOME is empty, and ignored"),
+            (None, Some("h"), "HOME 'h' is relative, and ignored"),
+            (
+                Some(""),
+                None,
+                "XDG_STATE_HOME is empty, and ignored; HOME is not set",
+            ),
+            (
+                Some("s"),
+                Some("~/h"),
+                "XDG_STATE_HOME 's' is relative, and ignored; HOME '~/h' is relative, and ignored",
+            ),
+        ] {
+            assert_eq!(
+                of(xdg, home),
+                StateDir::Unknown(format!("no budget directory: {why}{advice}"))
+            );
+        }
+    }
+
     /// A wait that ends at once, as a timeout that has passed.
     struct Expired;
 
@@ -1161,7 +1356,7 @@ mod tests {
             ratio: UNIT / 10,
         };
         let budget = FileBudget::open(
-            Some(dir.path().to_owned()),
+            StateDir::Given(dir.path().to_owned()),
             "late",
             bucket,
             Duration::from_secs(20),
@@ -1397,7 +1592,14 @@ mod tests {
             k_milli: 2000,
         };
         let timeout = Duration::from_secs(10);
-        FileThrottle::open(Some(dir.into()), "t", t, timeout, fail, Warnings::default())
+        FileThrottle::open(
+            StateDir::Given(dir.into()),
+            "t",
+            t,
+            timeout,
+            fail,
+            Warnings::default(),
+        )
     }
 
     /// A result whose error is told as text, for a test that returns it.

@@ -20,10 +20,9 @@ pub use secret::redact;
 
 use std::cell::Cell;
 use std::os::fd::BorrowedFd;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::budget::file::{FileBreaker, FileBudget, FileThrottle};
+use crate::budget::file::{FileBreaker, FileBudget, FileThrottle, StateDir};
 use crate::event::{BreakerNews, ThrottleNews};
 use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
 use crate::fleet::bucket::Bucket;
@@ -234,8 +233,8 @@ pub struct Settings {
 /// Where shared states live.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
-    /// A file per key in this directory (`None`: there is no default one).
-    Dir(Option<PathBuf>),
+    /// A file per key in this directory.
+    Dir(StateDir),
     /// A Redis server or cluster at this URL.
     Redis(String),
 }
@@ -271,7 +270,7 @@ pub trait Kind {
     ///
     /// When the key cannot name a file.
     fn in_file(
-        dir: Option<PathBuf>,
+        dir: StateDir,
         key: &str,
         limits: Self::Limits,
         settings: Settings,
@@ -312,7 +311,7 @@ impl Kind for Budgets {
         Self::NOUN.to_owned()
     }
     fn in_file(
-        dir: Option<PathBuf>,
+        dir: StateDir,
         key: &str,
         bucket: Bucket,
         s: Settings,
@@ -338,7 +337,7 @@ impl Kind for Breakers {
     const NOUN: &'static str = "circuit breaker";
     const FLAG: &'static str = "--breaker";
     fn in_file(
-        dir: Option<PathBuf>,
+        dir: StateDir,
         key: &str,
         breaker: Breaker,
         s: Settings,
@@ -364,7 +363,7 @@ impl Kind for Throttles {
     const NOUN: &'static str = "adaptive throttle";
     const FLAG: &'static str = "--throttle";
     fn in_file(
-        dir: Option<PathBuf>,
+        dir: StateDir,
         key: &str,
         throttle: Throttle,
         s: Settings,
@@ -694,7 +693,7 @@ mod tests {
             fail,
             warnings: Warnings::default(),
         };
-        Shared::open("api", limits, Location::Dir(Some(dir)), settings)
+        Shared::open("api", limits, Location::Dir(StateDir::Given(dir)), settings)
             .map_err(|e| format!("{e:?}"))
     }
 

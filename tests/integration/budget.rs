@@ -6,6 +6,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use predicates::prelude::*;
+
 use crate::support::{
     PATIENCE, Running, TempDir, backoff, command, eventually, past_first_attempt, record_peak_rss,
 };
@@ -798,6 +800,9 @@ fn the_state_survives_backoff_killed_mid_run_and_no_stale_lock_remains() {
     assert_eq!(show_micro(&store, "kill", "10"), 8_000_000);
 }
 
+/// A run of the budget `k` that retries once.
+const RETRY_ONCE: [&str; 6] = ["--budget", "k", "--base", "1ms", "--max-retries", "1"];
+
 /// `backoff ARGS` as cron starts it: `HOME` and nothing of XDG, or, with
 /// `terminal`, as a login session does, with `XDG_RUNTIME_DIR` too.
 fn as_user(home: &Path, terminal: Option<&Path>, args: &[&str]) -> assert_cmd::Command {
@@ -821,16 +826,7 @@ fn cron_and_a_terminal_share_the_default_budget_in_the_home() {
     let (home, run) = (dir.join("home"), dir.join("run"));
     std::fs::create_dir(&home).unwrap();
     std::fs::create_dir(&run).unwrap();
-    let retry_once = [
-        "--budget",
-        "k",
-        "--base",
-        "1ms",
-        "--max-retries",
-        "1",
-        "--",
-        "false",
-    ];
+    let retry_once = [&RETRY_ONCE[..], &["--", "false"]].concat();
     as_user(&home, None, &retry_once).assert().code(1);
     let show = ["budget", "show", "k", "--format", "json"];
     let out = as_user(&home, Some(&run), &show).output().unwrap();
@@ -866,7 +862,7 @@ fn with_no_home_or_an_untrusted_default_directory_the_command_still_runs() {
     let dir = TempDir::new("budget-nohome");
     let log = dir.join("attempts");
     let script = format!("echo x >> '{}'; exit 6", log.display());
-    let retry_once = ["--budget", "k", "--base", "1ms", "--max-retries", "1"];
+    let retry_once = RETRY_ONCE;
     let out = backoff(retry_once)
         .env("TMPDIR", dir.path())
         .env_remove("HOME")
@@ -913,6 +909,178 @@ fn with_no_home_or_an_untrusted_default_directory_the_command_still_runs() {
     );
     assert_eq!(dir.lines("attempts").len(), 2, "{stderr}");
     assert!(!state.join("k.budget").exists());
+}
+
+#[test]
+fn a_home_that_does_not_exist_is_never_made() {
+    let dir = TempDir::new("budget-nowhere");
+    let home = dir.join("nonexistent");
+    let log = dir.join("attempts");
+    let script = format!("echo x >> '{}'; exit 6", log.display());
+    let args = RETRY_ONCE;
+    let why = format!(
+        "no budget directory: HOME '{}' does not exist, and is not made; give --budget-dir DIR or an absolute XDG_STATE_HOME",
+        home.display()
+    );
+    for (fail, attempts) in [("open", 2), ("closed", 1)] {
+        let _ = std::fs::remove_file(&log);
+        let out = as_user(&home, None, &args)
+            .args(["--budget-store-fail", fail, "--", "sh", "-c", &script])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(6), "{stderr}");
+        assert_eq!(stderr.matches(why.as_str()).count(), 1, "{stderr}");
+        assert_eq!(dir.lines("attempts").len(), attempts, "{stderr}");
+    }
+    as_user(&home, None, &["budget", "show", "k"])
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains(why.as_str()));
+    assert!(!home.exists(), "nothing made");
+    // XDG_STATE_HOME, when absolute, is still the place, made as needed.
+    let xdg = dir.join("state");
+    as_user(&home, None, &args)
+        .env("XDG_STATE_HOME", &xdg)
+        .args(["--", "false"])
+        .assert()
+        .code(1);
+    assert!(xdg.join("backoff/k.budget").exists());
+    assert!(!home.exists(), "nothing made");
+}
+
+#[test]
+fn a_relative_or_empty_home_is_said_to_be_ignored() {
+    let dir = TempDir::new("budget-relative");
+    let cases: [(Option<&str>, Option<&str>, &str); 5] = [
+        (None, Some("home"), "HOME 'home' is relative, and ignored"),
+        (None, Some(""), "HOME is empty, and ignored"),
+        (
+            Some("state"),
+            None,
+            "XDG_STATE_HOME 'state' is relative, and ignored; HOME is not set",
+        ),
+        (
+            Some(""),
+            Some("home"),
+            "XDG_STATE_HOME is empty, and ignored; HOME 'home' is relative, and ignored",
+        ),
+        (None, None, "neither XDG_STATE_HOME nor HOME is set"),
+    ];
+    for (xdg, home, why) in cases {
+        let mut cmd = backoff(RETRY_ONCE);
+        cmd.args(["--", "false"])
+            .current_dir(dir.path())
+            .env("TMPDIR", dir.path())
+            .env_remove("HOME")
+            .env_remove("XDG_STATE_HOME")
+            .timeout(PATIENCE);
+        if let Some(xdg) = xdg {
+            cmd.env("XDG_STATE_HOME", xdg);
+        }
+        if let Some(home) = home {
+            cmd.env("HOME", home);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        let said = format!(
+            "retry budget unavailable (no budget directory: {why}; give --budget-dir DIR or an absolute XDG_STATE_HOME); retrying under the local policy"
+        );
+        assert_eq!(
+            stderr.matches(said.as_str()).count(),
+            1,
+            "{xdg:?} {home:?}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("not set") || why.contains("not set"),
+            "{stderr}"
+        );
+    }
+    let made: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(
+        made.is_empty(),
+        "nothing made where relative values point: {made:?}"
+    );
+}
+
+#[test]
+fn no_directory_is_ever_made_in_a_home_of_another_user() {
+    let dir = TempDir::new("budget-their-home");
+    // As root, a home given to another user; as anyone else, root's /usr.
+    let home = if crate::support::is_root() {
+        let home = dir.join("home");
+        std::fs::create_dir(&home).unwrap();
+        std::os::unix::fs::chown(&home, Some(65534), Some(65534)).unwrap();
+        home
+    } else {
+        std::path::PathBuf::from("/usr")
+    };
+    let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&home).unwrap());
+    let why = format!(
+        "no budget directory: HOME '{}' belongs to another user (uid {owner}), and no directory is made in it; give --budget-dir DIR or an absolute XDG_STATE_HOME",
+        home.display()
+    );
+    let log = dir.join("attempts");
+    let script = format!("echo x >> '{}'; exit 6", log.display());
+    let args = RETRY_ONCE;
+    let out = as_user(&home, None, &args)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    assert_eq!(stderr.matches(why.as_str()).count(), 1, "{stderr}");
+    assert_eq!(
+        dir.lines("attempts").len(),
+        2,
+        "retried under the local policy"
+    );
+    assert!(!home.join(".local").exists(), "nothing made in the home");
+    as_user(&home, None, &["budget", "show", "k"])
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains(why.as_str()));
+    // The advice, followed, works.
+    let state = dir.join("state");
+    as_user(&home, None, &args)
+        .env("XDG_STATE_HOME", &state)
+        .args(["--", "false"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("no budget directory").not());
+    assert!(state.join("backoff/k.budget").exists());
+    if !crate::support::is_root() {
+        eprintln!("skipped the rest: only root can give a directory to another user");
+        return;
+    }
+    // Their ~/.local, in a home of one's own: nothing is made in it either.
+    let mine = dir.join("mine");
+    std::fs::create_dir_all(mine.join(".local")).unwrap();
+    std::os::unix::fs::chown(mine.join(".local"), Some(65534), Some(65534)).unwrap();
+    as_user(&mine, None, &args)
+        .args(["--", "false"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(format!(
+            "no budget directory: '{}' belongs to another user (uid 65534), and no directory is made in it",
+            mine.join(".local").display()
+        )));
+    assert_eq!(std::fs::read_dir(mine.join(".local")).unwrap().count(), 0);
+    // A state directory of one's own that exists in their home is used, as
+    // it passes the checks of any state directory.
+    let state = home.join(".local/state/backoff");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    for made in [home.join(".local"), home.join(".local/state")] {
+        std::os::unix::fs::chown(&made, Some(65534), Some(65534)).unwrap();
+    }
+    as_user(&home, None, &args)
+        .args(["--", "false"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("unavailable").not());
+    assert!(state.join("k.budget").exists());
 }
 
 #[test]
