@@ -1119,6 +1119,18 @@ impl StateFile {
         if !meta.is_file() {
             return Err(refuse(&path, "is not a regular file"));
         }
+        // Another name of the same file (a hard link that a deduplicating
+        // tool made between two keys' identical states, a `cp -al`
+        // snapshot) would share its state, as a symbolic link would.
+        if meta.nlink() > 1 {
+            return Err(refuse(
+                &path,
+                &format!(
+                    "has {} hard links: another name shares its state (remove one)",
+                    meta.nlink()
+                ),
+            ));
+        }
         if meta.uid() != effective_uid() {
             return Err(refuse(&path, "belongs to another user"));
         }

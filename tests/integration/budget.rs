@@ -267,6 +267,30 @@ fn private_dir(dir: &TempDir) -> std::path::PathBuf {
     store
 }
 
+/// Checks that the state file of `key` in `store` is not used, said once
+/// (`why`), and that a run that fails is then retried twice, or, with
+/// --budget-store-fail closed, not retried.
+fn untrusted_then_as_the_fail_mode_says(dir: &TempDir, store: &Path, key: &str, why: &str) {
+    let log = dir.join("attempts");
+    let script = format!("echo x >> '{}'; exit 3", log.display());
+    for (fail, attempts) in [("open", 3), ("closed", 1)] {
+        let _ = std::fs::remove_file(&log);
+        let out = budgeted(store, key, &script, &["--budget-store-fail", fail])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{stderr}");
+        assert_eq!(stderr.matches(why).count(), 1, "said once: {stderr}");
+        let then = if fail == "open" {
+            "retrying under the local policy"
+        } else {
+            "not retrying (--budget-store-fail closed)"
+        };
+        assert!(stderr.contains(then), "{stderr}");
+        assert_eq!(dir.lines("attempts").len(), attempts, "{stderr}");
+    }
+}
+
 #[test]
 fn a_symlinked_state_file_is_never_followed_and_never_stops_the_command() {
     let dir = TempDir::new("budget-link");
@@ -274,28 +298,7 @@ fn a_symlinked_state_file_is_never_followed_and_never_stops_the_command() {
     let target = dir.join("precious");
     std::fs::write(&target, "do not touch\n").unwrap();
     symlink(&target, store.join("link.budget")).unwrap();
-    let log = dir.join("attempts");
-    let script = format!("echo x >> '{}'; exit 3", log.display());
-    let out = budgeted(&store, "link", &script, &[]).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
-    assert_eq!(stderr.matches("is a symbolic link").count(), 1, "{stderr}");
-    assert!(
-        stderr.contains("retrying under the local policy"),
-        "{stderr}"
-    );
-    assert_eq!(
-        dir.lines("attempts").len(),
-        3,
-        "retried under the local policy"
-    );
-    // Closed: the command still runs, but is not retried.
-    std::fs::remove_file(&log).unwrap();
-    budgeted(&store, "link", &script, &["--budget-store-fail", "closed"])
-        .assert()
-        .code(3)
-        .stderr(predicates::str::contains("not retrying"));
-    assert_eq!(dir.lines("attempts").len(), 1);
+    untrusted_then_as_the_fail_mode_says(&dir, &store, "link", "is a symbolic link");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "do not touch\n");
     let kind = std::fs::symlink_metadata(store.join("link.budget")).unwrap();
     assert!(kind.file_type().is_symlink());
@@ -321,6 +324,56 @@ fn a_symlinked_state_file_is_never_followed_and_never_stops_the_command() {
         .stderr(predicates::str::contains("is not a regular file"));
     let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
     assert!(std::os::unix::fs::FileTypeExt::is_fifo(&kind));
+}
+
+#[test]
+fn a_state_file_with_another_hard_link_is_never_written_through() {
+    let dir = TempDir::new("budget-hardlink");
+    let store = private_dir(&dir);
+    // Two keys whose identical states a deduplicating tool linked.
+    for key in ["a", "b"] {
+        std::fs::write(store.join(format!("{key}.budget")), RECORD_8_OF_10).unwrap();
+    }
+    std::fs::remove_file(store.join("b.budget")).unwrap();
+    std::fs::hard_link(store.join("a.budget"), store.join("b.budget")).unwrap();
+    let why = format!(
+        "'{}' has 2 hard links: another name shares its state (remove one)",
+        store.join("a.budget").display()
+    );
+    untrusted_then_as_the_fail_mode_says(&dir, &store, "a", &why);
+    // Neither name was written through, nor replaced, even by a reset.
+    backoff(["budget", "reset", "b", "--budget-dir"])
+        .arg(&store)
+        .timeout(PATIENCE)
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains("has 2 hard links"));
+    for key in ["a", "b"] {
+        let file = store.join(format!("{key}.budget"));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), RECORD_8_OF_10);
+        assert_eq!(
+            std::os::unix::fs::MetadataExt::nlink(&std::fs::metadata(&file).unwrap()),
+            2
+        );
+    }
+    // A breaker's and a throttle's state files are the same kind of file.
+    for (flag, name) in [("--breaker", "c.breaker"), ("--throttle", "c.throttle")] {
+        std::fs::write(store.join(name), "").unwrap();
+        std::fs::hard_link(store.join(name), dir.join(name)).unwrap();
+        let out = backoff([flag, "c", "--budget-dir"])
+            .arg(&store)
+            .args(["--", "true"])
+            .timeout(PATIENCE)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert_eq!(stderr.matches("has 2 hard links").count(), 1, "{stderr}");
+        assert_eq!(std::fs::read(store.join(name)).unwrap(), b"", "{flag}");
+    }
+    // Once the other name is gone, the state is used again.
+    std::fs::remove_file(store.join("b.budget")).unwrap();
+    assert_eq!(show_micro(&store, "a", "10"), 8_000_000);
 }
 
 #[test]
