@@ -286,21 +286,26 @@ fn in_units(size: usize) -> String {
 /// characters, comments aside). `None` when it needs more than `limit`,
 /// found in one try at `limit` (a compilation past its limit stops there),
 /// so that a pattern too large costs one compilation; one that fits is
-/// tried in each size up to its own, at most twice its size in all.
+/// then tried in each size up to its own, which costs at most twice that
+/// one, and only one compiled pattern is held at a time.
 fn sized_regex(s: &str, limit: usize) -> Result<Option<(regex::bytes::Regex, usize)>, String> {
-    let within_limit = match compiled(s, limit) {
-        Ok(r) => r,
+    match compiled(s, limit) {
+        Ok(_) => {}
         Err(regex::Error::CompiledTooBig(_)) => return Ok(None),
         Err(e) => return Err(regex_error(&e)),
-    };
-    let mut tier: usize = s.len().max(4 << 10).next_power_of_two();
-    while tier < limit {
-        if let Ok(r) = compiled(s, tier) {
-            return Ok(Some((r, tier)));
-        }
-        tier = tier.saturating_mul(2);
     }
-    Ok(Some((within_limit, limit)))
+    let mut tier: usize = s.len().max(4 << 10).next_power_of_two();
+    loop {
+        let size = tier.min(limit);
+        match compiled(s, size) {
+            Ok(r) => return Ok(Some((r, size))),
+            Err(regex::Error::CompiledTooBig(_)) if size < limit => {
+                tier = tier.saturating_mul(2);
+            }
+            Err(regex::Error::CompiledTooBig(_)) => return Ok(None),
+            Err(e) => return Err(regex_error(&e)),
+        }
+    }
 }
 
 /// `s` compiled within `size_limit`, its lazy DFA given as much room (and
