@@ -5,7 +5,8 @@
 #   dist/check-deb.sh target/dist/backoff_VERSION-1_amd64.deb
 #
 # It lists the package, installs it with dpkg, runs /usr/bin/backoff
-# --version and a retry, finds the man pages with `man -w`, and completes an
+# --version and a retry, finds the man pages with `man -w` and reads the
+# changelog in /usr/share/doc/backoff, and completes an
 # option through bash-completion's loader (and through zsh's and fish's own
 # lookup where those shells are installed), then removes the package. It
 # needs root, dpkg, man-db and bash-completion, and it refuses to run where
@@ -51,6 +52,8 @@ backoff -q --base 1ms --max-retries 1 -- sh -c '[ "$BACKOFF_ATTEMPT" = 2 ]' ||
 for page in backoff backoff-schedule backoff-simulate backoff-budget backoff-breaker; do
     man -w "$page" || fail "man cannot find $page"
 done
+[ "$(gzip -dc /usr/share/doc/backoff/changelog.gz | head -n 1)" = "# Changelog" ] ||
+    fail "/usr/share/doc/backoff/changelog.gz is not backoff's changelog"
 
 # What a user gets from pressing Tab after `backoff --jit`. The shells keep
 # their caches in a home of their own, not in the caller's.

@@ -13,7 +13,7 @@
 # in /usr/share/man/man1, the bash, zsh and fish completions where Debian's
 # bash-completion, zsh and fish look for them, and both licence texts in
 # /usr/share/doc/backoff/copyright, with the notices of the third-party code
-# in the binary beside it. Its files are dated by the last commit
+# in the binary and the project's changelog (changelog.gz) beside it. Its files are dated by the last commit
 # (SOURCE_DATE_EPOCH, when set, wins), so that the same sources make the
 # same package. Before it prints the package's path, it checks that the
 # package holds all of that.
@@ -64,6 +64,7 @@ for path in ./usr/bin/backoff ./usr/share/man/man1/backoff.1.gz \
     ./usr/share/zsh/vendor-completions/_backoff \
     ./usr/share/fish/vendor_completions.d/backoff.fish \
     ./usr/share/doc/backoff/copyright ./usr/share/doc/backoff/THIRD-PARTY-NOTICES \
+    ./usr/share/doc/backoff/changelog.gz \
     ./usr/share/lintian/overrides/backoff; do
     if ! grep -q " $path\$" <<<"$listing"; then
         echo "dist: $path is missing from $deb" >&2
@@ -78,4 +79,9 @@ for licence in "License: Expat" "License: Apache-2.0" " Permission is hereby gra
         exit 1
     fi
 done
+if ! dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/backoff/changelog.gz |
+    gzip -dc | cmp -s - CHANGELOG.md; then
+    echo "dist: the changelog.gz of $deb is not CHANGELOG.md" >&2
+    exit 1
+fi
 echo "$deb"

@@ -1126,7 +1126,7 @@ fn output_rules(
     preset: Option<Preset>,
     command: &[OsString],
     dump_headers: bool,
-) -> Result<Option<OutputRules>, UsageError> {
+) -> Option<OutputRules> {
     let retry_after = streams
         .retry_after_pattern
         .clone()
@@ -1137,9 +1137,8 @@ fn output_rules(
         goal.until_output.clone(),
         retry_after,
         preset,
-    )
-    .map_err(|why| UsageError(format!("invalid output rules: {why}")))?;
-    Ok(rules.map(|r| where_heads_are(r, preset, command, dump_headers)))
+    );
+    rules.map(|r| where_heads_are(r, preset, command, dump_headers))
 }
 
 /// `rules`, reading the responses' heads where the preset's program puts
@@ -1265,7 +1264,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         ..rules
     };
     let dump_headers = curl_preset && !crate::curl::shows_headers(&cli.command);
-    let output_rules = output_rules(streams, &cli.goal, preset, &cli.command, dump_headers)?;
+    let output_rules = output_rules(streams, &cli.goal, preset, &cli.command, dump_headers);
     let notices = preset::notices(&preset::Setting {
         applied,
         command: &cli.command,

@@ -1178,21 +1178,21 @@ impl StateFile {
         if len == 0 {
             return Ok(State::Fresh);
         }
-        let corrupt = |detail: String| {
-            State::Corrupt(format!(
-                "'{}' is corrupt ({detail}not a {} state)",
-                path.display(),
-                R::KIND
-            ))
-        };
+        let corrupt =
+            |why: String| State::Corrupt(format!("'{}' is corrupt ({why})", path.display()));
         if !R::READ.iter().any(|&l| l as u64 == len) {
-            return Ok(corrupt(format!("{len} bytes, ")));
+            return Ok(corrupt(format!(
+                "{}, where a {} state has {}",
+                crate::report::text::plural(len, "byte"),
+                R::KIND,
+                R::LEN
+            )));
         }
         let mut text = Vec::with_capacity(R::LEN);
         file.take(len)
             .read_to_end(&mut text)
             .map_err(|e| failed(path, &e))?;
-        Ok(R::read(&text).map_or_else(|| corrupt(String::new()), State::Held))
+        Ok(R::read(&text).map_or_else(|| corrupt(format!("not a {} state", R::KIND)), State::Held))
     }
 
     /// Opens and locks the state file and gives its state to `change`,
@@ -1664,7 +1664,7 @@ mod tests {
         let closed = file_throttle(dir.path(), FailMode::Closed)?;
         let refused = closed.admit(0.5, wait).err().ok_or("no error")?;
         assert!(
-            matches!(&refused, StoreError::Failed(why) if why.contains("is corrupt (8 bytes, not a throttle state)")),
+            matches!(&refused, StoreError::Failed(why) if why.contains("is corrupt (8 bytes, where a throttle state has 1061)")),
             "{refused}"
         );
         assert!(closed.accept(wait).is_err());

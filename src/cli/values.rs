@@ -143,64 +143,157 @@ pub fn signal(s: &str) -> Result<i32, String> {
     signal::parse(s.trim()).ok_or_else(|| "unknown signal".to_owned())
 }
 
-/// The most the output patterns of a run (`--until-output`,
-/// `--retry-if-output`, `--stop-if-output`) may take compiled, all
-/// together: the `regex` crate's own limit for one. Each pattern is
-/// compiled within what the ones before it left, so that a set too large
-/// is refused at the pattern that passes the limit, before the rest is
-/// compiled, in a few milliseconds and megabytes.
-pub const PATTERNS_MAX: usize = 2 << 20;
+/// The most one output pattern (`--until-output`, `--retry-if-output`,
+/// `--stop-if-output`) may take compiled, as the `regex` crate counts it:
+/// room for Unicode's `\w` repeated some 180 times (`\w{64}` takes some
+/// 3 MiB, `(?-u:\w){64}` 6 KiB).
+pub const PATTERN_MAX: usize = 8 << 20;
+
+/// The most the output patterns of a run may take compiled, all together.
+/// Each pattern is compiled within what the ones before it left (and at
+/// most `PATTERN_MAX`), so that a set too large is refused at the pattern
+/// that passes the limit, before the rest is compiled, in a fraction of a
+/// second and some 50 MB at most.
+pub const PATTERNS_MAX: usize = 16 << 20;
 
 /// The most text the output patterns of a run may hold, all together: a
 /// pattern is parsed anew for each size it is tried in, so that a set of
 /// long patterns is refused by its length before any is parsed.
 pub const PATTERNS_TEXT_MAX: usize = 64 << 10;
 
+/// What the `regex` crate allows a pattern's lazy DFA to hold by default.
+/// A pattern larger than that is given as much as it takes compiled: with
+/// less, the lazy DFA of `\w{64}` keeps filling its cache and gives way to
+/// a search some thirty times slower.
+const DFA_MIN: usize = 2 << 20;
+
+/// The output patterns of a command line parsed so far: what they left of
+/// `PATTERNS_MAX` and of `PATTERNS_TEXT_MAX`, and their text.
+struct Patterns {
+    left: usize,
+    text_left: usize,
+    before: Vec<String>,
+}
+
+impl Patterns {
+    const fn new() -> Patterns {
+        Patterns {
+            left: PATTERNS_MAX,
+            text_left: PATTERNS_TEXT_MAX,
+            before: Vec::new(),
+        }
+    }
+
+    /// `s` compiled and charged to what is left, if it fits.
+    fn take(&mut self, s: &str) -> Result<Option<regex::bytes::Regex>, String> {
+        if s.len() > self.text_left {
+            return Err(format!(
+                "the output patterns together are longer than {} KiB",
+                PATTERNS_TEXT_MAX >> 10
+            ));
+        }
+        let Some((r, size)) = sized_regex(s, self.limit())? else {
+            return Ok(None);
+        };
+        self.left -= size.min(self.left);
+        self.text_left -= s.len();
+        self.before.push(s.to_owned());
+        Ok(Some(r))
+    }
+
+    /// The most the next pattern may take compiled.
+    fn limit(&self) -> usize {
+        self.left.min(PATTERN_MAX)
+    }
+}
+
 thread_local! {
-    /// What the output patterns parsed so far left of `PATTERNS_MAX`, and
-    /// of `PATTERNS_TEXT_MAX`. (clap calls a value parser with the value
-    /// alone: this is the one state the parsers share.) Each parse of a
-    /// command line starts afresh (`parsing_afresh`): backoff parses one
-    /// again to tell whether a bad value came from the environment, and the
-    /// patterns it holds must not be charged twice.
-    static PATTERNS_LEFT: std::cell::Cell<(usize, usize)> =
-        const { std::cell::Cell::new((PATTERNS_MAX, PATTERNS_TEXT_MAX)) };
+    /// The output patterns parsed so far. (clap calls a value parser with
+    /// the value alone: this is the one state the parsers share.) Each
+    /// parse of a command line starts afresh (`parsing_afresh`): backoff
+    /// parses one again to tell whether a bad value came from the
+    /// environment, and the patterns it holds must not be charged twice.
+    static PATTERNS: std::cell::RefCell<Patterns> = const { std::cell::RefCell::new(Patterns::new()) };
 }
 
 /// Forgets the output patterns parsed before: called as a parse of a whole
 /// command line starts.
 pub fn parsing_afresh() {
-    PATTERNS_LEFT.set((PATTERNS_MAX, PATTERNS_TEXT_MAX));
+    PATTERNS.replace(Patterns::new());
 }
 
 /// Parses an output pattern: a regular expression, as `regex` does, that
-/// fits in what the patterns before it left of `PATTERNS_TEXT_MAX` and of
-/// `PATTERNS_MAX`.
+/// fits in `PATTERN_MAX` and in what the patterns before it left of
+/// `PATTERNS_TEXT_MAX` and of `PATTERNS_MAX`.
 pub fn output_regex(s: &str) -> Result<regex::bytes::Regex, String> {
-    let (left, text_left) = PATTERNS_LEFT.get();
-    if s.len() > text_left {
-        return Err(format!(
-            "the output patterns together are longer than {} KiB",
-            PATTERNS_TEXT_MAX >> 10
-        ));
-    }
-    let (r, size) = sized_regex(s, left)?.ok_or_else(|| {
+    PATTERNS.with_borrow_mut(|patterns| patterns.take(s)?.ok_or_else(|| too_big(s, patterns)))
+}
+
+/// Why `s` is refused when it takes more than `patterns` leave, and how it
+/// would fit. Unicode's classes are large (`\w` alone takes some 45 KiB),
+/// ASCII's a few hundred bytes, so that `(?-u)` at the start of a pattern
+/// often takes it down to a few KiB: that is advised where the pattern so
+/// changed fits, or else where all of them so changed do.
+fn too_big(s: &str, patterns: &Patterns) -> String {
+    let why = if patterns.limit() == PATTERN_MAX {
         format!(
-            "the output patterns together take more than {} MiB compiled",
-            PATTERNS_MAX >> 20
+            "it takes more than {} MiB compiled, the most one pattern may take",
+            PATTERN_MAX >> 20
         )
-    })?;
-    PATTERNS_LEFT.set((left - size.min(left), text_left - s.len()));
-    Ok(r)
+    } else {
+        format!(
+            "the output patterns together take more than {} MiB compiled (those before it {})",
+            PATTERNS_MAX >> 20,
+            in_units(PATTERNS_MAX - patterns.left)
+        )
+    };
+    let ascii = |p: &str| format!("(?-u){p}");
+    if let Ok(Some((_, size))) = sized_regex(&ascii(s), patterns.limit()) {
+        return format!(
+            "{why}; with '(?-u)' at its start, for ASCII classes, it takes {}",
+            in_units(size)
+        );
+    }
+    let mut all = Patterns::new();
+    let all_fit = !patterns.before.is_empty()
+        && patterns
+            .before
+            .iter()
+            .map(String::as_str)
+            .chain([s])
+            .all(|p| matches!(all.take(&ascii(p)), Ok(Some(_))));
+    if all_fit {
+        return format!(
+            "{why}; with '(?-u)' at the start of each, for ASCII classes, they take {}",
+            in_units(PATTERNS_MAX - all.left)
+        );
+    }
+    format!("{why}; fewer repetitions (x{{n}} holds n copies of x) or narrower classes take less")
+}
+
+/// A size charged to patterns, in KiB or MiB.
+fn in_units(size: usize) -> String {
+    if size >= 1 << 20 {
+        format!("{} MiB", size >> 20)
+    } else {
+        format!("{} KiB", size >> 10)
+    }
 }
 
 /// `s` compiled within a size limit of at most `limit` bytes, and that
-/// limit: the smallest of 4 KiB, 8 KiB, ... in which it fits (at most twice
-/// its size; a compilation past its limit stops there, so that the tries
-/// cost about as much as the last), starting from its length (a pattern
-/// takes at least as many bytes compiled as it has characters, comments
-/// aside). `None` when it needs more than `limit`.
+/// limit: the smallest of 4 KiB, 8 KiB, ... in which it fits, starting from
+/// its length (a pattern takes at least as many bytes compiled as it has
+/// characters, comments aside). `None` when it needs more than `limit`,
+/// found in one try at `limit` (a compilation past its limit stops there),
+/// so that a pattern too large costs one compilation; one that fits is
+/// then tried in each size up to its own, which costs at most twice that
+/// one, and only one compiled pattern is held at a time.
 fn sized_regex(s: &str, limit: usize) -> Result<Option<(regex::bytes::Regex, usize)>, String> {
+    match compiled(s, limit) {
+        Ok(_) => {}
+        Err(regex::Error::CompiledTooBig(_)) => return Ok(None),
+        Err(e) => return Err(regex_error(&e)),
+    }
     let mut tier: usize = s.len().max(4 << 10).next_power_of_two();
     loop {
         let size = tier.min(limit);
@@ -215,16 +308,22 @@ fn sized_regex(s: &str, limit: usize) -> Result<Option<(regex::bytes::Regex, usi
     }
 }
 
+/// `s` compiled within `size_limit`, its lazy DFA given as much room (and
+/// at least what the `regex` crate gives by default).
 fn compiled(s: &str, size_limit: usize) -> Result<regex::bytes::Regex, regex::Error> {
     regex::bytes::RegexBuilder::new(s)
         .size_limit(size_limit)
+        .dfa_size_limit(size_limit.max(DFA_MIN))
         .build()
 }
 
 /// Parses a regular expression (the `regex` crate's syntax), matched
 /// against the bytes of one line.
 pub fn regex(s: &str) -> Result<regex::bytes::Regex, String> {
-    compiled(s, 16 << 20).map_err(|e| regex_error(&e))
+    regex::bytes::RegexBuilder::new(s)
+        .size_limit(16 << 20)
+        .build()
+        .map_err(|e| regex_error(&e))
 }
 
 /// The last line of the `regex` crate's message, which says what is wrong.
@@ -518,13 +617,27 @@ mod tests {
         assert_eq!(size, 4 << 10);
         let (_, size) = sized_regex(r"\w{10}", 16 << 20).unwrap().unwrap();
         assert!((8 << 10..=4 << 20).contains(&size), "{size}");
-        assert!(sized_regex(r"\w{500}", PATTERNS_MAX).unwrap().is_none());
+        assert!(sized_regex(r"\w{500}", PATTERN_MAX).unwrap().is_none());
+        // \w 64 times: some 3 MiB.
+        let (_, size) = sized_regex(r"\w{64}", PATTERN_MAX).unwrap().unwrap();
+        assert_eq!(size, 4 << 20);
         assert!(
             sized_regex("(", PATTERNS_MAX)
                 .unwrap_err()
                 .starts_with("invalid regex: ")
         );
     }
+    #[test]
+    fn a_pattern_too_large_even_with_ascii_classes_is_told_what_takes_room() {
+        parsing_afresh();
+        assert_eq!(
+            output_regex(r"\pL{1000}").unwrap_err(),
+            "it takes more than 8 MiB compiled, the most one pattern may take; \
+             fewer repetitions (x{n} holds n copies of x) or narrower classes take less"
+        );
+        parsing_afresh();
+    }
+
     #[test]
     fn output_patterns_are_charged_their_length_too() {
         parsing_afresh();

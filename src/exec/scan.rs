@@ -83,6 +83,11 @@ impl Headers {
     }
 }
 
+/// The most the patterns searched together over a block of lines may take
+/// compiled (the output patterns and the built-in ones): more, and each line
+/// is matched on its own.
+const SET_MAX: usize = 2 << 20;
+
 /// The patterns that classify attempts by what they print.
 #[derive(Debug, Clone)]
 pub struct OutputRules {
@@ -125,10 +130,6 @@ impl OutputRules {
     /// status codes (the curl preset). `Ok(None)` when nothing needs to see
     /// the output.
     ///
-    /// # Errors
-    ///
-    /// When the patterns together are too large to search at once.
-    ///
     /// # Panics
     ///
     /// Never: the built-in patterns are constants that compile.
@@ -138,7 +139,7 @@ impl OutputRules {
         until: Vec<Regex>,
         retry_after: Option<Regex>,
         preset: Option<Preset>,
-    ) -> Result<Option<OutputRules>, String> {
+    ) -> Option<OutputRules> {
         let http_status = preset.is_some();
         if retry.is_empty()
             && stop.is_empty()
@@ -146,7 +147,7 @@ impl OutputRules {
             && retry_after.is_none()
             && !http_status
         {
-            return Ok(None);
+            return None;
         }
         let fail_line = Regex::new(CURL_FAIL_LINE).expect("a valid built-in regex");
         let status_line = Regex::new(HTTP_STATUS_LINE).expect("a valid built-in regex");
@@ -186,22 +187,22 @@ impl OutputRules {
         // (CRLF mode before a \r\n too, as lines are matched without their
         // \r), but \A, \z and turning multi-line mode off would anchor to
         // the block: with such a pattern every line is matched on its own.
+        // So is every line when the patterns are large: the set would hold
+        // them all a second time, and its compilation stops at its limit.
         let anchored = patterns
             .iter()
             .any(|p| p.contains(r"\A") || p.contains(r"\z") || turns_multi_line_off(p));
         let any = if anchored {
             None
         } else {
-            Some(
-                RegexSetBuilder::new(&patterns)
-                    .multi_line(true)
-                    .crlf(true)
-                    .size_limit(64 << 20)
-                    .build()
-                    .map_err(|_| "the output patterns together are too large".to_owned())?,
-            )
+            RegexSetBuilder::new(&patterns)
+                .multi_line(true)
+                .crlf(true)
+                .size_limit(SET_MAX)
+                .build()
+                .ok()
         };
-        Ok(Some(OutputRules {
+        Some(OutputRules {
             retry,
             stop,
             until,
@@ -218,7 +219,7 @@ impl OutputRules {
             any,
             fail_line,
             status_line,
-        }))
+        })
     }
 }
 
@@ -766,7 +767,6 @@ mod tests {
             Some(Preset::Curl),
         )
         .unwrap()
-        .unwrap()
     }
 
     fn scan(pieces: &[&[u8]]) -> Observed {
@@ -868,7 +868,6 @@ mod tests {
             None,
             None,
         )
-        .unwrap()
         .unwrap();
         let mut line = vec![b'x'; MAX_LINE - 5];
         line.extend_from_slice(b"again");
@@ -965,9 +964,7 @@ mod tests {
 
     #[test]
     fn a_reset_is_a_hint_only_when_no_request_is_left() {
-        let r = OutputRules::new(vec![], vec![], vec![], Some(retry_after_header()), None)
-            .unwrap()
-            .unwrap();
+        let r = OutputRules::new(vec![], vec![], vec![], Some(retry_after_header()), None).unwrap();
         let scan_at = |text: &str| wait_of(&r, text);
         assert_eq!(
             scan_at("x-ratelimit-remaining: 0\r\nx-ratelimit-reset: 1764000042\r\n"),
@@ -992,9 +989,7 @@ mod tests {
 
     #[test]
     fn the_policy_with_the_longest_wait_counts_in_any_form() {
-        let r = OutputRules::new(vec![], vec![], vec![], Some(retry_after_header()), None)
-            .unwrap()
-            .unwrap();
+        let r = OutputRules::new(vec![], vec![], vec![], Some(retry_after_header()), None).unwrap();
         let scan_at = |text: &str| wait_of(&r, text);
         assert_eq!(
             scan_at("RateLimit: \"a\";r=0;t=5, \"b\";r=0;t=60\n"),
@@ -1178,9 +1173,8 @@ mod tests {
     }
 
     fn scan_with(retry: &str, text: &[u8]) -> bool {
-        let r = OutputRules::new(vec![Regex::new(retry).unwrap()], vec![], vec![], None, None)
-            .unwrap()
-            .unwrap();
+        let r =
+            OutputRules::new(vec![Regex::new(retry).unwrap()], vec![], vec![], None, None).unwrap();
         let mut s = LineScanner::default();
         let mut seen = Observed::default();
         s.feed(&r, text, &mut seen);

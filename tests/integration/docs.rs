@@ -727,3 +727,138 @@ fn each_options_entry_says_what_the_option_does_in_a_few_sentences() {
         jitter.values
     );
 }
+
+/// The relative links of a Markdown text (`[text](target)`, `![alt](target)`
+/// and `[name]: target`), outside code, without their `#fragment`: links
+/// to a place in the same text and to other sites are left out.
+fn relative_links(markdown: &str) -> Vec<String> {
+    let inline = regex::Regex::new(r"\]\(\s*<?([^)\s>]+)").unwrap();
+    let reference = regex::Regex::new(r"^\s{0,3}\[[^\]]+\]:\s*<?([^\s>]+)").unwrap();
+    let code_span = regex::Regex::new(r"`[^`]*`").unwrap();
+    let mut fenced = false;
+    // Whether the line before is blank or indented code: a line indented
+    // by four spaces after one is code (as the guide writes its examples),
+    // after a line of text it goes on with that text.
+    let mut code_may_start = true;
+    let mut links = Vec::new();
+    for line in markdown.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fenced = !fenced;
+            continue;
+        }
+        let indented_code = code_may_start && line.starts_with("    ");
+        code_may_start = trimmed.is_empty() || indented_code;
+        if fenced || indented_code {
+            continue;
+        }
+        let line = code_span.replace_all(line, "");
+        let targets = inline
+            .captures_iter(&line)
+            .chain(reference.captures_iter(&line))
+            .map(|c| c[1].to_owned());
+        for target in targets {
+            let path = target.split('#').next().unwrap_or_default();
+            if !path.is_empty() && !path.contains(':') {
+                links.push(path.to_owned());
+            }
+        }
+    }
+    links
+}
+
+/// `link`, relative to the document at `doc`, as a path from the root:
+/// `docs/../bench/README.md` is `bench/README.md`. `None` when it leads
+/// out of the root.
+fn resolved(doc: &str, link: &str) -> Option<String> {
+    let mut parts: Vec<&str> = doc.split('/').collect();
+    parts.pop();
+    for part in link.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            part => parts.push(part),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+#[test]
+fn relative_links_are_found_outside_code_and_resolved_from_their_document() {
+    let text = [
+        "See [the guide](docs/guide.md#install) and ![a chart](simulate.svg).",
+        "[ref]: ../bench/README.md",
+        "[site](https://example.test/x.md), [here](#install), `[no](code.md)`",
+        "    [going on](on.md)",
+        "",
+        "    backoff [x](indented.md)",
+        "```",
+        "[no](fenced.md)",
+        "```",
+    ]
+    .join("\n");
+    assert_eq!(
+        relative_links(&text),
+        [
+            "docs/guide.md",
+            "simulate.svg",
+            "../bench/README.md",
+            "on.md"
+        ]
+    );
+    assert_eq!(
+        resolved("docs/guide.md", "../bench/README.md").as_deref(),
+        Some("bench/README.md")
+    );
+    assert_eq!(
+        resolved("README.md", "docs/simulate.svg").as_deref(),
+        Some("docs/simulate.svg")
+    );
+    assert_eq!(resolved("README.md", "../x.md"), None);
+}
+
+#[test]
+fn every_relative_link_of_the_packaged_documents_is_packaged() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["package", "--list", "--locked", "--allow-dirty"])
+        .current_dir(root)
+        .output()
+        .expect("cargo package runs");
+    assert!(
+        out.status.success(),
+        "cargo package --list: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let mut checked = Vec::new();
+    let markdown = |f: &&String| Path::new(f).extension().is_some_and(|e| e == "md");
+    for doc in files.iter().filter(markdown) {
+        let text = std::fs::read_to_string(root.join(doc)).unwrap();
+        for link in relative_links(&text) {
+            let target = resolved(doc, &link);
+            assert!(
+                target.as_ref().is_some_and(|t| files.contains(t)),
+                "{doc} links {link}, which the crate's package does not hold (the include list of Cargo.toml)"
+            );
+            checked.push(target.unwrap());
+        }
+    }
+    // The README's chart and documents, and the guide's, among them.
+    for file in [
+        "docs/simulate.svg",
+        "docs/overload.svg",
+        "docs/building.md",
+        "docs/architecture.md",
+        "bench/README.md",
+    ] {
+        assert!(checked.iter().any(|c| c == file), "{file}: {checked:?}");
+    }
+}

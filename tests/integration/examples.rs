@@ -11,7 +11,7 @@
 //! (`...` stands for rows left out). Code blocks that do not run backoff
 //! (installing, building, diagrams, sample output) are not run: CI runs the
 //! builds itself; the blocks that put the man pages and completions in
-//! place are run whole by install.rs. An example that runs curl against a
+//! place, and those that install a release, are run whole by install.rs. An example that runs curl against a
 //! stand-in runs twice more, as under the curl preset it says: against a
 //! server that answers 404, which gets one request, and one that answers
 //! 503 then 200, which gets two and a run that succeeds.
@@ -576,4 +576,106 @@ fn every_curl_example_stops_on_a_404_and_retries_a_503() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n---\n"));
+}
+
+/// The texts of the README, the documents and the man pages (without
+/// their roff), each with its name.
+fn document_texts() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = vec![root.join("README.md")];
+    for dir in ["docs", "man"] {
+        let mut more: Vec<PathBuf> = fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "md" || e == "1"))
+            .collect();
+        more.sort();
+        paths.extend(more);
+    }
+    paths
+        .iter()
+        .map(|path| {
+            let name = path.strip_prefix(root).unwrap().display().to_string();
+            let text = fs::read_to_string(path).unwrap();
+            let text = if name.starts_with("man/") {
+                text.lines().map(unroff).collect::<Vec<_>>().join("\n")
+            } else {
+                text
+            };
+            (name, text)
+        })
+        .collect()
+}
+
+#[test]
+fn the_durations_of_backoffs_lines_in_the_documents_are_written_as_backoff_writes_them() {
+    // Where backoff's lines give a duration it measured or drew: each is
+    // written as `duration::human` writes it (`312ms`, `2.00s`, `12.0s`).
+    let said = Regex::new(
+        r"(?:retrying in|failed \([^)]*\) after|on attempt \d+ after|attempts? in) (\d+(?:\.\d+)?(?:ns|us|ms|s))\b",
+    )
+    .unwrap();
+    let mut checked = 0;
+    for (name, text) in document_texts() {
+        for (n, line) in text.lines().enumerate() {
+            for c in said.captures_iter(line) {
+                let shown = &c[1];
+                let d = humantime::parse_duration(shown).unwrap();
+                assert_eq!(
+                    backoff_cli::duration::human(d),
+                    shown,
+                    "{name}:{}: {line}",
+                    n + 1
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 20, "{checked} durations");
+}
+
+#[test]
+fn the_budget_examples_comments_show_what_its_lines_print() {
+    // The guide's lines that run with a budget, then show and reset it,
+    // each with what it prints in its comment: run in a home of their
+    // own, against a server that answers 503 once, then 200.
+    let guide =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guide.md")).unwrap();
+    let (first, lines) = markdown_blocks(&guide)
+        .into_iter()
+        .find(|(_, lines)| {
+            lines
+                .iter()
+                .any(|l| l.starts_with("backoff budget show api"))
+        })
+        .expect("the guide's budget example");
+    let stage = Stage::new();
+    let home = TempDir::new("examples-budget");
+    let server = Server::start(vec![
+        Reply::new(503, "busy\n"),
+        Reply::new(200, "{\"status\": \"UP\"}\n"),
+    ]);
+    let example = Example {
+        place: format!("docs/guide.md:{first}"),
+        script: lines.join("\n"),
+        shown: None,
+    };
+    let (output, ok) = stage.run_with(&example, &server.url, home.path());
+    assert!(ok, "{}: {output}", example.place);
+    let mut said = 0;
+    for line in &lines {
+        let Some((_, comment)) = line.split_once("  # ") else {
+            continue;
+        };
+        let expected = comment
+            .trim()
+            .replace("/home/me", &home.path().display().to_string());
+        assert!(
+            output.lines().any(|l| l == expected),
+            "{}: {line}\nprints:\n{output}",
+            example.place
+        );
+        said += 1;
+    }
+    assert_eq!(said, 2, "{lines:?}");
 }

@@ -3,8 +3,10 @@
 //! completions) run as written, in a home of their own where backoff is
 //! where `cargo install` puts it; then `man` finds every page, and bash
 //! (with bash-completion), zsh and fish complete backoff's options. The
-//! documents' other examples are run by examples.rs, which leaves these
-//! blocks to this test.
+//! lines that install a release run as written too, from a clone's top
+//! directory where `target/dist/` holds its files. The documents' other
+//! examples are run by examples.rs, which leaves these blocks to this
+//! test.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -199,5 +201,106 @@ fn help_on_generate_names_the_places_the_install_lines_use() {
         // --help wraps its lines; the place is one word of them.
         let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(flat.contains(place), "--help lacks {place}");
+    }
+}
+
+/// The blocks of `file` that install a release (they check its checksum,
+/// or install its Debian package), joined as the text runs them: one after
+/// the other, in one shell.
+fn release_lines(file: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join(file)).unwrap();
+    let blocks: Vec<String> = markdown_blocks(&text)
+        .into_iter()
+        .filter(|(_, lines)| {
+            lines
+                .iter()
+                .any(|l| l.starts_with("sha256sum -c ") || l.starts_with("sudo apt install "))
+        })
+        .map(|(_, lines)| lines.join("\n"))
+        .collect();
+    assert!(!blocks.is_empty(), "{file}: no release lines");
+    blocks.join("\n")
+}
+
+#[test]
+fn the_release_install_lines_run_as_written_from_the_top_directory() {
+    let version = env!("CARGO_PKG_VERSION");
+    let name = format!("backoff-{version}-x86_64-unknown-linux-musl");
+    let deb = format!("backoff_{version}-1_amd64.deb");
+    for file in ["README.md", "docs/guide.md"] {
+        let lines = release_lines(file);
+        // What dist/release.sh leaves in target/dist/ (the archive holds
+        // the binary under test), in a clone's top directory.
+        let place = TempDir::new("release");
+        let top = place.join("clone");
+        let dist = top.join("target/dist");
+        std::fs::create_dir_all(dist.join(&name)).unwrap();
+        std::fs::copy(bin(), dist.join(&name).join("backoff")).unwrap();
+        let pack = format!(
+            "tar -czf {name}.tar.gz {name} && rm -r {name} && sha256sum {name}.tar.gz > {name}.tar.gz.sha256 && echo package > {deb}"
+        );
+        let out = Command::new("sh")
+            .args(["-ec", &pack])
+            .current_dir(&dist)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        // sudo, install and apt stand in: /usr/local/bin is a directory of
+        // the test's, and apt says what it was given.
+        let stand_ins = place.join("bin");
+        let local_bin = place.join("usr/local/bin");
+        std::fs::create_dir_all(&local_bin).unwrap();
+        std::fs::create_dir_all(&stand_ins).unwrap();
+        for (program, body) in [
+            ("sudo", "exec \"$@\"".to_owned()),
+            (
+                "install",
+                format!(
+                    "[ $# = 2 ] && [ \"$2\" = /usr/local/bin/ ] && cp \"$1\" '{}'",
+                    local_bin.display()
+                ),
+            ),
+            (
+                "apt",
+                format!(
+                    "[ \"$1\" = install ] && [ -f \"$2\" ] && realpath \"$2\" > '{}'",
+                    place.join("apt").display()
+                ),
+            ),
+        ] {
+            let path = stand_ins.join(program);
+            std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+        }
+        let out = Command::new("sh")
+            .args(["-ec", &lines])
+            .current_dir(&top)
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    stand_ins.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{file}: {lines}\n{out:?}");
+        let installed = Command::new(local_bin.join("backoff"))
+            .arg("--version")
+            .output()
+            .unwrap();
+        assert!(installed.status.success(), "{file}: {installed:?}");
+        assert_eq!(
+            std::fs::read_to_string(place.join("apt")).unwrap().trim(),
+            dist.join(&deb)
+                .canonicalize()
+                .unwrap()
+                .display()
+                .to_string(),
+            "{file}"
+        );
     }
 }

@@ -71,21 +71,37 @@ fn dir() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/schema"))
 }
 
+/// The `$id` of schema `file`: where docs.rs shows it in this release.
+fn id_of(file: &str) -> String {
+    format!(
+        "https://docs.rs/crate/backoff-cli/{}/source/docs/schema/{file}",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
 /// The schemas, compiled once for the whole test binary (compiling checks
-/// each against the draft 2020-12 meta-schema).
+/// each against the draft 2020-12 meta-schema). Each is given by its
+/// `$id`, as a validator given them all finds them: `defs.json` is found
+/// where the others' references lead through their `$id`, not read from
+/// beside them.
 fn compiled() -> &'static (boon::Schemas, Vec<boon::SchemaIndex>) {
     static SCHEMAS: OnceLock<(boon::Schemas, Vec<boon::SchemaIndex>)> = OnceLock::new();
     SCHEMAS.get_or_init(|| {
         let mut schemas = boon::Schemas::new();
         let mut compiler = boon::Compiler::new();
         compiler.set_default_draft(boon::Draft::V2020_12);
+        let files = Doc::ALL.iter().map(|d| d.file()).chain(["defs.json"]);
+        for file in files {
+            let text = std::fs::read_to_string(dir().join(file)).unwrap();
+            let schema: Value = serde_json::from_str(&text).unwrap();
+            compiler.add_resource(&id_of(file), schema).unwrap();
+        }
         let index = Doc::ALL
             .iter()
             .map(|d| {
-                let path = dir().join(d.file());
                 compiler
-                    .compile(&path.display().to_string(), &mut schemas)
-                    .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()))
+                    .compile(&id_of(d.file()), &mut schemas)
+                    .unwrap_or_else(|e| panic!("docs/schema/{}: {e:#}", d.file()))
             })
             .collect();
         (schemas, index)
@@ -125,6 +141,7 @@ fn every_schema_is_a_draft_2020_12_schema_and_each_file_is_known() {
             v["$schema"], "https://json-schema.org/draft/2020-12/schema",
             "{file}"
         );
+        assert_eq!(v["$id"], id_of(file), "{file}");
     }
     compiled();
 }
@@ -277,10 +294,10 @@ const KINDS: [&str; 20] = [
     "undelivered",
 ];
 
-/// The kinds seen in the events of runs that together show most kinds.
+/// The events and reports of runs that together show most kinds of event.
 // A list of runs, one a few lines: long, not complex.
 #[allow(clippy::too_many_lines)]
-fn kinds_of_runs() -> BTreeSet<String> {
+fn runs_of_most_kinds() -> (Vec<Value>, Vec<Value>) {
     let dir = TempDir::new("schema-runs");
     let store = dir.path().display().to_string();
     let fail_once = "test -e \"$0\" && exit 0; touch \"$0\"; exit 1";
@@ -392,19 +409,20 @@ fn kinds_of_runs() -> BTreeSet<String> {
         ],
         vec!["--breaker", "c", "--budget-dir", &store, "--", "true"],
     ];
-    let mut seen = BTreeSet::new();
+    let mut all = (Vec::new(), Vec::new());
     for args in &runs {
         let (events, report) = run(args);
         assert!(!events.is_empty(), "{args:?}");
         assert_eq!(report["name"], events[0]["name"], "{args:?}");
-        seen.extend(kinds(&events));
+        all.0.extend(events);
+        all.1.push(report);
     }
-    seen
+    all
 }
 
 #[test]
 fn the_events_and_reports_of_real_runs_follow_their_schemas() {
-    let mut seen = kinds_of_runs();
+    let mut seen = kinds(&runs_of_most_kinds().0);
     // A signal in a delay, and held stdout that nobody reads.
     let mut delayed = Running::start(command([
         "--log-format",
@@ -559,4 +577,184 @@ fn the_json_of_throttle_show_follows_its_schema() {
     let mut bad = counted.clone();
     bad["probability"] = json!(1.0);
     assert!(check(Doc::ThrottleShow, &bad).is_err(), "{bad}");
+}
+
+/// The lines of the guide that check a report with a second validator,
+/// as written: ajv's and check-jsonschema's.
+fn guide_commands() -> Vec<String> {
+    let guide = std::fs::read_to_string(dir().join("../guide.md")).unwrap();
+    let lines: Vec<String> = crate::examples::markdown_blocks(&guide)
+        .into_iter()
+        .flat_map(|(_, block)| block)
+        .filter(|l| l.starts_with("ajv validate ") || l.starts_with("check-jsonschema "))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    lines
+}
+
+/// Makes `bin` hold ajv and check-jsonschema where .ci/run installs them
+/// (npm's `ajv-cli` and pip's `check-jsonschema`, in target/ci-tools), for
+/// `sh` to find before PATH; the names of those found nowhere.
+fn second_validators(bin: &Path) -> Vec<&'static str> {
+    use std::os::unix::fs::PermissionsExt;
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ci-tools");
+    std::fs::create_dir_all(bin).unwrap();
+    let ajv = tools.join("npm/node_modules/.bin/ajv");
+    if ajv.exists() {
+        std::os::unix::fs::symlink(&ajv, bin.join("ajv")).unwrap();
+    }
+    if tools.join("py/check_jsonschema").is_dir() {
+        let wrapper = bin.join("check-jsonschema");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nPYTHONPATH='{}' exec python3 -m check_jsonschema \"$@\"\n",
+                tools.join("py").display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    ["ajv", "check-jsonschema"]
+        .into_iter()
+        .filter(|name| {
+            !bin.join(name).exists()
+                && !std::process::Command::new("sh")
+                    .args(["-c", &format!("command -v {name}")])
+                    .output()
+                    .unwrap()
+                    .status
+                    .success()
+        })
+        .collect()
+}
+
+/// Documents of each kind as backoff writes them, in `dir` (the report of
+/// a run in `report.json` too): the files of each kind, by the name of its
+/// schema.
+fn one_of_each(dir: &TempDir) -> Vec<(&'static str, Vec<String>)> {
+    let store = dir.join("store");
+    std::fs::create_dir(&store).unwrap();
+    let store = store.display().to_string();
+    let json = |args: &[&str]| {
+        let out = backoff(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        out.stdout
+    };
+    // Every document of the runs, and a run that makes a state of each
+    // kind for the subcommands.
+    let (events, reports) = runs_of_most_kinds();
+    let mut docs = Vec::new();
+    for (schema, values) in [("events.json", events), ("report.json", reports)] {
+        let names: Vec<String> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let name = format!("{}-{i}.json", schema.trim_end_matches(".json"));
+                std::fs::write(dir.join(&name), v.to_string()).unwrap();
+                name
+            })
+            .collect();
+        docs.push((schema, names));
+    }
+    std::fs::copy(dir.join("report-0.json"), dir.join("report.json")).unwrap();
+    backoff(["--budget", "k", "--breaker", "k", "--throttle", "k"])
+        .args(["--budget-dir", &store])
+        .args(["--attempts", "2", "--base", "1ms", "--", "false"])
+        .assert()
+        .code(1);
+    let fleet = |kind: &'static str, what: &'static str| {
+        vec![
+            kind,
+            what,
+            "k",
+            "--format",
+            "json",
+            "--budget-dir",
+            store.as_str(),
+        ]
+    };
+    let simulate = [
+        "simulate",
+        "--format",
+        "json",
+        "--clients",
+        "3",
+        "--runs",
+        "1",
+        "--seed",
+        "1",
+    ];
+    // The states' shows, then their resets.
+    for (schema, args) in [
+        ("schedule.json", vec!["schedule", "--format", "json"]),
+        ("simulate.json", simulate.to_vec()),
+        ("budget-show.json", fleet("budget", "show")),
+        ("breaker-show.json", fleet("breaker", "show")),
+        ("throttle-show.json", fleet("throttle", "show")),
+        ("budget-reset.json", fleet("budget", "reset")),
+        ("breaker-reset.json", fleet("breaker", "reset")),
+        ("throttle-reset.json", fleet("throttle", "reset")),
+    ] {
+        let name = format!("out-{schema}");
+        std::fs::write(dir.join(&name), json(&args)).unwrap();
+        docs.push((schema, vec![name]));
+    }
+    docs
+}
+
+#[test]
+fn a_second_validator_run_as_the_guide_says_reads_the_schemas_and_agrees() {
+    let place = TempDir::new("second-validators");
+    let missing = second_validators(&place.join("bin"));
+    for name in &missing {
+        eprintln!(
+            "skipped a_second_validator_run_as_the_guide_says_reads_the_schemas_and_agrees for {name}: not installed (.ci/run installs it in target/ci-tools)"
+        );
+    }
+    std::fs::create_dir(place.join("docs")).unwrap();
+    std::os::unix::fs::symlink(dir(), place.join("docs/schema")).unwrap();
+    let docs = one_of_each(&place);
+    let path = format!(
+        "{}:{}",
+        place.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let sh = |line: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", line])
+            .current_dir(place.path())
+            .env("PATH", &path)
+            .output()
+            .unwrap()
+    };
+    for line in guide_commands() {
+        let program = line.split_whitespace().next().unwrap();
+        if missing.contains(&program) {
+            continue;
+        }
+        // As written, on a report; then on each kind of document.
+        let out = sh(&line);
+        assert!(out.status.success(), "{line}: {out:?}");
+        for (schema, files) in &docs {
+            let data = if program == "ajv" {
+                files.join(" -d ")
+            } else {
+                files.join(" ")
+            };
+            let line = line
+                .replace("schema/report.json", &format!("schema/{schema}"))
+                .replace(" report.json", &format!(" {data}"));
+            let out = sh(&line);
+            assert!(out.status.success(), "{line}: {out:?}");
+        }
+        // And what the schema refuses, the validator refuses.
+        let report = std::fs::read_to_string(place.join("report.json")).unwrap();
+        let mut wrong: Value = serde_json::from_str(&report).unwrap();
+        wrong["schema"] = json!(2);
+        std::fs::write(place.join("report.json"), wrong.to_string()).unwrap();
+        let out = sh(&line);
+        std::fs::write(place.join("report.json"), report).unwrap();
+        assert!(!out.status.success(), "{line}: {out:?}");
+    }
 }

@@ -910,8 +910,9 @@ fn the_advice_of_what_a_preset_or_a_program_cannot_do_followed_literally_works()
 fn an_oversized_set_of_output_patterns_is_refused_before_it_is_all_compiled() {
     let dir = TempDir::new("patterns");
     let peak = dir.join("peak");
-    // Each of these takes some 20 MB compiled (Unicode's \w, 300 times).
-    let patterns: Vec<String> = (0..80).map(|i| format!(r"\w{{3{i:02}}}")).collect();
+    // Each of these takes some 5 to 8 MiB compiled (Unicode's \w, over a
+    // hundred times): two fit, the third is past 16 MiB.
+    let patterns: Vec<String> = (0..60).map(|i| format!(r"\w{{1{i:02}}}")).collect();
     let mut cmd = std::process::Command::new("/usr/bin/time");
     crate::support::plain(&mut cmd)
         .args(["-f", "%M", "-o"])
@@ -929,10 +930,7 @@ fn an_oversized_set_of_output_patterns_is_refused_before_it_is_all_compiled() {
     assert_eq!(out.status.code(), Some(125), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
-        stderr.starts_with(r"backoff: invalid value '\w{3")
-            && stderr.contains(
-                "for '--until-output': the output patterns together take more than 2 MiB compiled"
-            ),
+        stderr.starts_with(r"backoff: invalid value '\w{102}' for '--until-output': the output patterns together take more than 16 MiB compiled (those before it 16 MiB); "),
         "{stderr}"
     );
     // GNU time says how the command exited first, then the peak in KiB.
@@ -943,7 +941,65 @@ fn an_oversized_set_of_output_patterns_is_refused_before_it_is_all_compiled() {
         .unwrap_or_default()
         .parse()
         .expect(&said);
-    assert!(kib < 50 << 10, "peak {kib} KiB");
+    assert!(kib < 64 << 10, "peak {kib} KiB");
+}
+
+#[test]
+fn ordinary_output_patterns_are_accepted_and_the_advice_on_one_too_large_works_as_written() {
+    // Unicode's \w 64 times takes some 3 MiB compiled; both together too.
+    let word = "w".repeat(200);
+    backoff([
+        "--attempts",
+        "1",
+        "--until-output",
+        r"\w{64}",
+        "--retry-if-output",
+        r"\b\w{32,64}\b",
+        "--",
+        "echo",
+        &word,
+    ])
+    .assert()
+    .success();
+    backoff(["--attempts", "1", "--until-output", r"\b\w{32,64}\b"])
+        .args(["--", "echo", &format!("a {} b", &word[..40])])
+        .assert()
+        .success();
+    // What is refused, the advice, and the command line that follows it:
+    // a pattern too large on its own, and three that fit alone but not
+    // together.
+    let run = |patterns: &[String]| {
+        let mut cmd = backoff(["--attempts", "1"]);
+        for p in patterns {
+            cmd.args(["--until-output", p]);
+        }
+        cmd.args(["--", "echo", &word]).output().unwrap()
+    };
+    let too_large = [r"\w{200}"];
+    let together = [r"\w{100}", r"\w{100}", r"\w{100}"];
+    for (patterns, advice) in [
+        (
+            &too_large[..],
+            "it takes more than 8 MiB compiled, the most one pattern may take; with '(?-u)' at its start, for ASCII classes, it takes 32 KiB",
+        ),
+        (
+            &together[..],
+            "the output patterns together take more than 16 MiB compiled (those before it 16 MiB); with '(?-u)' at the start of each, for ASCII classes, they take 48 KiB",
+        ),
+    ] {
+        let given: Vec<String> = patterns.iter().map(|p| (*p).to_owned()).collect();
+        let out = run(&given);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{stderr}");
+        assert!(stderr.ends_with(&format!("{advice}\n")), "{stderr}");
+        let fixed: Vec<String> = given.iter().map(|p| format!("(?-u){p}")).collect();
+        let out = run(&fixed);
+        assert!(
+            out.status.success(),
+            "{fixed:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 #[test]
@@ -977,9 +1033,9 @@ fn output_patterns_before_a_bad_value_do_not_make_it_the_environment_s() {
     let (code, stderr) = run_with(
         &[
             "--until-output",
-            r"\w{14}",
+            r"\w{100}",
             "--until-output",
-            r"\w{14}",
+            r"\w{100}",
             "--base",
             "xyz",
             "--",
