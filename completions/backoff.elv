@@ -34,6 +34,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --consecutive 'Success needs N successful attempts in a row; a failure resets the count and is retried as usual'
             cand --until-failure 'Run the command again while it succeeds, at most N runs (default: no limit); stop at the first failure and exit with its status, or 0 when every run succeeded'
             cand --reset-after 'An attempt that ran at least this long before failing starts the retry count and the delays over, as if it were the first'
+            cand --on-start 'Run CMD with `sh -c` once, before the first attempt; its failure is told and the run goes on'
             cand --on-retry 'Run CMD with `sh -c` at the start of each delay before a retry (its time counts against the delay); it sees BACKOFF_ATTEMPT, BACKOFF_LAST_STATUS, BACKOFF_NEXT_DELAY'
             cand --on-give-up 'Run CMD with `sh -c` when the run ends without success; it sees BACKOFF_REASON (exhausted, stopped, deadline, budget, interrupted, failure_found) and BACKOFF_LAST_STATUS'
             cand --on-success 'Run CMD with `sh -c` when the run succeeds'

@@ -302,11 +302,15 @@ fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit>
     let misplaced = cli::advice::misplaced_option(&cfg.command);
     let label = config::run_label(cfg.name.as_ref(), &cfg.command);
     let mut log = log_report(cfg, labels, label.clone());
-    let mut recorder = Recorder::new(label, SystemTime::now);
+    let run_id = uuid::Builder::from_random_bytes(rand::random())
+        .into_uuid()
+        .to_string();
+    let mut recorder = Recorder::new(label, run_id.clone(), SystemTime::now);
     let (headers, added) = preset_additions(cfg)?;
     let mut command = cfg.command.clone();
     command.splice(1..1, added.iter().cloned());
     let plan = run::Plan {
+        run_id: &run_id,
         policy: cfg.policy.policy.clone(),
         max_retries: cfg.policy.max_retries,
         seed: cfg.policy.seed.unwrap_or_else(random_seed),

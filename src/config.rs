@@ -1224,14 +1224,15 @@ pub fn run_label(name: Option<&String>, command: &[OsString]) -> String {
     })
 }
 
-/// The hooks of `--on-retry`, `--on-give-up` and `--on-success`, and their
-/// `--hook-timeout`, which must be above zero.
+/// The hooks of `--on-start`, `--on-retry`, `--on-give-up` and
+/// `--on-success`, and their `--hook-timeout`, which must be above zero.
 fn hooks(args: &crate::cli::HookArgs, given: &Given) -> Result<Hooks, UsageError> {
     if args.hook_timeout.is_zero() {
         return Err(invalid(given, "0", "--hook-timeout", "must be above zero"));
     }
     Ok(Hooks {
         on_retry: args.on_retry.clone(),
+        on_start: args.on_start.clone(),
         on_give_up: args.on_give_up.clone(),
         on_success: args.on_success.clone(),
         timeout: args.hook_timeout,

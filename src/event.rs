@@ -14,6 +14,8 @@ use crate::policy::Delay;
 pub enum Event<'a> {
     /// The run starts.
     Start {
+        /// The run's id (`BACKOFF_RUN_ID`).
+        run_id: &'a str,
         /// The command line.
         command: &'a [OsString],
         /// Attempts allowed in all; `None` without a limit.
@@ -236,6 +238,8 @@ pub enum During {
     Delay,
     /// A decision of a shared state's store, before an attempt.
     Decision(Shared),
+    /// `--on-start`, before the first attempt.
+    Start,
 }
 
 impl During {
@@ -245,6 +249,7 @@ impl During {
             During::Attempt(..) => "attempt",
             During::Delay => "delay",
             During::Decision(shared) => shared.name(),
+            During::Start => HookKind::Start.name(),
         }
     }
 
@@ -291,6 +296,8 @@ impl Shared {
 /// Which hook runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookKind {
+    /// `--on-start`: before the first attempt.
+    Start,
     /// `--on-retry`: at the start of each delay before a retry.
     Retry,
     /// `--on-give-up`: when the run ends without success.
@@ -303,6 +310,7 @@ impl HookKind {
     /// The name used in JSON events and the run report.
     pub fn name(self) -> &'static str {
         match self {
+            HookKind::Start => "on_start",
             HookKind::Retry => "on_retry",
             HookKind::GiveUp => "on_give_up",
             HookKind::Success => "on_success",
@@ -312,6 +320,7 @@ impl HookKind {
     /// Its option.
     pub fn flag(self) -> &'static str {
         match self {
+            HookKind::Start => "--on-start",
             HookKind::Retry => "--on-retry",
             HookKind::GiveUp => "--on-give-up",
             HookKind::Success => "--on-success",

@@ -23,7 +23,9 @@ pub const COUNTDOWN_FROM: Duration = Duration::from_secs(1);
 
 /// What an attempt is told about itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AttemptSpec {
+pub struct AttemptSpec<'a> {
+    /// The run's id (`BACKOFF_RUN_ID`).
+    pub run_id: &'a str,
     /// 1-based attempt number.
     pub number: u64,
     /// Attempts allowed in all; `None` without a limit.
@@ -93,7 +95,7 @@ pub trait Wait {
 /// The side effects of a run.
 pub trait Executor: Wait {
     /// Runs one attempt to its end.
-    fn attempt(&mut self, spec: &AttemptSpec) -> Ended;
+    fn attempt(&mut self, spec: &AttemptSpec<'_>) -> Ended;
     /// Waits for `delay`; returns the terminating signal that cut it short.
     fn pause(&mut self, delay: Duration) -> Option<i32>;
     /// Waits as `pause` does, and also returns (with `None`) early when the
@@ -124,6 +126,8 @@ pub trait Executor: Wait {
 /// The hooks of a run: shell commands, run with `sh -c`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Hooks {
+    /// `--on-start`.
+    pub on_start: Option<String>,
     /// `--on-retry`.
     pub on_retry: Option<String>,
     /// `--on-give-up`.
@@ -137,6 +141,7 @@ pub struct Hooks {
 impl Hooks {
     fn command(&self, kind: HookKind) -> Option<&str> {
         match kind {
+            HookKind::Start => self.on_start.as_deref(),
             HookKind::Retry => self.on_retry.as_deref(),
             HookKind::GiveUp => self.on_give_up.as_deref(),
             HookKind::Success => self.on_success.as_deref(),
@@ -185,6 +190,9 @@ impl Default for Goal {
 /// What a run needs to know.
 #[derive(Debug, Clone)]
 pub struct Plan<'a> {
+    /// The run's id: a random UUID, `BACKOFF_RUN_ID` to the command and
+    /// the hooks.
+    pub run_id: &'a str,
     /// The delay policy.
     pub policy: Policy,
     /// Retries after the first attempt; `None` without a limit.
@@ -501,6 +509,7 @@ fn run_loop(
         breaker,
     };
     run.report.event(&Event::Start {
+        run_id: plan.run_id,
         command: plan.command,
         max_attempts,
         preset: plan.preset,
@@ -513,6 +522,12 @@ impl Loop<'_, '_> {
     /// Attempts and delays, until the run ends.
     fn go(&mut self) -> Exit {
         let plan = self.plan;
+        // --on-start runs once, before the first attempt (and any decision
+        // of a shared state's store): its failure is told and changes
+        // nothing; a signal during it ends the run before any attempt.
+        if let Err(signal) = self.hook(HookKind::Start, None) {
+            return self.interrupted(signal, During::Start);
+        }
         loop {
             match self.attempt() {
                 Step::Done(exit) => return exit,
@@ -588,6 +603,7 @@ impl Loop<'_, '_> {
             .deadline
             .map(|d| d.saturating_duration_since(self.exec.now()));
         let spec = AttemptSpec {
+            run_id: plan.run_id,
             number,
             max_attempts: self.max_attempts,
             last,
@@ -1012,6 +1028,7 @@ impl Loop<'_, '_> {
             return Ok(());
         };
         let mut env = vec![
+            ("BACKOFF_RUN_ID", plan.run_id.to_owned()),
             ("BACKOFF_ATTEMPT", self.count.attempts.to_string()),
             (
                 "BACKOFF_MAX_ATTEMPTS",
@@ -1095,7 +1112,7 @@ impl Loop<'_, '_> {
             return Some((own, grace, false));
         };
         let to_deadline = deadline.saturating_duration_since(now);
-        if kind == HookKind::Retry {
+        if matches!(kind, HookKind::Start | HookKind::Retry) {
             return Some((own.min(to_deadline), grace, to_deadline < own));
         }
         let Some(exit_by) = self.exit_by else {
@@ -1359,7 +1376,7 @@ mod tests {
     /// Replays scripted outcomes; time advances only when it sleeps.
     struct Fake {
         outcomes: Vec<Outcome>,
-        seen: Vec<AttemptSpec>,
+        seen: Vec<AttemptSpec<'static>>,
         slept: Vec<Duration>,
         now: Cell<Instant>,
         interrupt_pause: Option<i32>,
@@ -1397,8 +1414,12 @@ mod tests {
     }
 
     impl Executor for Fake {
-        fn attempt(&mut self, spec: &AttemptSpec) -> Ended {
-            self.seen.push(*spec);
+        fn attempt(&mut self, spec: &AttemptSpec<'_>) -> Ended {
+            assert_eq!(spec.run_id, RUN_ID);
+            self.seen.push(AttemptSpec {
+                run_id: RUN_ID,
+                ..*spec
+            });
             let outcome = self.outcomes.pop().expect("more attempts than scripted");
             let ran = self.seen.len() - 1;
             if let Some(d) = self.runs.get(ran) {
@@ -1462,6 +1483,7 @@ mod tests {
         let mut fake = Fake::new(outcomes);
         let command = [OsString::from("cmd")];
         let plan = Plan {
+            run_id: RUN_ID,
             policy: Policy::formula(
                 Duration::from_millis(100),
                 Duration::from_secs(1),
@@ -1585,6 +1607,7 @@ mod tests {
         let rules = Rules::default();
         let command = [OsString::from("cmd")];
         let hooks = Hooks {
+            on_start: Some("o".into()),
             on_retry: Some("r".into()),
             on_give_up: Some("g".into()),
             on_success: Some("s".into()),
@@ -1598,7 +1621,7 @@ mod tests {
         let exit = run(&plan, &mut fake, &mut Events::default());
         assert_eq!(exit, Exit::Code(1));
         let kinds: Vec<HookKind> = fake.hooks_run.iter().map(|(k, _)| *k).collect();
-        assert_eq!(kinds, [HookKind::Retry, HookKind::GiveUp]);
+        assert_eq!(kinds, [HookKind::Start, HookKind::Retry, HookKind::GiveUp]);
         let var = |i: usize, name: &str| {
             fake.hooks_run[i]
                 .1
@@ -1606,10 +1629,15 @@ mod tests {
                 .find(|(n, _)| *n == name)
                 .map(|(_, v)| v.clone())
         };
-        assert_eq!(var(0, "BACKOFF_NEXT_DELAY").as_deref(), Some("0.25"));
-        assert_eq!(var(0, "BACKOFF_ATTEMPT").as_deref(), Some("1"));
-        assert_eq!(var(1, "BACKOFF_REASON").as_deref(), Some("exhausted"));
-        assert_eq!(var(1, "BACKOFF_ATTEMPT").as_deref(), Some("2"));
+        for i in 0..3 {
+            assert_eq!(var(i, "BACKOFF_RUN_ID").as_deref(), Some(RUN_ID));
+        }
+        assert_eq!(var(0, "BACKOFF_ATTEMPT").as_deref(), Some("0"));
+        assert_eq!(var(0, "BACKOFF_LAST_STATUS").as_deref(), Some(""));
+        assert_eq!(var(1, "BACKOFF_NEXT_DELAY").as_deref(), Some("0.25"));
+        assert_eq!(var(1, "BACKOFF_ATTEMPT").as_deref(), Some("1"));
+        assert_eq!(var(2, "BACKOFF_REASON").as_deref(), Some("exhausted"));
+        assert_eq!(var(2, "BACKOFF_ATTEMPT").as_deref(), Some("2"));
         // The hook's time counts against the delay (here none).
         assert_eq!(fake.slept, [Duration::from_millis(250)]);
     }
@@ -1753,6 +1781,7 @@ mod tests {
     /// A plan that retries forever after a constant `delay`.
     fn constant<'a>(delay: Duration, rules: &'a Rules, command: &'a [OsString]) -> Plan<'a> {
         Plan {
+            run_id: RUN_ID,
             policy: Policy::formula(delay, delay, 2.0, Jitter::None),
             max_retries: None,
             seed: 0,
@@ -1776,7 +1805,10 @@ mod tests {
         }
     }
 
+    const RUN_ID: &str = "6f1c2b0e-3d4a-4e5f-8a9b-0c1d2e3f4a5b";
+
     static NO_HOOKS: Hooks = Hooks {
+        on_start: None,
         on_retry: None,
         on_give_up: None,
         on_success: None,

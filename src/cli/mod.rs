@@ -808,6 +808,12 @@ pub struct PolicyArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Hooks")]
 pub struct HookArgs {
+    /// Run CMD with `sh -c` once, before the first attempt; its failure is
+    /// told and the run goes on.
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true,
+          value_hint = ValueHint::CommandString)]
+    pub on_start: Option<String>,
+
     /// Run CMD with `sh -c` at the start of each delay before a retry (its
     /// time counts against the delay); it sees BACKOFF_ATTEMPT,
     /// BACKOFF_LAST_STATUS, BACKOFF_NEXT_DELAY.

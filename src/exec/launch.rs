@@ -32,7 +32,8 @@ use crate::sys::process::{self, Exec, env_entry};
 /// is given too), so the command is told the run's own, in seconds (`2.5`),
 /// which a backoff the command starts in turn reads back as its own
 /// `--timeout` (see `app`).
-const ATTEMPT_VARIABLES: [&str; 5] = [
+const ATTEMPT_VARIABLES: [&str; 6] = [
+    "BACKOFF_RUN_ID",
     "BACKOFF_ATTEMPT",
     "BACKOFF_MAX_ATTEMPTS",
     "BACKOFF_LAST_STATUS",
@@ -75,8 +76,9 @@ fn environment_with<'a>(
 
 /// The environment of an attempt: backoff's own without inherited attempt
 /// variables, then the attempt's. `timeout` is `--timeout`.
-fn environment(spec: &AttemptSpec, timeout: Option<Duration>) -> io::Result<Vec<CString>> {
+fn environment(spec: &AttemptSpec<'_>, timeout: Option<Duration>) -> io::Result<Vec<CString>> {
     let values = [
+        Some(spec.run_id.to_owned()),
         Some(spec.number.to_string()),
         Some(spec.max_attempts.map(|m| m.to_string()).unwrap_or_default()),
         spec.last.map(Outcome::env_value),
@@ -98,7 +100,8 @@ pub fn variables_set() -> impl Iterator<Item = &'static str> {
 
 /// The variables backoff sets for a hook; inherited ones of the same names
 /// (and of the attempt's) are not passed on.
-const HOOK_VARIABLES: [&str; 5] = [
+const HOOK_VARIABLES: [&str; 6] = [
+    "BACKOFF_RUN_ID",
     "BACKOFF_ATTEMPT",
     "BACKOFF_MAX_ATTEMPTS",
     "BACKOFF_LAST_STATUS",
@@ -187,7 +190,7 @@ fn has_no_interpreter(file: &std::path::Path) -> bool {
 impl RealExecutor {
     /// Starts an attempt; returns the child and the pipes of its output, if
     /// output rules or `--idle-timeout` need to see it or stdout is held.
-    pub(super) fn spawn(&mut self, spec: &AttemptSpec) -> io::Result<(Child, Vec<Pipe>)> {
+    pub(super) fn spawn(&mut self, spec: &AttemptSpec<'_>) -> io::Result<(Child, Vec<Pipe>)> {
         let exec = Exec::new(&self.command, environment(spec, self.options.timeout)?)?;
         let mut command = Command::new(&self.command[0]);
         command.args(&self.command[1..]);

@@ -343,7 +343,7 @@ impl Wait for RealExecutor {
 }
 
 impl Executor for RealExecutor {
-    fn attempt(&mut self, spec: &AttemptSpec) -> Ended {
+    fn attempt(&mut self, spec: &AttemptSpec<'_>) -> Ended {
         // A signal that came between the delay and now: start nothing.
         if let Some(sig) = Self::pending_termination(self.watch.pending()) {
             return Ended::Interrupted(sig, None);

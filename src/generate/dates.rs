@@ -4,7 +4,7 @@
 
 /// Each page's name and date (YYYY-MM-DD).
 pub const DATES: &[(&str, &str)] = &[
-    ("backoff", "2026-12-03"),
+    ("backoff", "2026-12-04"),
     ("backoff-schedule", "2026-12-03"),
     ("backoff-simulate", "2026-12-03"),
     ("backoff-budget", "2026-12-03"),

@@ -357,6 +357,7 @@ fn note_json(event: &Event<'_>) -> Value {
 fn event_json(event: &Event<'_>, verbose: bool) -> Value {
     match *event {
         Event::Start {
+            run_id,
             command,
             max_attempts,
             preset,
@@ -364,6 +365,7 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
         } => {
             let mut v = json!({
                 "event": "start",
+                "run_id": run_id,
                 "program": command[0].to_string_lossy(),
                 "max_attempts": max_attempts,
                 "preset": preset.map(|p| p.preset.name()),

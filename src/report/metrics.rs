@@ -508,7 +508,7 @@ mod tests {
 
     #[test]
     fn metrics_escape_the_label_and_add_to_previous_counters() {
-        let mut r = Recorder::new("job \"x\"".to_owned(), epoch);
+        let mut r = Recorder::new("job \"x\"".to_owned(), String::new(), epoch);
         r.event(&Event::AttemptStarted {
             attempt: 1,
             max_attempts: Some(1),
@@ -535,7 +535,7 @@ mod tests {
 
     /// A run of `name` that made one attempt, which succeeded.
     fn run(name: &str) -> Recorder {
-        let mut r = Recorder::new(name.to_owned(), epoch);
+        let mut r = Recorder::new(name.to_owned(), String::new(), epoch);
         r.event(&Event::AttemptStarted {
             attempt: 1,
             max_attempts: Some(1),

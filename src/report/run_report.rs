@@ -158,6 +158,8 @@ pub struct AttemptRow {
 /// Collects what a run did, for `--report` and `--metrics-file`.
 pub struct Recorder {
     name: String,
+    /// The run's id (`BACKOFF_RUN_ID`).
+    run_id: String,
     clock: fn() -> SystemTime,
     started: Option<SystemTime>,
     /// The preset the run used, and where it came from.
@@ -227,11 +229,12 @@ impl BreakerRecord {
 }
 
 impl Recorder {
-    /// A recorder for the command labelled `name`, reading wall-clock time
-    /// from `clock`.
-    pub fn new(name: String, clock: fn() -> SystemTime) -> Recorder {
+    /// A recorder for the run `run_id` of the command labelled `name`,
+    /// reading wall-clock time from `clock`.
+    pub fn new(name: String, run_id: String, clock: fn() -> SystemTime) -> Recorder {
         Recorder {
             name,
+            run_id,
             clock,
             started: None,
             preset: None,
@@ -468,6 +471,7 @@ impl Recorder {
         json!({
             "schema": SCHEMA_VERSION,
             "name": self.name,
+            "run_id": self.run_id,
             "preset": self.preset.map(|p| p.preset.name()),
             "preset_from": self.preset.map(|p| p.from.name()),
             "start": utc_rfc3339(started),
@@ -656,12 +660,14 @@ mod tests {
     use crate::policy::Delay;
     use std::time::UNIX_EPOCH;
 
+    const RUN_ID: &str = "0b1e8b52-54c4-4f4e-9d4c-4a0c9b1e2f3a";
+
     fn epoch() -> SystemTime {
         UNIX_EPOCH + Duration::from_hours(500_000)
     }
 
     fn fed(events: &[Event<'_>]) -> Recorder {
-        let mut r = Recorder::new("job \"x\"".to_owned(), epoch);
+        let mut r = Recorder::new("job \"x\"".to_owned(), RUN_ID.to_owned(), epoch);
         for e in events {
             r.event(e);
         }
@@ -711,6 +717,7 @@ mod tests {
             },
         ]);
         let doc = r.report(Exit::Code(9));
+        assert_eq!(doc["run_id"], RUN_ID);
         assert_eq!(doc["retry_count"], 2);
         assert_eq!(doc["backoff_seconds"], 0.3);
         assert_eq!(doc["reason"], "exhausted");

@@ -598,6 +598,7 @@ fn cut_text(event: &Event<'_>) -> Option<String> {
             match during {
                 During::Attempt(..) => "during the attempt; not retrying".to_owned(),
                 During::Delay => "during the delay; not retrying".to_owned(),
+                During::Start => "during the --on-start hook; no attempt follows".to_owned(),
                 During::Decision(shared) => {
                     format!(
                         "during the {}'s decision; no attempt follows",

@@ -1,4 +1,5 @@
-//! `--on-retry`, `--on-give-up`, `--on-success` and `--hook-timeout`: real
+//! `--on-start`, `--on-retry`, `--on-give-up`, `--on-success` and
+//! `--hook-timeout`, and `BACKOFF_RUN_ID`: real
 //! hooks run by `sh -c`, that succeed, fail, hang or are interrupted.
 
 use crate::support::{PATIENCE, Running, TempDir, backoff, command, events, gone};
@@ -402,4 +403,143 @@ fn terminated_during_hook(run: &mut Running, marker: &str) {
         run.seen
     );
     crate::support::eventually("the hook to be gone", || gone(pid));
+}
+
+#[test]
+fn on_start_runs_once_before_the_first_attempt_and_everything_sees_one_run_id() {
+    let dir = TempDir::new("hooks");
+    let log = dir.join("log");
+    let log = log.to_str().unwrap();
+    let report = dir.join("report.json");
+    let out = backoff([
+        "--log-format",
+        "json",
+        "--delays",
+        "1ms",
+        "--attempts",
+        "3",
+        "--report",
+        report.to_str().unwrap(),
+        "--on-start",
+        &format!("echo \"start $BACKOFF_ATTEMPT $BACKOFF_RUN_ID\" >> {log}; exit 3"),
+        "--on-retry",
+        &format!("echo \"retry $BACKOFF_RUN_ID\" >> {log}"),
+        "--on-give-up",
+        &format!("echo \"give-up $BACKOFF_RUN_ID\" >> {log}"),
+        "--",
+        "sh",
+        "-c",
+        &format!("echo \"attempt $BACKOFF_ATTEMPT $BACKOFF_RUN_ID\" >> {log}; exit 7"),
+    ])
+    .env("BACKOFF_RUN_ID", "inherited")
+    .timeout(PATIENCE)
+    .output()
+    .unwrap();
+    // The hook's failure changes nothing: all three attempts ran.
+    assert_eq!(out.status.code(), Some(7));
+    let lines = std::fs::read_to_string(dir.join("log")).unwrap();
+    let lines: Vec<(&str, &str)> = lines
+        .lines()
+        .map(|l| l.split_at(l.rfind(' ').unwrap() + 1))
+        .collect();
+    let what: Vec<&str> = lines.iter().map(|(w, _)| w.trim_end()).collect();
+    assert_eq!(
+        what,
+        [
+            "start 0",
+            "attempt 1",
+            "retry",
+            "attempt 2",
+            "retry",
+            "attempt 3",
+            "give-up"
+        ]
+    );
+    let id = lines[0].1;
+    assert!(lines.iter().all(|(_, i)| *i == id), "{lines:?}");
+    assert_ne!(id, "inherited", "each run has an id of its own");
+    let v4 =
+        regex::Regex::new("^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+            .unwrap();
+    assert!(v4.is_match(id), "{id}");
+    let events = events(&out.stderr);
+    assert_eq!(events[0]["event"], "start");
+    assert_eq!(events[0]["run_id"], id);
+    let start_hook = events.iter().find(|e| e["event"] == "hook").unwrap();
+    assert_eq!(start_hook["hook"], "on_start");
+    assert_eq!(start_hook["exit"], 3);
+    let doc = crate::support::report_at(&report);
+    assert_eq!(doc["run_id"], id);
+    assert_eq!(doc["hooks"][0]["hook"], "on_start");
+    assert_eq!(doc["hooks"][0]["after_attempt"], 0);
+    // A second run has another id.
+    let again = backoff(["--on-start", "echo $BACKOFF_RUN_ID", "--", "true"])
+        .timeout(PATIENCE)
+        .output()
+        .unwrap();
+    let other = String::from_utf8_lossy(&again.stderr);
+    assert!(v4.is_match(other.trim()), "{other}");
+    assert_ne!(other.trim(), id);
+}
+
+#[test]
+fn a_failed_on_start_is_told_on_one_line() {
+    let (code, stdout, err) = run(&["--on-start", "exit 4", "--", "echo", "ran"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(stdout, "ran\n");
+    assert!(err.contains("--on-start hook failed (exit 4)"), "{err}");
+}
+
+#[test]
+fn a_signal_during_on_start_ends_the_run_before_any_attempt() {
+    let dir = TempDir::new("hooks");
+    let mark = dir.join("ran");
+    let why = dir.join("why");
+    let report = dir.join("report.json");
+    let mut run = Running::start(command([
+        "--report",
+        report.to_str().unwrap(),
+        "--on-start",
+        "echo start pid $$ >&2; exec sleep 60",
+        "--on-give-up",
+        &format!(
+            "echo \"$BACKOFF_REASON $BACKOFF_ATTEMPT\" > {}",
+            why.display()
+        ),
+        "--",
+        "touch",
+        mark.to_str().unwrap(),
+    ]));
+    terminated_during_hook(&mut run, "start pid ");
+    assert!(
+        run.stderr()
+            .iter()
+            .any(|l| l
+                .contains("interrupted by SIGTERM during the --on-start hook; no attempt follows")),
+        "{:?}",
+        run.seen
+    );
+    assert!(!mark.exists(), "the command never ran");
+    assert_eq!(std::fs::read_to_string(&why).unwrap(), "interrupted 0\n");
+    let doc = crate::support::report_at(&report);
+    assert_eq!(doc["reason"], "interrupted");
+    assert_eq!(doc["attempts"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn on_start_is_bounded_by_max_time_and_no_attempt_starts_after_it() {
+    let dir = TempDir::new("hooks");
+    let mark = dir.join("ran");
+    let (code, _, err) = run(&[
+        "--max-time",
+        "500ms",
+        "--on-start",
+        "exec sleep 60",
+        "--",
+        "touch",
+        mark.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(124), "{err}");
+    assert!(err.contains("--on-start hook timed out"), "{err}");
+    assert!(!mark.exists(), "no attempt after the deadline: {err}");
 }

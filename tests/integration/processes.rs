@@ -108,6 +108,11 @@ fn the_child_gets_backoffs_environment_with_only_the_attempt_variables_changed()
     assert!(out.status.success());
     let mut lines: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
     lines.sort_unstable();
+    let id = lines
+        .iter()
+        .position(|l| l.starts_with("BACKOFF_RUN_ID="))
+        .expect("the run's id");
+    assert_eq!(lines.remove(id).len(), "BACKOFF_RUN_ID=".len() + 36);
     assert_eq!(
         lines,
         [
@@ -148,12 +153,20 @@ sys.exit("execve: %d" % ctypes.get_errno())
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    // The run's id, the same in both attempts.
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let ids = regex::Regex::new("BACKOFF_RUN_ID=([0-9a-f-]{36})").unwrap();
+    let seen: Vec<&str> = ids
+        .captures_iter(&stdout)
+        .map(|c| c.get(1).unwrap().as_str())
+        .collect();
+    assert!(seen.len() == 2 && seen[0] == seen[1], "{stdout}");
     let common = r"=A=b\x00DUP=1\x00DUP=2\x00N\xff=\x80\x00BACKOFF_ATTEMPTX=y\x00E=\x00";
     assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
+        ids.replace_all(&stdout, "BACKOFF_RUN_ID=ID"),
         format!(
-            "b'{common}BACKOFF_ATTEMPT=1\\x00BACKOFF_MAX_ATTEMPTS=2\\x00'\n\
-             b'{common}BACKOFF_ATTEMPT=2\\x00BACKOFF_MAX_ATTEMPTS=2\\x00BACKOFF_LAST_STATUS=1\\x00'\n"
+            "b'{common}BACKOFF_RUN_ID=ID\\x00BACKOFF_ATTEMPT=1\\x00BACKOFF_MAX_ATTEMPTS=2\\x00'\n\
+             b'{common}BACKOFF_RUN_ID=ID\\x00BACKOFF_ATTEMPT=2\\x00BACKOFF_MAX_ATTEMPTS=2\\x00BACKOFF_LAST_STATUS=1\\x00'\n"
         )
     );
 }
