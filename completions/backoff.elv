@@ -44,6 +44,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --kill-after 'How long a timed-out attempt may take to end before it is killed'
             cand --idle-timeout 'An attempt that writes nothing to stdout or stderr for this long times out (outcome "timeout", limit idle), with --signal and --kill-after as for --timeout'
             cand --max-time 'Time limit of the whole run; backoff exits by it plus --kill-after'
+            cand --splay 'Wait before the first attempt, in [0, DURATION): the same on every run of a host and job, different from host to host'
             cand --retry-if-output 'Retry an attempt that printed a line (stdout or stderr) matching REGEX; repeatable. The output still reaches you live, unchanged'
             cand --stop-if-output 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable'
             cand --retry-after-pattern 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)'

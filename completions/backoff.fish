@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_backoff_global_optspecs
-    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-start= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= breaker= breaker-failures= breaker-cooldown= breaker-exit= throttle= throttle-window= throttle-k= q/quiet v/verbose name= timestamps log-format= report= metrics-file= foreground generate= h/help V/version
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-start= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= splay= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= breaker= breaker-failures= breaker-cooldown= breaker-exit= throttle= throttle-window= throttle-k= q/quiet v/verbose name= timestamps log-format= report= metrics-file= foreground generate= h/help V/version
 end
 
 function __fish_backoff_needs_command
@@ -10,7 +10,7 @@ function __fish_backoff_needs_command
     argparse -s (__fish_backoff_global_optspecs) -- $cmd 2>/dev/null
     or begin
         # Not parsed yet: an option waits for its value, which is completed.
-        contains -- "$cmd[-1]" --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --name --log-format --report --metrics-file --generate
+        contains -- "$cmd[-1]" --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --name --log-format --report --metrics-file --generate
         return
     end
     if set -q argv[1]
@@ -57,6 +57,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l signal -d 'Signal sent 
 complete -c backoff -n "__fish_backoff_needs_command" -l kill-after -d 'How long a timed-out attempt may take to end before it is killed' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l idle-timeout -d 'An attempt that writes nothing to stdout or stderr for this long times out (outcome "timeout", limit idle), with --signal and --kill-after as for --timeout' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Time limit of the whole run; backoff exits by it plus --kill-after' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l splay -d 'Wait before the first attempt, in [0, DURATION): the same on every run of a host and job, different from host to host' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-if-output -d 'Retry an attempt that printed a line (stdout or stderr) matching REGEX; repeatable. The output still reaches you live, unchanged' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l stop-if-output -d 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-pattern -d 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)' -r -f
@@ -261,7 +262,7 @@ function __fish_backoff_command
                 set -e rest[1]
                 printf '%s\n' $rest
                 return 0
-            case --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --name --log-format --report --metrics-file --generate
+            case --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --name --log-format --report --metrics-file --generate
                 set i (math $i + 2)
             case --until-failure
                 set -l next (math $i + 1)

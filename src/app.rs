@@ -26,6 +26,7 @@ use crate::report::{
 };
 use crate::run::Executor as _;
 use crate::simulate::{self, svg, table};
+use crate::splay;
 use crate::sys::signals::SignalWatch;
 use crate::{run, schedule};
 
@@ -309,8 +310,17 @@ fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit>
     let (headers, added) = preset_additions(cfg)?;
     let mut command = cfg.command.clone();
     command.splice(1..1, added.iter().cloned());
+    let splay = cfg.limits.splay.map(|window| {
+        let source = match cfg.policy.seed {
+            Some(seed) => splay::Source::Seed(seed),
+            None => splay::Source::Machine(crate::sys::machine::id()),
+        };
+        let job = config::job_name(cfg.name.as_ref(), &cfg.command);
+        (splay::offset(window, &source, &job), window)
+    });
     let plan = run::Plan {
         run_id: &run_id,
+        splay,
         policy: cfg.policy.policy.clone(),
         max_retries: cfg.policy.max_retries,
         seed: cfg.policy.seed.unwrap_or_else(random_seed),

@@ -100,6 +100,8 @@ pub struct Limits {
     pub idle_timeout: Option<Duration>,
     /// `--preserve-status`.
     pub preserve_status: bool,
+    /// `--splay`'s window; `None` without one (or with 0).
+    pub splay: Option<Duration>,
 }
 
 /// Builds the time limits, refusing zero limits.
@@ -113,7 +115,16 @@ pub fn limits(args: &TimeArgs, given: &Given) -> Result<Limits, UsageError> {
             return Err(invalid(given, "0", flag, "must be above zero"));
         }
     }
+    if let Some(d) = args.splay.filter(|&d| d > crate::splay::MAX_WINDOW) {
+        return Err(invalid(
+            given,
+            show(d),
+            "--splay",
+            "must be at most 24h (a job that runs less often than daily has no herd to spread)",
+        ));
+    }
     Ok(Limits {
+        splay: args.splay.filter(|d| !d.is_zero()),
         timeout: args.timeout,
         signal: args.signal,
         kill_after: args.kill_after,
@@ -1221,6 +1232,20 @@ pub fn run_label(name: Option<&String>, command: &[OsString]) -> String {
             .first()
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_default()
+    })
+}
+
+/// The job's name, for `--splay`: `--name`, else the file name of the
+/// program (`sync` for `/usr/local/bin/sync`), so that a job keeps its place
+/// however its program is given.
+pub fn job_name(name: Option<&String>, command: &[OsString]) -> String {
+    name.cloned().unwrap_or_else(|| {
+        let program = command.first().map(std::path::Path::new);
+        program
+            .and_then(|p| p.file_name())
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
     })
 }
 

@@ -25,6 +25,14 @@ pub enum Event<'a> {
         /// The words the preset added before the command's own arguments.
         added: &'a [OsString],
     },
+    /// `--splay`: the wait before the first attempt starts.
+    Splay {
+        /// How long it is: this host's and job's place in the window, or
+        /// what `--max-time` leaves of it.
+        delay: Duration,
+        /// `--splay`'s window.
+        window: Duration,
+    },
     /// An attempt starts.
     AttemptStarted {
         /// 1-based attempt number.
@@ -240,6 +248,8 @@ pub enum During {
     Decision(Shared),
     /// `--on-start`, before the first attempt.
     Start,
+    /// `--splay`'s wait before the first attempt.
+    Splay,
 }
 
 impl During {
@@ -250,6 +260,7 @@ impl During {
             During::Delay => "delay",
             During::Decision(shared) => shared.name(),
             During::Start => HookKind::Start.name(),
+            During::Splay => "splay",
         }
     }
 

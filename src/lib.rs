@@ -37,6 +37,7 @@ pub mod run;
 pub mod schedule;
 pub mod signal;
 pub mod simulate;
+pub mod splay;
 pub mod sys;
 pub mod wget;
 

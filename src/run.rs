@@ -193,6 +193,8 @@ pub struct Plan<'a> {
     /// The run's id: a random UUID, `BACKOFF_RUN_ID` to the command and
     /// the hooks.
     pub run_id: &'a str,
+    /// `--splay`: the wait before the first attempt, and its window.
+    pub splay: Option<(Duration, Duration)>,
     /// The delay policy.
     pub policy: Policy,
     /// Retries after the first attempt; `None` without a limit.
@@ -422,6 +424,11 @@ struct Judged {
 /// (before the hook that closes it) tells it how.
 pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) -> Exit {
     let start = exec.now();
+    if let Some(signal) = splay(plan, exec, report) {
+        let during = During::Splay;
+        report.event(&Event::Interrupted { signal, during });
+        return Exit::Signal(signal);
+    }
     let Some(breaker) = plan.breaker else {
         return run_loop(plan, exec, report, start, None);
     };
@@ -461,6 +468,40 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
         plan
     };
     run_loop(plan, exec, report, start, Some((breaker, claim)))
+}
+
+/// Waits `--splay`'s time before the first attempt, but no longer than
+/// `--max-time`; returns the terminating signal that cut it short. It comes
+/// before anything else a run does: a breaker's probe claim, a budget's or
+/// a lock's store, a hook and the command are all reached at this host's
+/// time, not at the moment the whole fleet started.
+fn splay(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) -> Option<i32> {
+    let (offset, window) = plan.splay?;
+    let delay = plan.max_time.map_or(offset, |t| offset.min(t));
+    report.event(&Event::Splay { delay, window });
+    pause(exec, report, delay)
+}
+
+/// Waits `left`, counted down (see `Loop::pause`); returns the terminating
+/// signal that cut the wait short.
+fn pause(exec: &mut dyn Executor, report: &mut dyn Report, left: Duration) -> Option<i32> {
+    if left < COUNTDOWN_FROM || !report.counts_down() {
+        return exec.pause(left);
+    }
+    let end = exec.now() + left;
+    loop {
+        let left = end.saturating_duration_since(exec.now());
+        if left.is_zero() {
+            return None;
+        }
+        report.event(&Event::Countdown { left });
+        // Until the figure shown, the seconds left rounded up, changes.
+        let shown = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+        let step = left.saturating_sub(Duration::from_secs(shown - 1));
+        if let Some(signal) = exec.pause_or_resize(step) {
+            return Some(signal);
+        }
+    }
 }
 
 /// Attempts in all, when the retry limit fixes them: `--until-failure N`'s
@@ -566,23 +607,7 @@ impl Loop<'_, '_> {
     /// second are not counted down. Returns the terminating signal that cut
     /// the wait short.
     fn pause(&mut self, left: Duration) -> Option<i32> {
-        if left < COUNTDOWN_FROM || !self.report.counts_down() {
-            return self.exec.pause(left);
-        }
-        let end = self.exec.now() + left;
-        loop {
-            let left = end.saturating_duration_since(self.exec.now());
-            if left.is_zero() {
-                return None;
-            }
-            self.report.event(&Event::Countdown { left });
-            // Until the figure shown, the seconds left rounded up, changes.
-            let shown = left.as_secs() + u64::from(left.subsec_nanos() > 0);
-            let step = left.saturating_sub(Duration::from_secs(shown - 1));
-            if let Some(signal) = self.exec.pause_or_resize(step) {
-                return Some(signal);
-            }
-        }
+        pause(self.exec, self.report, left)
     }
 
     /// Runs the next attempt and decides what follows.
@@ -1484,6 +1509,7 @@ mod tests {
         let command = [OsString::from("cmd")];
         let plan = Plan {
             run_id: RUN_ID,
+            splay: None,
             policy: Policy::formula(
                 Duration::from_millis(100),
                 Duration::from_secs(1),
@@ -1782,6 +1808,7 @@ mod tests {
     fn constant<'a>(delay: Duration, rules: &'a Rules, command: &'a [OsString]) -> Plan<'a> {
         Plan {
             run_id: RUN_ID,
+            splay: None,
             policy: Policy::formula(delay, delay, 2.0, Jitter::None),
             max_retries: None,
             seed: 0,

@@ -938,6 +938,18 @@ pub struct TimeArgs {
           value_parser = values::duration, allow_hyphen_values = true)]
     pub max_time: Option<Duration>,
 
+    /// Wait before the first attempt, in [0, DURATION): the same on every
+    /// run of a host and job, different from host to host
+    ///
+    /// This host's place in the window comes from its machine id
+    /// (/etc/machine-id, else its host name) and the job (--name, else the
+    /// program's name); --seed takes the machine's place. A fleet's cron
+    /// jobs that fire at once spread over the window. At most 24h; it
+    /// counts against --max-time, and a signal cuts it.
+    #[arg(long, value_name = "DURATION", env = "BACKOFF_SPLAY", hide_env_values = true,
+          value_parser = values::duration)]
+    pub splay: Option<Duration>,
+
     /// When the last attempt timed out, exit with the command's own status
     /// instead of 124.
     #[arg(long)]

@@ -376,6 +376,11 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
             }
             v
         }
+        Event::Splay { delay, window } => json!({
+            "event": "splay",
+            "delay_seconds": delay.as_secs_f64(),
+            "window_seconds": window.as_secs_f64(),
+        }),
         Event::AttemptStarted {
             attempt,
             max_attempts,

@@ -164,6 +164,8 @@ pub struct Recorder {
     started: Option<SystemTime>,
     /// The preset the run used, and where it came from.
     preset: Option<Applied>,
+    /// `--splay`'s wait before the first attempt, and its window.
+    splay: Option<(Duration, Duration)>,
     attempts: Kept<AttemptRecord>,
     /// The attempts left out of `attempts`, counted.
     left_out: Tally,
@@ -238,6 +240,7 @@ impl Recorder {
             clock,
             started: None,
             preset: None,
+            splay: None,
             attempts: Kept::new(),
             left_out: Tally::default(),
             reason: "interrupted",
@@ -474,6 +477,8 @@ impl Recorder {
             "run_id": self.run_id,
             "preset": self.preset.map(|p| p.preset.name()),
             "preset_from": self.preset.map(|p| p.from.name()),
+            "splay_seconds": self.splay.map(|(d, _)| d.as_secs_f64()),
+            "splay_window_seconds": self.splay.map(|(_, w)| w.as_secs_f64()),
             "start": utc_rfc3339(started),
             "end": utc_rfc3339(now),
             "duration_seconds": now.duration_since(started).unwrap_or_default().as_secs_f64(),
@@ -559,6 +564,7 @@ impl Report for Recorder {
                 self.started = Some((self.clock)());
                 self.preset = preset;
             }
+            Event::Splay { delay, window } => self.splay = Some((delay, window)),
             Event::AttemptStarted { attempt, .. } => self.attempt_started(attempt),
             Event::Passed {
                 attempt,

@@ -218,6 +218,7 @@ impl<W: Write> Report for TextReport<W> {
 /// line of the failure above it.
 fn status(event: &Event<'_>) -> Option<String> {
     match *event {
+        Event::Splay { .. } => Some("first attempt".to_owned()),
         Event::Failed {
             attempt,
             max_attempts,
@@ -285,6 +286,11 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
         Event::Start { command, .. } if verbose => {
             format!("running {}", quote_command(command))
         }
+        Event::Splay { delay, window } if verbose => format!(
+            "waiting {} before the first attempt (--splay {}: this host's and job's place in it)",
+            human(delay),
+            human(window)
+        ),
         Event::Failed {
             next: Next::Found, ..
         } => return None,
@@ -599,6 +605,7 @@ fn cut_text(event: &Event<'_>) -> Option<String> {
                 During::Attempt(..) => "during the attempt; not retrying".to_owned(),
                 During::Delay => "during the delay; not retrying".to_owned(),
                 During::Start => "during the --on-start hook; no attempt follows".to_owned(),
+                During::Splay => "during --splay's wait; no attempt follows".to_owned(),
                 During::Decision(shared) => {
                     format!(
                         "during the {}'s decision; no attempt follows",

@@ -1,7 +1,8 @@
 //! The thin layer over the operating system: signals (`signals`), starting
 //! the command (`process`), backoff's own children and the reaping of
 //! orphans (`children`), the guard that outlives a
-//! killed backoff (`guard`), descriptors (`fd`), sealed files in memory (`memfd`) and the
+//! killed backoff (`guard`), descriptors (`fd`), sealed files in memory
+//! (`memfd`), which machine this is (`machine`) and the
 //! local time zone's offset (`localtime`).
 //! Every `unsafe` block of backoff is in this module, each with a
 //! `// SAFETY:` comment, and every system call that std has no word for;
@@ -12,6 +13,7 @@ pub mod children;
 pub mod fd;
 pub mod guard;
 pub mod localtime;
+pub mod machine;
 pub mod memfd;
 pub mod process;
 pub mod signals;

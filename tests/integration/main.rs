@@ -29,6 +29,7 @@ mod schema;
 mod servers;
 mod signals;
 mod simulation;
+mod splay;
 mod stalled;
 mod streams;
 mod support;

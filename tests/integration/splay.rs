@@ -1,0 +1,133 @@
+//! `--splay`: the wait before the first attempt, the same for a host and
+//! job, spread over the window across jobs, cut by signals and by
+//! `--max-time`.
+
+// The same place in the window is the same number, to the nanosecond.
+#![allow(clippy::float_cmp)]
+
+use std::process::ExitStatus;
+
+use crate::schema::Doc;
+use crate::support::{PATIENCE, Running, TempDir, backoff, command, json_of};
+
+/// Starts `backoff --log-format json --splay 1h ARGS -- true`, reads its
+/// `splay` event, then ends it with SIGTERM: the wait it drew, in seconds,
+/// and how backoff ended.
+fn drawn(args: &[&str]) -> Running {
+    let mut cmd = command(["--log-format", "json", "--splay", "1h"]);
+    cmd.args(args).args(["--", "true"]);
+    Running::start(cmd)
+}
+
+fn delay_of(run: &mut Running) -> f64 {
+    let line = run.wait_for("\"splay\"");
+    let event = json_of(Doc::Event, line.as_bytes());
+    assert_eq!(event["window_seconds"], 3600.0);
+    event["delay_seconds"].as_f64().unwrap()
+}
+
+fn terminated(run: &mut Running) -> ExitStatus {
+    run.signal(libc::SIGTERM);
+    run.wait_exit(PATIENCE).0
+}
+
+#[test]
+fn a_host_and_job_wait_the_same_every_run_and_jobs_spread_over_the_window() {
+    let mut runs: Vec<Running> = (0..50)
+        .map(|n| drawn(&["--name", &format!("job{n}")]))
+        .collect();
+    let delays: Vec<f64> = runs.iter_mut().map(delay_of).collect();
+    for run in &mut runs {
+        let status = terminated(run);
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGTERM)
+        );
+    }
+    assert!(
+        delays.iter().all(|d| (0.0..3600.0).contains(d)),
+        "{delays:?}"
+    );
+    // 50 places drawn evenly: one in the first fifth and one in the last
+    // but for a chance of 2 in 10^5.
+    let min = delays.iter().copied().fold(f64::MAX, f64::min);
+    let max = delays.iter().copied().fold(0.0, f64::max);
+    assert!(min < 720.0 && max > 2880.0, "{delays:?}");
+    // The same job again: the same place; the program's name is the job's
+    // when --name is not given.
+    let mut again = drawn(&["--name", "job7"]);
+    assert_eq!(delay_of(&mut again), delays[7]);
+    terminated(&mut again);
+    let mut by_program = drawn(&[]);
+    let mut by_name = drawn(&["--name", "true"]);
+    assert_eq!(delay_of(&mut by_program), delay_of(&mut by_name));
+    terminated(&mut by_program);
+    terminated(&mut by_name);
+    // --seed takes the machine's place.
+    let seeded: Vec<f64> = ["5", "5", "6"]
+        .iter()
+        .map(|seed| {
+            let mut run = drawn(&["--seed", seed, "--name", "job7"]);
+            let d = delay_of(&mut run);
+            terminated(&mut run);
+            d
+        })
+        .collect();
+    assert_eq!(seeded[0], seeded[1]);
+    assert_ne!(seeded[0], seeded[2]);
+}
+
+#[test]
+fn a_signal_during_the_splay_ends_the_run_at_once_and_nothing_runs() {
+    let dir = TempDir::new("splay");
+    let mark = dir.join("ran");
+    let report = dir.join("report.json");
+    let mut cmd = command(["--splay", "1h", "--report", report.to_str().unwrap()]);
+    cmd.arg("--on-start")
+        .arg(format!("touch '{}'", mark.display()));
+    cmd.args(["-v", "--", "touch"]).arg(&mark);
+    let mut run = Running::start(cmd);
+    run.wait_for("before the first attempt (--splay ");
+    let status = terminated(&mut run);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGTERM)
+    );
+    assert!(
+        run.stderr()
+            .iter()
+            .any(|l| l.contains("interrupted by SIGTERM during --splay's wait; no attempt follows")),
+        "{:?}",
+        run.seen
+    );
+    assert!(!mark.exists(), "neither the hook nor the command ran");
+    let doc = crate::support::report_at(&report);
+    assert_eq!(doc["reason"], "interrupted");
+    assert!(doc["splay_seconds"].as_f64().unwrap() < 3600.0);
+    assert_eq!(doc["splay_window_seconds"], 3600.0);
+}
+
+#[test]
+fn the_splay_counts_against_max_time() {
+    let started = std::time::Instant::now();
+    let out = backoff(["--splay", "24h", "--max-time", "300ms", "--", "true"])
+        .timeout(PATIENCE)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(124), "{err}");
+    assert!(err.contains("giving up after 0 attempts"), "{err}");
+    assert!(started.elapsed() < PATIENCE);
+}
+
+#[test]
+fn a_splay_beyond_a_day_is_refused() {
+    let out = backoff(["--splay", "25h", "--", "true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("'25h' for '--splay': must be at most 24h"),
+        "{err}"
+    );
+}
