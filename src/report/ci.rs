@@ -58,7 +58,7 @@ impl StepFiles {
         }
         if let Some(path) = &self.summary {
             let rows = SummaryRows::of(recorder.rows());
-            let doc = summary(recorder.name(), recorder.ending(), &rows);
+            let doc = summary(recorder.name(), recorder.ending(), &rows, recorder.reason());
             append("GITHUB_STEP_SUMMARY", path, &doc, warnings);
         }
     }
@@ -320,13 +320,29 @@ fn shortened(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Why a run made no attempt, from the run report's `reason`.
+fn not_run(reason: &str) -> &'static str {
+    match reason {
+        "breaker_open" => "the circuit breaker is open",
+        "breaker_unavailable" => "the circuit breaker's store could not be used",
+        "deadline" => "--max-time passed before the first attempt",
+        "interrupted" => "a signal came before the first attempt",
+        _ => "no attempt started",
+    }
+}
+
 /// The step summary: a heading naming the command, how the run ended, and
 /// a table of its attempts (the first and the last, with a row that says
-/// how many were left out between them).
-fn summary(name: &str, ending: Option<&str>, rows: &SummaryRows) -> String {
+/// how many were left out between them); a run that made none (`reason`
+/// tells why) says it was not run, and has no table.
+fn summary(name: &str, ending: Option<&str>, rows: &SummaryRows, reason: &str) -> String {
     let mut doc = format!("### backoff: {}\n\n", markdown_text(&shortened(name)));
     if let Some(ending) = ending {
         let _ = write!(doc, "{}\n\n", markdown_text(&shortened(ending)));
+    }
+    if rows.head.is_empty() {
+        let _ = write!(doc, "Not run: {}.\n\n", markdown_text(not_run(reason)));
+        return doc;
     }
     doc.push_str("| Attempt | Outcome | Duration | Delay after |\n| ---: | --- | ---: | ---: |\n");
     let row = |doc: &mut String, r: &AttemptRow| {
@@ -351,9 +367,13 @@ fn summary(name: &str, ending: Option<&str>, rows: &SummaryRows) -> String {
 
 /// The table of attempts at the end of a GitLab CI job log: aligned
 /// columns, each line starting `backoff: `; the first and last attempts,
-/// with a row that says how many were left out between them.
+/// with a row that says how many were left out between them. Nothing for
+/// a run that made no attempt (its last line says why).
 pub fn gitlab_table(rows: impl Iterator<Item = AttemptRow>) -> String {
     let rows = SummaryRows::of(rows);
+    if rows.head.is_empty() {
+        return String::new();
+    }
     let mut table: Vec<[String; 4]> = vec![[
         "attempt".to_owned(),
         "outcome".to_owned(),
@@ -439,6 +459,7 @@ mod tests {
             "a|b *x* <b>hi</b> [l](u) `c`",
             None,
             &SummaryRows::default(),
+            "breaker_open",
         );
         assert!(
             doc.starts_with("### backoff: a\\|b \\*x\\* \\<b\\>hi\\</b\\> \\[l\\](u) \\`c\\`\n"),
@@ -452,6 +473,7 @@ mod tests {
             "job",
             Some("giving up after 2 attempts in 1.20s: exit 1"),
             &SummaryRows::of(rows().into_iter()),
+            "exhausted",
         );
         assert_eq!(
             doc,
@@ -465,6 +487,28 @@ mod tests {
     }
 
     #[test]
+    fn a_run_that_made_no_attempt_says_why_without_a_table() {
+        let doc = summary(
+            "job",
+            Some("circuit 'k' is open; not running the command"),
+            &SummaryRows::default(),
+            "breaker_open",
+        );
+        assert_eq!(
+            doc,
+            "### backoff: job\n\n\
+             circuit 'k' is open; not running the command\n\n\
+             Not run: the circuit breaker is open.\n\n"
+        );
+        let doc = summary("job", None, &SummaryRows::default(), "deadline");
+        assert_eq!(
+            doc,
+            "### backoff: job\n\nNot run: --max-time passed before the first attempt.\n\n"
+        );
+        assert_eq!(gitlab_table(std::iter::empty()), "");
+    }
+
+    #[test]
     fn a_long_run_s_summary_keeps_the_first_and_last_rows_under_its_cap() {
         let many = (1..=50_000).map(|number| AttemptRow {
             number,
@@ -475,7 +519,7 @@ mod tests {
         let rows = SummaryRows::of(many);
         assert_eq!(rows.head.len() + rows.tail.len(), 200);
         let long = "n".repeat(100_000);
-        let doc = summary(&long, Some(&long), &rows);
+        let doc = summary(&long, Some(&long), &rows, "exhausted");
         assert!(doc.len() < SUMMARY_MAX, "{}", doc.len());
         assert!(doc.contains("\n| 100 | signal TERM"), "{doc}");
         assert!(doc.contains("\n| … | 49800 attempts left out | | |\n| 49901 | "));

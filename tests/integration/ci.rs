@@ -29,7 +29,7 @@ fn finished(cmd: Command) -> Output {
     out
 }
 
-fn stderr_lines(out: &Output) -> Vec<String> {
+pub(crate) fn stderr_lines(out: &Output) -> Vec<String> {
     String::from_utf8_lossy(&out.stderr)
         .lines()
         .map(str::to_owned)
@@ -546,6 +546,65 @@ fn github_actions_wins_over_gitlab_ci_and_json_has_no_sections() {
     assert_eq!(events(&out.stderr).len(), 6);
     let quiet = finished(in_gitlab_job(&sh("-q --attempts 2 --base 1ms", "false")));
     assert!(quiet.stderr.is_empty(), "{quiet:?}");
+}
+
+#[test]
+fn a_run_the_breaker_skipped_says_not_run_without_an_empty_table() {
+    let dir = TempDir::new("gh-breaker");
+    let state = dir.join("state");
+    let options = [
+        "--breaker",
+        "k",
+        "--breaker-failures",
+        "1",
+        "--attempts",
+        "1",
+    ];
+    let with_state = |cmd: &mut Command| {
+        cmd.args(["--budget-dir"]).arg(&state);
+    };
+    let run = |gitlab: bool| {
+        let mut cmd = if gitlab {
+            in_gitlab_job(&options)
+        } else {
+            in_github_step(&dir, &options)
+        };
+        with_state(&mut cmd);
+        cmd.args(["--", "false"]);
+        finished(cmd)
+    };
+    std::fs::create_dir(&state).unwrap();
+    // The first run opens the circuit; the second is skipped.
+    assert_eq!(run(false).status.code(), Some(1));
+    std::fs::remove_file(dir.join("output")).unwrap();
+    assert_eq!(run(false).status.code(), Some(75));
+    let summary = std::fs::read_to_string(dir.join("summary")).unwrap();
+    let (first, skipped) = summary
+        .split_once("\n### backoff: false\n")
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert_eq!(summary_rows(first).len(), 1, "{summary}");
+    let skipped: Vec<&str> = skipped.lines().collect();
+    assert_eq!(skipped.len(), 5, "{summary}");
+    assert!(
+        skipped[1].starts_with("circuit 'k' is open since ")
+            && skipped[1].ends_with("; not running the command"),
+        "{summary}"
+    );
+    assert_eq!(
+        (skipped[0], skipped[2], skipped[3], skipped[4]),
+        ("", "", "Not run: the circuit breaker is open.", ""),
+        "{summary}"
+    );
+    assert_eq!(outputs(&dir.join("output"))["outcome"], "skipped");
+    // The GitLab job log ends with the line that says why, and no table.
+    let out = run(true);
+    assert_eq!(out.status.code(), Some(75));
+    let lines = stderr_lines(&out);
+    assert!(
+        lines.last().is_some_and(|l| l.contains("is open since")),
+        "{lines:#?}"
+    );
+    assert!(!lines.iter().any(|l| l.contains("outcome")), "{lines:#?}");
 }
 
 /// `action.yml`, read by python3's YAML parser, as JSON.
