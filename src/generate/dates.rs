@@ -5,8 +5,8 @@
 /// Each page's name and date (YYYY-MM-DD).
 pub const DATES: &[(&str, &str)] = &[
     ("backoff", "2026-12-04"),
-    ("backoff-schedule", "2026-12-03"),
-    ("backoff-simulate", "2026-12-03"),
+    ("backoff-schedule", "2026-12-04"),
+    ("backoff-simulate", "2026-12-04"),
     ("backoff-budget", "2026-12-03"),
     ("backoff-breaker", "2026-12-03"),
     ("backoff-throttle", "2026-12-03"),

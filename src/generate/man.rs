@@ -171,8 +171,27 @@ fn tidy(page: &str) -> String {
     let body = page.replace(PREAMBLE, "").replace(".br\n\n.br\n", ".sp\n");
     let mut out = String::from(PREAMBLE);
     for line in body.lines() {
-        out.push_str(line.trim_end());
+        out.push_str(&ascii(line.trim_end()));
         out.push('\n');
+    }
+    out
+}
+
+/// `line` in ASCII, as roff reads its input: each other character as the
+/// glyph that names it (`×` as `\(mu`, `·` as `\(pc`, any other as
+/// `\[u2026]`), where groff would read its UTF-8 bytes as Latin-1
+/// characters and warn of some.
+fn ascii(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    for c in line.chars() {
+        match c {
+            '×' => out.push_str("\\(mu"),
+            '·' => out.push_str("\\(pc"),
+            c if c.is_ascii() => out.push(c),
+            c => {
+                let _ = write!(out, "\\[u{:04X}]", u32::from(c));
+            }
+        }
     }
     out
 }

@@ -579,6 +579,26 @@ fn every_man_page_passes_mandoc_lint() {
 }
 
 #[test]
+fn every_man_page_passes_groffs_warnings() {
+    let dir = crate::support::TempDir::new("groff");
+    for (name, page) in man_pages() {
+        let path = dir.path().join(format!("{name}.1"));
+        std::fs::write(&path, page).unwrap();
+        let Some(out) = crate::support::checked_by(
+            "every_man_page_passes_groffs_warnings",
+            "groff",
+            std::process::Command::new("groff")
+                .args(["-man", "-ww", "-z", "-Tutf8"])
+                .arg(&path),
+        ) else {
+            return;
+        };
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && said.is_empty(), "{name}.1: {said}");
+    }
+}
+
+#[test]
 fn a_page_keeps_its_date_until_it_changes() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = TempDir::new("man-date");
