@@ -2,13 +2,15 @@
 //! that a reader never sees half of one, and so that nothing but a regular
 //! file is ever replaced: a FIFO, a device, a socket, a directory or a
 //! symbolic link at the path is refused and left as it is, before the run
-//! and again at exit. `/dev/stdout` and `/dev/stderr` name backoff's own
-//! streams, which are written through. A file made from its previous
-//! content (the metrics) is updated under an exclusive lock, so that
-//! concurrent runs lose no update.
+//! and again at exit. `/dev/stdout` and
+//! `/dev/stderr` name backoff's own streams, which are written through. A
+//! file made from its previous content (the metrics) is updated under an
+//! exclusive lock, so that concurrent runs lose no update. A file that is
+//! appended to (a CI runner's step files) gets the whole of what is
+//! appended or none of it.
 
 use std::fs::{File, FileType, OpenOptions, TryLockError};
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -89,15 +91,17 @@ fn refused(why: &str) -> io::Error {
 }
 
 /// Appends `bytes` to `path` in one write (a CI runner's step file),
-/// creating it if need be. Only what is, or becomes, a regular file is
-/// opened: never through a symbolic link, never a device (opening one can
-/// act on it), and never waiting for a FIFO's reader.
+/// creating it if need be, whole or not at all (`append_whole`). Only what
+/// is, or becomes, a regular file is opened: never through a symbolic
+/// link, never a device (opening one can act on it), and never waiting for
+/// a FIFO's reader.
 ///
 /// # Errors
 ///
-/// `not a regular file` for anything else; or the system's error.
+/// `not a regular file` for anything else; or the system's error, which
+/// says whether the file was left as it was.
 pub fn append(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    opened_to_append(path, false)?.write_all(bytes)
+    append_whole(&opened_to_append(path, false)?, bytes)
 }
 
 /// Appends what `make` makes of what the file at `path` holds already, in
@@ -111,9 +115,79 @@ pub fn append_after(
     path: &Path,
     make: impl FnOnce(&mut dyn Read) -> io::Result<Vec<u8>>,
 ) -> io::Result<()> {
-    let mut file = opened_to_append(path, true)?;
+    let file = opened_to_append(path, true)?;
     let text = make(&mut &file)?;
-    file.write_all(&text)
+    append_whole(&file, &text)
+}
+
+/// Appends `bytes` to `file` (opened to append) whole, or leaves it as it
+/// was: a reader of a CI runner's step file must not find part of them (a
+/// `NAME<<DELIMITER` without its delimiter fails the whole `$GITHUB_OUTPUT`,
+/// a table cut in half ends the summary). Room for them is reserved first
+/// where the file system can (a full disk then refuses them before any is
+/// written); and what a write that failed halfway left (a full disk
+/// without reservations, the file size limit) is cut off again, unless
+/// another process has written after it meanwhile.
+///
+/// # Errors
+///
+/// The system's error, followed by what became of the file.
+fn append_whole(file: &File, bytes: &[u8]) -> io::Result<()> {
+    let len = file.metadata()?.len();
+    if let Err(e) = crate::sys::fd::reserve(file, len, bytes.len() as u64) {
+        return Err(with_fate(&e, "left as it was"));
+    }
+    // Where the bytes written so far start and end in the file (each write
+    // goes to the end of the file as it is then), and whether they follow
+    // each other there.
+    let mut written: Option<(u64, u64)> = None;
+    let mut contiguous = true;
+    let mut rest = bytes;
+    let error = loop {
+        if rest.is_empty() {
+            return Ok(());
+        }
+        match (&mut &*file).write(rest) {
+            Ok(0) => break io::Error::from(io::ErrorKind::WriteZero),
+            Ok(n) => {
+                let end = match (&mut &*file).stream_position() {
+                    Ok(end) => end,
+                    Err(e) => break e,
+                };
+                let start = end - n as u64;
+                written = match written {
+                    None => Some((start, end)),
+                    Some((first, last)) => {
+                        contiguous &= start == last;
+                        Some((first, end))
+                    }
+                };
+                rest = &rest[n..];
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => break e,
+        }
+    };
+    let Some((start, end)) = written else {
+        return Err(with_fate(&error, "left as it was"));
+    };
+    let cut = end - start;
+    let fate = match file.metadata() {
+        Ok(m) if contiguous && m.len() == end => match file.set_len(start) {
+            Ok(()) => "left as it was".to_owned(),
+            Err(e) => format!("the {cut} bytes written could not be cut off: {e}"),
+        },
+        Ok(_) => {
+            format!("{cut} bytes were written, and another process wrote after them (not cut off)")
+        }
+        Err(e) => format!("the {cut} bytes written could not be cut off: {e}"),
+    };
+    Err(with_fate(&error, &fate))
+}
+
+/// `e`, followed by what became of the file.
+fn with_fate(e: &io::Error, fate: &str) -> io::Error {
+    io::Error::new(e.kind(), format!("{e}; {fate}"))
 }
 
 /// The regular file `path` opened to append to (and to be read, with

@@ -2,8 +2,9 @@
 //! a pipe, copying between pipes without reading (tee), how many bytes a
 //! pipe holds, descriptions of backoff's own of its stdout and stderr,
 //! opening a descriptor's file anew read-only, waiting for one descriptor,
-//! and opening a directory and a file in it without following a symbolic
-//! link. Linux-only facilities have a fallback elsewhere.
+//! opening a directory and a file in it without following a symbolic
+//! link, and reserving room at the end of a file. Linux-only facilities
+//! have a fallback elsewhere.
 
 use std::fs::File;
 use std::io;
@@ -114,6 +115,34 @@ pub fn splice(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
 /// How many bytes the pipe `fd` holds (0 when that cannot be told).
 pub fn pipe_bytes(fd: impl AsFd) -> usize {
     rustix::io::ioctl_fionread(fd).map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// Reserves room on its file system for `len` bytes of `file` from offset
+/// `from` on, without changing the file's size (fallocate(2) with
+/// `FALLOC_FL_KEEP_SIZE`, Linux only): a write there then cannot run out
+/// of room halfway.
+///
+/// # Errors
+///
+/// `StorageFull` (or the quota's `EDQUOT`) when the file system has not
+/// that much room left. Where room cannot be reserved (a file system or a
+/// system without the call) there is no error, and nothing is reserved.
+pub fn reserve(file: &File, from: u64, len: u64) -> io::Result<()> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use rustix::fs::FallocateFlags;
+        match rustix::fs::fallocate(file, FallocateFlags::KEEP_SIZE, from, len) {
+            Err(e) if e == rustix::io::Errno::NOSPC || e == rustix::io::Errno::DQUOT => {
+                Err(e.into())
+            }
+            _ => Ok(()),
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let _ = (file, from, len);
+        Ok(())
+    }
 }
 
 /// A destination backoff writes to (its stdout or stderr, or a file) in a

@@ -40,3 +40,4 @@ mod timestamps;
 mod usage;
 mod waiting;
 mod warnings;
+mod write_errors;

@@ -355,6 +355,93 @@ pub fn plain(cmd: &mut Command) -> &mut Command {
     cmd
 }
 
+/// Makes `cmd` run with its files limited to `bytes` (`RLIMIT_FSIZE`) and
+/// SIGXFSZ ignored, as a disk that fills up: a write that crosses the
+/// limit is cut short, and the next one fails with EFBIG. No privilege is
+/// needed. Set after `plain`, whose signal resets come first.
+pub fn file_size_limit(cmd: &mut Command, bytes: u64) -> &mut Command {
+    // SAFETY: the hook runs in the child between fork and exec, and calls
+    // only setrlimit and signal, which are async-signal-safe; it touches
+    // no memory but its own stack.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &raw const limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// A small tmpfs of the test's own, mounted in a temporary directory and
+/// unmounted when dropped: a disk that can really be filled.
+pub struct Tmpfs {
+    dir: TempDir,
+}
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `kib` KiB; `None` where the test may not mount
+    /// one (not root, or no `CAP_SYS_ADMIN` in a container), said on one line
+    /// naming `test`.
+    pub fn mount(test: &str, kib: u32) -> Option<Tmpfs> {
+        let dir = TempDir::new("tmpfs");
+        let target = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).unwrap();
+        let options = std::ffi::CString::new(format!("size={kib}k,mode=0755")).unwrap();
+        // SAFETY: every pointer is a valid NUL-terminated string that
+        // outlives the call.
+        let rc = unsafe {
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                target.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                options.as_ptr().cast(),
+            )
+        };
+        if rc != 0 {
+            let e = std::io::Error::last_os_error();
+            eprintln!("skipped {test}: cannot mount a tmpfs ({e}): it needs root or CAP_SYS_ADMIN");
+            return None;
+        }
+        Some(Tmpfs { dir })
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// Takes every page left with the file `name`.
+    pub fn fill(&self, name: &str) {
+        use std::io::Write;
+        let mut file = std::fs::File::create(self.join(name)).unwrap();
+        let page = [0_u8; 4096];
+        loop {
+            match file.write(&page) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::StorageFull => break,
+                Err(e) => panic!("filling the tmpfs: {e}"),
+            }
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let target =
+            std::ffi::CString::new(self.dir.path().as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: the path is a valid NUL-terminated string; MNT_DETACH
+        // unmounts even while a file of it is still open.
+        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+    }
+}
+
 /// Removes `BACKOFF_*` variables and those of CI runners from what `cmd`
 /// gets.
 fn clean_environment(cmd: &mut Command) {
