@@ -119,7 +119,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --jitter 'Jitter of the "policy" strategy (contention) [default: full]'
             cand --seed 'Seed of the simulation: same seed, same output [default: random]'
             cand --format 'Output format; a contention table is followed by a terminal chart'
-            cand --plot 'Also draw the charts into an SVG file'
+            cand --plot 'Also draw the charts into an SVG file, replaced whole or left as it was (a temporary file renamed over it), and only a regular file'
             cand --scenario 'A set of the values below, each of which may be given instead [default: outage]'
             cand --rate 'Requests a second each client makes, at a fixed interval [default: 1]'
             cand --capacity 'Attempts a second the server works through [default: 2000]'

@@ -162,7 +162,7 @@ complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l format -d '
 json\t'One JSON document'
 csv\t'Comma-separated values with a header line'
 svg\t'The overload model\'s chart, as SVG on stdout'"
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l plot -d 'Also draw the charts into an SVG file' -r -F
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l plot -d 'Also draw the charts into an SVG file, replaced whole or left as it was (a temporary file renamed over it), and only a regular file' -r -F
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l scenario -d 'A set of the values below, each of which may be given instead [default: outage]' -r -f -a "outage\t'A full outage of 10s that the server survives'
 metastable\t'The same outage and a deeper queue: the overload outlives it'"
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l rate -d 'Requests a second each client makes, at a fixed interval [default: 1]' -r -f

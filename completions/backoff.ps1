@@ -124,7 +124,7 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('--jitter', '--jitter', [CompletionResultType]::ParameterName, 'Jitter of the "policy" strategy (contention) [default: full]')
             [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Seed of the simulation: same seed, same output [default: random]')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format; a contention table is followed by a terminal chart')
-            [CompletionResult]::new('--plot', '--plot', [CompletionResultType]::ParameterName, 'Also draw the charts into an SVG file')
+            [CompletionResult]::new('--plot', '--plot', [CompletionResultType]::ParameterName, 'Also draw the charts into an SVG file, replaced whole or left as it was (a temporary file renamed over it), and only a regular file')
             [CompletionResult]::new('--scenario', '--scenario', [CompletionResultType]::ParameterName, 'A set of the values below, each of which may be given instead [default: outage]')
             [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'Requests a second each client makes, at a fixed interval [default: 1]')
             [CompletionResult]::new('--capacity', '--capacity', [CompletionResultType]::ParameterName, 'Attempts a second the server works through [default: 2000]')

@@ -553,9 +553,6 @@ fn generate_command(
 
 /// `backoff simulate`.
 fn simulate_command(args: &cli::SimulateArgs, given: &Given) -> anyhow::Result<Exit> {
-    let plot_error = |path: &std::path::Path, e| {
-        UsageError(format!("cannot write --plot '{}': {e}", path.display()))
-    };
     let setup = match config::simulation(args, given, random_seed)? {
         config::Simulation::Contention(setup) => setup,
         config::Simulation::Overload(setup) => {
@@ -569,9 +566,7 @@ fn simulate_command(args: &cli::SimulateArgs, given: &Given) -> anyhow::Result<E
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
             if let Some(path) = &args.plot {
-                drawing()
-                    .and_then(|d| std::fs::write(path, d).map_err(|e| e.to_string()))
-                    .map_err(|e| plot_error(path, e))?;
+                plot(path, drawing())?;
             }
             return Ok(Exit::SUCCESS);
         }
@@ -588,9 +583,20 @@ fn simulate_command(args: &cli::SimulateArgs, given: &Given) -> anyhow::Result<E
     };
     let _ = std::io::stdout().write_all(text.as_bytes());
     if let Some(path) = &args.plot {
-        svg::svg(&setup, &cells, path).map_err(|e| plot_error(path, e))?;
+        plot(path, svg::svg(&setup, &cells))?;
     }
     Ok(Exit::SUCCESS)
+}
+
+/// Writes `--plot`'s chart, `drawn`, to `path`, as a run's report is
+/// written: whole or not at all (a temporary file renamed over it, so that
+/// a full disk leaves the chart that was there), and only over a regular
+/// file.
+fn plot(path: &std::path::Path, drawn: Result<String, String>) -> Result<(), UsageError> {
+    atomic::check(path)
+        .and(drawn)
+        .and_then(|d| atomic::write(path, d.as_bytes()).map_err(|e| e.to_string()))
+        .map_err(|e| UsageError(format!("cannot write --plot '{}': {e}", path.display())))
 }
 
 /// `backoff breaker show|reset KEY`.

@@ -292,7 +292,8 @@ pub struct SimulateArgs {
     #[arg(long, value_enum, default_value = "table")]
     pub format: SimFormat,
 
-    /// Also draw the charts into an SVG file.
+    /// Also draw the charts into an SVG file, replaced whole or left as it
+    /// was (a temporary file renamed over it), and only a regular file.
     #[arg(long, value_name = "FILE", value_parser = values::output_file)]
     pub plot: Option<PathBuf>,
 

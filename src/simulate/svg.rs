@@ -7,7 +7,6 @@
 //! data, and a tick label has no needless `.0`.
 
 use std::ops::Range;
-use std::path::Path;
 
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
@@ -241,15 +240,14 @@ fn legend_layout(names: &[&str], width: i32) -> (Vec<(i32, i32)>, i32) {
 const WIDTH: u32 = 1200;
 const CHARTS_HEIGHT: u32 = 480;
 
-/// Draws both charts (calls and completion time against clients, a line
-/// per strategy, with the legend below them) into an SVG file.
+/// Both charts (calls and completion time against clients, a line per
+/// strategy, with the legend below them) as an SVG document.
 ///
 /// # Errors
 ///
-/// When the file cannot be written.
-pub fn svg(setup: &Setup, cells: &[Cell], path: &Path) -> Result<(), String> {
-    let (text, _) = contention_svg(setup, cells)?;
-    std::fs::write(path, text).map_err(|e| e.to_string())
+/// When they cannot be drawn.
+pub fn svg(setup: &Setup, cells: &[Cell]) -> Result<String, String> {
+    contention_svg(setup, cells).map(|(text, _)| text)
 }
 
 /// The contention charts as an SVG document, and where their parts went.

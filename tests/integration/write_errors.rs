@@ -121,3 +121,51 @@ fn step_files_past_the_file_size_limit_are_cut_back_to_what_they_were() {
     let out = finished(cmd);
     left_as_they_were(&out, &output, &summary, "File too large");
 }
+
+#[test]
+fn a_chart_is_replaced_whole_or_left_as_it_was() {
+    let test = "a_chart_is_replaced_whole_or_left_as_it_was";
+    let Some(disk) = Tmpfs::mount(test, 64) else {
+        return;
+    };
+    let chart = disk.join("chart.svg");
+    let plot = |path: &Path| {
+        crate::support::backoff(["simulate", "--clients", "20", "--runs", "2", "--plot"])
+            .arg(path)
+            .output()
+            .unwrap()
+    };
+    let first = plot(&chart);
+    assert!(first.status.success(), "{first:?}");
+    let drawn = std::fs::read(&chart).unwrap();
+    assert!(drawn.ends_with(b"</svg>\n"), "a whole chart");
+    // A full disk: the new chart cannot be written, and the old one stays
+    // whole.
+    disk.fill("filler");
+    let out = plot(&chart);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("cannot write --plot"), "{err}");
+    assert_eq!(std::fs::read(&chart).unwrap(), drawn);
+    let left: Vec<_> = std::fs::read_dir(disk.join(""))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 2, "no temporary file left: {left:?}");
+    // A FIFO is not written through, nor waited for.
+    std::fs::remove_file(disk.join("filler")).unwrap();
+    let fifo = disk.join("fifo.svg");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = plot(&fifo);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(
+        err.contains("is a FIFO; backoff writes only regular files"),
+        "{err}"
+    );
+}
