@@ -36,8 +36,13 @@ fn clap_error(e: &clap::Error, args: &[OsString]) -> Exit {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            let _ = std::io::stdout().write_all(e.render().to_string().as_bytes());
-            return Exit::SUCCESS;
+            return match print(e.render().to_string().as_bytes()) {
+                Ok(()) => Exit::SUCCESS,
+                Err(e) => {
+                    say(&format!("{e:#}"));
+                    Exit::USAGE
+                }
+            };
         }
         _ => {}
     }
@@ -510,7 +515,7 @@ fn schedule_command(args: &cli::ScheduleArgs, given: &Given) -> anyhow::Result<E
         Format::Csv => schedule::csv(&cfg),
         Format::Json => schedule::json(&cfg),
     };
-    let _ = std::io::stdout().write_all(text.as_bytes());
+    print(text.as_bytes())?;
     Ok(Exit::SUCCESS)
 }
 
@@ -542,13 +547,8 @@ fn generate_command(
         cli::Generate::CompleteElvish => Item::Completion(Shell::Elvish),
     };
     let text = generate(&Cli::command(), item).context("cannot generate it")?;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(anyhow::anyhow!(
-            "cannot write --generate {name} to stdout: {e}"
-        )),
-        _ => Ok(Exit::SUCCESS),
-    }
+    print(text.as_bytes())?;
+    Ok(Exit::SUCCESS)
 }
 
 /// `backoff simulate`.
@@ -564,7 +564,7 @@ fn simulate_command(args: &cli::SimulateArgs, given: &Given) -> anyhow::Result<E
                 SimFormat::Json => table::overload_json(&setup, &outcomes),
                 SimFormat::Svg => drawing().map_err(|e| UsageError(format!("cannot draw: {e}")))?,
             };
-            let _ = std::io::stdout().write_all(text.as_bytes());
+            print(text.as_bytes())?;
             if let Some(path) = &args.plot {
                 plot(path, drawing())?;
             }
@@ -581,7 +581,7 @@ fn simulate_command(args: &cli::SimulateArgs, given: &Given) -> anyhow::Result<E
         SimFormat::Csv => table::csv(&cells),
         SimFormat::Json | SimFormat::Svg => table::json_doc(&setup, &cells),
     };
-    let _ = std::io::stdout().write_all(text.as_bytes());
+    print(text.as_bytes())?;
     if let Some(path) = &args.plot {
         plot(path, svg::svg(&setup, &cells))?;
     }
@@ -625,7 +625,7 @@ fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Resu
                     format!("{v}\n")
                 }
             };
-            let _ = std::io::stdout().write_all(line.as_bytes());
+            print(line.as_bytes())?;
         }
         cli::BreakerCommand::Reset { key, store, format } => {
             let b =
@@ -634,7 +634,7 @@ fn breaker_command(command: &cli::BreakerCommand, given: &Given) -> anyhow::Resu
             tell(
                 &state::breaker_reset(key, &b.describe(), found, now),
                 *format,
-            );
+            )?;
         }
     }
     Ok(Exit::SUCCESS)
@@ -684,7 +684,7 @@ fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Re
                     })
                 ),
             };
-            let _ = std::io::stdout().write_all(text.as_bytes());
+            print(text.as_bytes())?;
         }
         cli::ThrottleCommand::Reset { key, store, format } => {
             // Emptying a window needs none of its limits.
@@ -698,7 +698,7 @@ fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Re
             tell(
                 &state::throttle_reset(key, &t.describe(), found, now),
                 *format,
-            );
+            )?;
         }
     }
     Ok(Exit::SUCCESS)
@@ -706,12 +706,30 @@ fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Re
 
 /// Tells what a reset did: a line on stderr, as backoff's other lines, or
 /// one JSON object on stdout, as `show` gives its state.
-fn tell(told: &state::Told, format: cli::BudgetFormat) {
+fn tell(told: &state::Told, format: cli::BudgetFormat) -> anyhow::Result<()> {
     match format {
-        cli::BudgetFormat::Text => say(&told.line),
-        cli::BudgetFormat::Json => {
-            let _ = std::io::stdout().write_all(format!("{}\n", told.json).as_bytes());
+        cli::BudgetFormat::Text => {
+            say(&told.line);
+            Ok(())
         }
+        cli::BudgetFormat::Json => print(format!("{}\n", told.json).as_bytes()),
+    }
+}
+
+/// Writes `bytes` to stdout, whole, and flushes it.
+///
+/// # Errors
+///
+/// `cannot write to stdout` and why (a full disk, `/dev/full`), which ends
+/// the command with 125, as `/bin/echo` fails; a reader that went away
+/// (EPIPE: `| head`) is not one, as for the shell's own tools.
+fn print(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::anyhow!("cannot write to stdout: {e}"))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -773,7 +791,7 @@ fn budget_command(command: &cli::BudgetCommand, given: &Given) -> anyhow::Result
                     })
                 ),
             };
-            let _ = std::io::stdout().write_all(line.as_bytes());
+            print(line.as_bytes())?;
         }
         cli::BudgetCommand::Reset { key, store, format } => {
             let b = config::open_budget(key, store, given, &Warnings::default())?;
@@ -786,7 +804,7 @@ fn budget_command(command: &cli::BudgetCommand, given: &Given) -> anyhow::Result
             tell(
                 &state::budget_reset(key, &b.describe(), found, bucket),
                 *format,
-            );
+            )?;
         }
     }
     Ok(Exit::SUCCESS)

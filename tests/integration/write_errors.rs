@@ -169,3 +169,91 @@ fn a_chart_is_replaced_whole_or_left_as_it_was() {
         "{err}"
     );
 }
+
+#[test]
+fn what_a_subcommand_help_or_version_cannot_write_to_stdout_is_one_line_and_125() {
+    let dir = TempDir::new("stdout-full");
+    let budgets = dir.path().to_str().unwrap();
+    let commands: &[&[&str]] = &[
+        &["--version"],
+        &["--help"],
+        &["-h"],
+        &["schedule", "--format", "json"],
+        &[
+            "simulate",
+            "--runs",
+            "2",
+            "--clients",
+            "5",
+            "--format",
+            "json",
+        ],
+        &[
+            "budget",
+            "show",
+            "k",
+            "--budget-dir",
+            budgets,
+            "--format",
+            "json",
+        ],
+        &[
+            "breaker",
+            "show",
+            "k",
+            "--budget-dir",
+            budgets,
+            "--format",
+            "json",
+        ],
+        &[
+            "throttle",
+            "show",
+            "k",
+            "--budget-dir",
+            budgets,
+            "--format",
+            "json",
+        ],
+        &[
+            "budget",
+            "reset",
+            "k",
+            "--budget-dir",
+            budgets,
+            "--format",
+            "json",
+        ],
+        &["--generate", "man"],
+    ];
+    for args in commands {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = finished({
+            let mut cmd = command(*args);
+            cmd.stdout(full);
+            cmd
+        });
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("cannot write to stdout: No space left on device"),
+            "{args:?}: {err}"
+        );
+        // A reader that goes away is no error: `| head` stays quiet.
+        let mut cmd = command(*args);
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = output_within(child);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        assert!(out.stderr.is_empty(), "{args:?}: {out:?}");
+    }
+}
