@@ -340,8 +340,7 @@ fn generate_stops_quietly_when_its_reader_goes_away() {
         assert_eq!(out.status.code(), Some(125));
         let said = String::from_utf8_lossy(&out.stderr);
         assert!(
-            said.starts_with("backoff: cannot write to stdout: ")
-                && said.lines().count() == 1,
+            said.starts_with("backoff: cannot write to stdout: ") && said.lines().count() == 1,
             "{said}"
         );
     }

@@ -174,12 +174,12 @@ fn a_chart_is_replaced_whole_or_left_as_it_was() {
 fn what_a_subcommand_help_or_version_cannot_write_to_stdout_is_one_line_and_125() {
     let dir = TempDir::new("stdout-full");
     let budgets = dir.path().to_str().unwrap();
-    let commands: &[&[&str]] = &[
-        &["--version"],
-        &["--help"],
-        &["-h"],
-        &["schedule", "--format", "json"],
-        &[
+    let mut commands: Vec<Vec<&str>> = vec![
+        vec!["--version"],
+        vec!["--help"],
+        vec!["-h"],
+        vec!["schedule", "--format", "json"],
+        vec![
             "simulate",
             "--runs",
             "2",
@@ -188,51 +188,35 @@ fn what_a_subcommand_help_or_version_cannot_write_to_stdout_is_one_line_and_125(
             "--format",
             "json",
         ],
-        &[
-            "budget",
-            "show",
-            "k",
-            "--budget-dir",
-            budgets,
-            "--format",
-            "json",
-        ],
-        &[
-            "breaker",
-            "show",
-            "k",
-            "--budget-dir",
-            budgets,
-            "--format",
-            "json",
-        ],
-        &[
-            "throttle",
-            "show",
-            "k",
-            "--budget-dir",
-            budgets,
-            "--format",
-            "json",
-        ],
-        &[
-            "budget",
-            "reset",
-            "k",
-            "--budget-dir",
-            budgets,
-            "--format",
-            "json",
-        ],
-        &["--generate", "man"],
+        vec!["--generate", "man"],
     ];
-    for args in commands {
+    for state in ["budget", "breaker", "throttle"] {
+        commands.push(vec![
+            state,
+            "show",
+            "k",
+            "--budget-dir",
+            budgets,
+            "--format",
+            "json",
+        ]);
+    }
+    commands.push(vec![
+        "budget",
+        "reset",
+        "k",
+        "--budget-dir",
+        budgets,
+        "--format",
+        "json",
+    ]);
+    for args in &commands {
         let full = std::fs::OpenOptions::new()
             .write(true)
             .open("/dev/full")
             .unwrap();
         let out = finished({
-            let mut cmd = command(*args);
+            let mut cmd = command(args);
             cmd.stdout(full);
             cmd
         });
@@ -244,7 +228,7 @@ fn what_a_subcommand_help_or_version_cannot_write_to_stdout_is_one_line_and_125(
             "{args:?}: {err}"
         );
         // A reader that goes away is no error: `| head` stays quiet.
-        let mut cmd = command(*args);
+        let mut cmd = command(args);
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
