@@ -1081,10 +1081,17 @@ _backoff_command_start() {
                 return
                 ;;
             --base|--cap|--factor|--jitter|--max-retries|--attempts|--delays|--poll|--seed|--retry-on|--stop-on|--success-on|--until-output|--consecutive|--reset-after|--on-start|--on-retry|--on-give-up|--on-success|--hook-timeout|--timeout|--signal|--kill-after|--idle-timeout|--max-time|--splay|--retry-if-output|--stop-if-output|--retry-after-pattern|--retry-after-max|--retry-after-jitter|--preset|--budget|--budget-ratio|--budget-burst|--budget-dir|--budget-store|--budget-store-timeout|--budget-store-fail|--breaker|--breaker-failures|--breaker-cooldown|--breaker-exit|--throttle|--throttle-window|--throttle-k|--name|--log-format|--report|--metrics-file|--generate)
-                (( i += 2 ))
+                # bash splits `--base=1s` at the `=` (COMP_WORDBREAKS).
+                if [[ ${COMP_WORDS[i + 1]} == = ]]; then
+                    (( i += 3 ))
+                else
+                    (( i += 2 ))
+                fi
                 ;;
             --until-failure)
-                if [[ ${COMP_WORDS[i + 1]} =~ ^[0-9]+$ ]]; then
+                if [[ ${COMP_WORDS[i + 1]} == = ]]; then
+                    (( i += 3 ))
+                elif [[ ${COMP_WORDS[i + 1]} =~ ^[0-9]+$ ]]; then
                     (( i += 2 ))
                 else
                     (( i += 1 ))
@@ -1113,7 +1120,15 @@ _backoff() {
     local cur=${COMP_WORDS[COMP_CWORD]} start
     start=$(_backoff_command_start)
     if [[ -z $start ]]; then
-        _backoff_options "${COMP_WORDS[0]}" "$cur" "${COMP_WORDS[COMP_CWORD - 1]}"
+        # After `--jitter=` (split at the `=`), the value is completed as
+        # after `--jitter `: the option is the word before the `=`.
+        local prev=${COMP_WORDS[COMP_CWORD - 1]}
+        if [[ $cur == = && $prev == -* ]]; then
+            cur=
+        elif [[ $prev == = && ${COMP_WORDS[COMP_CWORD - 2]} == -* ]]; then
+            prev=${COMP_WORDS[COMP_CWORD - 2]}
+        fi
+        _backoff_options "${COMP_WORDS[0]}" "$cur" "$prev"
         return
     fi
     local -a subcommands=()

@@ -76,10 +76,17 @@ _backoff_command_start() {
                 return
                 ;;
             @VALUE@)
-                (( i += 2 ))
+                # bash splits `--base=1s` at the `=` (COMP_WORDBREAKS).
+                if [[ ${COMP_WORDS[i + 1]} == = ]]; then
+                    (( i += 3 ))
+                else
+                    (( i += 2 ))
+                fi
                 ;;
             @OPTIONAL@)
-                if [[ ${COMP_WORDS[i + 1]} =~ ^[0-9]+$ ]]; then
+                if [[ ${COMP_WORDS[i + 1]} == = ]]; then
+                    (( i += 3 ))
+                elif [[ ${COMP_WORDS[i + 1]} =~ ^[0-9]+$ ]]; then
                     (( i += 2 ))
                 else
                     (( i += 1 ))
@@ -108,7 +115,15 @@ _backoff() {
     local cur=${COMP_WORDS[COMP_CWORD]} start
     start=$(_backoff_command_start)
     if [[ -z $start ]]; then
-        _backoff_options "${COMP_WORDS[0]}" "$cur" "${COMP_WORDS[COMP_CWORD - 1]}"
+        # After `--jitter=` (split at the `=`), the value is completed as
+        # after `--jitter `: the option is the word before the `=`.
+        local prev=${COMP_WORDS[COMP_CWORD - 1]}
+        if [[ $cur == = && $prev == -* ]]; then
+            cur=
+        elif [[ $prev == = && ${COMP_WORDS[COMP_CWORD - 2]} == -* ]]; then
+            prev=${COMP_WORDS[COMP_CWORD - 2]}
+        fi
+        _backoff_options "${COMP_WORDS[0]}" "$cur" "$prev"
         return
     fi
     local -a subcommands=()

@@ -144,6 +144,19 @@ fn completes_the_subcommands(complete: &dyn Fn(&str) -> Option<Vec<String>>) {
     assert!(offers(&complete("backoff budget s").unwrap(), "show"));
     let seen = complete("backoff throttle reset api --budget-d").unwrap();
     assert_eq!(seen, ["--budget-dir"]);
+    // A subcommand's own words after a space, not backoff's again.
+    let seen = complete("backoff budget ").unwrap();
+    assert!(offers(&seen, "show") && offers(&seen, "reset"), "{seen:?}");
+    assert!(!offers(&seen, "simulate"), "{seen:?}");
+    assert!(offers(
+        &complete("backoff simulate --cli").unwrap(),
+        "--clients"
+    ));
+    let seen = complete("backoff budget show --").unwrap();
+    assert!(
+        offers(&seen, "--format") && offers(&seen, "--budget-dir"),
+        "{seen:?}"
+    );
 }
 
 #[test]
@@ -472,4 +485,21 @@ fn the_bash_completion_passes_shellcheck() {
         "the_bash_completion_passes_shellcheck",
         &[scripts.join("backoff.bash")],
     );
+}
+
+#[test]
+fn bash_completes_an_options_value_after_its_equals_sign() {
+    let scripts = scripts();
+    let s = scripts.path();
+    let Some(typed) = bash_typed(s, s, "backoff --jitter=fu") else {
+        return;
+    };
+    assert_eq!(typed, ["<--jitter=full>"]);
+    // The value given after `=` is the option's, not the command.
+    let typed = bash_typed(s, s, "backoff --base=1s --jitter=eq").unwrap();
+    assert_eq!(typed, ["<--base=1s><--jitter=equal>"]);
+    let typed = bash_typed(s, s, "backoff --base=1s -- ech").unwrap();
+    assert_eq!(typed, ["<--base=1s><--><echo>"]);
+    let typed = bash_typed(s, s, "backoff simulate --format=cs").unwrap();
+    assert_eq!(typed, ["<simulate><--format=csv>"]);
 }
