@@ -51,6 +51,8 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --retry-after-max 'The longest a server''s hint is obeyed: a hint above it ends the run at once, with the command''s status'
             cand --retry-after-jitter 'Jitter on a server''s hint: the wait is hint × U[1, 1+J), never shorter than the hint nor longer than --retry-after-max (0: the hint exactly)'
             cand --preset 'The retry rules of curl, wget or git (by default the program''s own)'
+            cand --output 'on-failure: keep the run''s output (stdout, stderr, backoff''s lines) and write it out only if the run does not succeed, for cron'
+            cand --output-limit 'With --output on-failure: the most output kept, its first and last halves (B, KiB, MiB, GiB)'
             cand --budget 'Share a retry budget with the backoff processes of the same KEY'
             cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_backoff_global_optspecs
-    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-start= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= splay= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= breaker= breaker-failures= breaker-cooldown= breaker-exit= throttle= throttle-window= throttle-k= q/quiet v/verbose name= timestamps log-format= report= metrics-file= foreground generate= h/help V/version
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-start= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= splay= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin output= output-limit= budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= breaker= breaker-failures= breaker-cooldown= breaker-exit= throttle= throttle-window= throttle-k= q/quiet v/verbose name= timestamps log-format= report= metrics-file= foreground generate= h/help V/version
 end
 
 function __fish_backoff_needs_command
@@ -10,7 +10,7 @@ function __fish_backoff_needs_command
     argparse -s (__fish_backoff_global_optspecs) -- $cmd 2>/dev/null
     or begin
         # Not parsed yet: an option waits for its value, which is completed.
-        contains -- "$cmd[-1]" --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --name --log-format --report --metrics-file --generate
+        contains -- "$cmd[-1]" --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --name --log-format --report --metrics-file --generate
         return
     end
     if set -q argv[1]
@@ -67,6 +67,9 @@ complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'The retry ru
 wget\t'The same for wget: network failures (exit 4), protocol errors (7), and server errors (8) of HTTP 408, 425, 429 and 5xx are retried'
 git\t'git\'s transient failures (the network, the server, a connection cut short, HTTP 429 and 5xx) are retried; a missing repository, failed authentication or a conflict is not'
 none\t'No preset, not even the one of the program\'s name'"
+complete -c backoff -n "__fish_backoff_needs_command" -l output -d 'on-failure: keep the run\'s output (stdout, stderr, backoff\'s lines) and write it out only if the run does not succeed, for cron' -r -f -a "live\t'Passed on as it comes'
+on-failure\t'Kept, and written out only when the run does not succeed'"
+complete -c backoff -n "__fish_backoff_needs_command" -l output-limit -d 'With --output on-failure: the most output kept, its first and last halves (B, KiB, MiB, GiB)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l budget -d 'Share a retry budget with the backoff processes of the same KEY' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-ratio -d 'Tokens a success deposits' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r -f
@@ -262,7 +265,7 @@ function __fish_backoff_command
                 set -e rest[1]
                 printf '%s\n' $rest
                 return 0
-            case --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --name --log-format --report --metrics-file --generate
+            case --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --name --log-format --report --metrics-file --generate
                 set i (math $i + 2)
             case --until-failure
                 set -l next (math $i + 1)

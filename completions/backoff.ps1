@@ -54,6 +54,8 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('--retry-after-max', '--retry-after-max', [CompletionResultType]::ParameterName, 'The longest a server''s hint is obeyed: a hint above it ends the run at once, with the command''s status')
             [CompletionResult]::new('--retry-after-jitter', '--retry-after-jitter', [CompletionResultType]::ParameterName, 'Jitter on a server''s hint: the wait is hint × U[1, 1+J), never shorter than the hint nor longer than --retry-after-max (0: the hint exactly)')
             [CompletionResult]::new('--preset', '--preset', [CompletionResultType]::ParameterName, 'The retry rules of curl, wget or git (by default the program''s own)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'on-failure: keep the run''s output (stdout, stderr, backoff''s lines) and write it out only if the run does not succeed, for cron')
+            [CompletionResult]::new('--output-limit', '--output-limit', [CompletionResultType]::ParameterName, 'With --output on-failure: the most output kept, its first and last halves (B, KiB, MiB, GiB)')
             [CompletionResult]::new('--budget', '--budget', [CompletionResultType]::ParameterName, 'Share a retry budget with the backoff processes of the same KEY')
             [CompletionResult]::new('--budget-ratio', '--budget-ratio', [CompletionResultType]::ParameterName, 'Tokens a success deposits')
             [CompletionResult]::new('--budget-burst', '--budget-burst', [CompletionResultType]::ParameterName, 'Most tokens a budget holds, and starts with')

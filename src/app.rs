@@ -18,6 +18,7 @@ use crate::exec::{self, RealExecutor};
 use crate::exit::Exit;
 use crate::fleet::breaker::Breaker;
 use crate::fleet::bucket::{Bucket, show_tokens};
+use crate::output::Capture;
 use crate::report::json::JsonReport;
 use crate::report::run_report::Recorder;
 use crate::report::text::TextReport;
@@ -242,15 +243,59 @@ fn run_command(
     unknown: &[String],
 ) -> anyhow::Result<Exit> {
     let cfg = config::run(cli, given)?;
+    let mut capture = capture(&cfg);
     if cfg.verbosity != Verbosity::Quiet {
         for line in unknown {
             cfg.warnings.warn(line);
         }
     }
-    Ok(run_configured(&cfg, options).unwrap_or_else(|e| {
+    let exit = run_configured(&cfg, options, capture.as_mut()).unwrap_or_else(|e| {
         cfg.warnings.warn(&format!("{e:#}"));
         Exit::USAGE
-    }))
+    });
+    if let Some(capture) = &mut capture {
+        release_output(&cfg, capture, exit);
+    }
+    Ok(exit)
+}
+
+/// `--output on-failure`: the run's output passes through backoff from
+/// now on. When that cannot be, it is passed on as it comes, and said.
+fn capture(cfg: &RunConfig) -> Option<Capture> {
+    let limit = cfg.keep_output?;
+    Capture::start(Some(limit))
+        .map_err(|e| {
+            cfg.warnings.warn(&format!(
+                "cannot keep the output for --output on-failure ({}): it is passed on as it comes",
+                exec::describe(&e)
+            ));
+        })
+        .ok()
+}
+
+/// Ends the capture of the output: backoff's stdout and stderr are its
+/// own again, and the output kept is written out unless the run succeeded.
+/// Once done, doing it again does nothing.
+fn release_output(cfg: &RunConfig, capture: &mut Capture, exit: Exit) {
+    if exit == Exit::SUCCESS {
+        capture.discard();
+        return;
+    }
+    let limit = cfg.keep_output.unwrap_or_default();
+    let lost = capture.write_out(&mut |cut| {
+        cfg.warnings.warn(&format!(
+            "{} of output cut here: --output-limit {} keeps the first and the last {}",
+            report::bytes(cut),
+            report::bytes(limit),
+            report::bytes(limit / 2)
+        ));
+    });
+    if let Some(why) = lost {
+        cfg.warnings.warn(&format!(
+            "cannot keep all of the output in the temporary directory '{}': {why}; what came after was lost",
+            std::env::temp_dir().display()
+        ));
+    }
 }
 
 /// What the preset adds before the command's own arguments, and the curl
@@ -280,7 +325,11 @@ fn preset_additions(
 }
 
 /// Runs the command as `cfg` says.
-fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit> {
+fn run_configured(
+    cfg: &RunConfig,
+    options: &[OsString],
+    capture: Option<&mut Capture>,
+) -> anyhow::Result<Exit> {
     // From here on every line backoff writes carries the time and the name.
     let labels = Labels {
         clock: cfg
@@ -315,14 +364,7 @@ fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit>
     let (headers, added) = preset_additions(cfg)?;
     let mut command = cfg.command.clone();
     command.splice(1..1, added.iter().cloned());
-    let splay = cfg.limits.splay.map(|window| {
-        let source = match cfg.policy.seed {
-            Some(seed) => splay::Source::Seed(seed),
-            None => splay::Source::Machine(crate::sys::machine::id()),
-        };
-        let job = config::job_name(cfg.name.as_ref(), &cfg.command);
-        (splay::offset(window, &source, &job), window)
-    });
+    let splay = splay_of(cfg);
     let plan = run::Plan {
         run_id: &run_id,
         splay,
@@ -380,12 +422,28 @@ fn run_configured(cfg: &RunConfig, options: &[OsString]) -> anyhow::Result<Exit>
         &mut executor,
         &mut Reports(vec![log.as_mut(), &mut recorder]),
     );
+    // The run's files are written to backoff's own stdout and stderr.
+    if let Some(capture) = capture {
+        release_output(cfg, capture, exit);
+    }
     // A signal that ended the wait for the metrics file's lock ends backoff
     // as any signal does: it dies by it.
     match write_summaries(cfg, &recorder, exit, exit_by, &mut |d| executor.pause(d)) {
         Some(sig) => Ok(Exit::Signal(sig)),
         None => Ok(exit),
     }
+}
+
+/// `--splay`: this host's and job's wait, and the window.
+fn splay_of(cfg: &RunConfig) -> Option<(Duration, Duration)> {
+    cfg.limits.splay.map(|window| {
+        let source = match cfg.policy.seed {
+            Some(seed) => splay::Source::Seed(seed),
+            None => splay::Source::Machine(crate::sys::machine::id()),
+        };
+        let job = config::job_name(cfg.name.as_ref(), &cfg.command);
+        (splay::offset(window, &source, &job), window)
+    })
 }
 
 /// When backoff must have exited, the files it writes at the end

@@ -169,6 +169,9 @@ pub struct RunConfig {
     pub dump_headers: bool,
     /// `--replay-stdin`.
     pub replay_stdin: bool,
+    /// `--output on-failure`: the most output kept (`--output-limit`);
+    /// `None` with `--output live`.
+    pub keep_output: Option<u64>,
     /// Keep the child in backoff's process group.
     pub foreground: bool,
     /// How much to report.
@@ -1264,6 +1267,30 @@ fn hooks(args: &crate::cli::HookArgs, given: &Given) -> Result<Hooks, UsageError
     })
 }
 
+/// Whether each attempt's stdout is held: `--hold-stdout`, or curl's body
+/// going to stdout under its preset (unless it is written to a file), so
+/// that a body cut mid-transfer is never followed by a second one.
+fn holds_stdout(streams: &crate::cli::StreamArgs, curl_preset: bool, command: &[OsString]) -> bool {
+    streams.hold_stdout
+        || (curl_preset && !streams.stream_stdout && crate::curl::writes_body_to_stdout(command))
+}
+
+/// `--output on-failure`'s limit; `--output-limit` given on the command
+/// line without it is refused, as it would be a promise silently off.
+fn keep_output(streams: &crate::cli::StreamArgs, given: &Given) -> Result<Option<u64>, UsageError> {
+    match streams.output {
+        crate::output::Mode::OnFailure => Ok(Some(streams.output_limit)),
+        crate::output::Mode::Live
+            if given.gave("--output-limit") && !given.from_environment("output_limit") =>
+        {
+            Err(UsageError(
+                "--output-limit applies to kept output: add --output on-failure".into(),
+            ))
+        }
+        crate::output::Mode::Live => Ok(None),
+    }
+}
+
 /// Builds the configuration of a run from the top-level command line.
 pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     not_empty(&cli.command)?;
@@ -1343,18 +1370,13 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
             max: streams.retry_after_max,
             jitter: streams.retry_after_jitter,
         },
-        // curl's body goes to stdout unless it is written to a file: the
-        // preset holds it, so that a body cut mid-transfer is never
-        // followed by a second one.
-        hold_stdout: streams.hold_stdout
-            || (curl_preset
-                && !streams.stream_stdout
-                && crate::curl::writes_body_to_stdout(&cli.command)),
+        hold_stdout: holds_stdout(streams, curl_preset, &cli.command),
         preset: applied,
         preset_arguments: preset::added_arguments(preset, &cli.command),
         notices,
         dump_headers,
         replay_stdin: streams.replay_stdin,
+        keep_output: keep_output(streams, given)?,
         foreground: cli.foreground,
         verbosity,
         name: cli.output.name,

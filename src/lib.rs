@@ -10,7 +10,8 @@
 //! (the rules of retry budgets and circuit breakers shared by processes),
 //! `schedule`, `signal` (signal names) and `duration`. Around it: `cli` (the command line as clap sees it), `config`
 //! (checked settings built from it), `exec` (running attempts: spawning, the
-//! event-driven wait, copying and scanning output), `sys` (every system
+//! event-driven wait, copying and scanning output), `output` (the run's
+//! output kept back until the run fails, or its end kept for a check-in), `sys` (every system
 //! call std lacks, and every `unsafe`), `report` (every line and file
 //! backoff writes), `budget` (where budgets and breakers are stored), `simulate`
 //! (the jitter experiment), `generate` (the man pages and completions that
@@ -30,6 +31,7 @@ pub mod exit;
 pub mod fleet;
 pub mod generate;
 pub mod jitter;
+pub mod output;
 pub mod policy;
 pub mod preset;
 pub mod report;

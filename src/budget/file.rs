@@ -281,7 +281,7 @@ impl Record for Level {
 
 /// How a state file is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Access {
+pub(super) enum Access {
     /// To look: nothing is created, the lock is shared.
     Look,
     /// To change: the directory and the file are created if need be.
@@ -309,7 +309,7 @@ fn found<T>(state: State<T>) -> Found<T> {
 
 /// A state file of a key: opened, checked, locked, read and written.
 #[derive(Debug, Clone)]
-struct StateFile {
+pub(super) struct StateFile {
     /// The directory.
     dir: StateDir,
     /// The file's name in it.
@@ -451,7 +451,7 @@ pub struct FileBudget {
     warnings: Warnings,
 }
 
-fn refuse(path: &Path, why: &str) -> StoreError {
+pub(super) fn refuse(path: &Path, why: &str) -> StoreError {
     StoreError::Failed(format!("'{}' {why}", path.display()))
 }
 
@@ -462,7 +462,7 @@ fn why(e: &io::Error) -> String {
     why.to_lowercase()
 }
 
-fn failed(path: &Path, e: &io::Error) -> StoreError {
+pub(super) fn failed(path: &Path, e: &io::Error) -> StoreError {
     refuse(path, &format!("cannot be used: {}", why(e)))
 }
 
@@ -1029,7 +1029,7 @@ impl ThrottleBackend for FileThrottle {
 
 impl StateFile {
     /// The state file of `key` in `dir`, named `KEY.KIND`.
-    fn new(dir: StateDir, key: &str, kind: &str, timeout: Duration) -> StateFile {
+    pub(super) fn new(dir: StateDir, key: &str, kind: &str, timeout: Duration) -> StateFile {
         StateFile {
             dir,
             name: format!("{key}.{kind}"),
@@ -1039,7 +1039,7 @@ impl StateFile {
     }
 
     /// Where the state file is, or would be.
-    fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         match &self.dir {
             StateDir::Given(d) | StateDir::InHome { dir: d, .. } => {
                 d.join(&self.name).display().to_string()
@@ -1101,7 +1101,7 @@ impl StateFile {
     /// Opens the state file without following a symbolic link and checks
     /// that it is a regular file of this user's that others cannot write
     /// to. `Ok(None)`: there is none, and none was to be created.
-    fn open_file(&self, access: Access) -> Result<Option<(File, PathBuf)>, StoreError> {
+    pub(super) fn open_file(&self, access: Access) -> Result<Option<(File, PathBuf)>, StoreError> {
         let Some((dir, dir_path)) = self.open_dir(access)? else {
             return Ok(None);
         };

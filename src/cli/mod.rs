@@ -1024,6 +1024,29 @@ pub struct StreamArgs {
     /// attempt the same bytes.
     #[arg(long)]
     pub replay_stdin: bool,
+
+    /// on-failure: keep the run's output (stdout, stderr, backoff's lines)
+    /// and write it out only if the run does not succeed, for cron
+    ///
+    /// live (the default) passes the output on as it comes. on-failure keeps
+    /// it, in order, in a temporary file, and writes each part to its stream
+    /// when the run ends with a status other than 0: a success prints
+    /// nothing. See CRON JOBS.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODE",
+        default_value = "live",
+        env = "BACKOFF_OUTPUT",
+        hide_env_values = true
+    )]
+    pub output: crate::output::Mode,
+
+    /// With --output on-failure: the most output kept, its first and last
+    /// halves (B, KiB, MiB, GiB)
+    #[arg(long, value_name = "SIZE", value_parser = values::size, default_value = "1MiB",
+          env = "BACKOFF_OUTPUT_LIMIT", hide_env_values = true)]
+    pub output_limit: u64,
 }
 
 /// What backoff says.

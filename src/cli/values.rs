@@ -606,6 +606,39 @@ fn code(s: &str, item: &str) -> Result<u8, String> {
         .map_err(|_| format!("exit code out of range in '{item}' (codes are 0 to 255)"))
 }
 
+/// The largest `--output-limit`: output kept beyond it is no longer
+/// something to read in a mail.
+pub const MAX_OUTPUT_LIMIT: u64 = 1 << 30;
+
+/// Parses a size in bytes: a whole number with an optional unit, `B`, `K`
+/// or `KiB` (1024), `M` or `MiB`, `G` or `GiB`, from 2 bytes to 1 GiB
+/// (`--output-limit`).
+pub fn size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, unit) = t.split_at(digits);
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "K" | "KiB" | "k" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        other => {
+            return Err(format!(
+                "'{}' is not a unit of size: use B, KiB, MiB or GiB, as in 512KiB",
+                crate::cli::quotable(other)
+            ));
+        }
+    };
+    let Ok(n) = number.parse::<u64>() else {
+        return Err("a size is a whole number of bytes, KiB, MiB or GiB, as in 512KiB".into());
+    };
+    match n.checked_mul(1 << shift) {
+        Some(bytes) if (2..=MAX_OUTPUT_LIMIT).contains(&bytes) => Ok(bytes),
+        Some(bytes) if bytes < 2 => Err("at least 2 bytes: the head and the tail".into()),
+        _ => Err("at most 1GiB".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

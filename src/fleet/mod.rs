@@ -1,12 +1,13 @@
 //! The rules that processes sharing a retry budget or a circuit breaker
 //! follow, as pure arithmetic on the state they share: the token bucket
-//! (`bucket`), the breaker's state machine (`breaker`) and the adaptive
-//! throttle (`throttle`). Where that state lives, and how it is read and
+//! (`bucket`), the breaker's state machine (`breaker`), the adaptive
+//! throttle (`throttle`) and the record of a `--lock`'s holder (`lock`). Where that state lives, and how it is read and
 //! written, is the stores' business (`budget`); what a reset found there
 //! (`Found`) is told here, for the stores and the reports alike.
 
 pub mod breaker;
 pub mod bucket;
+pub mod lock;
 pub mod throttle;
 
 /// What a reset found.

@@ -18,8 +18,8 @@ pub mod text;
 
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::sys::{fd, localtime};
@@ -267,30 +267,33 @@ pub enum Std {
 /// (`fd::Out`), made once; `None` while it cannot be made (no descriptor
 /// left), and then the stream is written through as it is.
 struct Stream {
-    out: OnceLock<fd::Out>,
+    out: Mutex<Option<fd::Out>>,
     stalled: AtomicBool,
 }
 
 impl Stream {
     const fn new() -> Stream {
         Stream {
-            out: OnceLock::new(),
+            out: Mutex::new(None),
             stalled: AtomicBool::new(false),
         }
     }
 
-    fn out(&self, of: BorrowedFd<'_>) -> Option<&fd::Out> {
-        if let Some(out) = self.out.get() {
-            return Some(out);
-        }
-        let out = fd::Out::new(of).ok()?;
-        Some(self.out.get_or_init(|| out))
+    /// Forgets the destination made, for a descriptor that now names
+    /// another file (`output::Capture`).
+    fn changed(&self) {
+        *self.out.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        self.stalled.store(false, Ordering::Relaxed);
     }
 
     /// Writes all of `buf`, waiting at most `STALL` for a reader that does
     /// not keep up (none after a line was dropped).
     fn write_all(&self, std: &mut dyn Write, of: BorrowedFd<'_>, buf: &[u8]) -> io::Result<()> {
-        let Some(out) = self.out(of) else {
+        let mut made = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+        if made.is_none() {
+            *made = fd::Out::new(of).ok();
+        }
+        let Some(out) = made.as_ref() else {
             // No descriptor to spare: the stream itself, as it is.
             return std.write_all(buf);
         };
@@ -325,6 +328,13 @@ impl Stream {
 
 static STDERR: Stream = Stream::new();
 static STDOUT: Stream = Stream::new();
+
+/// Tells the writers of backoff's own lines that its stdout and stderr
+/// (descriptors 1 and 2) now name other files.
+pub fn std_changed() {
+    STDOUT.changed();
+    STDERR.changed();
+}
 
 impl std::os::fd::AsRawFd for Std {
     fn as_raw_fd(&self) -> std::os::fd::RawFd {
@@ -393,6 +403,27 @@ pub fn cut_quote(text: &str, most: usize) -> std::borrow::Cow<'_, str> {
         }
     }
     text.into()
+}
+
+/// A number of bytes as a person reads it: `1 MiB`, `512 KiB`, `1.5 MiB`,
+/// `300 bytes`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [(u32, &str); 3] = [(30, "GiB"), (20, "MiB"), (10, "KiB")];
+    for (shift, unit) in UNITS {
+        let size = 1u64 << shift;
+        if n >= size {
+            #[allow(clippy::cast_precision_loss)]
+            let value = n as f64 / size as f64;
+            let text = format!("{value:.1}");
+            let text = text.strip_suffix(".0").unwrap_or(&text);
+            return format!("{text} {unit}");
+        }
+    }
+    if n == 1 {
+        "1 byte".to_owned()
+    } else {
+        format!("{n} bytes")
+    }
 }
 
 #[cfg(test)]

@@ -384,3 +384,30 @@ pub fn open_in(dir: &File, name: &str, write: bool, create: bool) -> io::Result<
     let fd: OwnedFd = rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(0o600))?;
     Ok(File::from(fd))
 }
+
+/// Makes `out` and `err` backoff's stdout and stderr (descriptors 1 and 2,
+/// which the processes it starts inherit); the descriptors they were stay
+/// open as long as others refer to them.
+///
+/// # Errors
+///
+/// As dup2(2).
+pub fn redirect_std(out: impl AsFd, err: impl AsFd) -> io::Result<()> {
+    rustix::stdio::dup2_stdout(out)?;
+    rustix::stdio::dup2_stderr(err)?;
+    Ok(())
+}
+
+/// Waits, with no time limit, until one of `fds` can be read (an end of
+/// file or an error counts); returns which can. A signal ends the wait
+/// early, with none ready.
+pub fn readable(fds: &[BorrowedFd<'_>]) -> Vec<bool> {
+    let mut polled: Vec<PollFd<'_>> = fds
+        .iter()
+        .map(|&f| PollFd::from_borrowed_fd(f, PollFlags::IN))
+        .collect();
+    if poll(&mut polled, None).is_err() {
+        return vec![false; fds.len()];
+    }
+    polled.iter().map(|p| !p.revents().is_empty()).collect()
+}

@@ -14,6 +14,7 @@ mod hostile;
 mod http;
 mod idle;
 mod install;
+mod kept_output;
 mod layout;
 mod limits;
 mod live;

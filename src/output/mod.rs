@@ -1,0 +1,260 @@
+//! What becomes of the run's output: `--output live` passes it on as it
+//! comes (the command writes to backoff's own stdout and stderr);
+//! `--output on-failure` keeps it (`kept`) and writes it out only when the
+//! run does not succeed, as chronic does for cron; and a check-in
+//! (`--ping`) that sends the end of the output has it pass through
+//! backoff, which keeps its last bytes.
+//!
+//! Capturing makes pipes backoff's stdout and stderr (descriptors 1 and 2),
+//! so that everything written there during the run, by the command, its
+//! hooks and backoff itself, arrives on them in order; a thread reads them
+//! as they fill. When backoff's stdout and stderr were one file (`2>&1`,
+//! cron's mail), one pipe carries both and the kernel keeps their order;
+//! else a pipe each, read in the order their bytes come. The descriptors
+//! are given back before the run's files (`--report`, metrics) are written.
+
+pub mod kept;
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+use crate::sys::fd;
+use kept::{Kept, Stream};
+
+/// The bytes of the output's end a check-in sends.
+pub const TAIL: usize = 10 * 1024;
+
+/// `--output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Passed on as it comes.
+    Live,
+    /// Kept, and written out only when the run does not succeed.
+    #[value(name = "on-failure")]
+    OnFailure,
+}
+
+/// What passes through backoff while the output is captured.
+struct Passing {
+    /// `--output on-failure`: all of it, within its limit.
+    kept: Option<Kept>,
+    /// The last `TAIL` bytes, for a check-in.
+    last: VecDeque<u8>,
+    /// `--output live`: where it goes on at once.
+    live: Option<Targets>,
+}
+
+impl Passing {
+    fn take(&mut self, stream: Stream, data: &[u8]) {
+        if let Some(kept) = &mut self.kept {
+            kept.take(stream, data);
+        }
+        if let Some(targets) = &self.live {
+            // A reader gone or a full disk: the command runs on, as it
+            // would with its output unread.
+            let _ = targets.of(stream).write_all(data);
+        }
+        let drop = (self.last.len() + data.len()).saturating_sub(TAIL);
+        self.last.drain(..drop.min(self.last.len()));
+        let from = data.len().saturating_sub(TAIL);
+        self.last.extend(&data[from..]);
+    }
+}
+
+/// backoff's stdout and stderr as they were before the capture.
+#[derive(Clone)]
+struct Targets {
+    out: Arc<File>,
+    err: Arc<File>,
+}
+
+impl Targets {
+    fn of(&self, stream: Stream) -> &File {
+        match stream {
+            Stream::Out => &self.out,
+            Stream::Err => &self.err,
+        }
+    }
+}
+
+/// The run's output while it passes through backoff.
+pub struct Capture {
+    targets: Targets,
+    passing: Arc<Mutex<Passing>>,
+    /// Written to end the reading thread.
+    stop: Option<OwnedFd>,
+    reader: Option<JoinHandle<()>>,
+}
+
+impl Capture {
+    /// Captures backoff's stdout and stderr: kept within `keep` bytes
+    /// (`--output on-failure`), or passed on live (`None`), the last bytes
+    /// kept for a check-in either way.
+    ///
+    /// # Errors
+    ///
+    /// When the pipes, the temporary files or the thread cannot be made;
+    /// then nothing has changed.
+    pub fn start(keep: Option<u64>) -> io::Result<Capture> {
+        let targets = Targets {
+            out: Arc::new(File::from(io::stdout().as_fd().try_clone_to_owned()?)),
+            err: Arc::new(File::from(io::stderr().as_fd().try_clone_to_owned()?)),
+        };
+        let kept = keep.map(Kept::new).transpose()?;
+        let one = fd::same_file(targets.out.as_fd(), targets.err.as_fd());
+        let (err_read, err_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        let mut reads = vec![(File::from(err_read), Stream::Err)];
+        let out_write = if one {
+            err_write.try_clone()?
+        } else {
+            let (out_read, out_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+            reads.insert(0, (File::from(out_read), Stream::Out));
+            out_write
+        };
+        for (read, _) in &reads {
+            fd::set_nonblocking(read)?;
+            fd::enlarge_pipe(read, 256 * 1024);
+        }
+        let (stop_read, stop_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        let passing = Arc::new(Mutex::new(Passing {
+            kept,
+            last: VecDeque::new(),
+            live: keep.is_none().then(|| targets.clone()),
+        }));
+        let shared = Arc::clone(&passing);
+        let reader = std::thread::Builder::new()
+            .name("output".into())
+            .spawn(move || pump(&reads, &File::from(stop_read), &shared))?;
+        if let Err(e) = fd::redirect_std(&out_write, &err_write) {
+            // Back as they were, whichever was changed.
+            let _ = fd::redirect_std(targets.out.as_fd(), targets.err.as_fd());
+            drop(File::from(stop_write));
+            let _ = reader.join();
+            return Err(e);
+        }
+        crate::report::std_changed();
+        Ok(Capture {
+            targets,
+            passing,
+            stop: Some(stop_write),
+            reader: Some(reader),
+        })
+    }
+
+    /// Gives backoff its stdout and stderr back, and takes what was still
+    /// on its way. What processes left running write later is not read.
+    pub fn stop(&mut self) {
+        let Some(stop) = self.stop.take() else {
+            return;
+        };
+        let _ = fd::redirect_std(self.targets.out.as_fd(), self.targets.err.as_fd());
+        crate::report::std_changed();
+        let _ = (&File::from(stop)).write_all(b"x");
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+    }
+
+    /// The last bytes of the output (at most `TAIL`).
+    pub fn tail(&self) -> Vec<u8> {
+        let passing = self.passing.lock().unwrap_or_else(PoisonError::into_inner);
+        passing.last.iter().copied().collect()
+    }
+
+    /// Stops the capture, and forgets the output kept.
+    pub fn discard(&mut self) {
+        self.stop();
+        self.passing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .kept
+            .take();
+    }
+
+    /// Writes the kept output out on backoff's stdout and stderr, each
+    /// chunk where it came; `cut` is told the bytes left out between the
+    /// head and the tail, at their place. Returns the error that stopped the
+    /// temporary files from keeping the rest, if one did. Stops the
+    /// capture first, if that is not done; the output is written once.
+    pub fn write_out(&mut self, cut: &mut dyn FnMut(u64)) -> Option<String> {
+        self.stop();
+        let mut kept = self
+            .passing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .kept
+            .take()?;
+        let targets = &self.targets;
+        // Whether the last byte written ended a line: the line that tells
+        // of a cut starts one of its own.
+        let ended = std::cell::Cell::new(true);
+        let _ = kept.replay(
+            &mut |stream, data| {
+                ended.set(data.last().is_none_or(|&b| b == b'\n'));
+                match targets.of(stream).write_all(data) {
+                    // A reader gone: the rest is for nobody.
+                    Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(e),
+                    _ => Ok(()),
+                }
+            },
+            &mut |n| {
+                if !ended.get() {
+                    let _ = (&*targets.err).write_all(b"\n");
+                }
+                cut(n);
+                Ok(())
+            },
+        );
+        kept.failure().map(ToString::to_string)
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Reads the pipes until `stop` is written to, then what they still hold.
+fn pump(pipes: &[(File, Stream)], stop: &File, passing: &Mutex<Passing>) {
+    let mut buffer = vec![0; 64 * 1024];
+    let mut open: Vec<usize> = (0..pipes.len()).collect();
+    loop {
+        let mut fds: Vec<_> = open.iter().map(|&i| pipes[i].0.as_fd()).collect();
+        fds.push(stop.as_fd());
+        let ready = fd::readable(&fds);
+        let stopping = ready.last().copied().unwrap_or(false);
+        let mut still = Vec::with_capacity(open.len());
+        for (k, &i) in open.iter().enumerate() {
+            let (read, stream) = &pipes[i];
+            if !(stopping || ready[k]) || drain(read, *stream, &mut buffer, passing) {
+                still.push(i);
+            }
+        }
+        open = still;
+        if stopping || open.is_empty() {
+            return;
+        }
+    }
+}
+
+/// Reads `read` until it has nothing more for now; returns whether it is
+/// still open.
+fn drain(mut read: &File, stream: Stream, buffer: &mut [u8], passing: &Mutex<Passing>) -> bool {
+    loop {
+        match read.read(buffer) {
+            Ok(0) => return false,
+            Ok(n) => passing
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(stream, &buffer[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(_) => return false,
+        }
+    }
+}
