@@ -67,6 +67,10 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --throttle 'Share an adaptive throttle with the backoff processes of the same KEY'
             cand --throttle-window 'The span of time the throttle counts over (from 1s to 30d)'
             cand --throttle-k 'K: nothing is skipped while the backend accepts more than one attempt in K, and the fleet sends about K times what it accepts (from 1 to 1000, at most three decimals)'
+            cand --lock 'At most one run of the same KEY at a time: a run that finds it held does not run the command'
+            cand --lock-wait 'How long a run waits in turn for a held lock before it gives up'
+            cand --lock-exit 'Exit status of a run that finds the lock held (75, EX_TEMPFAIL)'
+            cand --lock-ttl 'How long a lease in Redis lasts unless renewed (at least 1s); the run renews it every third of that'
             cand --name 'Name the command in reports (default: the program''s name)'
             cand --log-format 'How backoff reports on stderr: text lines, one JSON object per event, GitHub Actions annotations and folds, or GitLab CI sections [default: github when GITHUB_ACTIONS is true, gitlab when GITLAB_CI is true, else text]'
             cand --report 'At exit, write a JSON summary of the run to FILE'
@@ -94,6 +98,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand budget 'Show or reset a retry budget shared by processes (see --budget)'
             cand breaker 'Show or reset a circuit breaker shared by processes (see --breaker)'
             cand throttle 'Show or reset a throttle shared by processes (see --throttle)'
+            cand lock 'Show or reset a lock held by runs (see --lock)'
         }
         &'backoff;schedule'= {
             cand --base 'Upper bound of the first retry''s delay'
@@ -216,6 +221,31 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides (at most 1m)'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
             cand --format 'Output format: a line on stderr, or one JSON object on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'backoff;lock'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand show 'Print whether a lock is held, and by whom (pid, host, since when)'
+            cand reset 'Clear a lock that no run holds (a killed holder''s record); one held by a live run only with --force. Say what it was'
+        }
+        &'backoff;lock;show'= {
+            cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides (at most 1m)'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
+            cand --format 'Output format'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'backoff;lock;reset'= {
+            cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store-timeout 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides (at most 1m)'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)'
+            cand --format 'Output format: a line on stderr, or one JSON object on stdout'
+            cand --force 'Remove the lock even though a run holds it: that run goes on, and the next run takes the lock beside it'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }

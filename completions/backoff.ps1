@@ -70,6 +70,10 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('--throttle', '--throttle', [CompletionResultType]::ParameterName, 'Share an adaptive throttle with the backoff processes of the same KEY')
             [CompletionResult]::new('--throttle-window', '--throttle-window', [CompletionResultType]::ParameterName, 'The span of time the throttle counts over (from 1s to 30d)')
             [CompletionResult]::new('--throttle-k', '--throttle-k', [CompletionResultType]::ParameterName, 'K: nothing is skipped while the backend accepts more than one attempt in K, and the fleet sends about K times what it accepts (from 1 to 1000, at most three decimals)')
+            [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'At most one run of the same KEY at a time: a run that finds it held does not run the command')
+            [CompletionResult]::new('--lock-wait', '--lock-wait', [CompletionResultType]::ParameterName, 'How long a run waits in turn for a held lock before it gives up')
+            [CompletionResult]::new('--lock-exit', '--lock-exit', [CompletionResultType]::ParameterName, 'Exit status of a run that finds the lock held (75, EX_TEMPFAIL)')
+            [CompletionResult]::new('--lock-ttl', '--lock-ttl', [CompletionResultType]::ParameterName, 'How long a lease in Redis lasts unless renewed (at least 1s); the run renews it every third of that')
             [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'Name the command in reports (default: the program''s name)')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'How backoff reports on stderr: text lines, one JSON object per event, GitHub Actions annotations and folds, or GitLab CI sections [default: github when GITHUB_ACTIONS is true, gitlab when GITLAB_CI is true, else text]')
             [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'At exit, write a JSON summary of the run to FILE')
@@ -97,6 +101,7 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('budget', 'budget', [CompletionResultType]::ParameterValue, 'Show or reset a retry budget shared by processes (see --budget)')
             [CompletionResult]::new('breaker', 'breaker', [CompletionResultType]::ParameterValue, 'Show or reset a circuit breaker shared by processes (see --breaker)')
             [CompletionResult]::new('throttle', 'throttle', [CompletionResultType]::ParameterValue, 'Show or reset a throttle shared by processes (see --throttle)')
+            [CompletionResult]::new('lock', 'lock', [CompletionResultType]::ParameterValue, 'Show or reset a lock held by runs (see --lock)')
             break
         }
         'backoff;schedule' {
@@ -230,6 +235,34 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('--budget-store-timeout', '--budget-store-timeout', [CompletionResultType]::ParameterName, 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides (at most 1m)')
             [CompletionResult]::new('--budget-store-fail', '--budget-store-fail', [CompletionResultType]::ParameterName, 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: a line on stderr, or one JSON object on stdout')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'backoff;lock' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Print whether a lock is held, and by whom (pid, host, since when)')
+            [CompletionResult]::new('reset', 'reset', [CompletionResultType]::ParameterValue, 'Clear a lock that no run holds (a killed holder''s record); one held by a live run only with --force. Say what it was')
+            break
+        }
+        'backoff;lock;show' {
+            [CompletionResult]::new('--budget-dir', '--budget-dir', [CompletionResultType]::ParameterName, 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]')
+            [CompletionResult]::new('--budget-store', '--budget-store', [CompletionResultType]::ParameterName, 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)')
+            [CompletionResult]::new('--budget-store-timeout', '--budget-store-timeout', [CompletionResultType]::ParameterName, 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides (at most 1m)')
+            [CompletionResult]::new('--budget-store-fail', '--budget-store-fail', [CompletionResultType]::ParameterName, 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'backoff;lock;reset' {
+            [CompletionResult]::new('--budget-dir', '--budget-dir', [CompletionResultType]::ParameterName, 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]')
+            [CompletionResult]::new('--budget-store', '--budget-store', [CompletionResultType]::ParameterName, 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)')
+            [CompletionResult]::new('--budget-store-timeout', '--budget-store-timeout', [CompletionResultType]::ParameterName, 'How long a budget, breaker or throttle decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail decides (at most 1m)')
+            [CompletionResult]::new('--budget-store-fail', '--budget-store-fail', [CompletionResultType]::ParameterName, 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: a line on stderr, or one JSON object on stdout')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Remove the lock even though a run holds it: that run goes on, and the next run takes the lock beside it')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break

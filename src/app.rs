@@ -145,6 +145,7 @@ pub fn main_with_args(args: &[OsString]) -> Exit {
         Some(Sub::Budget(ref command)) => budget_command(command, &given),
         Some(Sub::Breaker(ref command)) => breaker_command(command, &given),
         Some(Sub::Throttle(ref command)) => throttle_command(command, &given),
+        Some(Sub::Lock(ref command)) => lock_command(command, &given),
         Some(Sub::Simulate(ref args)) => simulate_command(args, &given),
         None => {
             // backoff's own words: those before the command (and its `--`).
@@ -364,34 +365,7 @@ fn run_configured(
     let (headers, added) = preset_additions(cfg)?;
     let mut command = cfg.command.clone();
     command.splice(1..1, added.iter().cloned());
-    let splay = splay_of(cfg);
-    let plan = run::Plan {
-        run_id: &run_id,
-        splay,
-        policy: cfg.policy.policy.clone(),
-        max_retries: cfg.policy.max_retries,
-        seed: cfg.policy.seed.unwrap_or_else(random_seed),
-        rules: &cfg.rules,
-        command: &cfg.command,
-        timeout: cfg.limits.timeout,
-        max_time: cfg.limits.max_time,
-        kill_after: cfg.limits.kill_after,
-        preserve_status: cfg.limits.preserve_status,
-        budget: cfg.budget.as_ref().map(|b| b as &dyn run::RetryBudget),
-        hints: cfg.hints,
-        goal: cfg.goal,
-        reset_after: cfg.reset_after,
-        hooks: &cfg.hooks,
-        breaker: cfg.breaker.as_ref().map(|b| b as &dyn run::CircuitBreaker),
-        breaker_exit: cfg.breaker_exit,
-        throttle: cfg
-            .throttle
-            .as_ref()
-            .map(|t| t as &dyn run::AdaptiveThrottle),
-        misplaced: misplaced.as_deref(),
-        preset: cfg.preset,
-        added: &added,
-    };
+    let plan = plan(cfg, &run_id, &added, misplaced.as_deref());
     let mut executor = RealExecutor::new(
         command,
         exec::Options {
@@ -416,6 +390,10 @@ fn run_configured(
     .context("cannot hold stdout")?
     .with_headers(headers)
     .with_advice(cli::advice::not_found(options, &cfg.command));
+    // A lease in a store (a file lock is the kernel's, and never lost).
+    if let Some(lock) = cfg.lock.as_ref().filter(|l| l.server().is_some()) {
+        lock.backend().alarm(executor.alarm());
+    }
     let exit_by = exit_by(cfg);
     let exit = run::run(
         &plan,
@@ -431,6 +409,47 @@ fn run_configured(
     match write_summaries(cfg, &recorder, exit, exit_by, &mut |d| executor.pause(d)) {
         Some(sig) => Ok(Exit::Signal(sig)),
         None => Ok(exit),
+    }
+}
+
+/// What the run needs to know, from `cfg`: the run's id, the words the
+/// preset added and an option of backoff's own misplaced after the command.
+fn plan<'a>(
+    cfg: &'a RunConfig,
+    run_id: &'a str,
+    added: &'a [OsString],
+    misplaced: Option<&'a str>,
+) -> run::Plan<'a> {
+    run::Plan {
+        run_id,
+        splay: splay_of(cfg),
+        policy: cfg.policy.policy.clone(),
+        max_retries: cfg.policy.max_retries,
+        seed: cfg.policy.seed.unwrap_or_else(random_seed),
+        rules: &cfg.rules,
+        command: &cfg.command,
+        timeout: cfg.limits.timeout,
+        max_time: cfg.limits.max_time,
+        kill_after: cfg.limits.kill_after,
+        preserve_status: cfg.limits.preserve_status,
+        budget: cfg.budget.as_ref().map(|b| b as &dyn run::RetryBudget),
+        hints: cfg.hints,
+        goal: cfg.goal,
+        reset_after: cfg.reset_after,
+        hooks: &cfg.hooks,
+        breaker: cfg.breaker.as_ref().map(|b| b as &dyn run::CircuitBreaker),
+        breaker_exit: cfg.breaker_exit,
+        throttle: cfg
+            .throttle
+            .as_ref()
+            .map(|t| t as &dyn run::AdaptiveThrottle),
+        lock: cfg.lock.as_ref().map(|l| l as &dyn run::RunLock),
+        lock_wait: cfg.lock_wait,
+        lock_exit: cfg.lock_exit,
+        lock_token: None,
+        misplaced,
+        preset: cfg.preset,
+        added,
     }
 }
 
@@ -598,6 +617,7 @@ fn generate_command(
         cli::Generate::ManBudget => Item::Page("backoff-budget"),
         cli::Generate::ManBreaker => Item::Page("backoff-breaker"),
         cli::Generate::ManThrottle => Item::Page("backoff-throttle"),
+        cli::Generate::ManLock => Item::Page("backoff-lock"),
         cli::Generate::CompleteBash => Item::Completion(Shell::Bash),
         cli::Generate::CompleteZsh => Item::Completion(Shell::Zsh),
         cli::Generate::CompleteFish => Item::Completion(Shell::Fish),
@@ -757,6 +777,38 @@ fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Re
                 &state::throttle_reset(key, &t.describe(), found, now),
                 *format,
             )?;
+        }
+    }
+    Ok(Exit::SUCCESS)
+}
+
+/// `backoff lock show|reset KEY`.
+fn lock_command(command: &cli::LockCommand, given: &Given) -> anyhow::Result<Exit> {
+    use crate::budget::{LockLimits, Locks};
+    // Showing and clearing a lock needs no lease.
+    let limits = LockLimits {
+        ttl: Duration::from_secs(1),
+    };
+    match command {
+        cli::LockCommand::Show { key, store, format } => {
+            let l = config::open_store::<Locks>(key, store, limits, given, &Warnings::default())?;
+            let state = l.show().map_err(|e| UsageError(l.error(&e)))?;
+            let told = state::lock_show(key, &l.describe(), &state);
+            let text = match format {
+                cli::BudgetFormat::Text => format!("{}\n", told.line),
+                cli::BudgetFormat::Json => format!("{}\n", told.json),
+            };
+            print(text.as_bytes())?;
+        }
+        cli::LockCommand::Reset {
+            key,
+            force,
+            store,
+            format,
+        } => {
+            let l = config::open_store::<Locks>(key, store, limits, given, &Warnings::default())?;
+            let state = l.reset(*force).map_err(|e| UsageError(l.error(&e)))?;
+            tell(&state::lock_reset(key, &l.describe(), &state), *format)?;
         }
     }
     Ok(Exit::SUCCESS)

@@ -11,8 +11,8 @@ use clap::parser::ValueSource;
 
 use crate::budget::file;
 use crate::budget::{
-    BreakerStore, Breakers, Budgets, Kind, Location, MAX_STORE_TIMEOUT, OpenError, Settings,
-    Shared, Store, ThrottleStore, Throttles, redact,
+    BreakerStore, Breakers, Budgets, Kind, Location, LockLimits, LockStore, Locks,
+    MAX_STORE_TIMEOUT, OpenError, Settings, Shared, Store, ThrottleStore, Throttles, redact,
 };
 use crate::classify::{Applied, Preset, Rule, Rules};
 use crate::cli::values::RuleList;
@@ -199,6 +199,12 @@ pub struct RunConfig {
     pub breaker_exit: u8,
     /// `--throttle`, opened and checked.
     pub throttle: Option<ThrottleStore>,
+    /// `--lock`, opened and checked.
+    pub lock: Option<LockStore>,
+    /// `--lock-wait`.
+    pub lock_wait: Duration,
+    /// `--lock-exit`.
+    pub lock_exit: u8,
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
@@ -1054,6 +1060,30 @@ fn throttle(
     open_store::<Throttles>(key, place, throttle_limits(&args.limits), given, warnings).map(Some)
 }
 
+/// Opens `--lock`. `--lock-ttl` given on the command line for a lock in a
+/// file, which the kernel holds and no lease limits, is said once.
+fn lock(
+    args: &crate::cli::LockArgs,
+    place: &StoreArgs,
+    given: &Given,
+    warnings: &Warnings,
+    notices: &mut Vec<String>,
+) -> Result<Option<LockStore>, UsageError> {
+    let Some(key) = &args.lock else {
+        return Ok(None);
+    };
+    if place.budget_store.is_none()
+        && given.gave("--lock-ttl")
+        && !given.from_environment("lock_ttl")
+    {
+        notices.push(
+            "--lock-ttl applies to a lease in Redis (--budget-store); a lock in a file is the kernel's, released whenever backoff ends".into(),
+        );
+    }
+    let limits = LockLimits { ttl: args.lock_ttl };
+    open_store::<Locks>(key, place, limits, given, warnings).map(Some)
+}
+
 /// Opens `--breaker`, with its limits. `--breaker` with `--until-failure`,
 /// whose runs end by failing on purpose, is refused.
 fn breaker(
@@ -1291,6 +1321,34 @@ fn keep_output(streams: &crate::cli::StreamArgs, given: &Given) -> Result<Option
     }
 }
 
+/// The states the run shares with other processes: `--budget`,
+/// `--breaker`, `--throttle` and `--lock`, opened and checked.
+type SharedStates = (
+    Option<Store>,
+    Option<BreakerStore>,
+    Option<ThrottleStore>,
+    Option<LockStore>,
+);
+
+/// Opens the states the run shares (see `SharedStates`); what one of them
+/// cannot do for this run goes to `notices`.
+fn shared_states(
+    cli: &Cli,
+    goal: Goal,
+    given: &Given,
+    warnings: &Warnings,
+    notices: &mut Vec<String>,
+) -> Result<SharedStates, UsageError> {
+    let place = &cli.budget.store.place;
+    let shared = cli.breaker.breaker.is_some() || cli.throttle.throttle.is_some();
+    Ok((
+        budget(&cli.budget, shared, given, warnings)?,
+        breaker(&cli.breaker, place, goal, given, warnings)?,
+        throttle(&cli.throttle, place, goal, given, warnings)?,
+        lock(&cli.lock, place, given, warnings, notices)?,
+    ))
+}
+
 /// Builds the configuration of a run from the top-level command line.
 pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     not_empty(&cli.command)?;
@@ -1342,22 +1400,9 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     };
     let log_format = log_format(&cli.output);
     let warnings = warnings(&cli.output, log_format, &cli.command);
-    let shared = cli.breaker.breaker.is_some() || cli.throttle.throttle.is_some();
-    let budget = budget(&cli.budget, shared, given, &warnings)?;
-    let breaker = breaker(
-        &cli.breaker,
-        &cli.budget.store.place,
-        goal,
-        given,
-        &warnings,
-    )?;
-    let throttle = throttle(
-        &cli.throttle,
-        &cli.budget.store.place,
-        goal,
-        given,
-        &warnings,
-    )?;
+    let mut notices = notices;
+    let (budget, breaker, throttle, lock) =
+        shared_states(&cli, goal, given, &warnings, &mut notices)?;
     Ok(RunConfig {
         policy,
         rules,
@@ -1388,6 +1433,9 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         breaker,
         breaker_exit: cli.breaker.breaker_exit,
         throttle,
+        lock,
+        lock_wait: cli.lock.lock_wait,
+        lock_exit: cli.lock.lock_exit,
         report: cli.output.report,
         metrics_file: cli.output.metrics_file,
         command: cli.command,

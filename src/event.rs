@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::classify::{Applied, Hint, Outcome, StopReason};
 use crate::fleet::breaker::{Admission, Circuit, RunEnd};
+use crate::fleet::lock::Holder;
 use crate::fleet::throttle;
 use crate::policy::Delay;
 
@@ -120,6 +121,13 @@ pub enum Event<'a> {
         key: &'a str,
         /// What happened.
         news: BreakerNews,
+    },
+    /// News of the lock (`--lock`).
+    Lock {
+        /// Its key.
+        key: &'a str,
+        /// What happened.
+        news: &'a LockNews,
     },
     /// The adaptive throttle (`--throttle`) decided on an attempt.
     Throttle {
@@ -282,6 +290,8 @@ pub enum Shared {
     Breaker,
     /// `--throttle`.
     Throttle,
+    /// `--lock`.
+    Lock,
 }
 
 impl Shared {
@@ -291,6 +301,7 @@ impl Shared {
             Shared::Budget => "budget",
             Shared::Breaker => "breaker",
             Shared::Throttle => "throttle",
+            Shared::Lock => "lock",
         }
     }
 
@@ -300,6 +311,7 @@ impl Shared {
             Shared::Budget => "retry budget",
             Shared::Breaker => "circuit breaker",
             Shared::Throttle => "adaptive throttle",
+            Shared::Lock => "lock",
         }
     }
 }
@@ -412,6 +424,8 @@ pub enum Ending {
     Budget,
     /// `--until-failure` found its failure.
     Found,
+    /// The run lost its lock (`--lock`: a lease not renewed in time).
+    LockLost,
 }
 
 impl Ending {
@@ -424,6 +438,7 @@ impl Ending {
             Ending::Deadline => "deadline",
             Ending::Budget => "budget",
             Ending::Found => "failure_found",
+            Ending::LockLost => "lock_lost",
         }
     }
 }
@@ -457,6 +472,44 @@ pub enum BreakerNews {
         /// The time, in Unix milliseconds.
         now_ms: u64,
     },
+}
+
+/// What became of the lock (`--lock`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockNews {
+    /// The run holds it, for its whole length.
+    Held {
+        /// The fencing token the acquisition took, where the store gives
+        /// one (`BACKOFF_LOCK_TOKEN`).
+        token: Option<u64>,
+        /// How long the run waited for it.
+        waited: Duration,
+    },
+    /// Another run holds it, and this one waits in turn for it, at most
+    /// `--lock-wait`.
+    Waiting {
+        /// Who holds it.
+        holder: Option<Holder>,
+        /// `--lock-wait`.
+        patience: Duration,
+    },
+    /// Another run holds it (its record, if it could be read): the command
+    /// does not run.
+    Busy {
+        /// Who holds it.
+        holder: Option<Holder>,
+        /// How long the run waited for it (`--lock-wait`).
+        waited: Duration,
+    },
+    /// Its store could not be used (said already): the command runs
+    /// without the lock, or not, as the fail mode says.
+    Unavailable {
+        /// Whether it runs.
+        run: bool,
+    },
+    /// The run lost it (a lease not renewed in time): the running attempt
+    /// is ended and the run ends.
+    Lost,
 }
 
 /// What the adaptive throttle (`--throttle`) said of an attempt.

@@ -10,7 +10,7 @@ use crate::classify::{Applied, Limit, Observed, Outcome, Rules, Status, StopReas
 use crate::duration::human;
 pub use crate::event::HookKind;
 use crate::event::{
-    BreakerNews, During, Ending, Event, HuntEnd, Next, Report, Shared, ThrottleNews,
+    BreakerNews, During, Ending, Event, HuntEnd, LockNews, Next, Report, Shared, ThrottleNews,
 };
 use crate::exit::Exit;
 pub use crate::fleet::breaker::{Admission, Circuit, RunEnd};
@@ -26,6 +26,9 @@ pub const COUNTDOWN_FROM: Duration = Duration::from_secs(1);
 pub struct AttemptSpec<'a> {
     /// The run's id (`BACKOFF_RUN_ID`).
     pub run_id: &'a str,
+    /// The fencing token of the lock the run holds, where its store gives
+    /// one (`BACKOFF_LOCK_TOKEN`).
+    pub lock_token: Option<u64>,
     /// 1-based attempt number.
     pub number: u64,
     /// Attempts allowed in all; `None` without a limit.
@@ -232,6 +235,14 @@ pub struct Plan<'a> {
     pub breaker_exit: u8,
     /// `--throttle`: the adaptive throttle shared with other processes.
     pub throttle: Option<&'a dyn AdaptiveThrottle>,
+    /// `--lock`: the lock the whole run holds.
+    pub lock: Option<&'a dyn RunLock>,
+    /// `--lock-wait`: how long the run waits in turn for a held lock.
+    pub lock_wait: Duration,
+    /// `--lock-exit`: the exit status of a run that finds the lock held.
+    pub lock_exit: u8,
+    /// The fencing token of the lock, once held, where the store gives one.
+    pub lock_token: Option<u64>,
     /// An option of backoff's own among the command's arguments, if any
     /// (`cli::advice::misplaced_option`): told when the first attempt fails
     /// as on bad usage.
@@ -278,6 +289,27 @@ pub trait AdaptiveThrottle: std::fmt::Debug {
     /// is said once. The terminating signal that ended the call, if one
     /// did: the run ends by it once the attempt is told.
     fn accept(&self, wait: &mut dyn Wait) -> Option<i32>;
+}
+
+/// A lock held for a whole run (`--lock`): asked for once, after the
+/// splay and before anything else, let go when the run ends. Each call
+/// waits at most the store's timeout, through `wait`.
+pub trait RunLock: std::fmt::Debug {
+    /// Its key, for reports.
+    fn key(&self) -> &str;
+    /// Takes the lock for the run `run_id`, waiting in turn at most
+    /// `patience` while another run holds it: the news, or the
+    /// terminating signal that ended the wait.
+    fn acquire(
+        &self,
+        run_id: &str,
+        patience: Duration,
+        wait: &mut dyn Wait,
+    ) -> Result<LockNews, i32>;
+    /// Lets go of the lock, if the run holds it.
+    fn release(&self);
+    /// Whether the run's hold was lost (a lease not renewed in time).
+    fn lost(&self) -> bool;
 }
 
 /// What a retry budget answered.
@@ -429,6 +461,59 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
         report.event(&Event::Interrupted { signal, during });
         return Exit::Signal(signal);
     }
+    let Some(lock) = plan.lock else {
+        return admitted(plan, exec, report, start);
+    };
+    // The lock is taken once the splay is over: it is held while the job
+    // works, not while it waits its turn in the fleet's window.
+    let key = lock.key();
+    // Asked at once first, so that a run that waits says whom for.
+    let mut asked = lock.acquire(plan.run_id, Duration::ZERO, exec);
+    if let Ok(LockNews::Busy { holder, .. }) = &asked
+        && !plan.lock_wait.is_zero()
+    {
+        let waiting = LockNews::Waiting {
+            holder: holder.clone(),
+            patience: plan.lock_wait,
+        };
+        report.event(&Event::Lock {
+            key,
+            news: &waiting,
+        });
+        asked = lock.acquire(plan.run_id, plan.lock_wait, exec);
+    }
+    let news = match asked {
+        Ok(news) => news,
+        Err(signal) => {
+            let during = During::Decision(Shared::Lock);
+            report.event(&Event::Interrupted { signal, during });
+            return Exit::Signal(signal);
+        }
+    };
+    report.event(&Event::Lock { key, news: &news });
+    let token = match news {
+        LockNews::Held { token, .. } => token,
+        LockNews::Busy { .. } => return Exit::Code(plan.lock_exit),
+        LockNews::Unavailable { run: false } => return Exit::TEMPFAIL,
+        LockNews::Unavailable { run: true } | LockNews::Lost | LockNews::Waiting { .. } => None,
+    };
+    let held = Plan {
+        lock_token: token,
+        ..plan.clone()
+    };
+    let exit = admitted(&held, exec, report, start);
+    lock.release();
+    exit
+}
+
+/// A run that the lock, if any, let through: the circuit breaker's
+/// decision, then the attempts.
+fn admitted(
+    plan: &Plan<'_>,
+    exec: &mut dyn Executor,
+    report: &mut dyn Report,
+    start: Instant,
+) -> Exit {
     let Some(breaker) = plan.breaker else {
         return run_loop(plan, exec, report, start, None);
     };
@@ -614,6 +699,9 @@ impl Loop<'_, '_> {
     fn attempt(&mut self) -> Step {
         let plan = self.plan;
         let last = self.last;
+        if self.lock_lost() {
+            return Step::Done(self.lost_lock());
+        }
         self.count.attempts = self.count.attempts.saturating_add(1);
         let number = self.count.attempts;
         if let Some(step) = self.throttled(number) {
@@ -629,6 +717,7 @@ impl Loop<'_, '_> {
             .map(|d| d.saturating_duration_since(self.exec.now()));
         let spec = AttemptSpec {
             run_id: plan.run_id,
+            lock_token: plan.lock_token,
             number,
             max_attempts: self.max_attempts,
             last,
@@ -658,6 +747,9 @@ impl Loop<'_, '_> {
         };
         self.last = Some(outcome);
         self.ran = Some(outcome);
+        if self.lock_lost() {
+            return Step::Done(self.lost_lock());
+        }
         let verdict = plan.rules.classify(outcome, &seen);
         if let Some(t) = plan.throttle
             && accepted(outcome, verdict)
@@ -976,6 +1068,33 @@ impl Loop<'_, '_> {
         }
     }
 
+    /// Whether the run held its lock and lost it.
+    fn lock_lost(&self) -> bool {
+        self.plan.lock_token.is_some() && self.plan.lock.is_some_and(RunLock::lost)
+    }
+
+    /// Ends a run that lost its lock (a lease not renewed in time), with
+    /// the last attempt, if one ran, ended as for a timeout: says so, and
+    /// gives up with reason `lock_lost` and `EX_TEMPFAIL`, then runs
+    /// `--on-give-up`.
+    fn lost_lock(&mut self) -> Exit {
+        if let Some(lock) = self.plan.lock {
+            self.report.event(&Event::Lock {
+                key: lock.key(),
+                news: &LockNews::Lost,
+            });
+        }
+        let event = Event::GaveUp {
+            attempts: self.count.attempts,
+            total: self.exec.now().saturating_duration_since(self.start),
+            outcome: self.last.unwrap_or(Outcome::Throttled),
+            reason: Ending::LockLost,
+            short_of: None,
+        };
+        self.report.event(&event);
+        self.closing(HookKind::GiveUp, Some(Ending::LockLost), Exit::TEMPFAIL)
+    }
+
     /// Ends a run that `signal` interrupted (see `interrupted`), then runs
     /// `--on-give-up`.
     fn interrupted(&mut self, signal: i32, during: During) -> Exit {
@@ -1066,6 +1185,9 @@ impl Loop<'_, '_> {
         ];
         if let Some(d) = delay {
             env.push(("BACKOFF_NEXT_DELAY", seconds(d)));
+        }
+        if let Some(token) = plan.lock_token {
+            env.push(("BACKOFF_LOCK_TOKEN", token.to_string()));
         }
         if let Some(reason) = self.reason {
             env.push(("BACKOFF_REASON", reason.name().to_owned()));
@@ -1532,6 +1654,10 @@ mod tests {
             breaker: None,
             breaker_exit: 75,
             throttle: None,
+            lock: None,
+            lock_wait: Duration::ZERO,
+            lock_exit: 75,
+            lock_token: None,
             misplaced: None,
             preset: None,
             added: &[],
@@ -1826,6 +1952,10 @@ mod tests {
             breaker: None,
             breaker_exit: 75,
             throttle: None,
+            lock: None,
+            lock_wait: Duration::ZERO,
+            lock_exit: 75,
+            lock_token: None,
             misplaced: None,
             preset: None,
             added: &[],

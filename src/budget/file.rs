@@ -685,7 +685,7 @@ impl Record for Circuit {
 }
 
 /// The time now, in Unix milliseconds, as the file store's decisions use it.
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))

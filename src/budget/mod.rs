@@ -6,8 +6,11 @@
 //! reads each reply within bounds, framed by `resp`).
 
 pub mod file;
+mod file_lock;
 #[cfg(feature = "redis")]
 pub mod redis;
+#[cfg(feature = "redis")]
+mod redis_lock;
 #[cfg(feature = "redis")]
 mod resp;
 pub mod secret;
@@ -23,9 +26,11 @@ use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
 use crate::budget::file::{FileBreaker, FileBudget, FileThrottle, StateDir};
-use crate::event::{BreakerNews, ThrottleNews};
+use crate::event::{BreakerNews, LockNews, ThrottleNews};
 use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
 use crate::fleet::bucket::Bucket;
+use crate::fleet::lock::Holder;
+pub use crate::fleet::lock::LockState;
 use crate::fleet::throttle::{self, Throttle, Window};
 use crate::report::Warnings;
 use crate::run::{Decision, Wait, Waited};
@@ -218,6 +223,50 @@ pub trait ThrottleBackend: Backend {
     fn reset(&self, wait: &mut dyn Wait) -> Result<(Found<Window>, u64), StoreError>;
 }
 
+/// What a lock's store answered when asked for the lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquired {
+    /// This run holds it, with the fencing token its acquisition took
+    /// where the store gives one.
+    Held {
+        /// The token (`BACKOFF_LOCK_TOKEN`).
+        token: Option<u64>,
+    },
+    /// Another run holds it (its record, when it could be read).
+    Busy(Option<Holder>),
+}
+
+/// What a lock's store calls, from a thread of its own, when the run's
+/// lease on the lock is lost: it wakes the run.
+pub type Alarm = Box<dyn Fn() + Send + Sync>;
+
+/// A store of locks (`--lock`). Each call waits at most the store's
+/// timeout (`acquire`: at most the patience given too), through `wait`.
+pub trait LockBackend: Backend {
+    /// Takes the lock for the run `me`, waiting in turn at most
+    /// `patience` while another run holds it.
+    fn acquire(
+        &self,
+        me: &Holder,
+        patience: Duration,
+        wait: &mut dyn Wait,
+    ) -> Result<Acquired, StoreError>;
+    /// Lets go of the lock this run holds, if it holds one.
+    fn release(&self);
+    /// Whether this run's hold on the lock was lost (a lease that could
+    /// not be renewed in time); a file lock never is.
+    fn lost(&self) -> bool {
+        false
+    }
+    /// What to call when the run's hold is lost; a file lock never is.
+    fn alarm(&self, _alarm: Alarm) {}
+    /// The lock as it is.
+    fn show(&self, wait: &mut dyn Wait) -> Result<LockState, StoreError>;
+    /// Clears a free lock's record; a held one is removed only with
+    /// `force` (else an error that names the holder). What it found.
+    fn reset(&self, force: bool, wait: &mut dyn Wait) -> Result<LockState, StoreError>;
+}
+
 /// How a store is used, whatever it keeps.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -383,6 +432,44 @@ impl Kind for Throttles {
     }
 }
 
+/// Locks (`--lock`).
+#[derive(Debug)]
+pub enum Locks {}
+
+impl Kind for Locks {
+    type Backend = dyn LockBackend;
+    type Limits = LockLimits;
+    const NOUN: &'static str = "lock";
+    const FLAG: &'static str = "--lock";
+    fn in_file(
+        dir: StateDir,
+        key: &str,
+        _: LockLimits,
+        s: Settings,
+    ) -> Result<Box<dyn LockBackend>, String> {
+        Ok(Box::new(file_lock::FileLock::open(dir, key, s.timeout)?))
+    }
+    #[cfg(feature = "redis")]
+    fn in_redis(
+        url: &str,
+        key: &str,
+        limits: LockLimits,
+        s: Settings,
+    ) -> Result<Box<dyn LockBackend>, String> {
+        let r = redis_lock::RedisLock::new(url, key, limits.ttl, s.timeout)?;
+        Ok(Box::new(r))
+    }
+}
+
+/// How a lock is held: what a lease in Redis needs (a file lock needs
+/// none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockLimits {
+    /// `--lock-ttl`: a lease in Redis expires this long after it was last
+    /// renewed.
+    pub ttl: Duration,
+}
+
 /// A shared state of kind `K`, wherever it lives, with what to do when its
 /// store cannot be used: said once, then as the fail mode says.
 pub struct Shared<K: Kind> {
@@ -401,6 +488,9 @@ pub type BreakerStore = Shared<Breakers>;
 
 /// An adaptive throttle, wherever it lives.
 pub type ThrottleStore = Shared<Throttles>;
+
+/// A lock, wherever it lives.
+pub type LockStore = Shared<Locks>;
 
 impl<K: Kind> std::fmt::Debug for Shared<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -675,6 +765,76 @@ impl crate::run::AdaptiveThrottle for ThrottleStore {
             .accept(wait)
             .err()
             .and_then(|e| self.unanswered(e, "the accept is not counted"))
+    }
+}
+
+impl LockStore {
+    /// The lock as it is (creates nothing).
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used.
+    pub fn show(&self) -> Result<LockState, StoreError> {
+        self.backend.show(&mut Unwatched)
+    }
+
+    /// Clears the lock (see `LockBackend::reset`).
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used, or the lock is held and `force` is
+    /// not given.
+    pub fn reset(&self, force: bool) -> Result<LockState, StoreError> {
+        self.backend.reset(force, &mut Unwatched)
+    }
+}
+
+impl crate::run::RunLock for Shared<Locks> {
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn acquire(
+        &self,
+        run_id: &str,
+        patience: Duration,
+        wait: &mut dyn Wait,
+    ) -> Result<LockNews, i32> {
+        let started = Instant::now();
+        let me = Holder {
+            pid: std::process::id(),
+            since_ms: crate::budget::file::now_ms(),
+            token: None,
+            run_id: run_id.to_owned(),
+            host: crate::sys::machine::host_name(),
+        };
+        match self.backend.acquire(&me, patience, wait) {
+            Ok(Acquired::Held { token }) => Ok(LockNews::Held {
+                token,
+                waited: started.elapsed(),
+            }),
+            Ok(Acquired::Busy(holder)) => Ok(LockNews::Busy {
+                holder,
+                waited: started.elapsed(),
+            }),
+            Err(StoreError::Interrupted(sig)) => Err(sig),
+            Err(StoreError::Failed(why)) => {
+                let run = self.fall_back(
+                    &why,
+                    "running the command without it",
+                    "not running the command (--budget-store-fail closed)",
+                );
+                Ok(LockNews::Unavailable { run })
+            }
+        }
+    }
+
+    fn release(&self) {
+        self.backend.release();
+    }
+
+    fn lost(&self) -> bool {
+        self.backend.lost()
     }
 }
 

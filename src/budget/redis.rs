@@ -474,7 +474,7 @@ impl Link {
 /// A script of the store's, and its text, which a redirected call sends
 /// whole (the node it goes to may not have it yet).
 #[derive(Clone)]
-struct Lua {
+pub(super) struct Lua {
     script: redis::Script,
     code: Arc<str>,
 }
@@ -488,7 +488,7 @@ impl Lua {
     }
 
     /// A decision's script: `body`, refusing a call past its expiry.
-    fn decision(body: &str) -> Lua {
+    pub(super) fn decision(body: &str) -> Lua {
         Lua::new(format!("{EXPIRY}{body}"))
     }
 }
@@ -698,7 +698,7 @@ impl Call {
 
 /// A connection to the store, and the calls made on it: what the budget,
 /// breaker and throttle of a run that name the same URL share (`shared`).
-struct Server {
+pub(super) struct Server {
     url: String,
     backend: Backend,
     connection: RefCell<Option<Connection>>,
@@ -749,7 +749,7 @@ impl Server {
     /// The server at `url`, the one already in use if there is one (see
     /// `SERVERS`). Checks the URL only: nothing connects until a call is
     /// made.
-    fn shared(url: &str) -> Result<Rc<Server>, String> {
+    pub(super) fn shared(url: &str) -> Result<Rc<Server>, String> {
         SERVERS.with_borrow_mut(|servers| {
             servers.retain(|(_, s)| s.strong_count() > 0);
             let known = servers
@@ -766,7 +766,7 @@ impl Server {
     }
 
     /// The server at `url`, of its own. Checks the URL only.
-    fn open(url: &str) -> Result<Server, String> {
+    pub(super) fn open(url: &str) -> Result<Server, String> {
         let cluster = url.starts_with("redis+cluster://") || url.starts_with("rediss+cluster://");
         if !cluster && !url.starts_with("redis://") && !url.starts_with("rediss://") {
             return Err(
@@ -807,7 +807,7 @@ impl Server {
     /// Runs `script` on `key` with `args` on a thread of its own and waits,
     /// through `wait`, for its answer, at most `timeout`. A call given up
     /// on takes its connection with it: the next call makes a new one.
-    fn call(
+    pub(super) fn call(
         &self,
         script: &Lua,
         key: &str,
@@ -857,7 +857,7 @@ impl Server {
     }
 
     /// The server's URL, without the password.
-    fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         redact(&self.url)
     }
 }

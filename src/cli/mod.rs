@@ -88,11 +88,8 @@ const SHARED: &str = "Shared by processes";
 /// The usage line of `-h`, `--help` and the man page: every subcommand.
 pub const USAGE: &str = "\
 backoff [OPTIONS] [--] COMMAND [ARGS]...
-       backoff schedule [OPTIONS]
-       backoff simulate [OPTIONS]
-       backoff budget show|reset KEY [OPTIONS]
-       backoff breaker show|reset KEY [OPTIONS]
-       backoff throttle show|reset KEY [OPTIONS]";
+       backoff schedule|simulate [OPTIONS]
+       backoff budget|breaker|throttle|lock show|reset KEY [OPTIONS]";
 
 /// Run a command and retry it with capped exponential backoff and jitter.
 ///
@@ -141,6 +138,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub throttle: ThrottleArgs,
+
+    #[command(flatten)]
+    pub lock: LockArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -192,6 +192,8 @@ pub enum Generate {
     ManBreaker,
     /// backoff-throttle(1)
     ManThrottle,
+    /// backoff-lock(1)
+    ManLock,
     /// bash's (with bash-completion)
     CompleteBash,
     /// zsh's
@@ -240,6 +242,9 @@ pub enum Sub {
     /// Show or reset a throttle shared by processes (see --throttle)
     #[command(subcommand)]
     Throttle(ThrottleCommand),
+    /// Show or reset a lock held by runs (see --lock)
+    #[command(subcommand)]
+    Lock(LockCommand),
 }
 
 /// Options of `backoff simulate`.
@@ -705,6 +710,70 @@ pub enum ThrottleCommand {
         /// The throttle's key.
         #[arg(value_name = "KEY", value_parser = values::budget_key)]
         key: String,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Output format: a line on stderr, or one JSON object on stdout.
+        #[arg(long, value_enum, default_value = "text")]
+        format: BudgetFormat,
+    },
+}
+
+/// The lock of a run.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Lock")]
+pub struct LockArgs {
+    /// At most one run of the same KEY at a time: a run that finds it held
+    /// does not run the command
+    ///
+    /// In the store of the budgets: a file locked by the kernel on this
+    /// host (--budget-dir), or a lease in Redis for a fleet
+    /// (--budget-store), held from the end of --splay to the end of the
+    /// run. A run that finds it held says who holds it and exits
+    /// --lock-exit. See LOCKS.
+    #[arg(long, value_name = "KEY", value_parser = values::budget_key,
+          help_heading = SHARED)]
+    pub lock: Option<String>,
+
+    /// How long a run waits in turn for a held lock before it gives up
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub lock_wait: Duration,
+
+    /// Exit status of a run that finds the lock held (75, EX_TEMPFAIL)
+    #[arg(long, value_name = "N", default_value = "75", value_parser = clap::value_parser!(u8))]
+    pub lock_exit: u8,
+
+    /// How long a lease in Redis lasts unless renewed (at least 1s); the run
+    /// renews it every third of that
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = values::lock_ttl,
+          allow_hyphen_values = true)]
+    pub lock_ttl: Duration,
+}
+
+/// `backoff lock show|reset KEY`.
+#[derive(Debug, Subcommand)]
+pub enum LockCommand {
+    /// Print whether a lock is held, and by whom (pid, host, since when).
+    Show {
+        /// The lock's key.
+        #[arg(value_name = "KEY", value_parser = values::budget_key)]
+        key: String,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: BudgetFormat,
+    },
+    /// Clear a lock that no run holds (a killed holder's record); one held
+    /// by a live run only with --force. Say what it was.
+    Reset {
+        /// The lock's key.
+        #[arg(value_name = "KEY", value_parser = values::budget_key)]
+        key: String,
+        /// Remove the lock even though a run holds it: that run goes on,
+        /// and the next run takes the lock beside it.
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         store: StoreArgs,
         /// Output format: a line on stderr, or one JSON object on stdout.

@@ -430,6 +430,16 @@ pub fn budget_key(s: &str) -> Result<String, String> {
     crate::fleet::bucket::check_key(s).map(|()| s.to_owned())
 }
 
+/// Parses `--lock-ttl`: a duration from 1s (a lease renewed every third
+/// of it needs some time for each renewal) to a day.
+pub fn lock_ttl(s: &str) -> Result<Duration, String> {
+    let d = duration(s)?;
+    if d < Duration::from_secs(1) || d > Duration::from_hours(24) {
+        return Err("must be from 1s to 24h".into());
+    }
+    Ok(d)
+}
+
 /// Parses `--breaker-failures`: 1 to a million runs.
 pub fn breaker_failures(s: &str) -> Result<u32, String> {
     s.trim()

@@ -32,8 +32,9 @@ use crate::sys::process::{self, Exec, env_entry};
 /// is given too), so the command is told the run's own, in seconds (`2.5`),
 /// which a backoff the command starts in turn reads back as its own
 /// `--timeout` (see `app`).
-const ATTEMPT_VARIABLES: [&str; 6] = [
+const ATTEMPT_VARIABLES: [&str; 7] = [
     "BACKOFF_RUN_ID",
+    "BACKOFF_LOCK_TOKEN",
     "BACKOFF_ATTEMPT",
     "BACKOFF_MAX_ATTEMPTS",
     "BACKOFF_LAST_STATUS",
@@ -79,6 +80,7 @@ fn environment_with<'a>(
 fn environment(spec: &AttemptSpec<'_>, timeout: Option<Duration>) -> io::Result<Vec<CString>> {
     let values = [
         Some(spec.run_id.to_owned()),
+        spec.lock_token.map(|t| t.to_string()),
         Some(spec.number.to_string()),
         Some(spec.max_attempts.map(|m| m.to_string()).unwrap_or_default()),
         spec.last.map(Outcome::env_value),
@@ -100,8 +102,9 @@ pub fn variables_set() -> impl Iterator<Item = &'static str> {
 
 /// The variables backoff sets for a hook; inherited ones of the same names
 /// (and of the attempt's) are not passed on.
-const HOOK_VARIABLES: [&str; 6] = [
+const HOOK_VARIABLES: [&str; 7] = [
     "BACKOFF_RUN_ID",
+    "BACKOFF_LOCK_TOKEN",
     "BACKOFF_ATTEMPT",
     "BACKOFF_MAX_ATTEMPTS",
     "BACKOFF_LAST_STATUS",

@@ -17,6 +17,8 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use libc::c_int;
@@ -84,6 +86,9 @@ pub struct RealExecutor {
     /// What to tell of a program that was not found, if it looks like a
     /// mistake (`cli::advice::not_found`).
     not_found: Option<String>,
+    /// Set when the run's lease on its lock was lost (`alarm`): the running
+    /// attempt is ended as for a timeout, and a delay ends early.
+    lease_lost: Arc<AtomicBool>,
 }
 
 impl RealExecutor {
@@ -129,6 +134,23 @@ impl RealExecutor {
             headers: None,
             guard,
             not_found: None,
+            lease_lost: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// What a lock's store calls, from any thread, when the run's lease on
+    /// the lock is lost: the running attempt ends as for a timeout, a delay
+    /// ends, and the run finds the lease lost.
+    pub fn alarm(&self) -> crate::budget::Alarm {
+        let lost = Arc::clone(&self.lease_lost);
+        // Without a descriptor to wake the wait with, the loss is seen when
+        // the wait next ends.
+        let waker = self.watch.waker().ok();
+        Box::new(move || {
+            lost.store(true, Ordering::SeqCst);
+            if let Some(w) = &waker {
+                w.wake();
+            }
         })
     }
 
@@ -183,6 +205,9 @@ impl RealExecutor {
                 return None;
             }
             let resized = got.contains(&libc::SIGWINCH);
+            if self.lease_lost.load(Ordering::SeqCst) {
+                return None;
+            }
             if got.contains(&libc::SIGCHLD) {
                 self.keep_guard(0);
             }

@@ -235,6 +235,13 @@ impl RealExecutor {
                 if flowing || pipes.iter().any(Pipe::waiting) {
                     clock.last_output = Instant::now();
                 }
+                // A lease on the run's lock that was lost ends the
+                // attempt as its time limit would.
+                if clock.timed_out.is_none()
+                    && self.lease_lost.load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    clock.time_at = Some(Instant::now());
+                }
                 self.enforce(pid, &mut clock);
             }
         }

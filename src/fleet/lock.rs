@@ -90,6 +90,16 @@ impl Holder {
     }
 }
 
+/// A lock as `backoff lock show` and `reset` find it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockState {
+    /// Whether a run holds it.
+    pub held: bool,
+    /// The record of its holder, or of its last holder when it is free
+    /// and the record was left (a holder killed).
+    pub holder: Option<Holder>,
+}
+
 /// A decimal number of at most 19 digits, without sign or spaces.
 fn number(word: &str) -> Option<u64> {
     if word.is_empty() || word.len() > 19 || !word.bytes().all(|b| b.is_ascii_digit()) {

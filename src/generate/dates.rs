@@ -7,7 +7,8 @@ pub const DATES: &[(&str, &str)] = &[
     ("backoff", "2026-12-04"),
     ("backoff-schedule", "2026-12-04"),
     ("backoff-simulate", "2026-12-04"),
-    ("backoff-budget", "2026-12-03"),
-    ("backoff-breaker", "2026-12-03"),
-    ("backoff-throttle", "2026-12-03"),
+    ("backoff-budget", "2026-12-04"),
+    ("backoff-breaker", "2026-12-04"),
+    ("backoff-throttle", "2026-12-04"),
+    ("backoff-lock", "2026-12-04"),
 ];

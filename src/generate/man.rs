@@ -10,7 +10,7 @@ use anyhow::Context;
 
 use super::sections::{
     BREAKER, BUDGET, CI_LOGS, CLASSIFICATION, CRON, ENVIRONMENT, EXAMPLES, EXIT_STATUS, GOALS,
-    HOOKS, OUTPUT, PRESETS, PROCESSES, REPORTING, SIGNALS, SIMULATION, THROTTLE,
+    HOOKS, LOCKS, OUTPUT, PRESETS, PROCESSES, REPORTING, SIGNALS, SIMULATION, THROTTLE,
 };
 
 /// The hand-written sections of backoff(1), in their order after the
@@ -27,6 +27,7 @@ const SECTIONS: &[&str] = &[
     BUDGET,
     BREAKER,
     THROTTLE,
+    LOCKS,
     SIMULATION,
     ENVIRONMENT,
     PROCESSES,
@@ -42,6 +43,7 @@ pub const MORE_ABOUT: &[(&str, &str)] = &[
     ("budget", "RETRY BUDGET"),
     ("breaker", "CIRCUIT BREAKER"),
     ("throttle", "ADAPTIVE THROTTLE"),
+    ("lock", "LOCKS"),
 ];
 
 /// The pages of `cmd`: `backoff` and one for each subcommand
@@ -130,11 +132,18 @@ fn usage_lines(cmd: &clap::Command) -> Vec<String> {
         .collect()
 }
 
-/// The usage lines of the subcommand `name` of `cmd`.
+/// The usage lines of the subcommand `name` of `cmd`: those of `cmd`
+/// that name it, alone or among others (`backoff budget|breaker show|reset
+/// KEY`), with its name alone.
 fn usage_of(cmd: &clap::Command, name: &str) -> anyhow::Result<Vec<String>> {
     let lines: Vec<String> = usage_lines(cmd)
         .into_iter()
-        .filter(|l| l.starts_with(&format!("{} {name} ", cmd.get_name())))
+        .filter_map(|l| {
+            let mut words = l.splitn(3, ' ');
+            let (program, names, rest) = (words.next()?, words.next()?, words.next()?);
+            (program == cmd.get_name() && names.split('|').any(|n| n == name))
+                .then(|| format!("{program} {name} {rest}"))
+        })
         .collect();
     anyhow::ensure!(!lines.is_empty(), "no usage line of {name}");
     Ok(lines)

@@ -199,11 +199,11 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// The step's outcome in GitHub's own words: `success`, `failure`, or
 /// `cancelled` when a signal interrupted the run, `skipped` when the
-/// circuit breaker did not let the command run.
+/// circuit breaker or the lock did not let the command run.
 fn outcome(recorder: &Recorder, exit: Exit) -> &'static str {
     if recorder.reason() == "interrupted" {
         "cancelled"
-    } else if recorder.reason().starts_with("breaker_") {
+    } else if recorder.reason().starts_with("breaker_") || recorder.reason() == "locked" {
         "skipped"
     } else if exit == Exit::SUCCESS {
         "success"
@@ -325,6 +325,8 @@ fn not_run(reason: &str) -> &'static str {
     match reason {
         "breaker_open" => "the circuit breaker is open",
         "breaker_unavailable" => "the circuit breaker's store could not be used",
+        "locked" => "another run holds the lock",
+        "lock_unavailable" => "the lock's store could not be used",
         "deadline" => "--max-time passed before the first attempt",
         "interrupted" => "a signal came before the first attempt",
         _ => "no attempt started",

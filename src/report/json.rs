@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 
 use crate::classify::{Outcome, Status, os_error};
-use crate::event::{BreakerNews, Ending, Event, Next, Report, ThrottleNews};
+use crate::event::{BreakerNews, Ending, Event, LockNews, Next, Report, ThrottleNews};
 use crate::fleet::breaker::{Admission, Circuit, RunEnd};
 use crate::report::{Verbosity, utc_rfc3339};
 use crate::signal;
@@ -236,6 +236,48 @@ pub(crate) fn circuit_json(c: Circuit, now_ms: u64) -> Value {
     })
 }
 
+/// A lock's holder in JSON (null for none).
+pub fn holder_json(h: Option<&crate::fleet::lock::Holder>) -> Value {
+    h.map_or(Value::Null, |h| {
+        json!({
+            "pid": h.pid,
+            "host": h.host,
+            "since": unix_ms(h.since_ms),
+            "run_id": h.run_id,
+            "token": h.token,
+        })
+    })
+}
+
+/// What became of the lock, as the `lock` event and the run report's
+/// `lock` object tell it: `decision` held, busy, unavailable or lost, how
+/// long the run waited, the fencing token, and the holder that kept the run
+/// out.
+pub fn lock_json(key: &str, news: &LockNews) -> Value {
+    let (decision, waited, token, holder) = match news {
+        LockNews::Held { token, waited } => ("held", Some(*waited), *token, None),
+        LockNews::Busy { holder, waited } => ("busy", Some(*waited), None, holder.as_ref()),
+        LockNews::Waiting { holder, .. } => ("waiting", None, None, holder.as_ref()),
+        LockNews::Unavailable { .. } => ("unavailable", None, None, None),
+        LockNews::Lost => ("lost", None, None, None),
+    };
+    let mut v = json!({
+        "key": key,
+        "decision": decision,
+        "waited_seconds": waited.map(|w| w.as_secs_f64()),
+        "token": token,
+        "holder": holder_json(holder),
+    });
+    match news {
+        LockNews::Unavailable { run } => v["run"] = json!(run),
+        LockNews::Waiting { patience, .. } => {
+            v["lock_wait_seconds"] = json!(patience.as_secs_f64());
+        }
+        _ => {}
+    }
+    v
+}
+
 /// The `breaker` (decision) and `breaker_update` (after the run) events.
 fn breaker_json(key: &str, news: BreakerNews) -> Value {
     match news {
@@ -455,6 +497,11 @@ fn event_json(event: &Event<'_>, verbose: bool) -> Value {
         Event::OutputLost { why } => json!({"event": "output_lost", "error": why}),
         Event::InterruptedWriting { signal } => interrupted(signal, "output"),
         Event::Breaker { key, news } => breaker_json(key, news),
+        Event::Lock { key, news } => {
+            let mut v = lock_json(key, news);
+            v["event"] = json!("lock");
+            v
+        }
         Event::Throttle {
             key,
             attempt,

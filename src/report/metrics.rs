@@ -96,8 +96,8 @@ pub fn metrics(run: &Recorder, exit: Exit, previous: Option<&str>) -> String {
     file.render()
 }
 
-/// The series of the circuit breaker and the adaptive throttle, for a run
-/// that had them.
+/// The series of the circuit breaker, the lock and the adaptive throttle,
+/// for a run that had them.
 // A count of skips is far below 2^53: exact.
 #[allow(clippy::cast_precision_loss)]
 fn fleet(file: &mut Exposition, run: &Recorder, name: &str) {
@@ -118,6 +118,26 @@ fn fleet(file: &mut Exposition, run: &Recorder, name: &str) {
             Series::of(counter, name, None),
             f64::from(u8::from(skipped)),
         );
+    }
+    if let Some((skipped, lost)) = run.lock_outcome() {
+        for (counter, help, happened) in [
+            (
+                "backoff_lock_skipped_total",
+                "Runs that found the lock (--lock) held and did not start the command.",
+                skipped,
+            ),
+            (
+                "backoff_lock_lost_total",
+                "Runs that lost their lease on the lock (--lock) and were ended.",
+                lost,
+            ),
+        ] {
+            file.declare(counter, help, "counter");
+            file.add(
+                Series::of(counter, name, None),
+                f64::from(u8::from(happened)),
+            );
+        }
     }
     if let Some(t) = run.throttled() {
         let (gauge, counter) = (

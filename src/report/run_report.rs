@@ -10,7 +10,9 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 
 use crate::classify::{Applied, Hint, Limit, Outcome};
-use crate::event::{BreakerNews, Ending, Event, HookKind, HuntEnd, Next, Report, ThrottleNews};
+use crate::event::{
+    BreakerNews, Ending, Event, HookKind, HuntEnd, LockNews, Next, Report, ThrottleNews,
+};
 use crate::exit::Exit;
 use crate::fleet::breaker::{Admission, Circuit};
 use crate::fleet::throttle::Decision;
@@ -184,6 +186,8 @@ pub struct Recorder {
     breaker: Option<BreakerRecord>,
     /// What the adaptive throttle did, with `--throttle`.
     throttle: Option<ThrottleRecord>,
+    /// What became of the lock, with `--lock`: its key and the news.
+    lock: Option<(String, LockNews)>,
     /// How the run ended, in the words of its last line.
     ending: Option<String>,
 }
@@ -251,8 +255,29 @@ impl Recorder {
             hooks: Kept::new(),
             breaker: None,
             throttle: None,
+            lock: None,
             ending: None,
         }
+    }
+
+    /// Follows the lock's news.
+    fn lock(&mut self, key: &str, news: &LockNews) {
+        match news {
+            LockNews::Busy { .. } => self.reason = "locked",
+            LockNews::Unavailable { run: false } => self.reason = "lock_unavailable",
+            _ => {}
+        }
+        self.lock = Some((key.to_owned(), news.clone()));
+    }
+
+    /// With `--lock`: whether the lock kept the run out, and whether the
+    /// run lost it; for the metrics.
+    pub fn lock_outcome(&self) -> Option<(bool, bool)> {
+        let (_, news) = self.lock.as_ref()?;
+        Some((
+            matches!(news, LockNews::Busy { .. }),
+            matches!(news, LockNews::Lost),
+        ))
     }
 
     /// Follows the circuit breaker's news.
@@ -496,6 +521,7 @@ impl Recorder {
             "hooks_omitted": self.hooks.left_out,
             "breaker": self.breaker_json(),
             "throttle": self.throttle_json(),
+            "lock": self.lock.as_ref().map(|(key, news)| crate::report::json::lock_json(key, news)),
             "backoff_seconds": self.backoff_seconds(),
             "final_status": exit.shell_code(),
             "final_signal": match exit {
@@ -633,6 +659,7 @@ impl Report for Recorder {
             }
             Event::Undelivered { bytes } => self.undelivered = bytes,
             Event::Breaker { key, news } => self.breaker(key, news),
+            Event::Lock { key, news } => self.lock(key, news),
             Event::Throttle {
                 key, news, late, ..
             } => self.throttle(key, news, late),

@@ -210,6 +210,59 @@ pub fn throttle_reset(key: &str, store: &str, found: Found<Window>, now_ms: u64)
     }
 }
 
+/// `backoff lock show`: the line (on stdout) and the JSON object.
+pub fn lock_show(key: &str, store: &str, state: &crate::fleet::lock::LockState) -> Told {
+    let line = match (&state.holder, state.held) {
+        (Some(h), true) => format!("{key}: held by {} ({store})", super::text::holder_text(h)),
+        (None, true) => format!("{key}: held, by a run whose record cannot be read ({store})"),
+        (Some(h), false) => format!(
+            "{key}: free; last held by {}, which ended without letting go ({store})",
+            super::text::holder_text(h)
+        ),
+        (None, false) => format!("{key}: free ({store})"),
+    };
+    Told {
+        line,
+        json: json!({
+            "key": key,
+            "held": state.held,
+            "holder": super::json::holder_json(state.holder.as_ref()),
+            "store": store,
+        }),
+    }
+}
+
+/// `backoff lock reset`: what it found and did.
+pub fn lock_reset(key: &str, store: &str, state: &crate::fleet::lock::LockState) -> Told {
+    let line = match (&state.holder, state.held) {
+        (holder, true) => format!(
+            "lock '{key}' removed although held{}: that run goes on, and the next run takes the lock",
+            holder
+                .as_ref()
+                .map(|h| format!(" by {}", super::text::holder_text(h)))
+                .unwrap_or_default()
+        ),
+        (Some(h), false) => format!(
+            "lock '{key}' was free; the record its last holder left ({}) is cleared",
+            super::text::holder_text(h)
+        ),
+        (None, false) => format!("lock '{key}' was free; nothing to reset"),
+    };
+    Told {
+        line,
+        json: json!({
+            "key": key,
+            "store": store,
+            "found": match (state.held, state.holder.is_some()) {
+                (true, _) => "held",
+                (false, true) => "record",
+                (false, false) => "nothing",
+            },
+            "holder": super::json::holder_json(state.holder.as_ref()),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use std::io::Write;
 use crate::classify::{Applied, HintSource, Outcome, Source, StopReason};
 use crate::duration::human;
 use crate::event::{
-    BreakerNews, During, Ending, Event, HookKind, HuntEnd, Next, Report, ThrottleNews,
+    BreakerNews, During, Ending, Event, HookKind, HuntEnd, LockNews, Next, Report, ThrottleNews,
 };
 use crate::fleet::breaker::{Admission, Circuit, RunEnd, State};
 use crate::report::fold::{self, Folds, Runner};
@@ -186,8 +186,16 @@ impl<W: Write> Report for TextReport<W> {
                         ..
                     },
                 ..
+            }
+            | Event::Lock {
+                news: LockNews::Busy { .. },
+                ..
             } => Some("warning"),
-            Event::GaveUp { .. }
+            Event::Lock {
+                news: LockNews::Lost,
+                ..
+            }
+            | Event::GaveUp { .. }
             | Event::Unstarted { .. }
             | Event::CannotStart { .. }
             | Event::Undelivered { .. }
@@ -331,6 +339,7 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
         ),
         Event::Hook { .. } => return hook_text(event, verbosity),
         Event::Breaker { key, news } if normal => return breaker_text(key, news, verbose),
+        Event::Lock { key, news } if normal => return lock_text(key, news, verbose),
         Event::Throttle {
             key,
             attempt,
@@ -501,6 +510,60 @@ pub fn circuit_text(c: Circuit, now_ms: u64) -> String {
             local_ms(since_ms)
         ),
     }
+}
+
+/// A lock's holder as lines say it: `pid 4242 on web-3 since
+/// 2026-12-04T02:10:00.000+01:00`.
+pub fn holder_text(h: &crate::fleet::lock::Holder) -> String {
+    format!(
+        "pid {} on {} since {}",
+        h.pid,
+        h.host,
+        crate::report::local_rfc3339(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(h.since_ms)
+        )
+    )
+}
+
+/// The line of the lock's news, if it has one (the store's own failures
+/// are said where they happen).
+fn lock_text(key: &str, news: &LockNews, verbose: bool) -> Option<String> {
+    let waited = |w: std::time::Duration| {
+        if w >= std::time::Duration::from_millis(1) {
+            format!(" after waiting {}", human(w))
+        } else {
+            String::new()
+        }
+    };
+    Some(match news {
+        LockNews::Busy { holder, waited: w } => {
+            let by = holder.as_ref().map_or_else(
+                || "by another run (its record cannot be read)".to_owned(),
+                |h| format!("by {}", holder_text(h)),
+            );
+            format!(
+                "lock '{key}' is held {by}{}; not running the command",
+                waited(*w)
+            )
+        }
+        LockNews::Waiting { holder, patience } if verbose => format!(
+            "lock '{key}' is held {}; waiting up to {} for it",
+            holder.as_ref().map_or_else(
+                || "by another run".to_owned(),
+                |h| format!("by {}", holder_text(h))
+            ),
+            human(*patience)
+        ),
+        LockNews::Held { token, waited: w } if verbose => format!(
+            "lock '{key}' is held by this run{}{}",
+            token.map_or_else(String::new, |t| format!(", token {t}")),
+            waited(*w)
+        ),
+        LockNews::Lost => format!(
+            "lock '{key}' was lost: its lease could not be renewed before it expired; the attempt is ended and the run gives up"
+        ),
+        _ => return None,
+    })
 }
 
 /// The line of the circuit breaker's news, if it has one (the store's
@@ -791,7 +854,17 @@ pub fn ending(event: &Event<'_>) -> Option<String> {
                     ..
                 },
             ..
+        }
+        | Event::Lock {
+            news: LockNews::Busy { .. },
+            ..
         } => text(event, Verbosity::Verbose),
+        Event::Lock {
+            key,
+            news: LockNews::Unavailable { run: false },
+        } => Some(format!(
+            "lock '{key}' unavailable: the command was not run (--budget-store-fail closed)"
+        )),
         Event::Breaker {
             key,
             news: BreakerNews::Unavailable { run: false },

@@ -31,6 +31,11 @@ fn read_id(path: &Path) -> Option<Vec<u8>> {
     fits.then(|| id.to_vec())
 }
 
+/// This host's name, as uname(2) gives it (lossy UTF-8).
+pub fn host_name() -> String {
+    String::from_utf8_lossy(rustix::system::uname().nodename().to_bytes()).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

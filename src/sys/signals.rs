@@ -4,9 +4,9 @@
 //! group, and dying by a signal.
 
 use std::io::{self, PipeReader, Read};
-use std::os::fd::{AsFd, BorrowedFd, IntoRawFd};
-use std::sync::OnceLock;
+use std::os::fd::{AsFd, BorrowedFd, IntoRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use std::time::Instant;
 
@@ -65,6 +65,25 @@ pub fn is_ignored(sig: c_int) -> bool {
 /// another.
 pub struct SignalWatch {
     wake: PipeReader,
+    /// The handlers' end, open for the rest of the process's life.
+    notify: RawFd,
+}
+
+/// The byte a `Waker` writes into the self-pipe: 0 names no signal, and
+/// only wakes the wait, which then looks at the run's state again.
+pub const WAKE: c_int = 0;
+
+/// Wakes a `SignalWatch` waiting in another thread, as a signal would.
+#[derive(Clone)]
+pub struct Waker(Arc<io::PipeWriter>);
+
+impl Waker {
+    /// Wakes the wait (`WAKE` comes out of it among the signals).
+    pub fn wake(&self) {
+        use std::io::Write as _;
+        // A full pipe wakes the wait already.
+        let _ = (&*self.0).write(&[0]);
+    }
 }
 
 impl SignalWatch {
@@ -107,7 +126,23 @@ impl SignalWatch {
             unsafe { signal_hook::low_level::register(sig, action)? };
             HANDLED.fetch_or(bit(sig), Ordering::Relaxed);
         }
-        Ok(SignalWatch { wake })
+        Ok(SignalWatch { wake, notify })
+    }
+
+    /// What wakes this watch from another thread: a descriptor of its own
+    /// of the handlers' end of the pipe.
+    ///
+    /// # Errors
+    ///
+    /// When the descriptor cannot be duplicated.
+    pub fn waker(&self) -> io::Result<Waker> {
+        // SAFETY: `notify` is the handlers' end of the pipe, which is never
+        // closed (see `install`): it names that pipe as long as the
+        // process lives.
+        let notify = unsafe { BorrowedFd::borrow_raw(self.notify) };
+        Ok(Waker(Arc::new(io::PipeWriter::from(
+            notify.try_clone_to_owned()?,
+        ))))
     }
 
     /// The signals that arrived since the last call, in order. On SIGCHLD,

@@ -18,6 +18,7 @@ mod kept_output;
 mod layout;
 mod limits;
 mod live;
+mod locks;
 mod mistakes;
 mod notices;
 mod observe;

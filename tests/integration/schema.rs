@@ -34,10 +34,14 @@ pub enum Doc {
     BreakerReset,
     /// `backoff throttle reset KEY --format json`.
     ThrottleReset,
+    /// `backoff lock show KEY --format json`.
+    LockShow,
+    /// `backoff lock reset KEY --format json`.
+    LockReset,
 }
 
 impl Doc {
-    const ALL: [Doc; 10] = [
+    const ALL: [Doc; 12] = [
         Doc::Event,
         Doc::Report,
         Doc::Schedule,
@@ -48,6 +52,8 @@ impl Doc {
         Doc::BudgetReset,
         Doc::BreakerReset,
         Doc::ThrottleReset,
+        Doc::LockShow,
+        Doc::LockReset,
     ];
 
     fn file(self) -> &'static str {
@@ -62,6 +68,8 @@ impl Doc {
             Doc::BudgetReset => "budget-reset.json",
             Doc::BreakerReset => "breaker-reset.json",
             Doc::ThrottleReset => "throttle-reset.json",
+            Doc::LockShow => "lock-show.json",
+            Doc::LockReset => "lock-reset.json",
         }
     }
 }
@@ -695,6 +703,8 @@ fn one_of_each(dir: &TempDir) -> Vec<(&'static str, Vec<String>)> {
         ("budget-reset.json", fleet("budget", "reset")),
         ("breaker-reset.json", fleet("breaker", "reset")),
         ("throttle-reset.json", fleet("throttle", "reset")),
+        ("lock-show.json", fleet("lock", "show")),
+        ("lock-reset.json", fleet("lock", "reset")),
     ] {
         let name = format!("out-{schema}");
         std::fs::write(dir.join(&name), json(&args)).unwrap();

@@ -381,8 +381,10 @@ fn short_help_is_the_readme_table_on_one_screen() {
                 "{at}: {names:?} is not in the README's table"
             );
         }
-        for sub in ["schedule", "simulate", "budget", "breaker", "throttle"] {
-            assert!(help.contains(&format!("backoff {sub} ")), "{sub}:\n{help}");
+        for sub in [
+            "schedule", "simulate", "budget", "breaker", "throttle", "lock",
+        ] {
+            assert!(crate::docs::usage_names(&help, sub), "{sub}:\n{help}");
         }
         let last = lines.last().unwrap();
         assert!(
