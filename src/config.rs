@@ -1120,8 +1120,8 @@ fn breaker(
     open_store::<Breakers>(key, place, limits, given, warnings).map(Some)
 }
 
-/// Opens `--budget`. A `--budget-store` without it (or `--breaker` or
-/// `--throttle`, which `shared` tells) is an error when given on the command line; from `BACKOFF_BUDGET_STORE` it is not, since a fleet
+/// Opens `--budget`. A `--budget-store` without it (or `--breaker`,
+/// `--throttle` or `--lock`, which `shared` tells) is an error when given on the command line; from `BACKOFF_BUDGET_STORE` it is not, since a fleet
 /// sets that once for every command, budgeted or not.
 fn budget(
     args: &BudgetArgs,
@@ -1132,7 +1132,7 @@ fn budget(
     let Some(key) = &args.budget else {
         if given.budget_store && !shared {
             return Err(UsageError(
-                "'--budget-store' needs '--budget KEY', '--breaker KEY' or '--throttle KEY'".into(),
+                "'--budget-store' needs '--budget KEY', '--breaker KEY', '--throttle KEY' or '--lock KEY'".into(),
             ));
         }
         return Ok(None);
@@ -1340,7 +1340,8 @@ fn shared_states(
     notices: &mut Vec<String>,
 ) -> Result<SharedStates, UsageError> {
     let place = &cli.budget.store.place;
-    let shared = cli.breaker.breaker.is_some() || cli.throttle.throttle.is_some();
+    let shared =
+        cli.breaker.breaker.is_some() || cli.throttle.throttle.is_some() || cli.lock.lock.is_some();
     Ok((
         budget(&cli.budget, shared, given, warnings)?,
         breaker(&cli.breaker, place, goal, given, warnings)?,

@@ -398,6 +398,8 @@ pub enum Next {
     },
     /// Nothing: this is the failure `--until-failure` looks for.
     Found,
+    /// Nothing: the run lost its lock (`--lock`), which ended the attempt.
+    LockLost,
     /// Nothing: the retry would start after `--max-time`.
     Deadline {
         /// The delay the retry would have needed.

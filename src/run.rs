@@ -748,6 +748,14 @@ impl Loop<'_, '_> {
         self.last = Some(outcome);
         self.ran = Some(outcome);
         if self.lock_lost() {
+            self.report.event(&Event::Failed {
+                attempt: number,
+                max_attempts: self.max_attempts,
+                outcome,
+                elapsed,
+                next: Next::LockLost,
+                hint: seen.hint,
+            });
             return Step::Done(self.lost_lock());
         }
         let verdict = plan.rules.classify(outcome, &seen);
@@ -1310,6 +1318,7 @@ fn ending(next: Next) -> Ending {
         Next::Deadline { .. } => Ending::Deadline,
         Next::Budget => Ending::Budget,
         Next::Found => Ending::Found,
+        Next::LockLost => Ending::LockLost,
         _ => Ending::Exhausted,
     }
 }

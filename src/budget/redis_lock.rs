@@ -54,6 +54,9 @@ if kind ~= 'hash' and kind ~= 'none' then
 end
 local f = redis.call('HMGET', KEYS[1], 'token', 'record', 'expires', 'fence')
 local holder, record, expires = f[1], f[2] or '', tonumber(f[3])
+if string.len(record) > 512 then
+  record = ''
+end
 local fence = f[4] or '0'
 local live = holder and expires and expires > now
 local function answer(status, r, e)

@@ -74,6 +74,7 @@ fn next_json(v: &mut Value, next: Next) {
         }
         Next::Exhausted => v["next"] = json!("exhausted"),
         Next::Found => v["next"] = json!("failure_found"),
+        Next::LockLost => v["next"] = json!("lock_lost"),
         Next::Budget => v["next"] = json!("budget"),
         Next::HintTooLong { hint, max } => {
             v["next"] = json!("hint_too_long");

@@ -726,6 +726,7 @@ fn failed_text(
             format!("{head}; retrying in {}", human(delay.delay))
         }
         Next::Budget => format!("{head}; not retrying: retry budget exhausted"),
+        Next::LockLost => format!("{head}; not retrying: the lock was lost"),
         Next::HintTooLong { hint, max } => format!(
             "{head}; not retrying: the server asks to wait {}, more than --retry-after-max {}",
             human(hint),

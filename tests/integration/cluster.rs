@@ -21,13 +21,13 @@ fn cli(port: u16, args: &[&str]) -> String {
 
 /// A three-node cluster of the test's own (no replicas), stopped when
 /// dropped.
-struct Cluster {
+pub struct Cluster {
     nodes: Vec<(u16, Child)>,
     _dir: TempDir,
 }
 
 impl Cluster {
-    fn start() -> Cluster {
+    pub fn start() -> Cluster {
         let dir = TempDir::new("cluster");
         let mut nodes = Vec::new();
         for i in 0..3 {
@@ -75,7 +75,7 @@ impl Cluster {
     }
 
     /// The cluster URL of all three nodes.
-    fn url(&self) -> String {
+    pub fn url(&self) -> String {
         let hosts: Vec<String> = self
             .nodes
             .iter()

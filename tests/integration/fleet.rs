@@ -93,7 +93,7 @@ impl Redis {
 
     /// Stops the server (SIGSTOP): the kernel still accepts connections
     /// for it, but nothing answers.
-    fn freeze(&self) {
+    pub fn freeze(&self) {
         send(i32::try_from(self.child.id()).unwrap(), libc::SIGSTOP);
     }
 }

@@ -19,6 +19,7 @@ mod layout;
 mod limits;
 mod live;
 mod locks;
+mod locks_redis;
 mod mistakes;
 mod notices;
 mod observe;

@@ -785,7 +785,7 @@ fn more_advice_followed_literally_works() {
         (
             &["--budget-store", "redis://127.0.0.1:1", "--", "true"],
             &[],
-            "needs '--budget KEY', '--breaker KEY' or '--throttle KEY'",
+            "needs '--budget KEY', '--breaker KEY', '--throttle KEY' or '--lock KEY'",
             &[
                 "--budget-store",
                 "redis://127.0.0.1:1",
