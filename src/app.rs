@@ -19,6 +19,7 @@ use crate::exit::Exit;
 use crate::fleet::breaker::Breaker;
 use crate::fleet::bucket::{Bucket, show_tokens};
 use crate::output::Capture;
+use crate::ping::Pings;
 use crate::report::json::JsonReport;
 use crate::report::run_report::Recorder;
 use crate::report::text::TextReport;
@@ -260,16 +261,28 @@ fn run_command(
     Ok(exit)
 }
 
-/// `--output on-failure`: the run's output passes through backoff from
-/// now on. When that cannot be, it is passed on as it comes, and said.
+/// The run's output passes through backoff from now on: kept, with
+/// `--output on-failure`; passed on as it comes, with its end kept for the
+/// check-in that ends the run, with `--ping` (not at a terminal: a person
+/// who watches keeps the command's own terminal, and the check-in carries
+/// the summary line alone). When that cannot be, it is passed on as it
+/// comes, and said.
 fn capture(cfg: &RunConfig) -> Option<Capture> {
-    let limit = cfg.keep_output?;
-    Capture::start(Some(limit))
+    let at_terminal = std::io::stdout().is_terminal() || std::io::stderr().is_terminal();
+    if cfg.keep_output.is_none() && (!cfg.pings.any() || at_terminal) {
+        return None;
+    }
+    Capture::start(cfg.keep_output)
         .map_err(|e| {
-            cfg.warnings.warn(&format!(
-                "cannot keep the output for --output on-failure ({}): it is passed on as it comes",
-                exec::describe(&e)
-            ));
+            let why = exec::describe(&e);
+            cfg.warnings.warn(&match cfg.keep_output {
+                Some(_) => format!(
+                    "cannot keep the output for --output on-failure ({why}): it is passed on as it comes"
+                ),
+                None => format!(
+                    "cannot read the output for the check-in ({why}): it carries the summary line alone"
+                ),
+            });
         })
         .ok()
 }
@@ -395,14 +408,26 @@ fn run_configured(
         lock.backend().alarm(executor.alarm());
     }
     let exit_by = exit_by(cfg);
-    let exit = run::run(
-        &plan,
-        &mut executor,
-        &mut Reports(vec![log.as_mut(), &mut recorder]),
-    );
+    let mut pings = cfg.pings.any().then(|| {
+        Pings::new(
+            cfg.pings.clone(),
+            cfg.ping_timeout,
+            &run_id,
+            capture.as_ref().map(|c| c.marker()),
+            cfg.warnings.clone(),
+        )
+    });
+    let mut reports: Vec<&mut dyn Report> = vec![log.as_mut(), &mut recorder];
+    if let Some(p) = pings.as_mut() {
+        reports.push(p);
+    }
+    let exit = run::run(&plan, &mut executor, &mut Reports(reports));
     // The run's files are written to backoff's own stdout and stderr.
     if let Some(capture) = capture {
         release_output(cfg, capture, exit);
+    }
+    if let Some(p) = pings.as_mut() {
+        p.finish(exit, recorder.attempts(), recorder.reason());
     }
     // A signal that ended the wait for the metrics file's lock ends backoff
     // as any signal does: it dies by it.

@@ -201,6 +201,10 @@ pub struct RunConfig {
     pub throttle: Option<ThrottleStore>,
     /// `--lock`, opened and checked.
     pub lock: Option<LockStore>,
+    /// `--ping` and its kin.
+    pub pings: crate::ping::Urls,
+    /// `--ping-timeout`.
+    pub ping_timeout: Duration,
     /// `--lock-wait`.
     pub lock_wait: Duration,
     /// `--lock-exit`.
@@ -1321,6 +1325,40 @@ fn keep_output(streams: &crate::cli::StreamArgs, given: &Given) -> Result<Option
     }
 }
 
+/// The check-ins' URLs, checked; one that sends a password in clear is
+/// said once. A refusal never repeats a URL, which is a credential.
+fn pings(
+    args: &crate::cli::PingArgs,
+    notices: &mut Vec<String>,
+) -> Result<crate::ping::Urls, UsageError> {
+    if args.ping_timeout.is_zero() {
+        return Err(UsageError(
+            "invalid value '0' for '--ping-timeout': must be above zero".into(),
+        ));
+    }
+    let mut check =
+        |flag: &str, url: &Option<String>| -> Result<Option<crate::http::Target>, UsageError> {
+            let Some(url) = url else {
+                return Ok(None);
+            };
+            let target = crate::http::Target::parse(url)
+                .map_err(|why| UsageError(format!("invalid {flag} URL: {why}")))?;
+            if target.cleartext_credentials() {
+                notices.push(format!(
+                "{flag} sends a user name and password in clear over http:// to {}: use https://",
+                target.host()
+            ));
+            }
+            Ok(Some(target))
+        };
+    Ok(crate::ping::Urls {
+        base: check("--ping", &args.ping)?,
+        start: check("--ping-start", &args.ping_start)?,
+        success: check("--ping-success", &args.ping_success)?,
+        fail: check("--ping-fail", &args.ping_fail)?,
+    })
+}
+
 /// The states the run shares with other processes: `--budget`,
 /// `--breaker`, `--throttle` and `--lock`, opened and checked.
 type SharedStates = (
@@ -1404,6 +1442,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     let mut notices = notices;
     let (budget, breaker, throttle, lock) =
         shared_states(&cli, goal, given, &warnings, &mut notices)?;
+    let pings = pings(&cli.ping, &mut notices)?;
     Ok(RunConfig {
         policy,
         rules,
@@ -1435,6 +1474,8 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         breaker_exit: cli.breaker.breaker_exit,
         throttle,
         lock,
+        pings,
+        ping_timeout: cli.ping.ping_timeout,
         lock_wait: cli.lock.lock_wait,
         lock_exit: cli.lock.lock_exit,
         report: cli.output.report,

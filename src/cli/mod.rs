@@ -143,6 +143,9 @@ pub struct Cli {
     pub lock: LockArgs,
 
     #[command(flatten)]
+    pub ping: PingArgs,
+
+    #[command(flatten)]
     pub output: OutputArgs,
 
     /// Keep the command in backoff's process group, for programs that need
@@ -748,6 +751,41 @@ pub struct LockArgs {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = values::lock_ttl,
           allow_hyphen_values = true)]
     pub lock_ttl: Duration,
+}
+
+/// Check-ins with a monitor.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Check-ins")]
+pub struct PingArgs {
+    /// Check in with a monitor that speaks the healthchecks.io protocol:
+    /// URL/start, then URL or URL/STATUS with the run's output's end
+    ///
+    /// A GET of URL/start when the run starts, then a POST of URL when it
+    /// succeeds, or URL/N with backoff's exit status N, whose body is a
+    /// summary line and the last 10 KiB of the final attempt's output; each
+    /// with ?rid=BACKOFF_RUN_ID. A check-in never changes the exit status.
+    /// See CHECK-INS.
+    #[arg(long, value_name = "URL", env = "BACKOFF_PING", hide_env_values = true)]
+    pub ping: Option<String>,
+
+    /// The URL of the start check-in, as given (overrides --ping's)
+    #[arg(long, value_name = "URL")]
+    pub ping_start: Option<String>,
+
+    /// The URL of the check-in of a success, as given (overrides --ping's)
+    #[arg(long, value_name = "URL")]
+    pub ping_success: Option<String>,
+
+    /// The URL of the check-in of any other end, as given (overrides
+    /// --ping's)
+    #[arg(long, value_name = "URL")]
+    pub ping_fail: Option<String>,
+
+    /// The longest the check-ins delay the end of the run, in all, retries
+    /// included
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub ping_timeout: Duration,
 }
 
 /// `backoff lock show|reset KEY`.

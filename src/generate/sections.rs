@@ -22,8 +22,11 @@ Set for the command and the hooks: the run's id, a random UUID (version 4), new 
 \fBBACKOFF_LOCK_TOKEN\fR
 Set for the command and the hooks of a run that holds a lock in Redis (\fB\-\-lock\fR with \fB\-\-budget\-store\fR): the fencing token of its acquisition, one more than the last one taken of that lock (see LOCKS).
 .TP
-\fBBACKOFF_OUTPUT\fR, \fBBACKOFF_OUTPUT_LIMIT\fR, \fBBACKOFF_SPLAY\fR
-Defaults for \fB\-\-output\fR, \fB\-\-output\-limit\fR and \fB\-\-splay\fR.
+\fBBACKOFF_OUTPUT\fR, \fBBACKOFF_OUTPUT_LIMIT\fR, \fBBACKOFF_SPLAY\fR, \fBBACKOFF_PING\fR
+Defaults for \fB\-\-output\fR, \fB\-\-output\-limit\fR, \fB\-\-splay\fR and \fB\-\-ping\fR (a URL that is a credential is better given there than on the command line, where process lists show it).
+.TP
+\fBSSL_CERT_FILE\fR, \fBSSL_CERT_DIR\fR, \fBALL_PROXY\fR, \fBHTTPS_PROXY\fR, \fBHTTP_PROXY\fR, \fBNO_PROXY\fR
+What the check\-ins' HTTP client trusts and goes through (see CHECK\-INS); \fBSSL_CERT_FILE\fR and \fBSSL_CERT_DIR\fR also for \fBrediss://\fR stores.
 .TP
 \fBBACKOFF_ATTEMPT\fR, \fBBACKOFF_MAX_ATTEMPTS\fR, \fBBACKOFF_LAST_STATUS\fR
 Set for the command: the attempt number (from 1), the number of attempts allowed (empty without a fixed number: \fB\-\-forever\fR, \fB\-\-consecutive\fR, \fB\-\-reset\-after\fR), and from the second attempt on, how the previous attempt ended: its exit code, \fBsig:NAME\fR, \fBtimeout\fR or \fBunmet\fR.
@@ -315,6 +318,16 @@ With \fB\-\-budget\-store\fR (Redis or a Redis Cluster) the lock is a lease: the
 A run that finds the lock held says who holds it on one line (\fBlock 'sync' is held by pid 4242 on web\-3 since 2026\-12\-04T02:10:00.000+01:00; not running the command\fR), runs nothing (no hook, no check\-in) and exits \fB\-\-lock\-exit\fR (75, EX_TEMPFAIL; 0 makes a run kept out a success, silent under \fB\-\-output on\-failure\fR). With \fB\-\-lock\-wait\fR \fIDURATION\fR it first waits in turn, at most that long (\fB\-v\fR says whom for): for a file, in the kernel's queue of the lock's waiters, woken as the lock is let go (Linux wakes them in about the order they came, with no promise of it); for Redis, asking again after pauses drawn with full jitter under a bound that doubles from 50ms to 2s, so that the waiters do not all ask at once. A terminating signal ends the wait at once, and backoff dies by it.
 .PP
 The JSON event \fBlock\fR (\fBdecision\fR waiting, held, busy, unavailable or lost; \fBholder\fR with \fBpid\fR, \fBhost\fR, \fBsince\fR, \fBrun_id\fR, \fBtoken\fR; \fBtoken\fR; \fBwaited_seconds\fR), the run report's \fBlock\fR object and reasons \fBlocked\fR, \fBlock_unavailable\fR and \fBlock_lost\fR, the metrics \fBbackoff_lock_skipped_total\fR and \fBbackoff_lock_lost_total\fR, and under GitHub Actions the step's outcome \fBskipped\fR and reason \fBlocked\fR tell of it. \fBbackoff lock show\fR \fIKEY\fR says whether the lock is held and by whom (\fB\-\-format json\fR for programs); \fBbackoff lock reset\fR \fIKEY\fR clears a free lock's record and says what it found, and removes a lock that a live run holds only with \fB\-\-force\fR (that run goes on; the next run takes the lock beside it).
+";
+
+pub(super) const CHECK_INS: &str = r".SH CHECK-INS
+\fB\-\-ping\fR \fIURL\fR tells a monitor that speaks the healthchecks.io protocol (healthchecks.io, a self\-hosted Healthchecks, and the services compatible with it) that the job started and how it ended, so that a job that fails, or never runs, is noticed. When the run starts (after \fB\-\-splay\fR, the lock and the circuit breaker: a run that does not start the command checks in nothing), a GET of \fIURL\fR\fB/start\fR, sent in the background; when it ends, a POST of \fIURL\fR on success, or of \fIURL\fR\fB/\fR\fIN\fR with backoff's exit status \fIN\fR otherwise (128+\fIS\fR when a signal \fIS\fR ended it; the monitor takes any status but 0 as a failure and shows it), whose body is a line \fBbackoff: 3 attempts, reason exhausted, exit status 22\fR followed by the last 10 KiB of the final attempt's output as backoff saw it (stdout and stderr in the order they came, and backoff's own lines). Each carries \fB?rid=\fR\fIBACKOFF_RUN_ID\fR, which pairs the start with its end. \fB\-\-ping\-start\fR, \fB\-\-ping\-success\fR and \fB\-\-ping\-fail\fR \fIURL\fR send those check\-ins to URLs of other monitors (Cronitor, Sentry Crons, Better Stack, Dead Man's Snitch), used as given, in place of \fB\-\-ping\fR's.
+.PP
+For the end check\-in to carry the output, the output passes through backoff (the command's stdout and stderr are pipes) unless backoff's own stdout or stderr is a terminal: then the command keeps the terminal, and the check\-in carries the summary line alone.
+.PP
+A check\-in never changes the run's exit status. The start check\-in goes on while the job runs; the end one waits for it (the monitor must see the start first), and both together delay the end of the run by at most \fB\-\-ping\-timeout\fR (default 10s), within which a check\-in that got no answer, a 429 or a 5xx is tried again, after pauses drawn with full jitter under a bound that doubles from 200ms to 2s (a server's \fBRetry\-After\fR is obeyed when it fits); at most 5 redirects are followed. A check\-in that failed is one line (\fBthe end check\-in failed: hc\-ping.com: timed out after 10s\fR; one line for both when they failed alike). A URL is a credential: lines, events and reports name only its host, and a URL that is refused (not \fBhttp://\fR or \fBhttps://\fR) is not repeated; one that sends a user name and password in clear over \fBhttp://\fR is said once at the start.
+.PP
+HTTPS trusts the system's certificate authorities; \fBSSL_CERT_FILE\fR (a file of them) and \fBSSL_CERT_DIR\fR (a directory) take their place, as for OpenSSL. \fBALL_PROXY\fR, \fBHTTPS_PROXY\fR and \fBHTTP_PROXY\fR (the first set, in that order, each also in lower case) name a proxy, and \fBNO_PROXY\fR the hosts reached without it.
 ";
 
 pub(super) const SIMULATION: &str = r#".SH SIMULATION

@@ -85,6 +85,8 @@ impl Targets {
 pub struct Capture {
     targets: Targets,
     passing: Arc<Mutex<Passing>>,
+    /// The pipes' read ends, and the stream each carries.
+    pipes: Arc<Vec<(File, Stream)>>,
     /// Written to end the reading thread.
     stop: Option<OwnedFd>,
     reader: Option<JoinHandle<()>>,
@@ -126,9 +128,11 @@ impl Capture {
             live: keep.is_none().then(|| targets.clone()),
         }));
         let shared = Arc::clone(&passing);
+        let pipes = Arc::new(reads);
+        let theirs = Arc::clone(&pipes);
         let reader = std::thread::Builder::new()
             .name("output".into())
-            .spawn(move || pump(&reads, &File::from(stop_read), &shared))?;
+            .spawn(move || pump(&theirs, &File::from(stop_read), &shared))?;
         if let Err(e) = fd::redirect_std(&out_write, &err_write) {
             // Back as they were, whichever was changed.
             let _ = fd::redirect_std(targets.out.as_fd(), targets.err.as_fd());
@@ -140,9 +144,18 @@ impl Capture {
         Ok(Capture {
             targets,
             passing,
+            pipes,
             stop: Some(stop_write),
             reader: Some(reader),
         })
+    }
+
+    /// What marks where the output of an attempt starts, for its tail.
+    pub fn marker(&self) -> Marker {
+        Marker {
+            passing: Arc::clone(&self.passing),
+            pipes: Arc::clone(&self.pipes),
+        }
     }
 
     /// Gives backoff its stdout and stderr back, and takes what was still
@@ -157,12 +170,6 @@ impl Capture {
         if let Some(reader) = self.reader.take() {
             let _ = reader.join();
         }
-    }
-
-    /// The last bytes of the output (at most `TAIL`).
-    pub fn tail(&self) -> Vec<u8> {
-        let passing = self.passing.lock().unwrap_or_else(PoisonError::into_inner);
-        passing.last.iter().copied().collect()
     }
 
     /// Stops the capture, and forgets the output kept.
@@ -219,6 +226,33 @@ impl Drop for Capture {
     }
 }
 
+/// Marks where an attempt's output starts: the tail a check-in sends is
+/// what came since the last mark.
+#[derive(Clone)]
+pub struct Marker {
+    passing: Arc<Mutex<Passing>>,
+    pipes: Arc<Vec<(File, Stream)>>,
+}
+
+impl Marker {
+    /// Takes what the pipes hold now (written before the mark), then
+    /// forgets the tail kept so far.
+    pub fn mark(&self) {
+        let mut passing = self.passing.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut buffer = vec![0; 64 * 1024];
+        for (read, stream) in self.pipes.iter() {
+            drain(read, *stream, &mut buffer, &mut passing);
+        }
+        passing.last.clear();
+    }
+
+    /// The output since the last mark, at most its last `TAIL` bytes.
+    pub fn tail(&self) -> Vec<u8> {
+        let passing = self.passing.lock().unwrap_or_else(PoisonError::into_inner);
+        passing.last.iter().copied().collect()
+    }
+}
+
 /// Reads the pipes until `stop` is written to, then what they still hold.
 fn pump(pipes: &[(File, Stream)], stop: &File, passing: &Mutex<Passing>) {
     let mut buffer = vec![0; 64 * 1024];
@@ -231,7 +265,10 @@ fn pump(pipes: &[(File, Stream)], stop: &File, passing: &Mutex<Passing>) {
         let mut still = Vec::with_capacity(open.len());
         for (k, &i) in open.iter().enumerate() {
             let (read, stream) = &pipes[i];
-            if !(stopping || ready[k]) || drain(read, *stream, &mut buffer, passing) {
+            if !(stopping || ready[k]) || {
+                let mut passing = passing.lock().unwrap_or_else(PoisonError::into_inner);
+                drain(read, *stream, &mut buffer, &mut passing)
+            } {
                 still.push(i);
             }
         }
@@ -242,16 +279,14 @@ fn pump(pipes: &[(File, Stream)], stop: &File, passing: &Mutex<Passing>) {
     }
 }
 
-/// Reads `read` until it has nothing more for now; returns whether it is
-/// still open.
-fn drain(mut read: &File, stream: Stream, buffer: &mut [u8], passing: &Mutex<Passing>) -> bool {
+/// Reads `read` until it has nothing more for now, into `passing` (whose
+/// lock the caller holds, so that a mark falls between two reads); returns
+/// whether it is still open.
+fn drain(mut read: &File, stream: Stream, buffer: &mut [u8], passing: &mut Passing) -> bool {
     loop {
         match read.read(buffer) {
             Ok(0) => return false,
-            Ok(n) => passing
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take(stream, &buffer[..n]),
+            Ok(n) => passing.take(stream, &buffer[..n]),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
             Err(_) => return false,

@@ -357,6 +357,7 @@ impl Stage {
         let splay = Regex::new(r"--splay [0-9a-z]+").unwrap();
         let text = splay.replace_all(text, "--splay 1s");
         text.replace("https://api.example.test", http)
+            .replace("https://hc-ping.com", http)
             .replace("http://127.0.0.1:8080", http)
             .replace("http://localhost:8080", http)
             .replace("budget.internal:6379", &redis)

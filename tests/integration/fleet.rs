@@ -35,29 +35,7 @@ impl Redis {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         if tls {
-            // A certificate authority of the test's own, and a server
-            // certificate for 127.0.0.1 signed by it.
-            let made = Command::new("sh")
-                .arg("-c")
-                .arg(
-                    "set -e; cd \"$1\"; \
-                     openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=backoff-test-ca \
-                       -keyout ca.key -out ca.pem; \
-                     openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout key.pem -out req.csr; \
-                     printf 'subjectAltName=IP:127.0.0.1\\n' > ext; \
-                     openssl x509 -req -in req.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
-                       -days 2 -extfile ext -out cert.pem",
-                )
-                .arg("sh")
-                .arg(dir.path())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .expect("openssl is needed for the TLS test (.ci/run installs it)");
-            assert!(
-                made.success(),
-                "openssl could not make the test certificates"
-            );
+            crate::support::make_certificates(dir.path());
             cmd.args(["--port", "0", "--tls-port", &port.to_string()])
                 .args(["--tls-auth-clients", "no"])
                 .arg("--tls-cert-file")

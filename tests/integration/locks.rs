@@ -22,7 +22,7 @@ fn locked(dir: &TempDir, args: &[&str], script: &str) -> Child {
 
 /// A run that holds the lock `job` in `store` for a minute, once it says
 /// so.
-fn holding(store: &str) -> Running {
+pub fn holding(store: &str) -> Running {
     let mut run = Running::start(command([
         "--budget-dir",
         store,

@@ -23,6 +23,7 @@ mod locks_redis;
 mod mistakes;
 mod notices;
 mod observe;
+mod pings;
 mod presets;
 mod processes;
 mod resets;

@@ -627,3 +627,30 @@ pub fn pass_shellcheck(test: &str, scripts: &[PathBuf]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Makes in `dir` a certificate authority of the test's own (`ca.pem`,
+/// `ca.key`) and a server certificate for 127.0.0.1 signed by it
+/// (`cert.pem`, `key.pem`), with openssl.
+pub fn make_certificates(dir: &Path) {
+    let made = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(
+            "set -e; cd \"$1\"; \
+             openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=backoff-test-ca \
+               -keyout ca.key -out ca.pem; \
+             openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout key.pem -out req.csr; \
+             printf 'subjectAltName=IP:127.0.0.1\\n' > ext; \
+             openssl x509 -req -in req.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+               -days 2 -extfile ext -out cert.pem",
+        )
+        .arg("sh")
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("openssl is needed for the TLS tests (.ci/run installs it)");
+    assert!(
+        made.success(),
+        "openssl could not make the test certificates"
+    );
+}

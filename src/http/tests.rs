@@ -1,0 +1,263 @@
+//! The client against real local servers: a thread that answers each
+//! connection with the next canned answer, and tells what it was sent.
+
+use super::*;
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc;
+
+/// A server on 127.0.0.1 that answers connections in turn with `answers`
+/// (`None`: accept and never answer); the requests it read come out of the
+/// receiver.
+fn serve(answers: Vec<Option<String>>) -> (String, mpsc::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for answer in answers {
+            let Ok((mut stream, _)) = listener.accept() else {
+                return;
+            };
+            let request = read_request(&mut stream);
+            let _ = tx.send(request);
+            match answer {
+                Some(a) => {
+                    let _ = stream.write_all(a.as_bytes());
+                }
+                None => held.push(stream),
+            }
+        }
+        // Those never answered stay open until the test ends.
+        std::thread::sleep(Duration::from_secs(30));
+        drop(held);
+    });
+    (base, rx)
+}
+
+/// A request's head and body, as far as Content-Length says.
+fn read_request(stream: &mut TcpStream) -> String {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&data).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|n| n.trim().parse::<usize>().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            if data.len() >= end + 4 + length {
+                return text;
+            }
+        }
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return String::from_utf8_lossy(&data).into_owned(),
+            Ok(n) => data.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// An HTTP/1.1 response with `headers` and `body`.
+fn answer(status: &str, headers: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n{headers}\r\n{body}",
+        body.len()
+    )
+}
+
+fn client() -> Client {
+    Client::new(None).unwrap()
+}
+
+fn soon() -> Instant {
+    Instant::now() + Duration::from_secs(10)
+}
+
+#[test]
+fn a_target_is_http_or_https_and_shows_only_its_host() {
+    let t = Target::parse("https://hc-ping.com/0f3c1a2b-uuid?token=secret").unwrap();
+    assert_eq!(t.host(), "hc-ping.com");
+    assert!(!format!("{t:?}").contains("uuid"));
+    assert_eq!(
+        t.join("start").with_query("rid", "a b").url(),
+        "https://hc-ping.com/0f3c1a2b-uuid/start?token=secret&rid=a%20b"
+    );
+    let plain = Target::parse("http://user:pw@127.0.0.1:8000/ping/").unwrap();
+    assert_eq!(plain.host(), "127.0.0.1:8000");
+    assert!(plain.cleartext_credentials());
+    assert_eq!(
+        plain.join("3").url(),
+        "http://user:pw@127.0.0.1:8000/ping/3"
+    );
+    assert!(
+        !Target::parse("https://u:p@h/")
+            .unwrap()
+            .cleartext_credentials()
+    );
+    for (bad, why) in [
+        ("ftp://host/x", "'ftp://' is not http:// or https://"),
+        ("hc-ping.com/uuid", "expected an http:// or https:// URL"),
+        ("https://", "not a URL"),
+        ("https://host/a b", "no spaces"),
+        ("https://host/\u{1b}", "no spaces or control characters"),
+    ] {
+        let e = Target::parse(bad).unwrap_err();
+        assert!(e.contains(why), "{bad}: {e}");
+        assert!(!e.contains("/x") && !e.contains("uuid"), "{e}");
+    }
+}
+
+#[test]
+fn a_get_and_a_post_reach_the_server_as_asked() {
+    let (base, requests) = serve(vec![
+        Some(answer("200 OK", "", "OK")),
+        Some(answer("200 OK", "", "OK")),
+    ]);
+    let target = Target::parse(&format!("{base}/uuid")).unwrap();
+    let start = target.join("start").with_query("rid", "r-1");
+    let r = client()
+        .send(
+            &Request {
+                method: Method::Get,
+                target: &start,
+                headers: &[],
+                body: &[],
+            },
+            soon(),
+        )
+        .unwrap();
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"OK"[..]));
+    let got = requests.recv().unwrap();
+    assert!(
+        got.starts_with("GET /uuid/start?rid=r-1 HTTP/1.1\r\n"),
+        "{got}"
+    );
+    assert!(
+        got.to_ascii_lowercase().contains("user-agent: backoff/"),
+        "{got}"
+    );
+    client()
+        .send(
+            &Request {
+                method: Method::Post,
+                target: &target.join("3"),
+                headers: &[("Content-Type".into(), "text/plain".into())],
+                body: b"the tail",
+            },
+            soon(),
+        )
+        .unwrap();
+    let got = requests.recv().unwrap();
+    assert!(got.starts_with("POST /uuid/3 HTTP/1.1\r\n"), "{got}");
+    assert!(got.ends_with("\r\n\r\nthe tail"), "{got}");
+}
+
+#[test]
+fn a_server_error_is_tried_again_and_a_client_error_is_not() {
+    let (base, requests) = serve(vec![
+        Some(answer("500 Internal Server Error", "", "")),
+        Some(answer("429 Too Many Requests", "Retry-After: 0\r\n", "")),
+        Some(answer("200 OK", "", "")),
+        Some(answer("404 Not Found", "", "")),
+    ]);
+    let target = Target::parse(&base).unwrap();
+    let req = Request {
+        method: Method::Get,
+        target: &target,
+        headers: &[],
+        body: &[],
+    };
+    let retryable = |s: u16| s == 429 || s >= 500;
+    let r = client().send_with_retries(&req, soon(), retryable).unwrap();
+    assert_eq!(r.status, 200);
+    let r = client().send_with_retries(&req, soon(), retryable).unwrap();
+    assert_eq!(r.status, 404);
+    assert_eq!(requests.try_iter().count(), 4);
+}
+
+#[test]
+fn a_server_that_never_answers_costs_the_deadline_and_no_more() {
+    let (base, _requests) = serve(vec![None, None, None]);
+    let target = Target::parse(&format!("{base}/secret-uuid?key=token")).unwrap();
+    let req = Request {
+        method: Method::Get,
+        target: &target,
+        headers: &[],
+        body: &[],
+    };
+    let started = Instant::now();
+    let e = client()
+        .send_with_retries(&req, started + Duration::from_millis(700), |_| true)
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let line = e.to_string();
+    assert!(line.contains("timed out"), "{line}");
+    assert!(
+        !line.contains("secret") && !line.contains("token"),
+        "{line}"
+    );
+    assert!(line.starts_with("127.0.0.1:"), "{line}");
+}
+
+#[test]
+fn endless_redirects_and_refused_connections_are_one_line_each() {
+    let (base, _requests) = serve(
+        (0..10)
+            .map(|_| Some(answer("302 Found", "Location: /again\r\n", "")))
+            .collect(),
+    );
+    let target = Target::parse(&format!("{base}/secret")).unwrap();
+    let req = Request {
+        method: Method::Get,
+        target: &target,
+        headers: &[],
+        body: &[],
+    };
+    let e = client().send(&req, soon()).unwrap_err();
+    assert!(e.to_string().ends_with("more than 5 redirects"), "{e}");
+    // Nothing listens on the port any more.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let closed = Target::parse(&format!("http://127.0.0.1:{port}/secret")).unwrap();
+    let e = client()
+        .send(
+            &Request {
+                target: &closed,
+                ..req
+            },
+            soon(),
+        )
+        .unwrap_err();
+    assert!(!e.to_string().contains("secret"), "{e}");
+    assert!(
+        e.to_string().starts_with(&format!("127.0.0.1:{port}: ")),
+        "{e}"
+    );
+}
+
+#[test]
+fn retry_after_is_seconds_or_a_date_and_at_most_an_hour() {
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    assert_eq!(retry_after("3", now), Some(Duration::from_secs(3)));
+    assert_eq!(retry_after("99999999999999999999", now), Some(MAX_HINT));
+    assert_eq!(
+        retry_after("Sun, 09 Sep 2001 01:46:50 GMT", now),
+        Some(Duration::from_secs(10))
+    );
+    assert_eq!(retry_after("soon", now), None);
+    assert_eq!(retry_after("", now), None);
+}

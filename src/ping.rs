@@ -1,0 +1,270 @@
+//! Check-ins (`--ping`): a receiver of the run's events that tells a
+//! monitor (healthchecks.io and the services that speak its protocol, or
+//! any URL) that the job started and how it ended, so that a job that
+//! fails, or never runs, is noticed. It never changes the run's exit
+//! status and never delays it by more than `--ping-timeout` in all.
+//!
+//! With `--ping URL`: `URL/start` when the run starts (a GET, sent in the
+//! background, so the job does not wait for it), then when it ends `URL`
+//! on success, else `URL/N` with backoff's exit status (a POST whose body
+//! is a summary line and the last 10 KiB of the final attempt's output),
+//! each with `?rid=RUN_ID`. `--ping-start`, `--ping-success` and
+//! `--ping-fail` name other URLs, used as given. A run that never starts
+//! the command (a lock held by another run, an open circuit) checks in
+//! nothing. A URL is a credential: what backoff says of it names only its
+//! host.
+
+use std::time::{Duration, Instant};
+
+use crate::event::{Event, Report};
+use crate::exit::Exit;
+use crate::http::{Client, Method, Request, Target};
+use crate::output::Marker;
+use crate::report::Warnings;
+
+/// Where the check-ins go.
+#[derive(Debug, Clone, Default)]
+pub struct Urls {
+    /// `--ping`.
+    pub base: Option<Target>,
+    /// `--ping-start`.
+    pub start: Option<Target>,
+    /// `--ping-success`.
+    pub success: Option<Target>,
+    /// `--ping-fail`.
+    pub fail: Option<Target>,
+}
+
+impl Urls {
+    /// Whether any check-in is asked for.
+    pub fn any(&self) -> bool {
+        self.base.is_some() || self.start.is_some() || self.success.is_some() || self.fail.is_some()
+    }
+
+    /// The URL of the start check-in, if one is sent.
+    fn start(&self, run_id: &str) -> Option<Target> {
+        self.start.clone().or_else(|| {
+            self.base
+                .as_ref()
+                .map(|b| b.join("start").with_query("rid", run_id))
+        })
+    }
+
+    /// The URL of the end check-in of a run that ended with `exit`.
+    fn end(&self, exit: Exit, run_id: &str) -> Option<Target> {
+        let given = if exit == Exit::SUCCESS {
+            &self.success
+        } else {
+            &self.fail
+        };
+        given.clone().or_else(|| {
+            self.base.as_ref().map(|b| {
+                let b = if exit == Exit::SUCCESS {
+                    b.clone()
+                } else {
+                    b.join(&exit.shell_code().to_string())
+                };
+                b.with_query("rid", run_id)
+            })
+        })
+    }
+}
+
+/// Statuses a check-in is tried again after: the server's own trouble, or
+/// its asking to slow down.
+fn retryable(status: u16) -> bool {
+    status == 429 || status >= 500
+}
+
+/// Whether a check-in got an answer that counts: a 2xx (a redirect is
+/// followed first).
+fn accepted(status: u16) -> bool {
+    (200..300).contains(&status)
+}
+
+/// Sends one check-in, retried within `deadline`; what went wrong, if it
+/// did, in a line naming only the host.
+fn check_in(
+    client: &Client,
+    method: Method,
+    target: &Target,
+    body: &[u8],
+    deadline: Instant,
+) -> Result<(), String> {
+    let headers = [(
+        "Content-Type".to_owned(),
+        "text/plain; charset=utf-8".to_owned(),
+    )];
+    let req = Request {
+        method,
+        target,
+        headers: &headers,
+        body,
+    };
+    match client.send_with_retries(&req, deadline, retryable) {
+        Ok(r) if accepted(r.status) => Ok(()),
+        Ok(r) => Err(format!("{}: answered {}", target.host(), r.status)),
+        Err(f) => Err(f.to_string()),
+    }
+}
+
+/// The check-ins of one run: a receiver of its events.
+pub struct Pings {
+    urls: Urls,
+    client: Option<Client>,
+    timeout: Duration,
+    run_id: String,
+    /// Marks where each attempt's output starts, when the output passes
+    /// through backoff.
+    marker: Option<Marker>,
+    /// The start check-in, on its way.
+    started: Option<std::thread::JoinHandle<Result<(), String>>>,
+    /// Whether the run started the command's part (the `start` event).
+    began: bool,
+    warnings: Warnings,
+}
+
+impl Pings {
+    /// The check-ins to `urls` of the run `run_id`, each within `timeout`
+    /// in all; `marker` gives the final attempt's output, when it passes
+    /// through backoff.
+    pub fn new(
+        urls: Urls,
+        timeout: Duration,
+        run_id: &str,
+        marker: Option<Marker>,
+        warnings: Warnings,
+    ) -> Pings {
+        let client = match Client::new(None) {
+            Ok(c) => Some(c),
+            Err(why) => {
+                warnings.warn(&format!("no check-in will be sent: {why}"));
+                None
+            }
+        };
+        Pings {
+            urls,
+            client,
+            timeout,
+            run_id: run_id.to_owned(),
+            marker,
+            started: None,
+            began: false,
+            warnings,
+        }
+    }
+
+    /// Sends the start check-in in the background.
+    fn start(&mut self) {
+        self.began = true;
+        let (Some(target), Some(client)) = (self.urls.start(&self.run_id), self.client.clone())
+        else {
+            return;
+        };
+        let deadline = Instant::now() + self.timeout;
+        let spawned = std::thread::Builder::new()
+            .name("check-in".into())
+            .spawn(move || check_in(&client, Method::Get, &target, &[], deadline));
+        match spawned {
+            Ok(handle) => self.started = Some(handle),
+            Err(e) => self
+                .warnings
+                .warn(&format!("the start check-in was not sent: {e}")),
+        }
+    }
+
+    /// Sends the end check-in of a run that ended with `exit`, after
+    /// `attempts` attempts for `reason`: the start check-in is waited for
+    /// first (the monitor must see it first), and both together take at
+    /// most `--ping-timeout` from now.
+    pub fn finish(&mut self, exit: Exit, attempts: u64, reason: &str) {
+        if !self.began {
+            return;
+        }
+        let deadline = Instant::now() + self.timeout;
+        let start = match self.started.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(Err(why))) => Some(why),
+            _ => None,
+        };
+        let end = self.end(exit, attempts, reason, deadline);
+        match (start, end) {
+            (Some(a), Some(b)) if a == b => self
+                .warnings
+                .warn(&format!("the start and end check-ins failed: {a}")),
+            (start, end) => {
+                for (which, why) in [("start", start), ("end", end)] {
+                    if let Some(why) = why {
+                        self.warnings
+                            .warn(&format!("the {which} check-in failed: {why}"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends the end check-in by `deadline`; why it failed, if it did.
+    fn end(&self, exit: Exit, attempts: u64, reason: &str, deadline: Instant) -> Option<String> {
+        let target = self.urls.end(exit, &self.run_id)?;
+        let client = self.client.as_ref()?;
+        let mut body = format!(
+            "backoff: {} attempt{}, reason {reason}, exit status {}\n",
+            attempts,
+            if attempts == 1 { "" } else { "s" },
+            exit.shell_code()
+        )
+        .into_bytes();
+        if let Some(marker) = &self.marker {
+            body.extend(marker.tail());
+        }
+        check_in(client, Method::Post, &target, &body, deadline).err()
+    }
+}
+
+impl Report for Pings {
+    fn event(&mut self, event: &Event<'_>) {
+        match event {
+            Event::Start { .. } => self.start(),
+            Event::AttemptStarted { .. } => {
+                if let Some(marker) = &self.marker {
+                    marker.mark();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_urls_follow_the_healthchecks_protocol_and_given_ones_win() {
+        let urls = Urls {
+            base: Some(Target::parse("https://hc-ping.com/uuid").unwrap()),
+            ..Urls::default()
+        };
+        assert!(urls.any());
+        let start = urls.start("r1").unwrap();
+        let end_ok = urls.end(Exit::SUCCESS, "r1").unwrap();
+        let end_22 = urls.end(Exit::Code(22), "r1").unwrap();
+        let end_sig = urls.end(Exit::Signal(15), "r1").unwrap();
+        for (t, want) in [
+            (start, "https://hc-ping.com/uuid/start?rid=r1"),
+            (end_ok, "https://hc-ping.com/uuid?rid=r1"),
+            (end_22, "https://hc-ping.com/uuid/22?rid=r1"),
+            (end_sig, "https://hc-ping.com/uuid/143?rid=r1"),
+        ] {
+            assert_eq!(t.url(), want);
+        }
+        let given = Urls {
+            fail: Some(Target::parse("https://cronitor.link/p/k/job?state=fail").unwrap()),
+            ..urls
+        };
+        assert_eq!(
+            given.end(Exit::Code(1), "r1").unwrap().url(),
+            "https://cronitor.link/p/k/job?state=fail"
+        );
+        assert!(!Urls::default().any());
+    }
+}

@@ -1,0 +1,368 @@
+//! `--ping`: the check-ins a real local HTTP server (and an HTTPS one with
+//! a certificate authority made by the test, trusted through
+//! `SSL_CERT_FILE`) receives, in order, with the run's id; the end one
+//! with the final attempt's output; none for a run that never started; a
+//! server that hangs or fails costs at most `--ping-timeout` and one line
+//! that names only its host.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{PATIENCE, Running, TempDir, backoff, command, eventually, send};
+
+/// A check-in server: each request is a line `METHOD PATH BODY` (the body
+/// as a Python bytes literal) in `log`; `mode` is `ok`, `fail` (500), or
+/// `hang` (never answers); with `tls`, HTTPS with `cert.pem`/`key.pem` of
+/// its directory.
+const SERVER: &str = r#"
+import http.server, socketserver, ssl, sys, time
+port_file, log, mode, tls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "tls"
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def answer(self, method):
+        n = int(self.headers.get("Content-Length", 0))
+        body = self.rfile.read(n) if n else b""
+        with open(log, "a") as f:
+            f.write("%s %s %r\n" % (method, self.path, body))
+        if mode == "hang":
+            time.sleep(60)
+        self.send_response(500 if mode == "fail" else 200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"OK")
+    def do_GET(self): self.answer("GET")
+    def do_POST(self): self.answer("POST")
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+s = S(("127.0.0.1", 0), H)
+if tls:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain("cert.pem", "key.pem")
+    s.socket = ctx.wrap_socket(s.socket, server_side=True)
+with open(port_file + ".tmp", "w") as f:
+    f.write(str(s.server_address[1]))
+import os
+os.rename(port_file + ".tmp", port_file)
+s.serve_forever()
+"#;
+
+/// A check-in server of the test's own, stopped when dropped.
+struct Monitor {
+    child: Child,
+    dir: TempDir,
+    port: u16,
+    scheme: &'static str,
+}
+
+impl Monitor {
+    fn start(mode: &str) -> Monitor {
+        Monitor::start_with(mode, false)
+    }
+
+    fn start_with(mode: &str, tls: bool) -> Monitor {
+        let dir = TempDir::new("monitor");
+        if tls {
+            crate::support::make_certificates(dir.path());
+        }
+        let child = Command::new("python3")
+            .args(["-c", SERVER])
+            .arg(dir.join("port"))
+            .arg(dir.join("log"))
+            .arg(mode)
+            .arg(if tls { "tls" } else { "plain" })
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 runs the test's check-in server");
+        let port_file = dir.join("port");
+        eventually("the check-in server listens", || port_file.exists());
+        let port = std::fs::read_to_string(&port_file)
+            .unwrap()
+            .parse()
+            .unwrap();
+        Monitor {
+            child,
+            dir,
+            port,
+            scheme: if tls { "https" } else { "http" },
+        }
+    }
+
+    /// The check-in URL of the job `uuid`.
+    fn url(&self, uuid: &str) -> String {
+        format!("{}://127.0.0.1:{}/{uuid}", self.scheme, self.port)
+    }
+
+    /// The requests it received, waiting until there are `count`.
+    fn requests(&self, count: usize) -> Vec<String> {
+        eventually(&format!("{count} check-ins"), || {
+            self.dir.lines("log").len() >= count
+        });
+        self.dir.lines("log")
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const UUID: &str = "5f2b8c1e-9d3a-4e7b-a1c2-d3e4f5a6b7c8";
+
+#[test]
+fn a_success_checks_in_at_the_start_and_the_end_with_the_runs_id() {
+    let m = Monitor::start("ok");
+    let out = backoff([
+        "--ping",
+        &m.url(UUID),
+        "--",
+        "sh",
+        "-c",
+        "echo \"id $BACKOFF_RUN_ID\"",
+    ])
+    .assert()
+    .success()
+    .get_output()
+    .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let rid = stdout.trim().strip_prefix("id ").unwrap().to_owned();
+    let got = m.requests(2);
+    assert_eq!(got[0], format!("GET /{UUID}/start?rid={rid} b''"));
+    assert!(
+        got[1].starts_with(&format!(
+            "POST /{UUID}?rid={rid} b'backoff: 1 attempt, reason success, exit status 0\\nid {rid}\\n'"
+        )),
+        "{got:?}"
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_give_up_checks_in_its_status_with_the_final_attempts_output() {
+    let m = Monitor::start("ok");
+    backoff([
+        "--ping",
+        &m.url(UUID),
+        "--base",
+        "1ms",
+        "--max-retries",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        "echo \"output of attempt $BACKOFF_ATTEMPT\"; exit 22",
+    ])
+    .assert()
+    .code(22);
+    let got = m.requests(2);
+    let end = &got[1];
+    assert!(end.starts_with(&format!("POST /{UUID}/22?rid=")), "{end}");
+    assert!(
+        end.contains(
+            "b'backoff: 3 attempts, reason exhausted, exit status 22\\noutput of attempt 3\\n"
+        ),
+        "{end}"
+    );
+    assert!(
+        !end.contains("attempt 2\\n"),
+        "only the final attempt's: {end}"
+    );
+    assert!(end.contains("giving up after 3 attempts"), "{end}");
+}
+
+#[test]
+fn a_timeout_and_a_signal_check_in_their_statuses() {
+    let m = Monitor::start("ok");
+    backoff([
+        "--ping",
+        &m.url(UUID),
+        "--timeout",
+        "200ms",
+        "--max-retries",
+        "0",
+        "--",
+        "sleep",
+        "30",
+    ])
+    .assert()
+    .code(124);
+    assert!(m.requests(2)[1].starts_with(&format!("POST /{UUID}/124?rid=")));
+    let mut run = Running::start(command([
+        "--ping",
+        &m.url(UUID),
+        "--",
+        "sh",
+        "-c",
+        "echo started; exec sleep 30",
+    ]));
+    run.wait_for("started");
+    run.signal(libc::SIGTERM);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
+    let got = m.requests(4);
+    assert!(
+        got[3].starts_with(&format!("POST /{UUID}/143?rid=")),
+        "{got:?}"
+    );
+    assert!(got[3].contains("reason interrupted"), "{got:?}");
+}
+
+#[test]
+fn a_run_kept_out_by_the_lock_checks_in_nothing() {
+    let m = Monitor::start("ok");
+    let dir = TempDir::new("ping-lock");
+    let store = dir.join("store");
+    let store = store.to_str().unwrap();
+    let holder = crate::locks::holding(store);
+    backoff([
+        "--budget-dir",
+        store,
+        "--lock",
+        "job",
+        "--ping",
+        &m.url(UUID),
+        "--",
+        "true",
+    ])
+    .assert()
+    .code(75);
+    // A check-in of another run after it shows that none of it came.
+    backoff(["--ping", &m.url("other"), "--", "true"])
+        .assert()
+        .success();
+    let got = m.requests(2);
+    assert!(got.iter().all(|r| r.contains("/other")), "{got:?}");
+    send(holder.pid(), libc::SIGKILL);
+}
+
+#[test]
+fn a_hanging_or_failing_monitor_costs_at_most_the_timeout_and_one_line_without_the_url() {
+    let m = Monitor::start("hang");
+    let started = Instant::now();
+    let out = backoff(["--ping", &m.url(UUID), "--ping-timeout", "1s", "--", "true"])
+        .timeout(PATIENCE)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    // The start check-in went on while the job ran; the end one had the
+    // timeout left: about 1 s in all, far below the default 10 s.
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("check-in failed: 127.0.0.1:"), "{stderr}");
+    assert!(!stderr.contains(UUID), "{stderr}");
+    let m = Monitor::start("fail");
+    let out = backoff(["--ping", &m.url(UUID), "--ping-timeout", "2s", "--", "true"])
+        .timeout(PATIENCE)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the start and end check-ins failed: 127.0.0.1:"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("answered 500"), "{stderr}");
+    assert!(!stderr.contains(UUID), "{stderr}");
+    // Retried within the time: more than one request for each check-in.
+    assert!(m.dir.lines("log").len() > 2, "{:?}", m.dir.lines("log"));
+}
+
+#[test]
+fn https_trusts_the_authorities_ssl_cert_file_names() {
+    let m = Monitor::start_with("ok", true);
+    let ca = m.dir.join("ca.pem");
+    backoff(["--ping", &m.url(UUID), "--", "true"])
+        .env("SSL_CERT_FILE", &ca)
+        .assert()
+        .success()
+        .stderr("");
+    assert_eq!(m.requests(2).len(), 2);
+    // Without it, the system's authorities do not trust the test's: one
+    // line (or, on a machine with none, one line saying so), the job's
+    // status unchanged.
+    let out = backoff(["--ping", &m.url(UUID), "--ping-timeout", "2s", "--", "true"])
+        .env_remove("SSL_CERT_FILE")
+        .env_remove("SSL_CERT_DIR")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("the start and end check-ins failed: 127.0.0.1:")
+            && stderr.contains("(SSL_CERT_FILE names the authorities to trust)")
+            || stderr.contains("cannot load the certificate authorities"),
+        "{stderr}"
+    );
+    // A file of no authority at all is said so.
+    backoff(["--ping", &m.url(UUID), "--", "true"])
+        .env("SSL_CERT_FILE", "/nonexistent/ca.pem")
+        .env("SSL_CERT_DIR", "/nonexistent")
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "no check-in will be sent: cannot load the certificate authorities",
+        ));
+}
+
+#[test]
+fn other_monitors_get_their_own_urls_as_given_and_bad_urls_are_refused_unquoted() {
+    let m = Monitor::start("ok");
+    backoff([
+        "--ping-start",
+        &m.url("begin?key=1"),
+        "--ping-fail",
+        &m.url("failed"),
+        "--",
+        "false",
+    ])
+    .assert()
+    .code(1);
+    let got = m.requests(2);
+    assert_eq!(got[0], "GET /begin?key=1 b''");
+    assert!(got[1].starts_with("POST /failed b'backoff: "), "{got:?}");
+    for (url, why) in [
+        (
+            "ftp://host/secret",
+            "invalid --ping URL: 'ftp://' is not http:// or https://",
+        ),
+        (
+            "hc-ping.com/secret",
+            "invalid --ping URL: expected an http:// or https:// URL",
+        ),
+    ] {
+        backoff(["--ping", url, "--", "true"])
+            .assert()
+            .code(125)
+            .stderr(format!("backoff: {why}\n"));
+    }
+    backoff([
+        "--ping",
+        "http://u:pw@127.0.0.1:9/x",
+        "--ping-timeout",
+        "1s",
+        "--",
+        "true",
+    ])
+    .assert()
+    .success()
+    .stderr(predicates::str::contains(
+        "--ping sends a user name and password in clear over http:// to 127.0.0.1:9: use https://",
+    ));
+}
