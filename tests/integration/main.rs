@@ -5,6 +5,7 @@ mod budget;
 mod ci;
 mod cluster;
 mod completions;
+mod cron;
 mod docs;
 mod environment;
 mod examples;

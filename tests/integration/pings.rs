@@ -48,7 +48,7 @@ s.serve_forever()
 "#;
 
 /// A check-in server of the test's own, stopped when dropped.
-struct Monitor {
+pub struct Monitor {
     child: Child,
     dir: TempDir,
     port: u16,
@@ -56,7 +56,7 @@ struct Monitor {
 }
 
 impl Monitor {
-    fn start(mode: &str) -> Monitor {
+    pub fn start(mode: &str) -> Monitor {
         Monitor::start_with(mode, false)
     }
 
@@ -91,8 +91,13 @@ impl Monitor {
     }
 
     /// The check-in URL of the job `uuid`.
-    fn url(&self, uuid: &str) -> String {
+    pub fn url(&self, uuid: &str) -> String {
         format!("{}://127.0.0.1:{}/{uuid}", self.scheme, self.port)
+    }
+
+    /// The requests it received so far.
+    pub fn dir_lines(&self) -> Vec<String> {
+        self.dir.lines("log")
     }
 
     /// The requests it received, waiting until there are `count`.

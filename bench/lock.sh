@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# What --lock and --ping cost a run, side by side with flock(1) in the same
+# run: the mean wall time of
+#
+#   true                                    the floor: one exec
+#   flock -n FILE true                      util-linux's lock around a command
+#   backoff -- true                         backoff alone
+#   backoff --lock KEY -- true              a lock file, acquired and released
+#   backoff --lock KEY (Redis) -- true      a lease in a local redis-server
+#   backoff --lock KEY --ping URL -- true   the lock and both check-ins to a
+#                                           local HTTP server
+#
+# and the lock's cost as ratios: (backoff --lock) - (backoff) against
+# (flock) - (true), the work each adds to the command it runs.
+#
+# Usage, from anywhere:
+#   bench/lock.sh [--quick]
+#
+# It builds `cargo build --release` (in $CARGO_TARGET_DIR when set), runs
+# hyperfine (Debian package hyperfine), starts a redis-server of its own on
+# a free loopback port (skipped, and said, without one) and a python3 HTTP
+# server for the check-ins, and stops them at the end. The report is printed
+# and kept in bench/results/YYYY-MM-DD-HHMM-lock.txt (UTC; -lock-quick.txt
+# with --quick).
+
+set -euo pipefail
+
+repo_root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
+cd -- "$repo_root"
+
+quick=false
+for arg in "$@"; do
+    case $arg in
+    --quick) quick=true ;;
+    *)
+        echo "usage: bench/lock.sh [--quick]" >&2
+        exit 2
+        ;;
+    esac
+done
+runs=200
+$quick && runs=30
+
+command -v hyperfine >/dev/null || {
+    echo "bench/lock.sh: hyperfine is needed (apt-get install hyperfine)" >&2
+    exit 2
+}
+cargo build --locked --release >&2
+backoff=$(realpath "${CARGO_TARGET_DIR:-target}/release/backoff")
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/backoff-lock-bench.XXXXXX")
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    rm -rf -- "$work"
+}
+trap cleanup EXIT
+
+# The check-in server: 200 to every GET and POST.
+cat >"$work/monitor.py" <<'EOF'
+import http.server, socketserver, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def answer(self):
+        n = int(self.headers.get("Content-Length", 0))
+        if n:
+            self.rfile.read(n)
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    do_GET = do_POST = answer
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+s = S(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(s.server_address[1]))
+s.serve_forever()
+EOF
+python3 "$work/monitor.py" "$work/monitor.port" &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$work/monitor.port" ] && break; sleep 0.05; done
+monitor="http://127.0.0.1:$(cat "$work/monitor.port")/bench-uuid"
+
+redis_url=
+if command -v redis-server >/dev/null; then
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
+        --dir "$work" >/dev/null 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do
+        redis-cli -p "$port" ping >/dev/null 2>&1 && break
+        sleep 0.05
+    done
+    redis_url="redis://127.0.0.1:$port"
+fi
+
+mkdir -m 700 "$work/store"
+names=(true flock backoff "backoff --lock")
+commands=(
+    "true"
+    "flock -n $work/flock.lock true"
+    "$backoff -- true"
+    "$backoff --budget-dir $work/store --lock bench -- true"
+)
+if [ -n "$redis_url" ]; then
+    names+=("backoff --lock (Redis)")
+    commands+=("$backoff --budget-store $redis_url --budget-store-timeout 5s --lock bench -- true")
+fi
+names+=("backoff --lock --ping")
+commands+=("$backoff --budget-dir $work/store --lock bench --ping $monitor -- true")
+
+args=()
+for i in "${!commands[@]}"; do
+    args+=(--command-name "${names[$i]}" "${commands[$i]}")
+done
+hyperfine -N --warmup 10 --runs "$runs" --style none \
+    --export-json "$work/times.json" "${args[@]}" >/dev/null 2>&1
+
+stamp=$(date -u +%Y-%m-%d-%H%M)
+suffix=lock
+$quick && suffix=lock-quick
+report="bench/results/$stamp-$suffix.txt"
+{
+    echo "backoff --lock and --ping, $(date -u '+%Y-%m-%d %H:%M') UTC"
+    echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "machine: $(nproc) CPUs, $(uname -sr)"
+    echo "runs: $runs each (hyperfine -N, 10 warm-up runs)"
+    [ -n "$redis_url" ] || echo "redis: redis-server not installed; the Redis lease is not measured"
+    echo
+    python3 - "$work/times.json" <<'EOF'
+import json, sys
+results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
+ms = lambda name: results[name]["mean"] * 1000
+print(f"{'command':26} {'mean_ms':>8} {'stddev_ms':>9} {'median_ms':>9}")
+for name, r in results.items():
+    print(f"{name:26} {r['mean']*1000:8.3f} {r['stddev']*1000:9.3f} {r['median']*1000:9.3f}")
+print()
+flock = ms("flock") - ms("true")
+lock = ms("backoff --lock") - ms("backoff")
+print(f"flock(1)'s cost over true:            {flock:.3f} ms")
+print(f"--lock's cost over backoff -- true:   {lock:.3f} ms  ({lock / flock:.2f}x flock's)")
+if "backoff --lock (Redis)" in results:
+    redis = ms("backoff --lock (Redis)") - ms("backoff")
+    print(f"a Redis lease's cost (acquire, renewal thread, release): {redis:.3f} ms  ({redis / flock:.2f}x flock's)")
+ping = ms("backoff --lock --ping") - ms("backoff --lock")
+print(f"--ping's cost (start and end check-ins, local server): {ping:.3f} ms")
+EOF
+} | tee "$report"
+echo "kept in $report" >&2
