@@ -11,13 +11,15 @@
 //! (EVALSHA); the server is sent its text (SCRIPT LOAD) only when it does
 //! not know it yet, once per script while the server keeps its scripts.
 //!
-//! Each call to the store runs on a thread of its own, and backoff waits for
-//! its answer, for a terminating signal and for the timeout in one wait: a
+//! The calls to the store are made by one thread per server, started at the
+//! first call and kept for the next ones (a thread started for each call
+//! cost more than the call itself on a busy machine), and backoff waits for
+//! each answer, for a terminating signal and for the timeout in one wait: a
 //! store that never answers (a frozen server, a slow name lookup) costs at
 //! most the timeout, and a signal ends the wait at once. A call abandoned
 //! that way ends by itself (every read and write of its connection ends by
-//! the same deadline, however slowly a server sends), and its connection is
-//! never used again. The connection is backoff's own (`wire`): it reads at
+//! the same deadline, however slowly a server sends), and its thread and its
+//! connection are never used again. The connection is backoff's own (`wire`): it reads at
 //! most 64 KiB of a reply, and a message quotes at most 256 bytes of what
 //! a server says.
 //!
@@ -703,6 +705,48 @@ pub(super) struct Server {
     backend: Backend,
     connection: RefCell<Option<Connection>>,
     clock: Lua,
+    /// The thread that makes the calls, started at the first and kept for
+    /// the next; one that a call was given up on is let go with it.
+    worker: RefCell<Option<Worker>>,
+}
+
+/// A thread that makes the calls to the store, one at a time: a call goes
+/// in through `calls`, its answer comes back through `answers`, and a byte
+/// in `ready` wakes the wait for it. Starting a thread for each call cost
+/// more than the call itself on a busy machine.
+struct Worker {
+    calls: mpsc::Sender<Call>,
+    answers: mpsc::Receiver<Answer>,
+    ready: std::io::PipeReader,
+}
+
+impl Worker {
+    /// Starts the thread.
+    fn start() -> std::io::Result<Worker> {
+        let (calls, incoming) = mpsc::channel::<Call>();
+        let (answer, answers) = mpsc::channel::<Answer>();
+        let (ready, mut done) = std::io::pipe()?;
+        crate::sys::fd::set_nonblocking(&ready)?;
+        std::thread::Builder::new()
+            .name("store calls".into())
+            .spawn(move || {
+                // Ends when the server lets it go (its sender dropped),
+                // after the call under way, if any.
+                for call in incoming {
+                    if answer.send(call.run()).is_err() {
+                        return;
+                    }
+                    if std::io::Write::write_all(&mut done, b"1").is_err() {
+                        return;
+                    }
+                }
+            })?;
+        Ok(Worker {
+            calls,
+            answers,
+            ready,
+        })
+    }
 }
 
 thread_local! {
@@ -801,12 +845,14 @@ impl Server {
             backend,
             connection: RefCell::new(None),
             clock: Lua::new(CLOCK.to_owned()),
+            worker: RefCell::new(None),
         })
     }
 
-    /// Runs `script` on `key` with `args` on a thread of its own and waits,
-    /// through `wait`, for its answer, at most `timeout`. A call given up
-    /// on takes its connection with it: the next call makes a new one.
+    /// Runs `script` on `key` with `args` on the server's thread and
+    /// waits, through `wait`, for its answer, at most `timeout`. A call
+    /// given up on takes its connection and its thread with it: the next
+    /// call makes new ones.
     pub(super) fn call(
         &self,
         script: &Lua,
@@ -831,24 +877,24 @@ impl Server {
             moved: false,
             timed_out: format!("timed out after {}", human(timeout)),
         };
-        // The thread closes `done` when it has answered (or died).
         let call_timed_out = call.timed_out.clone();
-        let (ready, done) = std::io::pipe().map_err(|e| failed(e.to_string()))?;
-        let (tx, rx) = mpsc::channel::<Answer>();
-        std::thread::Builder::new()
-            .name("budget store".into())
-            .spawn(move || {
-                let _ = tx.send(call.run());
-                drop(done);
-            })
-            .map_err(|e| failed(format!("cannot start a thread: {e}")))?;
-        let waited = wait.wait_ready(Some(ready.as_fd()), deadline);
+        let worker = match self.worker.take() {
+            Some(w) => w,
+            None => Worker::start().map_err(|e| failed(format!("cannot start a thread: {e}")))?,
+        };
+        if worker.calls.send(call).is_err() {
+            return Err(failed("the store call failed".into()));
+        }
+        let waited = wait.wait_ready(Some(worker.ready.as_fd()), deadline);
         if let Waited::Signal(sig) = waited {
             return Err(StoreError::Interrupted(sig));
         }
-        match rx.try_recv() {
+        match worker.answers.try_recv() {
             Ok((answer, connection)) => {
+                let mut byte = [0u8; 1];
+                let _ = std::io::Read::read(&mut &worker.ready, &mut byte);
                 self.connection.replace(connection);
+                self.worker.replace(Some(worker));
                 answer.map_err(failed)
             }
             Err(_) if waited == Waited::Ready => Err(failed("the store call failed".into())),
