@@ -123,6 +123,7 @@ report="bench/results/$stamp-$suffix.txt"
     echo "backoff --lock and --ping, $(date -u '+%Y-%m-%d %H:%M') UTC"
     echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
     echo "machine: $(nproc) CPUs, $(uname -sr)"
+    echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "runs: $runs each (hyperfine -N, 10 warm-up runs)"
     [ -n "$redis_url" ] || echo "redis: redis-server not installed; the Redis lease is not measured"
     echo

@@ -135,7 +135,11 @@ impl Pings {
         marker: Option<Marker>,
         warnings: Warnings,
     ) -> Pings {
-        let client = match Client::new(None) {
+        let https = [&urls.base, &urls.start, &urls.success, &urls.fail]
+            .into_iter()
+            .flatten()
+            .any(Target::is_https);
+        let client = match Client::new(None, https) {
             Ok(c) => Some(c),
             Err(why) => {
                 warnings.warn(&format!("no check-in will be sent: {why}"));
