@@ -258,6 +258,30 @@ fn a_run_kept_out_reports_locked_everywhere() {
         m.contains("backoff_lock_skipped_total{name=\"echo\"} 1\n"),
         "{m}"
     );
+    // A GitHub Actions step kept out is skipped, for the reason locked.
+    let output = dir.join("output");
+    backoff([
+        "--budget-dir",
+        store,
+        "--lock",
+        "job",
+        "--",
+        "echo",
+        "never",
+    ])
+    .env("GITHUB_ACTIONS", "true")
+    .env("GITHUB_OUTPUT", &output)
+    .env("GITHUB_STEP_SUMMARY", dir.join("summary"))
+    .assert()
+    .code(75);
+    let outputs = crate::ci::outputs(&output);
+    assert_eq!(outputs["outcome"], "skipped");
+    assert_eq!(outputs["reason"], "locked");
+    let summary = std::fs::read_to_string(dir.join("summary")).unwrap();
+    assert!(
+        summary.contains("Not run: another run holds the lock"),
+        "{summary}"
+    );
 }
 
 #[test]

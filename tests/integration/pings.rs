@@ -33,6 +33,13 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"OK")
     def do_GET(self): self.answer("GET")
     def do_POST(self): self.answer("POST")
+    def do_CONNECT(self):
+        # As a proxy: tell what was asked, and refuse it.
+        with open(log, "a") as f:
+            f.write("CONNECT %s b''\n" % self.path)
+        self.send_response(502)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 s = S(("127.0.0.1", 0), H)
@@ -370,4 +377,37 @@ fn other_monitors_get_their_own_urls_as_given_and_bad_urls_are_refused_unquoted(
     .stderr(predicates::str::contains(
         "--ping sends a user name and password in clear over http:// to 127.0.0.1:9: use https://",
     ));
+}
+
+#[test]
+fn a_proxy_from_the_environment_is_used_and_no_proxy_bypasses_it() {
+    let m = Monitor::start("ok");
+    let proxy = Monitor::start("ok");
+    let proxy_url = format!("http://127.0.0.1:{}", proxy.port);
+    let out = backoff(["--ping", &m.url(UUID), "--ping-timeout", "2s", "--", "true"])
+        .env("HTTPS_PROXY", &proxy_url)
+        .env("HTTP_PROXY", &proxy_url)
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let asked = proxy.requests(1);
+    assert!(
+        asked[0].starts_with(&format!("CONNECT 127.0.0.1:{} ", m.port)),
+        "{asked:?}"
+    );
+    assert!(m.dir_lines().is_empty(), "nothing went around the proxy");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("check-ins failed: 127.0.0.1:"), "{stderr}");
+    assert!(!stderr.contains(UUID), "{stderr}");
+    // NO_PROXY names the monitor's host: straight to it.
+    backoff(["--ping", &m.url(UUID), "--", "true"])
+        .env("HTTP_PROXY", &proxy_url)
+        .env("NO_PROXY", "127.0.0.1")
+        .assert()
+        .success()
+        .stderr("");
+    assert_eq!(m.requests(2).len(), 2);
 }
