@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# How far the shared stores of retry budgets, circuit breakers and adaptive
-# throttles scale: decisions per second and their latency (median, p99,
+# How far the shared stores of retry budgets, circuit breakers, adaptive
+# throttles and locks scale: decisions per second and their latency (median, p99,
 # max) against the number of processes deciding at once on one key (1, 10,
 # 100, 500), and rounds in which 500 processes each make one decision at
 # once, against the time those decisions need in series; for the
@@ -145,6 +145,7 @@ if ! {
     echo "batches: $procs processes on one key, $total decisions split among them, each batch at most ${max_secs}s"
     echo "budget: take, a retry token per decision; breaker: admit + record (succeeded), one run per decision;"
     echo "throttle: admit + accept, one attempt per decision (none skipped)"
+    echo "lock: acquire + release of a lock of the worker's own, one run per decision"
     echo "rounds: $most processes on one key, each making one decision at once, $rounds rounds"
     echo
     "$bench" matrix "${stores[@]}" --procs "$procs" --total "$total" --max-secs "$max_secs" \

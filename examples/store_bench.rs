@@ -22,6 +22,9 @@
 //!   exactly one token per decision and 1000 more, so none is ever refused,
 //!   and at the end the level must be the burst less one token (a million
 //!   millionths) per decision granted, exactly: anything else aborts.
+//! - A lock decision is one run through `--lock`: the acquisition and the
+//!   release of a lock of the worker's own (a key per process), which must
+//!   be free every time, and at the end.
 //! - A breaker decision is one run through `--breaker`: `admit` before the
 //!   run and `record` of its success after it, timed together, since every
 //!   run makes both calls. The circuit stays closed, and every `admit` must
@@ -42,15 +45,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use backoff_cli::budget::file::StateDir;
 use backoff_cli::budget::{
-    BreakerStore, FailMode, Kind as Shareable, Location, Refill, Settings, Shared, Store,
-    ThrottleStore, Unwatched,
+    BreakerStore, FailMode, Kind as Shareable, Location, LockLimits, LockStore, Refill, Settings,
+    Shared, Store, ThrottleStore, Unwatched,
 };
-use backoff_cli::event::BreakerNews;
+use backoff_cli::event::{BreakerNews, LockNews};
 use backoff_cli::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
 use backoff_cli::fleet::bucket::{Bucket, UNIT};
 use backoff_cli::fleet::throttle::Throttle;
 use backoff_cli::report::Warnings;
-use backoff_cli::run::CircuitBreaker;
+use backoff_cli::run::{CircuitBreaker, RunLock};
 
 /// Long enough that a call waits out any queue rather than fail.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -73,12 +76,15 @@ enum Kind {
     Breaker,
     /// `admit` and `accept` of an adaptive throttle.
     Throttle,
+    /// `--lock`: the acquisition and the release of a lock of the
+    /// process's own (a key per process: locks of many jobs taken at once).
+    Lock,
     /// No call at all: what waking the processes of a round costs alone.
     Nothing,
 }
 
 /// Every kind, in the order measured.
-const KINDS: [Kind; 3] = [Kind::Budget, Kind::Breaker, Kind::Throttle];
+const KINDS: [Kind; 4] = [Kind::Budget, Kind::Breaker, Kind::Throttle, Kind::Lock];
 
 impl Kind {
     fn name(self) -> &'static str {
@@ -86,6 +92,7 @@ impl Kind {
             Kind::Budget => "budget",
             Kind::Breaker => "breaker",
             Kind::Throttle => "throttle",
+            Kind::Lock => "lock",
             Kind::Nothing => "nothing",
         }
     }
@@ -95,6 +102,7 @@ impl Kind {
             "budget" => Ok(Kind::Budget),
             "breaker" => Ok(Kind::Breaker),
             "throttle" => Ok(Kind::Throttle),
+            "lock" => Ok(Kind::Lock),
             "nothing" => Ok(Kind::Nothing),
             _ => Err(format!("unknown kind '{s}'")),
         }
@@ -108,6 +116,7 @@ enum Opened {
     Budget(Store),
     Breaker(BreakerStore),
     Throttle(ThrottleStore),
+    Lock(LockStore),
     Nothing,
 }
 
@@ -154,6 +163,13 @@ impl Opened {
             }
             Kind::Breaker => Opened::Breaker(open(place, key, BREAKER)?),
             Kind::Throttle => Opened::Throttle(open(place, key, THROTTLE)?),
+            Kind::Lock => {
+                let own = format!("{key}-{}", std::process::id());
+                let limits = LockLimits {
+                    ttl: Duration::from_secs(30),
+                };
+                Opened::Lock(open(place, &own, limits)?)
+            }
             Kind::Nothing => Opened::Nothing,
         })
     }
@@ -169,6 +185,7 @@ impl Opened {
             Opened::Throttle(t) => t.reset().and_then(|_| {
                 (0..SPARE_TOKENS).try_for_each(|_| t.backend().accept(&mut Unwatched))
             }),
+            Opened::Lock(l) => l.reset(true).map(drop),
             Opened::Nothing => Ok(()),
         }
         .map_err(|e| e.to_string())
@@ -181,6 +198,7 @@ impl Opened {
             Opened::Budget(s) => s.level().map(drop),
             Opened::Breaker(s) => s.show().map(drop),
             Opened::Throttle(t) => t.show().map(drop),
+            Opened::Lock(l) => l.show().map(drop),
             Opened::Nothing => Ok(()),
         }
         .map_err(|e| e.to_string())
@@ -210,6 +228,17 @@ impl Opened {
                 Err(sig) => Decided::Failed(format!("interrupted by signal {sig}")),
             },
             Opened::Nothing => Decided::Done,
+            Opened::Lock(l) => match l.acquire("bench", Duration::ZERO, &mut Unwatched) {
+                Ok(LockNews::Held { .. }) => {
+                    l.release();
+                    Decided::Done
+                }
+                Ok(LockNews::Busy { .. }) => {
+                    Decided::Wrong("a lock of the process's own was held by another".into())
+                }
+                Ok(_) => Decided::Failed("the lock's store was unavailable".into()),
+                Err(sig) => Decided::Failed(format!("interrupted by signal {sig}")),
+            },
             // Any draw: with every attempt accepted, none is skipped.
             Opened::Throttle(t) => match t.backend().admit(0.5, &mut Unwatched) {
                 Ok((decision, _)) if decision.send => match t.backend().accept(&mut Unwatched) {
@@ -543,6 +572,12 @@ fn check_state(store: &Opened, burst: u64, done: u64, failed: u64) -> Result<(),
             }
         }
         Opened::Nothing => {}
+        Opened::Lock(l) => {
+            let state = l.show().map_err(|e| e.to_string())?;
+            if state.held {
+                return Err("a lock is still held after its run let go".into());
+            }
+        }
         Opened::Throttle(t) => {
             let (window, now_ms) = t.show().map_err(|e| e.to_string())?;
             let c = window.counts(now_ms);

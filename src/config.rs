@@ -1343,6 +1343,13 @@ fn pings(
             };
             let target = crate::http::Target::parse(url)
                 .map_err(|why| UsageError(format!("invalid {flag} URL: {why}")))?;
+            #[cfg(not(feature = "tls"))]
+            if target.is_https() {
+                return Err(UsageError(format!(
+                    "invalid {flag} URL: {}",
+                    crate::http::NO_TLS
+                )));
+            }
             if target.cleartext_credentials() {
                 notices.push(format!(
                 "{flag} sends a user name and password in clear over http:// to {}: use https://",

@@ -16,6 +16,7 @@
 //!   (`Target::host`), errors included.
 
 use std::io::Read;
+#[cfg(feature = "tls")]
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -225,39 +226,14 @@ impl Client {
     /// When no certificate authority can be loaded at all, or `extra_ca`
     /// holds none.
     pub fn new(extra_ca: Option<&[u8]>, https: bool) -> Result<Client, String> {
-        let found = if https {
-            rustls_native_certs::load_native_certs()
-        } else {
-            rustls_native_certs::CertificateResult::default()
-        };
-        let mut roots: Vec<ureq::tls::Certificate<'static>> = found
-            .certs
-            .iter()
-            .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
-            .collect();
-        if let Some(pem) = extra_ca {
-            let before = roots.len();
-            for item in ureq::tls::parse_pem(pem) {
-                if let Ok(ureq::tls::PemItem::Certificate(cert)) = item {
-                    roots.push(cert);
-                }
-            }
-            if roots.len() == before {
-                return Err("the certificate file holds no PEM certificate".into());
-            }
+        let builder = ureq::Agent::config_builder();
+        #[cfg(feature = "tls")]
+        let builder = builder.tls_config(tls_config(extra_ca, https)?);
+        #[cfg(not(feature = "tls"))]
+        if https || extra_ca.is_some() {
+            return Err(NO_TLS.into());
         }
-        if https
-            && roots.is_empty()
-            && let Some(e) = found.errors.first()
-        {
-            return Err(format!("cannot load the certificate authorities: {e}"));
-        }
-        let tls = ureq::tls::TlsConfig::builder()
-            .root_certs(ureq::tls::RootCerts::Specific(Arc::new(roots)))
-            .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .build();
-        let agent = ureq::Agent::config_builder()
-            .tls_config(tls)
+        let agent = builder
             .proxy(ureq::Proxy::try_from_env())
             .http_status_as_error(false)
             .max_redirects(MAX_REDIRECTS)
@@ -372,6 +348,48 @@ impl Client {
     }
 }
 
+/// What TLS trusts: the system's certificate authorities and `extra_ca`'s
+/// (see `Client::new`), on ring.
+#[cfg(feature = "tls")]
+fn tls_config(extra_ca: Option<&[u8]>, https: bool) -> Result<ureq::tls::TlsConfig, String> {
+    let found = if https {
+        rustls_native_certs::load_native_certs()
+    } else {
+        rustls_native_certs::CertificateResult::default()
+    };
+    let mut roots: Vec<ureq::tls::Certificate<'static>> = found
+        .certs
+        .iter()
+        .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
+        .collect();
+    if let Some(pem) = extra_ca {
+        let before = roots.len();
+        for item in ureq::tls::parse_pem(pem) {
+            if let Ok(ureq::tls::PemItem::Certificate(cert)) = item {
+                roots.push(cert);
+            }
+        }
+        if roots.len() == before {
+            return Err("the certificate file holds no PEM certificate".into());
+        }
+    }
+    if https
+        && roots.is_empty()
+        && let Some(e) = found.errors.first()
+    {
+        return Err(format!("cannot load the certificate authorities: {e}"));
+    }
+    Ok(ureq::tls::TlsConfig::builder()
+        .root_certs(ureq::tls::RootCerts::Specific(Arc::new(roots)))
+        .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .build())
+}
+
+/// Why a build without TLS cannot reach an `https://` URL.
+#[cfg(not(feature = "tls"))]
+pub const NO_TLS: &str =
+    "this build of backoff has no TLS (cargo feature \"tls\"): https:// URLs cannot be reached";
+
 /// A `Retry-After` value: delay-seconds or an HTTP-date, at most an hour.
 fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
@@ -391,6 +409,10 @@ fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     Some(wait.min(MAX_HINT))
 }
 
+/// What a failed TLS handshake says.
+const TLS_FAILED: &str =
+    "TLS failed (is its certificate trusted? SSL_CERT_FILE names the authorities to trust)";
+
 /// Why a request failed, in a few words that hold nothing of its URL.
 fn describe(e: &ureq::Error, limit: Duration) -> String {
     match e {
@@ -399,10 +421,9 @@ fn describe(e: &ureq::Error, limit: Duration) -> String {
         ureq::Error::ConnectionFailed => "connection failed".into(),
         ureq::Error::TooManyRedirects => format!("more than {MAX_REDIRECTS} redirects"),
         ureq::Error::RedirectFailed => "a redirect could not be followed".into(),
-        ureq::Error::Rustls(_) | ureq::Error::Tls(_) => {
-            "TLS failed (is its certificate trusted? SSL_CERT_FILE names the authorities to trust)"
-                .into()
-        }
+        #[cfg(feature = "tls")]
+        ureq::Error::Rustls(_) => TLS_FAILED.into(),
+        ureq::Error::Tls(_) => TLS_FAILED.into(),
         ureq::Error::ConnectProxyFailed(_) | ureq::Error::InvalidProxyUrl => {
             "the proxy (HTTPS_PROXY, HTTP_PROXY or ALL_PROXY) failed".into()
         }

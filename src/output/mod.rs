@@ -108,12 +108,12 @@ impl Capture {
         };
         let kept = keep.map(Kept::new).transpose()?;
         let one = fd::same_file(targets.out.as_fd(), targets.err.as_fd());
-        let (err_read, err_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        let (err_read, err_write) = pipe()?;
         let mut reads = vec![(File::from(err_read), Stream::Err)];
         let out_write = if one {
             err_write.try_clone()?
         } else {
-            let (out_read, out_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+            let (out_read, out_write) = pipe()?;
             reads.insert(0, (File::from(out_read), Stream::Out));
             out_write
         };
@@ -121,7 +121,7 @@ impl Capture {
             fd::set_nonblocking(read)?;
             fd::enlarge_pipe(read, 256 * 1024);
         }
-        let (stop_read, stop_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        let (stop_read, stop_write) = pipe()?;
         let passing = Arc::new(Mutex::new(Passing {
             kept,
             last: VecDeque::new(),
@@ -251,6 +251,12 @@ impl Marker {
         let passing = self.passing.lock().unwrap_or_else(PoisonError::into_inner);
         passing.last.iter().copied().collect()
     }
+}
+
+/// A pipe whose ends no process backoff starts inherits (close-on-exec).
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let (read, write) = io::pipe()?;
+    Ok((OwnedFd::from(read), OwnedFd::from(write)))
 }
 
 /// Reads the pipes until `stop` is written to, then what they still hold.
