@@ -25,6 +25,10 @@ use std::thread::JoinHandle;
 use crate::sys::fd;
 use kept::{Kept, Stream};
 
+/// How long the end of the capture waits for output still being passed on
+/// to a reader that does not take it (as `report::Std` waits).
+const STALL: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The bytes of the output's end a check-in sends.
 pub const TAIL: usize = 10 * 1024;
 
@@ -44,8 +48,10 @@ struct Passing {
     kept: Option<Kept>,
     /// The last `TAIL` bytes, for a check-in.
     last: VecDeque<u8>,
-    /// `--output live`: where it goes on at once.
-    live: Option<Targets>,
+    /// `--output live`: what is read and still to be passed on, which the
+    /// reading thread writes out once it lets go of the lock (a reader that
+    /// does not read holds up that thread alone, never a mark).
+    live: Option<Vec<(Stream, Vec<u8>)>>,
 }
 
 impl Passing {
@@ -53,10 +59,8 @@ impl Passing {
         if let Some(kept) = &mut self.kept {
             kept.take(stream, data);
         }
-        if let Some(targets) = &self.live {
-            // A reader gone or a full disk: the command runs on, as it
-            // would with its output unread.
-            let _ = targets.of(stream).write_all(data);
+        if let Some(backlog) = &mut self.live {
+            backlog.push((stream, data.to_vec()));
         }
         let drop = (self.last.len() + data.len()).saturating_sub(TAIL);
         self.last.drain(..drop.min(self.last.len()));
@@ -87,9 +91,11 @@ pub struct Capture {
     passing: Arc<Mutex<Passing>>,
     /// The pipes' read ends, and the stream each carries.
     pipes: Arc<Vec<(File, Stream)>>,
-    /// Written to end the reading thread.
-    stop: Option<OwnedFd>,
-    reader: Option<JoinHandle<()>>,
+    /// Written to by `stop` (`STOP`) and by a mark that left output to
+    /// pass on (`WAKE`): the reading thread polls it beside the pipes.
+    control: Arc<File>,
+    /// The reading thread, and what tells that it has ended.
+    reader: Option<(JoinHandle<()>, std::sync::mpsc::Receiver<()>)>,
 }
 
 impl Capture {
@@ -121,22 +127,29 @@ impl Capture {
             fd::set_nonblocking(read)?;
             fd::enlarge_pipe(read, 256 * 1024);
         }
-        let (stop_read, stop_write) = pipe()?;
+        let (control_read, control_write) = pipe()?;
+        fd::set_nonblocking(&control_read)?;
+        let control = Arc::new(File::from(control_write));
         let passing = Arc::new(Mutex::new(Passing {
             kept,
             last: VecDeque::new(),
-            live: keep.is_none().then(|| targets.clone()),
+            live: keep.is_none().then(Vec::new),
         }));
         let shared = Arc::clone(&passing);
         let pipes = Arc::new(reads);
         let theirs = Arc::clone(&pipes);
+        let live = keep.is_none().then(|| targets.clone());
+        let (finished, ended) = std::sync::mpsc::channel::<()>();
         let reader = std::thread::Builder::new()
             .name("output".into())
-            .spawn(move || pump(&theirs, &File::from(stop_read), &shared))?;
+            .spawn(move || {
+                pump(&theirs, &File::from(control_read), &shared, live.as_ref());
+                let _ = finished.send(());
+            })?;
         if let Err(e) = fd::redirect_std(&out_write, &err_write) {
             // Back as they were, whichever was changed.
             let _ = fd::redirect_std(targets.out.as_fd(), targets.err.as_fd());
-            drop(File::from(stop_write));
+            let _ = (&*control).write_all(STOP);
             let _ = reader.join();
             return Err(e);
         }
@@ -145,8 +158,8 @@ impl Capture {
             targets,
             passing,
             pipes,
-            stop: Some(stop_write),
-            reader: Some(reader),
+            control,
+            reader: Some((reader, ended)),
         })
     }
 
@@ -155,19 +168,24 @@ impl Capture {
         Marker {
             passing: Arc::clone(&self.passing),
             pipes: Arc::clone(&self.pipes),
+            control: Arc::clone(&self.control),
         }
     }
 
     /// Gives backoff its stdout and stderr back, and takes what was still
     /// on its way. What processes left running write later is not read.
+    ///
+    /// A reader of backoff's stdout or stderr that does not read holds up
+    /// the thread that passes the output on live: it is waited for
+    /// `STALL` at most, as backoff's own lines are, then left behind.
     pub fn stop(&mut self) {
-        let Some(stop) = self.stop.take() else {
+        let Some((reader, ended)) = self.reader.take() else {
             return;
         };
         let _ = fd::redirect_std(self.targets.out.as_fd(), self.targets.err.as_fd());
         crate::report::std_changed();
-        let _ = (&File::from(stop)).write_all(b"x");
-        if let Some(reader) = self.reader.take() {
+        let _ = (&*self.control).write_all(STOP);
+        if ended.recv_timeout(STALL).is_ok() {
             let _ = reader.join();
         }
     }
@@ -232,6 +250,7 @@ impl Drop for Capture {
 pub struct Marker {
     passing: Arc<Mutex<Passing>>,
     pipes: Arc<Vec<(File, Stream)>>,
+    control: Arc<File>,
 }
 
 impl Marker {
@@ -244,6 +263,10 @@ impl Marker {
             drain(read, *stream, &mut buffer, &mut passing);
         }
         passing.last.clear();
+        // What it read is passed on by the reading thread.
+        if passing.live.as_ref().is_some_and(|b| !b.is_empty()) {
+            let _ = (&*self.control).write_all(WAKE);
+        }
     }
 
     /// The output since the last mark, at most its last `TAIL` bytes.
@@ -259,15 +282,35 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok((OwnedFd::from(read), OwnedFd::from(write)))
 }
 
-/// Reads the pipes until `stop` is written to, then what they still hold.
-fn pump(pipes: &[(File, Stream)], stop: &File, passing: &Mutex<Passing>) {
+/// What `Capture::stop` writes to the control pipe: the reading thread
+/// takes what the pipes still hold, passes it on, and ends.
+const STOP: &[u8] = b"x";
+
+/// What a mark writes to the control pipe when it left output to pass on.
+const WAKE: &[u8] = b"w";
+
+/// Reads the pipes until `STOP` comes on `control`, then what they still
+/// hold; with `live`, passes what it read on there, outside the lock.
+fn pump(
+    pipes: &[(File, Stream)],
+    control: &File,
+    passing: &Mutex<Passing>,
+    live: Option<&Targets>,
+) {
     let mut buffer = vec![0; 64 * 1024];
     let mut open: Vec<usize> = (0..pipes.len()).collect();
     loop {
         let mut fds: Vec<_> = open.iter().map(|&i| pipes[i].0.as_fd()).collect();
-        fds.push(stop.as_fd());
+        fds.push(control.as_fd());
         let ready = fd::readable(&fds);
-        let stopping = ready.last().copied().unwrap_or(false);
+        let stopping = ready.last().copied().unwrap_or(false) && {
+            let mut said = [0u8; 64];
+            let mut stop = false;
+            while let Ok(n @ 1..) = (&*control).read(&mut said) {
+                stop |= said[..n].contains(&STOP[0]);
+            }
+            stop
+        };
         let mut still = Vec::with_capacity(open.len());
         for (k, &i) in open.iter().enumerate() {
             let (read, stream) = &pipes[i];
@@ -279,6 +322,20 @@ fn pump(pipes: &[(File, Stream)], stop: &File, passing: &Mutex<Passing>) {
             }
         }
         open = still;
+        if let Some(targets) = live {
+            let backlog = passing
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .live
+                .as_mut()
+                .map(std::mem::take)
+                .unwrap_or_default();
+            for (stream, data) in backlog {
+                // A reader gone or a full disk: the command runs on, as it
+                // would with its output unread.
+                let _ = targets.of(stream).write_all(&data);
+            }
+        }
         if stopping || open.is_empty() {
             return;
         }

@@ -411,3 +411,34 @@ fn a_proxy_from_the_environment_is_used_and_no_proxy_bypasses_it() {
         .stderr("");
     assert_eq!(m.requests(2).len(), 2);
 }
+
+#[test]
+fn a_stdout_nobody_reads_holds_up_the_command_as_it_would_not_backoff() {
+    let m = Monitor::start("ok");
+    let (mut run, unread) = Running::start_with_stalled_stdout(command([
+        "--ping",
+        &m.url(UUID),
+        "--base",
+        "1ms",
+        "--max-retries",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        "head -c 100000 /dev/zero; exit 1",
+    ]));
+    // Three attempts, each 100 kB more than the stalled stdout takes: the
+    // runs go on, and the run ends and checks in.
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(1), "{:?}", run.seen);
+    let got = m.requests(2);
+    assert!(
+        got[1].starts_with(&format!("POST /{UUID}/1?rid=")),
+        "{got:?}"
+    );
+    assert!(
+        got[1].contains("backoff: 3 attempts, reason exhausted"),
+        "{got:?}"
+    );
+    drop(unread);
+}
