@@ -213,14 +213,19 @@ impl Capture {
             .unwrap_or_else(PoisonError::into_inner)
             .kept
             .take()?;
-        let targets = &self.targets;
+        // backoff's own stdout and stderr again, written as its own lines
+        // are: a reader that does not read holds it up `STALL` at most.
+        let std_of = |stream| match stream {
+            Stream::Out => crate::report::Std::Out,
+            Stream::Err => crate::report::Std::Err,
+        };
         // Whether the last byte written ended a line: the line that tells
         // of a cut starts one of its own.
         let ended = std::cell::Cell::new(true);
         let _ = kept.replay(
             &mut |stream, data| {
                 ended.set(data.last().is_none_or(|&b| b == b'\n'));
-                match targets.of(stream).write_all(data) {
+                match std_of(stream).write_all(data) {
                     // A reader gone: the rest is for nobody.
                     Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(e),
                     _ => Ok(()),
@@ -228,7 +233,7 @@ impl Capture {
             },
             &mut |n| {
                 if !ended.get() {
-                    let _ = (&*targets.err).write_all(b"\n");
+                    let _ = crate::report::Std::Err.write_all(b"\n");
                 }
                 cut(n);
                 Ok(())

@@ -255,3 +255,22 @@ fn a_limit_without_kept_output_is_refused_with_the_fix() {
         .stderr(predicates::str::contains(why));
     }
 }
+
+#[test]
+fn a_stdout_nobody_reads_does_not_hold_up_the_end_of_a_failed_run() {
+    let (mut run, unread) = crate::support::Running::start_with_stalled_stdout(command([
+        "--output",
+        "on-failure",
+        "--attempts",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "head -c 300000 /dev/zero; exit 1",
+    ]));
+    // What the stalled stdout does not take is dropped after a while, as
+    // for backoff's own lines.
+    let (status, _) = run.wait_exit(crate::support::PATIENCE);
+    assert_eq!(status.code(), Some(1), "{:?}", run.seen);
+    drop(unread);
+}
