@@ -135,10 +135,13 @@ impl Pings {
         marker: Option<Marker>,
         warnings: Warnings,
     ) -> Pings {
-        let https = [&urls.base, &urls.start, &urls.success, &urls.fail]
-            .into_iter()
-            .flatten()
-            .any(Target::is_https);
+        // The authorities are loaded for an http:// URL too: a monitor may
+        // redirect it to https://.
+        let https = cfg!(feature = "tls")
+            || [&urls.base, &urls.start, &urls.success, &urls.fail]
+                .into_iter()
+                .flatten()
+                .any(Target::is_https);
         let client = match Client::new(None, https) {
             Ok(c) => Some(c),
             Err(why) => {

@@ -467,20 +467,25 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
     // The lock is taken once the splay is over: it is held while the job
     // works, not while it waits its turn in the fleet's window.
     let key = lock.key();
-    // Asked at once first, so that a run that waits says whom for.
+    // Asked at once first, so that a run that waits says whom for; the
+    // wait ends by --max-time, as any wait of the run does.
     let mut asked = lock.acquire(plan.run_id, Duration::ZERO, exec);
+    let patience = plan.max_time.map_or(plan.lock_wait, |t| {
+        plan.lock_wait
+            .min(t.saturating_sub(exec.now().saturating_duration_since(start)))
+    });
     if let Ok(LockNews::Busy { holder, .. }) = &asked
-        && !plan.lock_wait.is_zero()
+        && !patience.is_zero()
     {
         let waiting = LockNews::Waiting {
             holder: holder.clone(),
-            patience: plan.lock_wait,
+            patience,
         };
         report.event(&Event::Lock {
             key,
             news: &waiting,
         });
-        asked = lock.acquire(plan.run_id, plan.lock_wait, exec);
+        asked = lock.acquire(plan.run_id, patience, exec);
     }
     let news = match asked {
         Ok(news) => news,

@@ -156,6 +156,12 @@ impl LockBackend for FileLock {
         match *state {
             Queue::Got => {
                 drop(state);
+                // The lock came as a signal did: the run ends by the signal,
+                // and the lock goes to the next in the queue.
+                if let Waited::Signal(sig) = waited {
+                    let _ = file.unlock();
+                    return Err(StoreError::Interrupted(sig));
+                }
                 self.hold(file, &path, me)?;
                 Ok(Acquired::Held { token: None })
             }

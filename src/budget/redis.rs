@@ -892,9 +892,13 @@ impl Server {
         match worker.answers.try_recv() {
             Ok((answer, connection)) => {
                 let mut byte = [0u8; 1];
-                let _ = std::io::Read::read(&mut &worker.ready, &mut byte);
+                // The byte follows the answer: when it is not there yet
+                // (the wait ended between the two), the thread is not kept,
+                // so that no byte of this call wakes the next one.
+                if std::io::Read::read(&mut &worker.ready, &mut byte).is_ok_and(|n| n == 1) {
+                    self.worker.replace(Some(worker));
+                }
                 self.connection.replace(connection);
-                self.worker.replace(Some(worker));
                 answer.map_err(failed)
             }
             Err(_) if waited == Waited::Ready => Err(failed("the store call failed".into())),

@@ -13,7 +13,9 @@
 //!   `BACKOFF_LOCK_TOKEN`, so that what the job writes can refuse a holder
 //!   whose lease was lost (its token is lower than the latest).
 //!
-//! The key itself expires after a week without use. A lease is renewed
+//! The key never expires, since it holds the fencing counter (a counter
+//! that restarted would give a new holder a token lower than a stale
+//! one's): a lock costs the store one small hash for good. A lease is renewed
 //! every third of `--lock-ttl` by a thread of its own, on a connection of
 //! its own; one that cannot be renewed before it expires is lost: the run
 //! is told (`LockBackend::lost`) and woken (`alarm`), and ends.
@@ -24,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 
-use crate::budget::redis::{Lua, REDIS_IDLE_TTL, Server};
+use crate::budget::redis::{Lua, Server};
 use crate::budget::{
     Acquired, Alarm, Backend as StoreBackend, LockBackend, LockState, StoreError, Unwatched,
 };
@@ -36,8 +38,7 @@ pub const REDIS_LOCK_PREFIX: &str = "backoff:lock:";
 
 /// The lock script. KEYS[1]: the lock. ARGV: operation (acquire, renew,
 /// release, show, reset), the caller's token, the lease's length in
-/// milliseconds, the holder's record, the key's idle expiry in seconds,
-/// `force` for a reset of a held lock, and the call's expiry (see
+/// milliseconds, the holder's record, `force` for a reset of a held lock, and the call's expiry (see
 /// `EXPIRY`). A key that is not a hash is refused, but by a reset, which
 /// removes it. Returns {status, record, expires, now, fence}: status
 /// `held` (acquired, or for show held by someone), `busy`, `renewed`,
@@ -69,13 +70,12 @@ if op == 'acquire' then
   fence = redis.call('HINCRBY', KEYS[1], 'fence', 1)
   local ends = now + tonumber(ARGV[3])
   redis.call('HSET', KEYS[1], 'token', ARGV[2], 'record', ARGV[4], 'expires', tostring(ends))
-  redis.call('EXPIRE', KEYS[1], ARGV[5])
+  redis.call('PERSIST', KEYS[1])
   return answer('held', ARGV[4], ends)
 elseif op == 'renew' then
   if live and holder == ARGV[2] then
     local ends = now + tonumber(ARGV[3])
     redis.call('HSET', KEYS[1], 'expires', tostring(ends))
-    redis.call('EXPIRE', KEYS[1], ARGV[5])
     return answer('renewed', '', ends)
   end
   return answer('lost', record, expires)
@@ -91,7 +91,7 @@ elseif op == 'show' then
   end
   return answer('free', record, expires)
 elseif op == 'reset' then
-  if live and ARGV[6] ~= 'force' then
+  if live and ARGV[5] ~= 'force' then
     return answer('held', record, expires)
   end
   redis.call('HDEL', KEYS[1], 'token', 'record', 'expires')
@@ -252,7 +252,6 @@ fn args(op: &str, token: &str, ttl: Duration, record: &str, force: bool) -> Vec<
         token.to_owned(),
         ttl.as_millis().to_string(),
         record.to_owned(),
-        REDIS_IDLE_TTL.as_secs().to_string(),
         if force { "force" } else { "" }.to_owned(),
     ]
 }

@@ -51,10 +51,12 @@ fn unix_time(deadline: Instant, now: Instant, wall: SystemTime) -> Option<String
 }
 
 /// backoff's own variables that may hold a secret (the store URL's
-/// password), never passed on to a command or a hook. The policy variables
+/// password, a check-in URL), never passed on to a command or a hook (a
+/// backoff that one of them runs would take them for its own, and check
+/// in for the outer run). The policy variables
 /// (`BACKOFF_BASE`, ...) are passed on: they hold nothing secret, and a
 /// backoff the command starts in turn follows them too.
-const SECRET_VARIABLES: [&str; 1] = ["BACKOFF_BUDGET_STORE"];
+const SECRET_VARIABLES: [&str; 2] = ["BACKOFF_BUDGET_STORE", "BACKOFF_PING"];
 
 /// Backoff's own environment, as the standard library reads it, without
 /// its secrets and inherited variables named in `strip`, then `vars` (those

@@ -200,19 +200,22 @@ impl RealExecutor {
     fn paused(&mut self, delay: Duration, resize: bool) -> Option<i32> {
         let deadline = Instant::now().checked_add(delay);
         loop {
-            let got = self.watch.wait(deadline);
-            if got.is_empty() {
-                return None;
-            }
+            // A lease lost (during a hook, say, which took its wake-up)
+            // ends the delay; a signal that came with it still counts.
+            let got = if self.lease_lost.load(Ordering::SeqCst) {
+                self.watch.pending()
+            } else {
+                self.watch.wait(deadline)
+            };
             let resized = got.contains(&libc::SIGWINCH);
-            if self.lease_lost.load(Ordering::SeqCst) {
-                return None;
-            }
             if got.contains(&libc::SIGCHLD) {
                 self.keep_guard(0);
             }
-            if let Some(sig) = Self::pending_termination(got) {
+            if let Some(sig) = Self::pending_termination(got.clone()) {
                 return Some(sig);
+            }
+            if got.is_empty() || self.lease_lost.load(Ordering::SeqCst) {
+                return None;
             }
             if resize && resized {
                 return None;

@@ -324,6 +324,8 @@ impl Client {
         retryable: impl Fn(u16) -> bool,
     ) -> Result<Response, Failure> {
         let mut bound = FIRST_PAUSE;
+        // The last failure that was an answer (a status).
+        let mut answered: Option<Failure> = None;
         loop {
             let (failure, hint) = match self.send(req, deadline) {
                 Ok(r) if !retryable(r.status) => return Ok(r),
@@ -337,8 +339,18 @@ impl Client {
                 ),
                 Err(f) => (f, None),
             };
+            // A status says more than a timeout that followed it.
+            let failure = match (failure.status, answered.take()) {
+                (None, Some(before)) => before,
+                _ => failure,
+            };
+            if failure.status.is_some() {
+                answered = Some(failure.clone());
+            }
             let left = deadline.saturating_duration_since(Instant::now());
-            let pause = hint.unwrap_or_else(|| rand::rng().random_range(Duration::ZERO..=bound));
+            // A hint is a floor: `Retry-After: 0` does not make a busy loop.
+            let drawn = rand::rng().random_range(Duration::ZERO..=bound);
+            let pause = hint.map_or(drawn, |h| h.max(drawn));
             if pause >= left {
                 return Err(failure);
             }

@@ -261,3 +261,26 @@ fn retry_after_is_seconds_or_a_date_and_at_most_an_hour() {
     assert_eq!(retry_after("soon", now), None);
     assert_eq!(retry_after("", now), None);
 }
+
+#[test]
+fn a_retry_after_of_zero_is_no_busy_loop() {
+    let (base, requests) = serve(
+        (0..100)
+            .map(|_| Some(answer("503 Service Unavailable", "Retry-After: 0\r\n", "")))
+            .collect(),
+    );
+    let target = Target::parse(&base).unwrap();
+    let req = Request {
+        method: Method::Get,
+        target: &target,
+        headers: &[],
+        body: &[],
+    };
+    let e = client()
+        .send_with_retries(&req, Instant::now() + Duration::from_secs(1), |s| s >= 500)
+        .unwrap_err();
+    // The status, not a timeout of the last try, is what is said.
+    assert!(e.to_string().ends_with("answered 503"), "{e}");
+    let sent = requests.try_iter().count();
+    assert!(sent < 20, "{sent} requests in a second");
+}

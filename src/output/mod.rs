@@ -222,14 +222,25 @@ impl Capture {
         // Whether the last byte written ended a line: the line that tells
         // of a cut starts one of its own.
         let ended = std::cell::Cell::new(true);
+        // A stream whose reader has gone (`| head`) takes no more; the
+        // other one still gets its part.
+        let gone = std::cell::Cell::new((false, false));
         let _ = kept.replay(
             &mut |stream, data| {
-                ended.set(data.last().is_none_or(|&b| b == b'\n'));
-                match std_of(stream).write_all(data) {
-                    // A reader gone: the rest is for nobody.
-                    Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(e),
-                    _ => Ok(()),
+                let (out_gone, err_gone) = gone.get();
+                if (stream == Stream::Out && out_gone) || (stream == Stream::Err && err_gone) {
+                    return Ok(());
                 }
+                ended.set(data.last().is_none_or(|&b| b == b'\n'));
+                if let Err(e) = std_of(stream).write_all(data)
+                    && e.kind() == io::ErrorKind::BrokenPipe
+                {
+                    gone.set(match stream {
+                        Stream::Out => (true, err_gone),
+                        Stream::Err => (out_gone, true),
+                    });
+                }
+                Ok(())
             },
             &mut |n| {
                 if !ended.get() {
@@ -244,8 +255,12 @@ impl Capture {
 }
 
 impl Drop for Capture {
+    /// A capture dropped with its output still kept (a panic, an early
+    /// return) writes it out: nothing the run printed is lost.
     fn drop(&mut self) {
-        self.stop();
+        self.write_out(&mut |cut| {
+            crate::report::say(&format!("{} of output cut here", crate::report::bytes(cut)));
+        });
     }
 }
 

@@ -236,7 +236,7 @@ pub fn lock_show(key: &str, store: &str, state: &crate::fleet::lock::LockState) 
 pub fn lock_reset(key: &str, store: &str, state: &crate::fleet::lock::LockState) -> Told {
     let line = match (&state.holder, state.held) {
         (holder, true) => format!(
-            "lock '{key}' removed although held{}: that run goes on, and the next run takes the lock",
+            "lock '{key}' removed although held{}: the next run takes the lock; the holder runs on beside it if the lock is a file, and ends at its next renewal if it is a lease in Redis",
             holder
                 .as_ref()
                 .map(|h| format!(" by {}", super::text::holder_text(h)))

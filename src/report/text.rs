@@ -560,7 +560,7 @@ fn lock_text(key: &str, news: &LockNews, verbose: bool) -> Option<String> {
             waited(*w)
         ),
         LockNews::Lost => format!(
-            "lock '{key}' was lost: its lease could not be renewed before it expired; the attempt is ended and the run gives up"
+            "lock '{key}' was lost: its lease expired, or was removed, before it could be renewed; the attempt is ended and the run gives up"
         ),
         _ => return None,
     })

@@ -274,3 +274,28 @@ fn a_stdout_nobody_reads_does_not_hold_up_the_end_of_a_failed_run() {
     assert_eq!(status.code(), Some(1), "{:?}", run.seen);
     drop(unread);
 }
+
+#[test]
+fn a_stdout_whose_reader_went_away_leaves_stderr_its_part() {
+    let out = command([
+        "--output",
+        "on-failure",
+        "--attempts",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "seq 200000; echo ERR >&2; exit 1",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // The reader takes nothing and goes away.
+    let mut child = out;
+    drop(child.stdout.take());
+    let out = output_within(child);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("ERR\n"), "{stderr}");
+    assert!(stderr.contains("giving up after 1 attempt"), "{stderr}");
+}

@@ -442,3 +442,39 @@ fn a_stdout_nobody_reads_holds_up_the_command_as_it_would_not_backoff() {
     );
     drop(unread);
 }
+
+#[test]
+fn the_check_in_url_is_kept_from_the_command_and_a_lock_wait_ends_by_max_time() {
+    let m = Monitor::start("ok");
+    backoff(["--", "sh", "-c", "echo \"${BACKOFF_PING-unset}\""])
+        .env("BACKOFF_PING", m.url(UUID))
+        .assert()
+        .success()
+        .stdout("unset\n");
+    let dir = TempDir::new("ping-lock-wait");
+    let store = dir.join("store");
+    let store = store.to_str().unwrap();
+    let holder = crate::locks::holding(store);
+    let started = Instant::now();
+    backoff([
+        "--budget-dir",
+        store,
+        "--lock",
+        "job",
+        "--lock-wait",
+        "60s",
+        "--max-time",
+        "1s",
+        "--",
+        "true",
+    ])
+    .timeout(PATIENCE)
+    .assert()
+    .code(75);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    send(holder.pid(), libc::SIGKILL);
+}
