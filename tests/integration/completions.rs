@@ -201,7 +201,7 @@ fi
 zpty -w z "print -r -- '<READY>'"
 local got
 typeset -F SECONDS
-float until=$(( SECONDS + 9 ))
+float until=$(( SECONDS + 20 ))
 while (( SECONDS < until )); do
   if zpty -rt z got; then [[ $got == *'<READY>'* && $got != *print* ]] && break; else sleep 0.01; fi
 done
@@ -212,7 +212,7 @@ else
   zpty -n -w z "$1"$'\t\n'
   zpty -w z "print -r -- '<END>'"
 fi
-until=$(( SECONDS + 9 ))
+until=$(( SECONDS + 20 ))
 local ended=
 while (( SECONDS < until )); do
   if zpty -rt z got; then
@@ -221,7 +221,7 @@ while (( SECONDS < until )); do
     [[ $got == *'<T>'* && $got != *print* ]] && print -r -- "<${${got##*<T>}%%$'\r'*}"
   else sleep 0.01; fi
 done
-[[ -n $ended ]] || print -u2 "no end of the completion within 9s"
+[[ -n $ended ]] || print -u2 "no end of the completion within 20s"
 zpty -d z
 "#;
 
@@ -312,7 +312,7 @@ if pid == 0:
     os.environ.update(TERM="dumb", INPUTRC="/dev/null", PS1="$ ")
     os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
 
-def read_until(marker, seconds=9):
+def read_until(marker, seconds=20):
     seen, end = b"", time.monotonic() + seconds
     while time.monotonic() < end:
         if select.select([fd], [], [], 0.05)[0]:

@@ -22,11 +22,25 @@ impl Redis {
     /// With `tls`, the server listens with TLS only, with a certificate for
     /// 127.0.0.1 made for the test (`cert.pem` in its directory).
     fn start_with(password: Option<&str>, tls: bool) -> Redis {
-        Redis::start_on(free_port(), password, tls)
+        // A port found free may be taken by another test's server before
+        // this one binds it: then another port.
+        for _ in 0..5 {
+            if let Some(redis) = Redis::try_start_on(free_port(), password, tls) {
+                return redis;
+            }
+        }
+        panic!("redis-server could not listen on any of 5 free ports");
     }
 
     /// A server on `port`, ready when this returns.
     pub fn start_on(port: u16, password: Option<&str>, tls: bool) -> Redis {
+        Redis::try_start_on(port, password, tls)
+            .unwrap_or_else(|| panic!("redis-server could not listen on port {port}"))
+    }
+
+    /// A server on `port`, ready; `None` when it ended at once (the port
+    /// was taken).
+    fn try_start_on(port: u16, password: Option<&str>, tls: bool) -> Option<Redis> {
         let dir = TempDir::new("redis");
         let mut cmd = Command::new("redis-server");
         cmd.args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
@@ -50,15 +64,27 @@ impl Redis {
         if let Some(p) = password {
             cmd.args(["--requirepass", p]);
         }
-        let child = cmd
+        let mut child = cmd
             .spawn()
             .expect("redis-server is needed for these tests (.ci/run installs it)");
+        // Ready when it answers as a Redis does (what listens on the port
+        // may be another test's server, which took it first), or gone.
         let deadline = Instant::now() + PATIENCE;
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        loop {
+            if child.try_wait().ok().flatten().is_some() {
+                return None;
+            }
+            if tls {
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    break;
+                }
+            } else if answers_ping(port) {
+                break;
+            }
             assert!(Instant::now() < deadline, "redis-server did not start");
             std::thread::sleep(Duration::from_millis(10));
         }
-        Redis { child, port, dir }
+        Some(Redis { child, port, dir })
     }
 
     pub fn port(&self) -> u16 {
@@ -81,6 +107,20 @@ impl Drop for Redis {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Whether what listens on `port` answers `PING` as a Redis does (`+PONG`,
+/// or `-NOAUTH` for one with a password).
+fn answers_ping(port: u16) -> bool {
+    use std::io::{Read as _, Write as _};
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut reply = [0u8; 7];
+    s.write_all(b"PING\r\n").is_ok()
+        && s.read_exact(&mut reply).is_ok()
+        && (reply.starts_with(b"+PONG") || reply.starts_with(b"-NOAUTH"))
 }
 
 pub fn free_port() -> u16 {
