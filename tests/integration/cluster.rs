@@ -2,7 +2,6 @@
 //! loopback that the test joins into a cluster with `redis-cli --cluster
 //! create`, each key's decisions routed to the node that serves its slot.
 
-use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,28 +29,36 @@ impl Cluster {
     pub fn start() -> Cluster {
         let dir = TempDir::new("cluster");
         let mut nodes = Vec::new();
+        let deadline = Instant::now() + PATIENCE;
         for i in 0..3 {
-            let port = free_port();
             let node_dir = dir.join(&format!("node{i}"));
             std::fs::create_dir_all(&node_dir).unwrap();
-            let child = Command::new("redis-server")
-                .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-                .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
-                .args(["--save", "", "--appendonly", "no"])
-                .arg("--dir")
-                .arg(&node_dir)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("redis-server is needed for these tests (.ci/run installs it)");
-            nodes.push((port, child));
-        }
-        let deadline = Instant::now() + PATIENCE;
-        for (port, _) in &nodes {
-            while TcpStream::connect(("127.0.0.1", *port)).is_err() {
-                assert!(Instant::now() < deadline, "a node did not start");
-                std::thread::sleep(Duration::from_millis(10));
-            }
+            // A port found free (or its bus port) may be taken by another
+            // test's server first: the node ends, and another port is tried.
+            let node = (0..5).find_map(|_| {
+                let port = free_port();
+                let mut child = Command::new("redis-server")
+                    .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+                    .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
+                    .args(["--save", "", "--appendonly", "no"])
+                    .arg("--dir")
+                    .arg(&node_dir)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("redis-server is needed for these tests (.ci/run installs it)");
+                loop {
+                    if child.try_wait().ok().flatten().is_some() {
+                        return None;
+                    }
+                    if crate::fleet::answers_ping(port) {
+                        return Some((port, child));
+                    }
+                    assert!(Instant::now() < deadline, "a node did not start");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            });
+            nodes.push(node.expect("a node could not listen on any of 5 free ports"));
         }
         let cluster = Cluster { nodes, _dir: dir };
         let mut create = Command::new("redis-cli");

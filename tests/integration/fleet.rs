@@ -111,7 +111,7 @@ impl Drop for Redis {
 
 /// Whether what listens on `port` answers `PING` as a Redis does (`+PONG`,
 /// or `-NOAUTH` for one with a password).
-fn answers_ping(port: u16) -> bool {
+pub fn answers_ping(port: u16) -> bool {
     use std::io::{Read as _, Write as _};
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
