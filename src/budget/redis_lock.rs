@@ -212,7 +212,11 @@ impl RedisLock {
 
     /// Starts renewing the lease `token`, taken at `since` (a local instant
     /// by which the server had started it).
-    fn renew_from(&self, token: &str, since: Instant) -> Lease {
+    ///
+    /// # Errors
+    ///
+    /// When the thread that renews it cannot be started.
+    fn renew_from(&self, token: &str, since: Instant) -> std::io::Result<Lease> {
         let (stop, stopped) = mpsc::channel::<()>();
         let released = Arc::new(AtomicBool::new(false));
         let renewal = Renewal {
@@ -224,24 +228,14 @@ impl RedisLock {
             released: Arc::clone(&released),
             alarm: Arc::clone(&self.alarm),
         };
-        let started = std::thread::Builder::new()
+        std::thread::Builder::new()
             .name("lock renewal".into())
-            .spawn(move || renewal.run(&stopped, since));
-        if started.is_err() {
-            // No renewal: the lease runs out, and is lost then.
-            let lost = Arc::clone(&self.lost);
-            let alarm = Arc::clone(&self.alarm);
-            let ttl = self.ttl;
-            let _ = std::thread::Builder::new().spawn(move || {
-                std::thread::sleep(ttl);
-                lose(&lost, &alarm);
-            });
-        }
-        Lease {
+            .spawn(move || renewal.run(&stopped, since))?;
+        Ok(Lease {
             token: token.to_owned(),
             stop,
             released,
-        }
+        })
     }
 }
 
@@ -356,7 +350,15 @@ impl LockBackend for RedisLock {
             let r = self.call("acquire", &token, record, false, wait)?;
             match r.status.as_str() {
                 "held" => {
-                    *self.held.borrow_mut() = Some(self.renew_from(&token, asked));
+                    // A lease nothing renews would be lost mid-run: it is
+                    // let go at once, and the fail mode decides.
+                    let lease = self.renew_from(&token, asked).map_err(|e| {
+                        let _ = self.call("release", &token, "", false, &mut Unwatched);
+                        StoreError::Failed(format!(
+                            "cannot start the thread that renews the lease: {e}"
+                        ))
+                    })?;
+                    *self.held.borrow_mut() = Some(lease);
                     return Ok(Acquired::Held {
                         token: Some(r.fence),
                     });
