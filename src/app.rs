@@ -30,7 +30,7 @@ use crate::run::Executor as _;
 use crate::simulate::{self, svg, table};
 use crate::splay;
 use crate::sys::signals::SignalWatch;
-use crate::{run, schedule};
+use crate::{run, schedule, trace};
 
 /// Turns a clap error into backoff's one-line form (or help/version on
 /// stdout), with the status it calls for.
@@ -379,6 +379,8 @@ fn run_configured(
     let mut command = cfg.command.clone();
     command.splice(1..1, added.iter().cloned());
     let plan = plan(cfg, &run_id, &added, misplaced.as_deref());
+    let carried = exec::Carried::default();
+    let mut traces = traces(cfg, &carried);
     let mut executor = RealExecutor::new(
         command,
         exec::Options {
@@ -395,6 +397,7 @@ fn run_configured(
                 && cfg.verbosity != crate::report::Verbosity::Quiet
                 && !std::io::stderr().is_terminal(),
             warnings: cfg.warnings.clone(),
+            carried: carried.clone(),
         },
         cfg.output_rules.clone(),
         stdin,
@@ -421,6 +424,9 @@ fn run_configured(
     if let Some(p) = pings.as_mut() {
         reports.push(p);
     }
+    if let Some(t) = traces.as_mut() {
+        reports.push(t);
+    }
     let exit = run::run(&plan, &mut executor, &mut Reports(reports));
     // The run's files are written to backoff's own stdout and stderr.
     if let Some(capture) = capture {
@@ -429,12 +435,35 @@ fn run_configured(
     if let Some(p) = pings.as_mut() {
         p.finish(exit, recorder.attempts(), recorder.reason());
     }
+    if let Some(t) = traces {
+        t.finish(trace::spans::RunEnd {
+            exit_code: exit.shell_code(),
+            attempts: recorder.attempts(),
+            reason: recorder.reason(),
+            success: exit == Exit::SUCCESS,
+        });
+    }
     // A signal that ended the wait for the metrics file's lock ends backoff
     // as any signal does: it dies by it.
     match write_summaries(cfg, &recorder, exit, exit_by, &mut |d| executor.pause(d)) {
         Some(sig) => Ok(Exit::Signal(sig)),
         None => Ok(exit),
     }
+}
+
+/// The run's traces, when the environment asks for them (`trace`):
+/// `carried` hands their context on to each process started.
+fn traces(cfg: &RunConfig, carried: &exec::Carried) -> Option<trace::Traces> {
+    let carried = carried.clone();
+    trace::Traces::from_env(
+        &|name| std::env::var(name).ok(),
+        trace::RunInfo {
+            name: config::job_name(cfg.name.as_ref(), &cfg.command),
+            attributes: trace::policy_attributes(&cfg.policy.policy, cfg.policy.max_retries),
+        },
+        Box::new(move |header| carried.set(trace::TRACEPARENT, header)),
+        &cfg.warnings,
+    )
 }
 
 /// What the run needs to know, from `cfg`: the run's id, the words the

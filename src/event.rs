@@ -56,6 +56,9 @@ pub enum Event<'a> {
         /// The server's hint the attempt's output gave, if any (used or
         /// not).
         hint: Option<Hint>,
+        /// The last HTTP status the attempt's output showed, when a preset
+        /// or a rule could see it.
+        http_status: Option<u16>,
     },
     /// An attempt succeeded, and the run goes on: a streak of
     /// `--consecutive` successes is not complete yet, or `--until-failure`

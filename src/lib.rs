@@ -43,6 +43,7 @@ pub mod signal;
 pub mod simulate;
 pub mod splay;
 pub mod sys;
+pub mod trace;
 pub mod wget;
 
 pub use app::main_with_args;

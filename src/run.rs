@@ -760,6 +760,7 @@ impl Loop<'_, '_> {
                 elapsed,
                 next: Next::LockLost,
                 hint: seen.hint,
+                http_status: seen.http_status,
             });
             return Step::Done(self.lost_lock());
         }
@@ -1040,6 +1041,7 @@ impl Loop<'_, '_> {
             elapsed: a.elapsed,
             next,
             hint: a.seen.hint,
+            http_status: a.seen.http_status,
         });
         if let Some(signal) = cut {
             let during = During::Decision(Shared::Budget);

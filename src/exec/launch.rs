@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::classify::Outcome;
 use crate::exec::copy::{PIPE_SIZE, Pipe};
-use crate::exec::{RealExecutor, spool};
+use crate::exec::{Carried, RealExecutor, spool};
 use crate::run::{AttemptSpec, HookRun, seconds};
 use crate::sys::fd::{self, Out};
 use crate::sys::guard::Guard;
@@ -59,17 +59,26 @@ fn unix_time(deadline: Instant, now: Instant, wall: SystemTime) -> Option<String
 const SECRET_VARIABLES: [&str; 2] = ["BACKOFF_BUDGET_STORE", "BACKOFF_PING"];
 
 /// Backoff's own environment, as the standard library reads it, without
-/// its secrets and inherited variables named in `strip`, then `vars` (those
-/// with a value).
+/// its secrets and inherited variables named in `strip` or `carried`, then
+/// `vars` (those with a value) and `carried`'s.
 fn environment_with<'a>(
     strip: &[&str],
     vars: impl IntoIterator<Item = (&'a str, Option<String>)>,
+    carried: &Carried,
 ) -> io::Result<Vec<CString>> {
+    let carried = carried.vars();
     let mut env: Vec<CString> = std::env::vars_os()
-        .filter(|(name, _)| !strip.iter().chain(&SECRET_VARIABLES).any(|v| name == *v))
+        .filter(|(name, _)| {
+            !strip
+                .iter()
+                .chain(&SECRET_VARIABLES)
+                .chain(carried.iter().map(|(n, _)| n))
+                .any(|v| name == *v)
+        })
         .map(|(name, value)| env_entry(&name, &value))
         .collect::<io::Result<_>>()?;
-    for (name, value) in vars {
+    let carried = carried.iter().map(|(n, v)| (*n, Some(v.clone())));
+    for (name, value) in vars.into_iter().chain(carried) {
         if let Some(value) = value {
             env.push(env_entry(OsStr::new(name), OsStr::new(&value))?);
         }
@@ -79,7 +88,11 @@ fn environment_with<'a>(
 
 /// The environment of an attempt: backoff's own without inherited attempt
 /// variables, then the attempt's. `timeout` is `--timeout`.
-fn environment(spec: &AttemptSpec<'_>, timeout: Option<Duration>) -> io::Result<Vec<CString>> {
+fn environment(
+    spec: &AttemptSpec<'_>,
+    timeout: Option<Duration>,
+    carried: &Carried,
+) -> io::Result<Vec<CString>> {
     let values = [
         Some(spec.run_id.to_owned()),
         spec.lock_token.map(|t| t.to_string()),
@@ -93,6 +106,7 @@ fn environment(spec: &AttemptSpec<'_>, timeout: Option<Duration>) -> io::Result<
     environment_with(
         &ATTEMPT_VARIABLES,
         ATTEMPT_VARIABLES.into_iter().zip(values),
+        carried,
     )
 }
 
@@ -116,7 +130,10 @@ const HOOK_VARIABLES: [&str; 7] = [
 
 /// The environment of a hook: backoff's own without inherited hook or
 /// attempt variables, then `vars`.
-fn hook_environment(vars: &[(&'static str, String)]) -> io::Result<Vec<CString>> {
+fn hook_environment(
+    vars: &[(&'static str, String)],
+    carried: &Carried,
+) -> io::Result<Vec<CString>> {
     let strip: Vec<&str> = ATTEMPT_VARIABLES
         .iter()
         .chain(&HOOK_VARIABLES)
@@ -126,6 +143,7 @@ fn hook_environment(vars: &[(&'static str, String)]) -> io::Result<Vec<CString>>
         &strip,
         vars.iter()
             .map(|(name, value)| (*name, Some(value.clone()))),
+        carried,
     )
 }
 
@@ -141,13 +159,17 @@ fn captured() -> io::Result<(File, io::PipeWriter)> {
 /// no input (stdin belongs to the command), and its output on backoff's
 /// stderr, so that the command's stdout stays the command's alone.
 /// `announce` is the guard's pipe, if there is a guard.
-pub(super) fn spawn_hook(hook: &HookRun<'_>, announce: Option<RawFd>) -> io::Result<Child> {
+pub(super) fn spawn_hook(
+    hook: &HookRun<'_>,
+    carried: &Carried,
+    announce: Option<RawFd>,
+) -> io::Result<Child> {
     let argv = [
         OsString::from("sh"),
         OsString::from("-c"),
         OsString::from(hook.command),
     ];
-    let exec = Exec::new(&argv, hook_environment(&hook.env)?)?;
+    let exec = Exec::new(&argv, hook_environment(&hook.env, carried)?)?;
     let mut command = Command::new("sh");
     command
         .args(&argv[1..])
@@ -196,7 +218,10 @@ impl RealExecutor {
     /// Starts an attempt; returns the child and the pipes of its output, if
     /// output rules or `--idle-timeout` need to see it or stdout is held.
     pub(super) fn spawn(&mut self, spec: &AttemptSpec<'_>) -> io::Result<(Child, Vec<Pipe>)> {
-        let exec = Exec::new(&self.command, environment(spec, self.options.timeout)?)?;
+        let exec = Exec::new(
+            &self.command,
+            environment(spec, self.options.timeout, &self.options.carried)?,
+        )?;
         let mut command = Command::new(&self.command[0]);
         command.args(&self.command[1..]);
         if !self.options.foreground {

@@ -17,8 +17,8 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use libc::c_int;
@@ -33,6 +33,30 @@ use copy::Copier;
 pub use launch::variables_set;
 use scan::OutputRules;
 pub use spool::{Replayed, spool_stdin};
+
+/// Variables that a receiver of the run's events hands on to the
+/// processes started from then on, attempts and hooks (the trace context:
+/// `TRACEPARENT`), in place of inherited ones of the same names. A clone
+/// shares them.
+#[derive(Debug, Clone, Default)]
+pub struct Carried(Arc<Mutex<Vec<(&'static str, String)>>>);
+
+impl Carried {
+    /// From now on, processes see `name` set to `value`.
+    pub fn set(&self, name: &'static str, value: String) {
+        let mut vars = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        vars.retain(|(n, _)| *n != name);
+        vars.push((name, value));
+    }
+
+    /// The variables, as they are now.
+    fn vars(&self) -> Vec<(&'static str, String)> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
 
 /// How attempts are run.
 #[derive(Debug, Clone)]
@@ -58,6 +82,8 @@ pub struct Options {
     /// Where backoff's own warnings go (a guard that cannot be started, a
     /// stopped command, output that cannot be passed on).
     pub warnings: Warnings,
+    /// Variables handed on to every process started (`Carried`).
+    pub carried: Carried,
 }
 
 /// Runs attempts of one command for real.
@@ -420,7 +446,7 @@ impl Executor for RealExecutor {
 
     fn hook(&mut self, hook: &run::HookRun<'_>) -> Ended {
         let announce = self.guard.as_ref().map(Guard::pipe);
-        let mut child = match launch::spawn_hook(hook, announce) {
+        let mut child = match launch::spawn_hook(hook, &self.options.carried, announce) {
             Ok(child) => child,
             Err(e) => {
                 self.watch_group(0);

@@ -394,10 +394,11 @@ fn note_json(event: &Event<'_>) -> Value {
     }
 }
 
-/// The JSON object for an event (without the common fields).
+/// The JSON object of `event` (with `verbose`, the command's arguments
+/// too), without the fields every line has.
 // One arm per event.
 #[allow(clippy::too_many_lines)]
-fn event_json(event: &Event<'_>, verbose: bool) -> Value {
+pub fn event_json(event: &Event<'_>, verbose: bool) -> Value {
     match *event {
         Event::Start {
             run_id,

@@ -721,6 +721,7 @@ mod tests {
                 server: false,
             },
             hint: None,
+            http_status: None,
         }
     }
 

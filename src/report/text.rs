@@ -309,6 +309,7 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
             elapsed,
             next,
             hint,
+            ..
         } if normal => failed_text(
             &of(attempt, max_attempts),
             outcome,
@@ -907,6 +908,7 @@ mod tests {
                     server: false,
                 },
                 hint: None,
+                http_status: None,
             },
             Event::GaveUp {
                 attempts: 7,
@@ -935,6 +937,7 @@ mod tests {
                 elapsed: Duration::from_millis(3),
                 next: Next::Stop(StopReason::NeverRetried),
                 hint: None,
+                http_status: None,
             },
             Event::GaveUp {
                 attempts: 1,
@@ -1006,6 +1009,7 @@ mod tests {
             elapsed: Duration::from_millis(1200),
             next,
             hint: None,
+            http_status: None,
         };
         assert_eq!(status(&failed(retry)), Some("next attempt 3/7".to_owned()));
         assert_eq!(status(&failed(Next::Exhausted)), None);
@@ -1041,6 +1045,7 @@ mod tests {
                     server: false,
                 },
                 hint: None,
+                http_status: None,
             },
         ];
         let folded = |v| {

@@ -42,6 +42,7 @@ mod throttle;
 mod throttle_redis;
 mod throttling;
 mod timestamps;
+mod traces;
 mod usage;
 mod waiting;
 mod warnings;

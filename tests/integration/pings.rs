@@ -6,17 +6,18 @@
 //! that names only its host.
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{PATIENCE, Running, TempDir, backoff, command, eventually, send};
+use crate::support::{
+    PATIENCE, PY_SERVE, PyServer, Running, TempDir, backoff, command, eventually, send,
+};
 
 /// A check-in server: each request is a line `METHOD PATH BODY` (the body
 /// as a Python bytes literal) in `log`; `mode` is `ok`, `fail` (500), or
 /// `hang` (never answers); with `tls`, HTTPS with `cert.pem`/`key.pem` of
 /// its directory.
 const SERVER: &str = r#"
-import http.server, socketserver, ssl, sys, time
+import http.server, os, socketserver, ssl, sys, time
 port_file, log, mode, tls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "tls"
 class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
@@ -40,26 +41,11 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_response(502)
         self.send_header("Content-Length", "0")
         self.end_headers()
-class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-s = S(("127.0.0.1", 0), H)
-if tls:
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain("cert.pem", "key.pem")
-    s.socket = ctx.wrap_socket(s.socket, server_side=True)
-with open(port_file + ".tmp", "w") as f:
-    f.write(str(s.server_address[1]))
-import os
-os.rename(port_file + ".tmp", port_file)
-s.serve_forever()
 "#;
 
 /// A check-in server of the test's own, stopped when dropped.
 pub struct Monitor {
-    child: Child,
-    dir: TempDir,
-    port: u16,
-    scheme: &'static str,
+    server: PyServer,
 }
 
 impl Monitor {
@@ -68,58 +54,27 @@ impl Monitor {
     }
 
     fn start_with(mode: &str, tls: bool) -> Monitor {
-        let dir = TempDir::new("monitor");
-        if tls {
-            crate::support::make_certificates(dir.path());
-        }
-        let child = Command::new("python3")
-            .args(["-c", SERVER])
-            .arg(dir.join("port"))
-            .arg(dir.join("log"))
-            .arg(mode)
-            .arg(if tls { "tls" } else { "plain" })
-            .current_dir(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 runs the test's check-in server");
-        let port_file = dir.join("port");
-        eventually("the check-in server listens", || port_file.exists());
-        let port = std::fs::read_to_string(&port_file)
-            .unwrap()
-            .parse()
-            .unwrap();
         Monitor {
-            child,
-            dir,
-            port,
-            scheme: if tls { "https" } else { "http" },
+            server: PyServer::start(&format!("{SERVER}{PY_SERVE}"), mode, tls, None),
         }
     }
 
     /// The check-in URL of the job `uuid`.
     pub fn url(&self, uuid: &str) -> String {
-        format!("{}://127.0.0.1:{}/{uuid}", self.scheme, self.port)
+        format!("{}/{uuid}", self.server.origin())
     }
 
     /// The requests it received so far.
     pub fn dir_lines(&self) -> Vec<String> {
-        self.dir.lines("log")
+        self.server.dir.lines("log")
     }
 
     /// The requests it received, waiting until there are `count`.
     fn requests(&self, count: usize) -> Vec<String> {
         eventually(&format!("{count} check-ins"), || {
-            self.dir.lines("log").len() >= count
+            self.dir_lines().len() >= count
         });
-        self.dir.lines("log")
-    }
-}
-
-impl Drop for Monitor {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.dir_lines()
     }
 }
 
@@ -291,13 +246,13 @@ fn a_hanging_or_failing_monitor_costs_at_most_the_timeout_and_one_line_without_t
     assert!(stderr.contains("answered 500"), "{stderr}");
     assert!(!stderr.contains(UUID), "{stderr}");
     // Retried within the time: more than one request for each check-in.
-    assert!(m.dir.lines("log").len() > 2, "{:?}", m.dir.lines("log"));
+    assert!(m.dir_lines().len() > 2, "{:?}", m.dir_lines());
 }
 
 #[test]
 fn https_trusts_the_authorities_ssl_cert_file_names() {
     let m = Monitor::start_with("ok", true);
-    let ca = m.dir.join("ca.pem");
+    let ca = m.server.dir.join("ca.pem");
     backoff(["--ping", &m.url(UUID), "--", "true"])
         .env("SSL_CERT_FILE", &ca)
         .assert()
@@ -383,7 +338,7 @@ fn other_monitors_get_their_own_urls_as_given_and_bad_urls_are_refused_unquoted(
 fn a_proxy_from_the_environment_is_used_and_no_proxy_bypasses_it() {
     let m = Monitor::start("ok");
     let proxy = Monitor::start("ok");
-    let proxy_url = format!("http://127.0.0.1:{}", proxy.port);
+    let proxy_url = format!("http://127.0.0.1:{}", proxy.server.port);
     let out = backoff(["--ping", &m.url(UUID), "--ping-timeout", "2s", "--", "true"])
         .env("HTTPS_PROXY", &proxy_url)
         .env("HTTP_PROXY", &proxy_url)
@@ -395,7 +350,7 @@ fn a_proxy_from_the_environment_is_used_and_no_proxy_bypasses_it() {
         .clone();
     let asked = proxy.requests(1);
     assert!(
-        asked[0].starts_with(&format!("CONNECT 127.0.0.1:{} ", m.port)),
+        asked[0].starts_with(&format!("CONNECT 127.0.0.1:{} ", m.server.port)),
         "{asked:?}"
     );
     assert!(m.dir_lines().is_empty(), "nothing went around the proxy");

@@ -446,7 +446,9 @@ impl Drop for Tmpfs {
 /// gets.
 fn clean_environment(cmd: &mut Command) {
     for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("BACKOFF_") {
+        // A run that a traced CI job starts would export its spans.
+        let k_str = k.to_string_lossy();
+        if k_str.starts_with("BACKOFF_") || k_str.starts_with("OTEL_") {
             cmd.env_remove(k);
         }
     }
@@ -458,6 +460,9 @@ fn clean_environment(cmd: &mut Command) {
         "GITHUB_OUTPUT",
         "GITHUB_STEP_SUMMARY",
         "GITLAB_CI",
+        "TRACEPARENT",
+        "TRACESTATE",
+        "BAGGAGE",
     ] {
         cmd.env_remove(name);
     }
@@ -653,4 +658,81 @@ pub fn make_certificates(dir: &Path) {
         made.success(),
         "openssl could not make the test certificates"
     );
+}
+
+/// The end of a test's Python HTTP server script, whose handler class is
+/// `H`: it serves on a free port of 127.0.0.1 (HTTPS with `cert.pem` and
+/// `key.pem` of its directory when `tls` is set), and writes the port to
+/// the file `port_file` names once it listens.
+pub const PY_SERVE: &str = r#"
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+s = S(("127.0.0.1", 0), H)
+if tls:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain("cert.pem", "key.pem")
+    s.socket = ctx.wrap_socket(s.socket, server_side=True)
+with open(port_file + ".tmp", "w") as f:
+    f.write(str(s.server_address[1]))
+os.rename(port_file + ".tmp", port_file)
+s.serve_forever()
+"#;
+
+/// A test's Python HTTP server: `script` (which reads `port_file, log,
+/// mode, tls` from its arguments and ends with `PY_SERVE`) run in a
+/// directory of its own, where its `log` is; stopped when dropped.
+pub struct PyServer {
+    child: Child,
+    pub dir: TempDir,
+    pub port: u16,
+    pub scheme: &'static str,
+}
+
+impl PyServer {
+    /// Starts `script` in `mode`, with HTTPS when `tls` (a certificate
+    /// authority made for it, `ca.pem` in its directory), with
+    /// `PYTHONPATH` set to `python_path` when given.
+    pub fn start(script: &str, mode: &str, tls: bool, python_path: Option<&Path>) -> PyServer {
+        let dir = TempDir::new("py-server");
+        if tls {
+            make_certificates(dir.path());
+        }
+        let mut cmd = Command::new("python3");
+        cmd.args(["-c", script])
+            .arg(dir.join("port"))
+            .arg(dir.join("log"))
+            .arg(mode)
+            .arg(if tls { "tls" } else { "plain" })
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(p) = python_path {
+            cmd.env("PYTHONPATH", p);
+        }
+        let child = cmd.spawn().expect("python3 runs the test's server");
+        let port_file = dir.join("port");
+        eventually("the test's server listens", || port_file.exists());
+        let port = std::fs::read_to_string(&port_file)
+            .unwrap()
+            .parse()
+            .unwrap();
+        PyServer {
+            child,
+            dir,
+            port,
+            scheme: if tls { "https" } else { "http" },
+        }
+    }
+
+    /// Its URL, with no path.
+    pub fn origin(&self) -> String {
+        format!("{}://127.0.0.1:{}", self.scheme, self.port)
+    }
+}
+
+impl Drop for PyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
