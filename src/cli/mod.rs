@@ -31,6 +31,10 @@ not met; death by the same signal when the last attempt was killed by one
 command run; 124 timeout; 125 backoff itself failed (bad usage); 126 command
 cannot be run; 127 command not found.
 
+Traces: with OTEL_EXPORTER_OTLP_ENDPOINT set, the run and each attempt are
+OpenTelemetry spans sent over OTLP/HTTP, and each attempt's command sees
+TRACEPARENT naming its span (the OTEL_* variables: man backoff, TRACES).
+
 Examples:
   backoff -- curl -fsS https://api.example.test/
   backoff --base 1s --cap 1m --max-retries 10 -- ./deploy.sh

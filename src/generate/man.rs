@@ -11,6 +11,7 @@ use anyhow::Context;
 use super::sections::{
     BREAKER, BUDGET, CHECK_INS, CI_LOGS, CLASSIFICATION, CRON, ENVIRONMENT, EXAMPLES, EXIT_STATUS,
     GOALS, HOOKS, LOCKS, OUTPUT, PRESETS, PROCESSES, REPORTING, SIGNALS, SIMULATION, THROTTLE,
+    TRACES,
 };
 
 /// The hand-written sections of backoff(1), in their order after the
@@ -24,6 +25,7 @@ const SECTIONS: &[&str] = &[
     OUTPUT,
     PRESETS,
     REPORTING,
+    TRACES,
     CI_LOGS,
     BUDGET,
     BREAKER,

@@ -28,6 +28,18 @@ Defaults for \fB\-\-output\fR, \fB\-\-output\-limit\fR, \fB\-\-splay\fR and \fB\
 \fBSSL_CERT_FILE\fR, \fBSSL_CERT_DIR\fR, \fBALL_PROXY\fR, \fBHTTPS_PROXY\fR, \fBHTTP_PROXY\fR, \fBNO_PROXY\fR
 What the check\-ins' HTTP client trusts and goes through (see CHECK\-INS); \fBSSL_CERT_FILE\fR and \fBSSL_CERT_DIR\fR also for \fBrediss://\fR stores.
 .TP
+\fBOTEL_EXPORTER_OTLP_ENDPOINT\fR, \fBOTEL_EXPORTER_OTLP_TRACES_ENDPOINT\fR
+Turn the export of traces on (see TRACES): the collector, to which \fB/v1/traces\fR is added, or the traces' URL as it is.
+.TP
+\fBOTEL_EXPORTER_OTLP_PROTOCOL\fR, \fBOTEL_EXPORTER_OTLP_HEADERS\fR, \fBOTEL_EXPORTER_OTLP_TIMEOUT\fR, \fBOTEL_EXPORTER_OTLP_COMPRESSION\fR, \fBOTEL_EXPORTER_OTLP_CERTIFICATE\fR
+The export's encoding (\fBhttp/protobuf\fR, the default, or \fBhttp/json\fR), its headers (\fIkey\fR\fB=\fR\fIvalue\fR\fB,\fR..., values percent\-decoded, never printed), its timeout in milliseconds (10000), \fBgzip\fR or \fBnone\fR, and a PEM file of authorities to trust; each also as \fBOTEL_EXPORTER_OTLP_TRACES_\fR\fI...\fR, which wins. \fBOTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE\fR and \fB_CLIENT_KEY\fR are not supported, and said so.
+.TP
+\fBOTEL_SERVICE_NAME\fR, \fBOTEL_RESOURCE_ATTRIBUTES\fR, \fBOTEL_SDK_DISABLED\fR, \fBOTEL_TRACES_EXPORTER\fR
+The resource's \fBservice.name\fR (\fBbackoff\fR) and more of its attributes; \fBtrue\fR and \fBnone\fR turn the export off. \fBOTEL_TRACES_SAMPLER\fR is read only to say, once, that a sampler other than \fBalways_on\fR or \fBparentbased_always_on\fR is not applied: every run is recorded unless its \fBTRACEPARENT\fR is not sampled. Under GitHub Actions (\fBGITHUB_ACTIONS\fR, \fBGITHUB_WORKFLOW\fR, \fBGITHUB_RUN_ID\fR, \fBGITHUB_JOB\fR, \fBGITHUB_REPOSITORY\fR, \fBGITHUB_SERVER_URL\fR, \fBGITHUB_REF_NAME\fR, \fBGITHUB_SHA\fR, \fBRUNNER_NAME\fR) and GitLab CI (\fBGITLAB_CI\fR, \fBCI_PIPELINE_NAME\fR, \fBCI_PROJECT_PATH\fR, \fBCI_PIPELINE_ID\fR, \fBCI_PIPELINE_URL\fR, \fBCI_JOB_NAME\fR, \fBCI_JOB_ID\fR, \fBCI_JOB_URL\fR, \fBCI_RUNNER_DESCRIPTION\fR, \fBCI_PROJECT_URL\fR, \fBCI_COMMIT_REF_NAME\fR, \fBCI_COMMIT_SHA\fR) the resource names the pipeline, job and run (\fBcicd.*\fR, \fBvcs.*\fR).
+.TP
+\fBTRACEPARENT\fR, \fBTRACESTATE\fR, \fBBAGGAGE\fR
+The trace the run joins, when traces are exported; each attempt's command is given \fBTRACEPARENT\fR naming its attempt's span (see TRACES).
+.TP
 \fBBACKOFF_ATTEMPT\fR, \fBBACKOFF_MAX_ATTEMPTS\fR, \fBBACKOFF_LAST_STATUS\fR
 Set for the command: the attempt number (from 1), the number of attempts allowed (empty without a fixed number: \fB\-\-forever\fR, \fB\-\-consecutive\fR, \fB\-\-reset\-after\fR), and from the second attempt on, how the previous attempt ended: its exit code, \fBsig:NAME\fR, \fBtimeout\fR or \fBunmet\fR.
 .TP
@@ -328,6 +340,14 @@ For the end check\-in to carry the output, the output passes through backoff (th
 A check\-in never changes the run's exit status. The start check\-in goes on while the job runs; the end one waits for it (the monitor must see the start first), and both together delay the end of the run by at most \fB\-\-ping\-timeout\fR (default 10s), within which a check\-in that got no answer, a 429 or a 5xx is tried again, after pauses drawn with full jitter under a bound that doubles from 200ms to 2s (a server's \fBRetry\-After\fR is obeyed when it fits); at most 5 redirects are followed. A check\-in that failed is one line (\fBthe end check\-in failed: hc\-ping.com: timed out after 10s\fR; one line for both when they failed alike). A URL is a credential: lines, events and reports name only its host, and a URL that is refused (not \fBhttp://\fR or \fBhttps://\fR) is not repeated; one that sends a user name and password in clear over \fBhttp://\fR is said once at the start.
 .PP
 HTTPS trusts the system's certificate authorities; \fBSSL_CERT_FILE\fR (a file of them) and \fBSSL_CERT_DIR\fR (a directory) take their place, as for OpenSSL. \fBALL_PROXY\fR, \fBHTTPS_PROXY\fR and \fBHTTP_PROXY\fR (the first set, in that order, each also in lower case) name a proxy, and \fBNO_PROXY\fR the hosts reached without it.
+";
+
+pub(super) const TRACES: &str = r".SH TRACES
+With \fBOTEL_EXPORTER_OTLP_ENDPOINT\fR (or \fBOTEL_EXPORTER_OTLP_TRACES_ENDPOINT\fR) in its environment, backoff makes the run an OpenTelemetry span (named by \fB\-\-name\fR, else the program), each attempt a child span \fBattempt\fR, and each delay (\fBbackoff.delay\fR: the drawn delay, its bound, its source: policy, retry\-after, rate\-limit or pattern), each budget, breaker, throttle and lock decision, each hook, a reset and a signal an event on the run's span, and sends them over OTLP/HTTP in one request when the run ends (a signal included, before backoff dies by it). The run's span says \fBbackoff.attempts\fR, \fBbackoff.retries\fR, \fBbackoff.reason\fR, \fBprocess.exit.code\fR, \fBbackoff.delay.total_seconds\fR and the policy, with status Error when the run did not succeed; an attempt's span \fBbackoff.attempt\fR, \fBbackoff.outcome\fR, \fBprocess.exit.code\fR or \fBbackoff.signal\fR, \fBerror.type\fR when it failed, and \fBhttp.response.status_code\fR when the output showed it. The command's arguments are never exported.
+.PP
+Given \fBTRACEPARENT\fR (W3C Trace Context), the run's span is a child of that span; each attempt's command sees \fBTRACEPARENT\fR naming its attempt's span (the sampled flag kept), the hooks the run's; \fBTRACESTATE\fR and \fBBAGGAGE\fR are passed on unchanged. Without an endpoint, or with \fBOTEL_SDK_DISABLED=true\fR or \fBOTEL_TRACES_EXPORTER=none\fR, no trace variable is changed, and with a \fBTRACEPARENT\fR whose sampled flag is off nothing is recorded and it is passed on as it came. A malformed \fBTRACEPARENT\fR is one warning, and the run starts a new trace.
+.PP
+The export never changes the exit status: a 429, 502, 503 or 504 is sent again (a \fBRetry\-After\fR obeyed) while \fBOTEL_EXPORTER_OTLP_TIMEOUT\fR (10000 ms) leaves time, and a collector that is down, hangs or refuses costs at most that and one warning. Header values are never printed. \fBgrpc\fR is refused with one line: use \fBhttp/protobuf\fR and the collector's port 4318.
 ";
 
 pub(super) const SIMULATION: &str = r#".SH SIMULATION

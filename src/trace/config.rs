@@ -104,6 +104,14 @@ pub fn from_env(
             }
         },
     };
+    if let Some(sampler) = get("OTEL_TRACES_SAMPLER")
+        && !matches!(sampler.trim(), "always_on" | "parentbased_always_on")
+    {
+        notices.push(
+            "OTEL_TRACES_SAMPLER is not read: every run is recorded, unless the TRACEPARENT it was given is not sampled"
+                .into(),
+        );
+    }
     for client in ["CLIENT_CERTIFICATE", "CLIENT_KEY"] {
         if let Some((name, _)) = signal_specific(&get, client) {
             notices.push(format!(
@@ -427,9 +435,11 @@ mod tests {
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
             ("OTEL_EXPORTER_OTLP_TIMEOUT", "soon"),
             ("OTEL_EXPORTER_OTLP_COMPRESSION", "zstd"),
+            ("OTEL_TRACES_SAMPLER", "traceidratio"),
+            ("OTEL_EXPORTER_OTLP_CLIENT_KEY", "/k.pem"),
         ]);
         assert_eq!(got.unwrap().timeout, DEFAULT_TIMEOUT);
-        assert_eq!(notices.len(), 2);
+        assert_eq!(notices.len(), 4, "{notices:?}");
         let (got, notices) = read(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://c/tok3n")]);
         assert!(got.is_none());
         assert!(notices[0].starts_with("OTEL_EXPORTER_OTLP_ENDPOINT: "));

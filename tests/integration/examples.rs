@@ -2,7 +2,8 @@
 //! pages is run here, as a reader would paste it, so that none can rot.
 //!
 //! What an example names is stood in for locally: `api.example.test` and
-//! `127.0.0.1:8080` by an HTTP server of the test's own, `budget.internal`
+//! `127.0.0.1:8080` by an HTTP server of the test's own, the collector at
+//! `localhost:4318` by another that takes every export, `budget.internal`
 //! and the Redis of the wait-for recipe by a redis-server of its own, the
 //! paths of a crontab by a temporary directory, a `--splay` window by one
 //! of a second, and the programs an
@@ -292,6 +293,8 @@ fn script(path: &Path, body: &str) {
 struct Stage {
     dir: TempDir,
     http: Server,
+    /// The OpenTelemetry collector's stand-in: it takes every export.
+    otlp: Server,
     redis: Redis,
 }
 
@@ -342,6 +345,7 @@ impl Stage {
                 200,
                 "{\"status\": \"UP\", \"items\": []}\n",
             )]),
+            otlp: Server::start(vec![Reply::new(200, "")]),
             redis: Redis::start(Some("secret")),
         }
     }
@@ -356,7 +360,9 @@ impl Stage {
         // of a second here: the place is what it shows, not the wait.
         let splay = Regex::new(r"--splay [0-9a-z]+").unwrap();
         let text = splay.replace_all(text, "--splay 1s");
+        let otlp = self.otlp.url.trim_end_matches("/resource");
         text.replace("https://api.example.test", http)
+            .replace("http://localhost:4318", otlp)
             .replace("https://hc-ping.com", http)
             .replace("http://127.0.0.1:8080", http)
             .replace("http://localhost:8080", http)
