@@ -73,7 +73,7 @@ fn span(trace: &Trace, s: &Span, root: bool) -> otlp::Span {
                 dropped_attributes_count: 0,
             })
             .collect(),
-        dropped_events_count: 0,
+        dropped_events_count: s.dropped_events,
         links: Vec::new(),
         dropped_links_count: 0,
         status: Some(match &s.error {
@@ -146,6 +146,7 @@ mod tests {
             attributes: vec![("backoff.attempts".into(), Attr::Int(2))],
             events: Vec::new(),
             error: Some("gave up: exhausted".into()),
+            dropped_events: 0,
         };
         let trace = Trace {
             trace: TraceId([0xab; 16]),

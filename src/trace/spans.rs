@@ -13,6 +13,17 @@ use crate::event::{Event, Next, Report};
 use crate::signal;
 use crate::trace::context::{Parent, SpanId, TraceId};
 
+/// The most attempt spans a run keeps: a run of more attempts
+/// (`--forever`, `--until-failure`) gives the later ones no span of their
+/// own (their commands see the run's span, so that none points at a span
+/// that is not exported), and says how many in
+/// `backoff.attempt_spans_dropped`. The request stays under a megabyte.
+pub const MAX_ATTEMPT_SPANS: usize = 1000;
+
+/// The most events the run's span keeps; the rest are counted in its
+/// dropped events.
+pub const MAX_EVENTS: usize = 2000;
+
 /// An attribute's value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Attr {
@@ -59,6 +70,8 @@ pub struct Span {
     pub events: Vec<SpanEvent>,
     /// Why it failed, when it did (the status Error), in a few words.
     pub error: Option<String>,
+    /// Events left out past `MAX_EVENTS`.
+    pub dropped_events: u32,
 }
 
 /// The spans of a run, all in one trace.
@@ -95,6 +108,8 @@ pub struct Tracer {
     run: Span,
     attempt: Option<Span>,
     done: Vec<Span>,
+    /// Attempts that got no span of their own (past `MAX_ATTEMPT_SPANS`).
+    unspanned: u64,
     delayed: Duration,
     clock: fn() -> SystemTime,
     random: Box<dyn FnMut() -> u128 + Send>,
@@ -141,6 +156,7 @@ impl Tracer {
             attributes: start.attributes,
             events: Vec::new(),
             error: None,
+            dropped_events: 0,
         };
         let mut tracer = Tracer {
             trace,
@@ -149,6 +165,7 @@ impl Tracer {
             run,
             attempt: None,
             done: Vec::new(),
+            unspanned: 0,
             delayed: Duration::ZERO,
             clock,
             random,
@@ -193,6 +210,10 @@ impl Tracer {
 
     /// An event on the run's span.
     fn note(&mut self, name: &str, attributes: Attrs) {
+        if self.run.events.len() >= MAX_EVENTS {
+            self.run.dropped_events = self.run.dropped_events.saturating_add(1);
+            return;
+        }
         self.run.events.push(SpanEvent {
             name: name.to_owned(),
             at: (self.clock)(),
@@ -252,6 +273,12 @@ impl Tracer {
                 Attr::Double(self.delayed.as_secs_f64()),
             ),
         ]);
+        if self.unspanned > 0 {
+            run.attributes.push((
+                "backoff.attempt_spans_dropped".into(),
+                Attr::Int(clamp(self.unspanned)),
+            ));
+        }
         if !end.success {
             run.attributes
                 .push(("error.type".into(), Attr::Str(end.reason.into())));
@@ -357,6 +384,9 @@ fn decision(event: &Event<'_>) -> (String, Attrs) {
 impl Report for Tracer {
     fn event(&mut self, event: &Event<'_>) {
         match *event {
+            Event::AttemptStarted { .. } if self.done.len() >= MAX_ATTEMPT_SPANS => {
+                self.unspanned += 1;
+            }
             Event::AttemptStarted { attempt, .. } => {
                 let id = SpanId::random(&mut self.random);
                 self.attempt = Some(Span {
@@ -368,6 +398,7 @@ impl Report for Tracer {
                     attributes: vec![("backoff.attempt".into(), Attr::Int(clamp(attempt)))],
                     events: Vec::new(),
                     error: None,
+                    dropped_events: 0,
                 });
                 self.hand_on(id);
             }

@@ -151,3 +151,55 @@ fn a_json_event_becomes_attributes_by_its_path() {
         ]
     );
 }
+
+#[test]
+fn a_run_of_many_attempts_keeps_a_bounded_trace_that_points_only_at_exported_spans() {
+    let (mut t, carried) = tracer(None);
+    let retry = Next::Retry {
+        delay: Delay {
+            delay: Duration::ZERO,
+            bound: Duration::ZERO,
+        },
+        server: false,
+    };
+    let n = MAX_ATTEMPT_SPANS as u64 + 5;
+    for attempt in 1..=n {
+        t.event(&Event::AttemptStarted {
+            attempt,
+            max_attempts: None,
+        });
+        t.event(&failed(attempt, retry));
+        t.event(&Event::Reset {
+            attempt,
+            ran: Duration::ZERO,
+            after: Duration::ZERO,
+        });
+    }
+    let last_carried = carried.lock().unwrap().last().cloned().unwrap();
+    let trace = t.finish(RunEnd {
+        exit_code: 1,
+        attempts: n,
+        reason: "interrupted",
+        success: false,
+    });
+    assert_eq!(trace.spans.len(), MAX_ATTEMPT_SPANS + 1);
+    let run = &trace.spans[0];
+    assert!(
+        run.attributes
+            .contains(&("backoff.attempt_spans_dropped".into(), Attr::Int(5)))
+    );
+    assert_eq!(run.events.len(), MAX_EVENTS);
+    assert_eq!(
+        run.dropped_events,
+        2 * u32::try_from(n).unwrap() - u32::try_from(MAX_EVENTS).unwrap()
+    );
+    // The attempts past the bound were handed the run's span.
+    assert!(last_carried.contains(&run.id.to_string()));
+    let spanned: Vec<String> = trace.spans.iter().map(|s| s.id.to_string()).collect();
+    for header in carried.lock().unwrap().iter() {
+        assert!(
+            spanned.iter().any(|id| header.contains(id.as_str())),
+            "{header}"
+        );
+    }
+}
