@@ -432,23 +432,95 @@ fn run_configured(
     if let Some(capture) = capture {
         release_output(cfg, capture, exit);
     }
-    if let Some(p) = pings.as_mut() {
-        p.finish(exit, recorder.attempts(), recorder.reason());
-    }
-    if let Some(t) = traces {
-        t.finish(trace::spans::RunEnd {
-            exit_code: exit.shell_code(),
-            attempts: recorder.attempts(),
-            reason: recorder.reason(),
-            success: exit == Exit::SUCCESS,
-        });
-    }
-    // A signal that ended the wait for the metrics file's lock ends backoff
-    // as any signal does: it dies by it.
-    match write_summaries(cfg, &recorder, exit, exit_by, &mut |d| executor.pause(d)) {
+    let ends = Ends {
+        exit,
+        attempts: recorder.attempts(),
+        reason: recorder.reason().to_owned(),
+        by: exit_by,
+    };
+    let cut = send_ends(pings, traces, ends, &mut executor, &cfg.warnings);
+    // A signal that ended the wait for the metrics file's lock, or for
+    // what goes out at the end, ends backoff as any signal does: it dies
+    // by it.
+    match write_summaries(cfg, &recorder, exit, exit_by, &mut |d| executor.pause(d)).or(cut) {
         Some(sig) => Ok(Exit::Signal(sig)),
         None => Ok(exit),
     }
+}
+
+/// Something sent at the end of the run, in a thread of its own.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// How a run ended, for what goes out at its end.
+struct Ends {
+    exit: Exit,
+    attempts: u64,
+    reason: String,
+    /// When backoff must have exited (`exit_by`).
+    by: Option<Instant>,
+}
+
+/// Sends what goes out when the run ends, the end check-in and the spans,
+/// each in a thread of its own and bounded by its own timeout and by
+/// `ends.by`, while backoff waits for them, or for a terminating signal,
+/// which ends the wait: that signal is returned (the sending is given up,
+/// and backoff dies by it).
+fn send_ends(
+    pings: Option<Pings>,
+    traces: Option<trace::Traces>,
+    ends: Ends,
+    executor: &mut RealExecutor,
+    warnings: &Warnings,
+) -> Option<i32> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let Ends {
+        exit,
+        attempts,
+        reason,
+        by,
+    } = ends;
+    let mut jobs: Vec<(&str, Job)> = Vec::new();
+    if let Some(mut p) = pings {
+        let reason = reason.clone();
+        jobs.push((
+            "the end check-in",
+            Box::new(move || p.finish(exit, attempts, &reason, by)),
+        ));
+    }
+    if let Some(t) = traces {
+        jobs.push((
+            "the trace",
+            Box::new(move || {
+                let end = trace::spans::RunEnd {
+                    exit_code: exit.shell_code(),
+                    attempts,
+                    reason: &reason,
+                    success: exit == Exit::SUCCESS,
+                };
+                t.finish(end, by);
+            }),
+        ));
+    }
+    let left = Arc::new(AtomicUsize::new(jobs.len()));
+    for (what, job) in jobs {
+        let mine = Arc::clone(&left);
+        let waker = executor.waker();
+        let spawned = std::thread::Builder::new()
+            .name("at-end".into())
+            .spawn(move || {
+                job();
+                mine.fetch_sub(1, Ordering::SeqCst);
+                if let Some(w) = waker {
+                    w.wake();
+                }
+            });
+        if let Err(e) = spawned {
+            warnings.warn(&format!("{what} was not sent: {e}"));
+            left.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    executor.wait_until(&|| left.load(Ordering::SeqCst) == 0)
 }
 
 /// The run's traces, when the environment asks for them (`trace`):
@@ -456,12 +528,16 @@ fn run_configured(
 fn traces(cfg: &RunConfig, carried: &exec::Carried) -> Option<trace::Traces> {
     let carried = carried.clone();
     trace::Traces::from_env(
-        &|name| std::env::var(name).ok(),
+        // A value that is not UTF-8 is one that cannot be read: it is
+        // said so, as a malformed one is.
+        &|name| {
+            std::env::var_os(name).map(|v| v.into_string().unwrap_or_else(|_| "\u{fffd}".into()))
+        },
         trace::RunInfo {
             name: config::job_name(cfg.name.as_ref(), &cfg.command),
             attributes: trace::policy_attributes(&cfg.policy.policy, cfg.policy.max_retries),
         },
-        Box::new(move |header| carried.set(trace::TRACEPARENT, header)),
+        Box::new(move |name, value| carried.set(name, value)),
         &cfg.warnings,
     )
 }

@@ -78,6 +78,9 @@ pub enum Event<'a> {
         needed: Option<u64>,
         /// What comes next: a run after a delay, or the deadline.
         next: Next,
+        /// The last HTTP status the attempt's output showed, when a preset
+        /// or a rule could see it.
+        http_status: Option<u16>,
     },
     /// An attempt that ran at least `--reset-after` before failing: the
     /// retry count and the delays start over.
@@ -189,6 +192,9 @@ pub enum Event<'a> {
         streak: u64,
         /// Whether it met an `--until-output` condition.
         condition: bool,
+        /// The last HTTP status the attempt's output showed, when a preset
+        /// or a rule could see it.
+        http_status: Option<u16>,
     },
     /// The run ends without success.
     GaveUp {

@@ -183,12 +183,14 @@ impl Pings {
     /// Sends the end check-in of a run that ended with `exit`, after
     /// `attempts` attempts for `reason`: the start check-in is waited for
     /// first (the monitor must see it first), and both together take at
-    /// most `--ping-timeout` from now.
-    pub fn finish(&mut self, exit: Exit, attempts: u64, reason: &str) {
+    /// most `--ping-timeout` from now, and end by `by` (when backoff must
+    /// have exited) if that comes first.
+    pub fn finish(&mut self, exit: Exit, attempts: u64, reason: &str, by: Option<Instant>) {
         if !self.began {
             return;
         }
-        let deadline = Instant::now() + self.timeout;
+        let timeout = Instant::now() + self.timeout;
+        let deadline = by.map_or(timeout, |by| by.min(timeout));
         let start = match self.started.take().map(std::thread::JoinHandle::join) {
             Some(Ok(Err(why))) => Some(why),
             _ => None,

@@ -891,6 +891,7 @@ impl Loop<'_, '_> {
                     total,
                     streak: self.count.streak,
                     condition: plan.rules.until_output,
+                    http_status: a.seen.http_status,
                 },
             };
             return Step::Done(self.end(&event, Exit::SUCCESS));
@@ -912,6 +913,7 @@ impl Loop<'_, '_> {
             streak: self.count.streak,
             needed,
             next,
+            http_status: a.seen.http_status,
         });
         if let Next::Retry { delay, .. } = next {
             return Step::Again {

@@ -77,7 +77,7 @@ fn environment_with<'a>(
         })
         .map(|(name, value)| env_entry(&name, &value))
         .collect::<io::Result<_>>()?;
-    let carried = carried.iter().map(|(n, v)| (*n, Some(v.clone())));
+    let carried = carried.iter().map(|(n, v)| (*n, v.clone()));
     for (name, value) in vars.into_iter().chain(carried) {
         if let Some(value) = value {
             env.push(env_entry(OsStr::new(name), OsStr::new(&value))?);

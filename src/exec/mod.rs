@@ -36,21 +36,25 @@ pub use spool::{Replayed, spool_stdin};
 
 /// Variables that a receiver of the run's events hands on to the
 /// processes started from then on, attempts and hooks (the trace context:
-/// `TRACEPARENT`), in place of inherited ones of the same names. A clone
-/// shares them.
+/// `TRACEPARENT`), in place of inherited ones of the same names, or that
+/// it keeps from them (`None`). A clone shares them.
 #[derive(Debug, Clone, Default)]
-pub struct Carried(Arc<Mutex<Vec<(&'static str, String)>>>);
+pub struct Carried(Arc<Mutex<Variables>>);
+
+/// Variables by name: set to a value, or kept from processes (`None`).
+type Variables = Vec<(&'static str, Option<String>)>;
 
 impl Carried {
-    /// From now on, processes see `name` set to `value`.
-    pub fn set(&self, name: &'static str, value: String) {
+    /// From now on, processes see `name` set to `value`, or not at all
+    /// with `None`.
+    pub fn set(&self, name: &'static str, value: Option<String>) {
         let mut vars = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         vars.retain(|(n, _)| *n != name);
         vars.push((name, value));
     }
 
     /// The variables, as they are now.
-    fn vars(&self) -> Vec<(&'static str, String)> {
+    fn vars(&self) -> Variables {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -178,6 +182,32 @@ impl RealExecutor {
                 w.wake();
             }
         })
+    }
+
+    /// Something another thread calls to wake `wait_until`, if the
+    /// signal watch can give one.
+    pub fn waker(&self) -> Option<signals::Waker> {
+        self.watch.waker().ok()
+    }
+
+    /// Waits until `done` says so (looked at each time the wait wakes: a
+    /// `waker`'s call wakes it, and it wakes each second anyway) or a
+    /// terminating signal comes, which it returns.
+    pub fn wait_until(&mut self, done: &dyn Fn() -> bool) -> Option<i32> {
+        loop {
+            if done() {
+                return None;
+            }
+            let got = self
+                .watch
+                .wait(Instant::now().checked_add(Duration::from_secs(1)));
+            if got.contains(&libc::SIGCHLD) {
+                self.keep_guard(0);
+            }
+            if let Some(sig) = Self::pending_termination(got) {
+                return Some(sig);
+            }
+        }
     }
 
     /// Reads the response headers of each attempt from `headers` (the

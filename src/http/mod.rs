@@ -226,6 +226,22 @@ impl Client {
     /// When no certificate authority can be loaded at all, or `extra_ca`
     /// holds none.
     pub fn new(extra_ca: Option<&[u8]>, https: bool) -> Result<Client, String> {
+        Client::with_redirects(extra_ca, https, MAX_REDIRECTS)
+    }
+
+    /// The same, following at most `redirects` redirects: with 0, a
+    /// redirect is an answer like any other (a POST redirected with 301,
+    /// 302 or 303 would be sent again as a GET without its body, and
+    /// with the caller's headers to another host).
+    ///
+    /// # Errors
+    ///
+    /// As `new`.
+    pub fn with_redirects(
+        extra_ca: Option<&[u8]>,
+        https: bool,
+        redirects: u32,
+    ) -> Result<Client, String> {
         let builder = ureq::Agent::config_builder();
         #[cfg(feature = "tls")]
         let builder = builder.tls_config(tls_config(extra_ca, https)?);
@@ -236,7 +252,7 @@ impl Client {
         let agent = builder
             .proxy(ureq::Proxy::try_from_env())
             .http_status_as_error(false)
-            .max_redirects(MAX_REDIRECTS)
+            .max_redirects(redirects)
             .user_agent(concat!("backoff/", env!("CARGO_PKG_VERSION")))
             .build()
             .new_agent();

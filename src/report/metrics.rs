@@ -568,6 +568,7 @@ mod tests {
             total: Duration::from_millis(5),
             streak: 1,
             condition: false,
+            http_status: None,
         });
         r
     }

@@ -1021,6 +1021,7 @@ mod tests {
             streak: 2,
             needed: Some(3),
             next: retry,
+            http_status: None,
         };
         assert_eq!(status(&passed), Some("next attempt 3".to_owned()));
     }

@@ -411,3 +411,25 @@ pub fn readable(fds: &[BorrowedFd<'_>]) -> Vec<bool> {
     }
     polled.iter().map(|p| !p.revents().is_empty()).collect()
 }
+
+/// The first `max` bytes of the regular file at `path`, read without ever
+/// waiting: a FIFO, a device or a terminal (`/dev/stdin`, which is the
+/// command's input) is refused before anything is read of it.
+///
+/// # Errors
+///
+/// When it cannot be opened or read, or is not a regular file.
+pub fn read_regular(path: &std::path::Path, max: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    let mut out = Vec::new();
+    file.take(max).read_to_end(&mut out)?;
+    Ok(out)
+}

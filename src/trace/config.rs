@@ -59,22 +59,21 @@ pub fn from_env(
     if get("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
         return None;
     }
+    let exporters: Vec<String> = get("OTEL_TRACES_EXPORTER")
+        .unwrap_or_else(|| "otlp".into())
+        .split(',')
+        .map(|e| e.trim().to_ascii_lowercase())
+        .collect();
+    if exporters.iter().any(|n| n == "none") {
+        return None;
+    }
     let endpoint = endpoint(&get, notices)?;
-    if let Some(exporters) = get("OTEL_TRACES_EXPORTER") {
-        let names: Vec<String> = exporters
-            .split(',')
-            .map(|e| e.trim().to_ascii_lowercase())
-            .collect();
-        if names.iter().any(|n| n == "none") {
-            return None;
-        }
-        if !names.iter().any(|n| n == "otlp") {
-            notices.push(
-                "OTEL_TRACES_EXPORTER names no exporter backoff has (it has otlp): no trace is exported"
-                    .into(),
-            );
-            return None;
-        }
+    if !exporters.iter().any(|n| n == "otlp") {
+        notices.push(
+            "OTEL_TRACES_EXPORTER names no exporter backoff has (it has otlp): no trace is exported"
+                .into(),
+        );
+        return None;
     }
     let protocol = protocol(&get, notices)?;
     let headers = signal_specific(&get, "HEADERS")
@@ -206,10 +205,20 @@ fn pairs(name: &str, value: &str, notices: &mut Vec<String>) -> Vec<(String, Str
 
 /// Headers for the export: valid names and values only.
 fn headers(name: &str, value: &str, notices: &mut Vec<String>) -> Vec<(String, String)> {
+    // What frames the request is backoff's to say.
+    const FRAMING: [&str; 6] = [
+        "content-length",
+        "content-type",
+        "content-encoding",
+        "transfer-encoding",
+        "host",
+        "connection",
+    ];
     let all = pairs(name, value, notices);
     let valid = |(k, v): &(String, String)| {
-        k.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        !FRAMING.contains(&k.to_ascii_lowercase().as_str())
+            && k.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
             && v.len() <= MAX_VALUE
             && !v.bytes().any(|b| b.is_ascii_control() && b != b'\t')
     };
@@ -381,6 +390,25 @@ mod tests {
             got.resource,
             vec![("service.name".into(), "backoff".into())]
         );
+    }
+
+    #[test]
+    fn none_wins_over_an_endpoint_that_cannot_be_read_and_framing_headers_are_refused() {
+        let (got, notices) = read(&[
+            ("OTEL_TRACES_EXPORTER", "none"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318"),
+        ]);
+        assert!(got.is_none());
+        assert!(notices.is_empty(), "{notices:?}");
+        let (got, notices) = read(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "Content-Length=3,host=evil,api-key=k",
+            ),
+        ]);
+        assert_eq!(got.unwrap().headers, vec![("api-key".into(), "k".into())]);
+        assert_eq!(notices.len(), 1);
     }
 
     #[test]

@@ -121,8 +121,9 @@ pub fn parse(value: &str) -> Result<Parent, &'static str> {
     }
     let mut f = [0; 1];
     decode(flags, &mut f);
-    // Version 00 defines these flags: sampled, and random (level 2).
-    let flags = if version == b"00" { f[0] } else { f[0] & 0x03 };
+    // The flags defined: sampled, and random (level 2); vendors must set
+    // the others to zero.
+    let flags = f[0] & 0x03;
     Ok(Parent {
         trace: TraceId(t),
         span: SpanId(s),
@@ -165,6 +166,8 @@ mod tests {
         assert_eq!(p.header(), GOOD);
         let unsampled = parse(&GOOD.replace("-01", "-00")).unwrap();
         assert!(!unsampled.sampled());
+        // Flags not defined are not passed on.
+        assert_eq!(parse(&GOOD.replace("-01", "-ff")).unwrap().flags, 0x03);
         // A later version with more fields: read as 00, its fields dropped.
         let later = parse(&format!("{}-extra", GOOD.replacen("00-", "cc-", 1))).unwrap();
         assert_eq!(later.header(), GOOD);

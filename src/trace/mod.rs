@@ -15,7 +15,7 @@ pub mod context;
 pub mod otlp;
 pub mod spans;
 
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::event::{Event, Report};
@@ -62,7 +62,7 @@ impl Traces {
     pub fn from_env(
         env: &dyn Fn(&str) -> Option<String>,
         run: RunInfo,
-        carry: Box<dyn FnMut(String) + Send>,
+        mut carry: spans::Carry,
         warnings: &Warnings,
     ) -> Option<Traces> {
         let mut notices = Vec::new();
@@ -93,9 +93,16 @@ impl Traces {
                 return None;
             }
         };
-        let trace_state = env("TRACESTATE")
-            .filter(|s| s.len() <= context::MAX_TRACESTATE)
-            .unwrap_or_default();
+        // TRACESTATE belongs to the trace TRACEPARENT names: a new trace
+        // starts without it, and the processes started do not see it.
+        let trace_state = if parent.is_some() {
+            env("TRACESTATE")
+                .filter(|s| s.len() <= context::MAX_TRACESTATE)
+                .unwrap_or_default()
+        } else {
+            carry("TRACESTATE", None);
+            String::new()
+        };
         let start = spans::Start {
             name: run.name,
             parent,
@@ -111,10 +118,12 @@ impl Traces {
         })
     }
 
-    /// Ends the run's span and sends the spans, within the timeout: one
+    /// Ends the run's span and sends the spans, within the timeout and by
+    /// `by` (when backoff must have exited) if that comes first: one
     /// request, retried as OTLP says. What went wrong is one warning.
-    pub fn finish(self, end: RunEnd<'_>) {
-        let deadline = Instant::now() + self.exporting.timeout;
+    pub fn finish(self, end: RunEnd<'_>, by: Option<Instant>) {
+        let timeout = Instant::now() + self.exporting.timeout;
+        let deadline = by.map_or(timeout, |by| by.min(timeout));
         let trace = self.tracer.finish(end);
         let resource = resource(&self.exporting);
         let req = otlp::request(&trace, &resource);
@@ -135,13 +144,27 @@ impl Traces {
         };
         let why = match self.client.send_with_retries(&req, deadline, retryable) {
             Ok(r) if (200..300).contains(&r.status) => return,
+            Ok(r) if (300..400).contains(&r.status) => format!(
+                "{}: answered {} (a redirect, which is not followed: give the URL it names as OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)",
+                self.exporting.endpoint.host(),
+                r.status
+            ),
             Ok(r) => format!("{}: answered {}", self.exporting.endpoint.host(), r.status),
             // Out of time: the limit the user can change, by its name.
-            Err(f) if f.status.is_none() && Instant::now() + SLACK >= deadline => format!(
-                "{}: no answer within {} ms (OTEL_EXPORTER_OTLP_TIMEOUT)",
-                self.exporting.endpoint.host(),
-                self.exporting.timeout.as_millis()
-            ),
+            Err(f) if f.status.is_none() && Instant::now() + SLACK >= deadline => {
+                if deadline < timeout {
+                    format!(
+                        "{}: no answer before backoff's time (--max-time plus --kill-after) ran out",
+                        self.exporting.endpoint.host()
+                    )
+                } else {
+                    format!(
+                        "{}: no answer within {} ms (OTEL_EXPORTER_OTLP_TIMEOUT)",
+                        self.exporting.endpoint.host(),
+                        self.exporting.timeout.as_millis()
+                    )
+                }
+            }
             Err(f) => f.to_string(),
         };
         self.warnings
@@ -185,11 +208,7 @@ fn client(exporting: &Exporting) -> Result<Client, String> {
     let pem = match &exporting.certificate {
         None => None,
         Some(path) => {
-            let read = std::fs::File::open(path).and_then(|f| {
-                let mut pem = Vec::new();
-                f.take(MAX_CERTIFICATE).read_to_end(&mut pem)?;
-                Ok(pem)
-            });
+            let read = crate::sys::fd::read_regular(path, MAX_CERTIFICATE);
             Some(read.map_err(|e| {
                 format!(
                     "cannot read the certificate file '{}' (OTEL_EXPORTER_OTLP_CERTIFICATE): {}",
@@ -199,7 +218,10 @@ fn client(exporting: &Exporting) -> Result<Client, String> {
             })?)
         }
     };
-    Client::new(pem.as_deref(), exporting.endpoint.is_https())
+    // A collector is reached where it is configured: no redirect is
+    // followed (the spans would go as a GET without them, and the headers,
+    // which hold credentials, to another host).
+    Client::with_redirects(pem.as_deref(), exporting.endpoint.is_https(), 0)
         .map_err(|why| format!("{} ({})", why, exporting.endpoint.host()))
 }
 

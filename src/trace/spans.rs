@@ -4,6 +4,7 @@
 //! clock and the ids are given, and where the context goes next (the
 //! `TRACEPARENT` of the next process started) is told to a callback.
 
+use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
@@ -17,12 +18,14 @@ use crate::trace::context::{Parent, SpanId, TraceId};
 /// (`--forever`, `--until-failure`) gives the later ones no span of their
 /// own (their commands see the run's span, so that none points at a span
 /// that is not exported), and says how many in
-/// `backoff.attempt_spans_dropped`. The request stays under a megabyte.
-pub const MAX_ATTEMPT_SPANS: usize = 1000;
+/// `backoff.attempt_spans_dropped`. With `EVENTS_KEPT`, the request stays
+/// within a few hundred kilobytes, and the memory a long run holds flat.
+pub const MAX_ATTEMPT_SPANS: usize = 100;
 
-/// The most events the run's span keeps; the rest are counted in its
-/// dropped events.
-pub const MAX_EVENTS: usize = 2000;
+/// The events the run's span keeps: its first this many and its last this
+/// many (the ones that tell how it ended); those between are counted in
+/// its dropped events.
+pub const EVENTS_KEPT: usize = 100;
 
 /// An attribute's value.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,14 +111,20 @@ pub struct Tracer {
     run: Span,
     attempt: Option<Span>,
     done: Vec<Span>,
+    /// The run's latest events, once its first `EVENTS_KEPT` are kept.
+    tail: VecDeque<SpanEvent>,
     /// Attempts that got no span of their own (past `MAX_ATTEMPT_SPANS`).
     unspanned: u64,
     delayed: Duration,
     clock: fn() -> SystemTime,
     random: Box<dyn FnMut() -> u128 + Send>,
     /// Told the `TRACEPARENT` each process started from now on sees.
-    carry: Box<dyn FnMut(String) + Send>,
+    carry: Carry,
 }
+
+/// Where a variable of the trace context is told: its name, and the value
+/// each process started from then on sees (`None`: none at all).
+pub type Carry = Box<dyn FnMut(&'static str, Option<String>) + Send>;
 
 /// How `Tracer::new` starts.
 pub struct Start {
@@ -137,7 +146,7 @@ impl Tracer {
         start: Start,
         clock: fn() -> SystemTime,
         mut random: Box<dyn FnMut() -> u128 + Send>,
-        carry: Box<dyn FnMut(String) + Send>,
+        carry: Carry,
     ) -> Tracer {
         let (trace, flags, parent) = match start.parent {
             Some(p) => (p.trace, p.flags, Some(p.span)),
@@ -165,6 +174,7 @@ impl Tracer {
             run,
             attempt: None,
             done: Vec::new(),
+            tail: VecDeque::new(),
             unspanned: 0,
             delayed: Duration::ZERO,
             clock,
@@ -183,7 +193,7 @@ impl Tracer {
             flags: self.flags,
         }
         .header();
-        (self.carry)(header);
+        (self.carry)(crate::trace::TRACEPARENT, Some(header));
     }
 
     /// Ends the open attempt's span with `outcome`; `failed` says whether
@@ -210,15 +220,20 @@ impl Tracer {
 
     /// An event on the run's span.
     fn note(&mut self, name: &str, attributes: Attrs) {
-        if self.run.events.len() >= MAX_EVENTS {
-            self.run.dropped_events = self.run.dropped_events.saturating_add(1);
-            return;
-        }
-        self.run.events.push(SpanEvent {
+        let event = SpanEvent {
             name: name.to_owned(),
             at: (self.clock)(),
             attributes,
-        });
+        };
+        if self.run.events.len() < EVENTS_KEPT {
+            self.run.events.push(event);
+            return;
+        }
+        self.tail.push_back(event);
+        if self.tail.len() > EVENTS_KEPT {
+            self.tail.pop_front();
+            self.run.dropped_events = self.run.dropped_events.saturating_add(1);
+        }
     }
 
     /// A `backoff.delay` event, when `next` is a retry after a delay.
@@ -259,6 +274,7 @@ impl Tracer {
             });
         }
         let mut run = self.run;
+        run.events.extend(self.tail);
         run.end = (self.clock)();
         run.attributes.extend([
             ("backoff.attempts".into(), Attr::Int(clamp(end.attempts))),
@@ -418,11 +434,24 @@ impl Report for Tracer {
                 }
                 self.delay(next, hint);
             }
-            Event::Passed { outcome, next, .. } => {
-                self.end_attempt(outcome, false, None);
+            Event::Passed {
+                outcome,
+                next,
+                http_status,
+                ..
+            } => {
+                self.end_attempt(outcome, false, http_status);
                 self.delay(next, None);
             }
-            Event::Succeeded { outcome, .. } => self.end_attempt(outcome, false, None),
+            Event::Succeeded {
+                outcome,
+                http_status,
+                ..
+            } => self.end_attempt(outcome, false, http_status),
+            Event::NoFailure {
+                last: Some((_, outcome, _)),
+                ..
+            } => self.end_attempt(outcome, false, None),
             Event::CannotStart { outcome, .. } => self.end_attempt(outcome, true, None),
             Event::Interrupted { during, .. } => {
                 if let Some((_, outcome, _)) = during.attempt() {

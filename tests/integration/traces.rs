@@ -22,12 +22,16 @@ use crate::support::{
 /// The receiver: each request is one JSON line in `log` (its path, the
 /// headers that matter, and the spans decoded, or why decoding failed);
 /// `mode` is `ok`, `503` (503 with `Retry-After: 0` once, then 200),
-/// `400`, or `hang`; with `tls`, HTTPS with `cert.pem`/`key.pem` of its
+/// `400`, `302` (to `/elsewhere`), `hang`, or `plain` (200, nothing
+/// decoded: it needs no decoder); with `tls`, HTTPS with `cert.pem`/`key.pem` of its
 /// directory.
 const RECEIVER: &str = r#"
 import base64, gzip, http.server, json, os, socketserver, ssl, sys, time
-from google.protobuf import json_format
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+try:
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+except ImportError:
+    ExportTraceServiceRequest = None
 port_file, log, mode, tls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "tls"
 count = [0]
 def value(v):
@@ -37,14 +41,22 @@ def attrs(kvs):
     return {kv.key: value(kv.value) for kv in kvs}
 class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
+    def do_GET(self):
+        with open(log, "a") as f:
+            f.write(json.dumps({"path": self.path, "method": "GET"}) + "\n")
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
     def do_POST(self):
         n = int(self.headers.get("Content-Length", 0))
         body = self.rfile.read(n)
         count[0] += 1
-        entry = {"path": self.path, "content_type": self.headers.get("Content-Type"),
+        entry = {"method": "POST", "path": self.path, "content_type": self.headers.get("Content-Type"),
                  "encoding": self.headers.get("Content-Encoding"),
                  "token": self.headers.get("x-token"), "agent": self.headers.get("User-Agent")}
         try:
+            if mode == "plain":
+                raise StopIteration
             if entry["encoding"] == "gzip":
                 body = gzip.decompress(body)
             req = ExportTraceServiceRequest()
@@ -80,6 +92,8 @@ class H(http.server.BaseHTTPRequestHandler):
                             "events": [{"name": e.name, "attributes": attrs(e.attributes)} for e in s.events],
                             "status": {"code": s.status.code, "message": s.status.message}})
             entry["spans"] = spans
+        except StopIteration:
+            pass
         except Exception as e:
             entry["error"] = repr(e)
         with open(log, "a") as f:
@@ -91,7 +105,11 @@ class H(http.server.BaseHTTPRequestHandler):
             status = 400
         elif mode == "503" and count[0] == 1:
             status = 503
+        elif mode == "302":
+            status = 302
         self.send_response(status)
+        if status == 302:
+            self.send_header("Location", "/elsewhere")
         if status == 503:
             self.send_header("Retry-After", "0")
         self.send_header("Content-Type", "application/x-protobuf")
@@ -173,6 +191,11 @@ impl Receiver {
 
 const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
+/// What `cmd` wrote, once it has exited 0.
+fn succeeds(cmd: &mut assert_cmd::Command) -> std::process::Output {
+    cmd.assert().success().get_output().clone()
+}
+
 /// `backoff ARGS` exporting to `endpoint`.
 fn traced(endpoint: &str, args: &[&str]) -> assert_cmd::Command {
     let mut cmd = backoff(args);
@@ -195,28 +218,26 @@ fn a_run_is_a_span_of_the_given_trace_and_each_attempt_a_child_the_command_joins
         return;
     }
     let r = Receiver::start("ok");
-    let out = traced(
-        &r.endpoint(),
-        &[
-            "--name",
-            "deploy",
-            "--base",
-            "10ms",
-            "--on-retry",
-            "echo \"hook=$TRACEPARENT\"",
-            "--",
-            "sh",
-            "-c",
-            THIRD_TIME,
-        ],
-    )
-    .env("TRACEPARENT", PARENT)
-    .env("TRACESTATE", "vendor=opaque")
-    .env("BAGGAGE", "team=infra")
-    .assert()
-    .success()
-    .get_output()
-    .clone();
+    let out = succeeds(
+        traced(
+            &r.endpoint(),
+            &[
+                "--name",
+                "deploy",
+                "--base",
+                "10ms",
+                "--on-retry",
+                "echo \"hook=$TRACEPARENT\"",
+                "--",
+                "sh",
+                "-c",
+                THIRD_TIME,
+            ],
+        )
+        .env("TRACEPARENT", PARENT)
+        .env("TRACESTATE", "vendor=opaque")
+        .env("BAGGAGE", "team=infra"),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let got = r.requests(1);
@@ -379,6 +400,7 @@ fn a_servers_retry_after_and_http_status_are_in_the_trace() {
     let spans = got[0]["spans"].as_array().unwrap();
     let attempts = by_name(spans, "attempt");
     assert_eq!(attempts[0]["attributes"]["http.response.status_code"], 503);
+    assert_eq!(attempts[1]["attributes"]["http.response.status_code"], 200);
     assert_eq!(attempts[0]["attributes"]["process.exit.code"], 22);
     let run = by_name(spans, "curl")[0];
     let delay = run["events"]
@@ -476,11 +498,7 @@ fn a_collector_that_fails_first_is_sent_again_and_one_that_refuses_is_one_warnin
     assert!(!stderr.contains("trace"), "{stderr}");
 
     let r = Receiver::start("400");
-    let out = traced(&r.endpoint(), &["--", "true"])
-        .assert()
-        .success()
-        .get_output()
-        .clone();
+    let out = succeeds(&mut traced(&r.endpoint(), &["--", "true"]));
     assert_eq!(r.requests(1).len(), 1, "a 400 is not sent again");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
@@ -515,13 +533,11 @@ fn a_collector_down_or_hanging_costs_at_most_the_timeout_and_one_warning() {
     }
     let r = Receiver::start("hang");
     let began = Instant::now();
-    let out = traced(&r.endpoint(), &["--", "true"])
-        .env("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
-        .timeout(PATIENCE)
-        .assert()
-        .success()
-        .get_output()
-        .clone();
+    let out = succeeds(
+        traced(&r.endpoint(), &["--", "true"])
+            .env("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
+            .timeout(PATIENCE),
+    );
     let took = began.elapsed();
     assert!(took >= Duration::from_secs(1), "{took:?}");
     assert!(
@@ -553,7 +569,7 @@ fn seen_traceparent(env: &[(&str, &str)]) -> (String, String) {
 
 #[test]
 fn without_an_export_traceparent_is_passed_on_untouched_and_nothing_is_sent() {
-    let r = Receiver::start("ok");
+    let r = Receiver::start("plain");
     let endpoint = r.endpoint();
     for env in [
         vec![("TRACEPARENT", PARENT)],
@@ -640,14 +656,19 @@ fn an_https_collector_is_trusted_through_the_certificate_variable() {
     let got = r.requests(1);
     assert_eq!(got[0]["spans"].as_array().unwrap().len(), 2);
     // Without it, the test's authority is not trusted: one warning.
-    let out = traced(&r.endpoint(), &["--", "true"])
-        .env("SSL_CERT_FILE", "/dev/null")
-        .assert()
-        .success()
-        .get_output()
-        .clone();
+    let out = succeeds(traced(&r.endpoint(), &["--", "true"]).env("SSL_CERT_FILE", "/dev/null"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("the trace was not exported"), "{stderr}");
+}
+
+/// The collector, stopped however the test ends.
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 #[test]
@@ -675,15 +696,19 @@ fn the_opentelemetry_collector_takes_the_spans_when_it_is_installed() {
     );
     std::fs::write(dir.join("config.yaml"), config).unwrap();
     let log = std::fs::File::create(dir.join("log")).unwrap();
-    let mut child = Command::new(collector)
-        .arg("--config")
-        .arg(dir.join("config.yaml"))
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    eventually("the collector listens", || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    let _collector = Stopped(
+        Command::new(collector)
+            .arg("--config")
+            .arg(dir.join("config.yaml"))
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    // Its own word that it listens (the port might have been taken by
+    // another process since it was found free).
+    eventually("the collector is ready", || {
+        std::fs::read_to_string(dir.join("log")).is_ok_and(|l| l.contains("Everything is ready"))
     });
     traced(
         &format!("http://127.0.0.1:{port}"),
@@ -695,6 +720,131 @@ fn the_opentelemetry_collector_takes_the_spans_when_it_is_installed() {
     eventually("the collector shows the run's span", || {
         std::fs::read_to_string(dir.join("log")).is_ok_and(|l| l.contains("collected"))
     });
-    let _ = child.kill();
-    let _ = child.wait();
+}
+
+#[test]
+fn a_redirecting_collector_is_not_followed_and_is_one_warning() {
+    let r = Receiver::start("302");
+    let out = succeeds(
+        traced(&r.endpoint(), &["--", "true"]).env("OTEL_EXPORTER_OTLP_HEADERS", "api-key=s3cret"),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr,
+        format!(
+            "backoff: the trace was not exported: 127.0.0.1:{}: answered 302 (a redirect, which is not followed: give the URL it names as OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)\n",
+            r.port
+        )
+    );
+    // One POST, and no GET of where it pointed (with the headers).
+    let got = r.got();
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["method"], "POST");
+}
+
+#[test]
+fn a_certificate_that_is_not_a_regular_file_is_refused_without_waiting_or_reading_input() {
+    let dir = TempDir::new("trace-fifo");
+    let fifo = dir.join("ca.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    for cert in [fifo.to_str().unwrap(), "/dev/stdin"] {
+        let out = succeeds(
+            traced(
+                "http://127.0.0.1:9",
+                &["--", "sh", "-c", "echo \"read: $(cat)\""],
+            )
+            .env("OTEL_EXPORTER_OTLP_CERTIFICATE", cert)
+            .write_stdin("the command's input\n")
+            .timeout(PATIENCE),
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "read: the command's input\n"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr,
+            format!(
+                "backoff: no trace will be exported: cannot read the certificate file '{cert}' (OTEL_EXPORTER_OTLP_CERTIFICATE): not a regular file\n"
+            )
+        );
+    }
+}
+
+#[test]
+fn a_signal_during_the_export_ends_it_and_backoff_dies_by_it() {
+    let r = Receiver::start("hang");
+    let mut cmd = command(["--", "true"]);
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", r.endpoint())
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", "600000");
+    let mut run = Running::start(cmd);
+    // The receiver has the request: backoff waits for its answer.
+    eventually("the export reaches the receiver", || !r.got().is_empty());
+    send(run.pid(), libc::SIGTERM);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
+}
+
+#[test]
+fn the_export_ends_by_the_runs_own_deadline() {
+    let r = Receiver::start("hang");
+    let began = Instant::now();
+    let out = succeeds(
+        traced(
+            &r.endpoint(),
+            &["--max-time", "1s", "--kill-after", "1s", "--", "true"],
+        )
+        .timeout(PATIENCE),
+    );
+    let took = began.elapsed();
+    // The export's own timeout (10 s) would have taken longer.
+    assert!(took < Duration::from_secs(8), "{took:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr,
+        format!(
+            "backoff: the trace was not exported: 127.0.0.1:{}: no answer before backoff's time (--max-time plus --kill-after) ran out\n",
+            r.port
+        )
+    );
+}
+
+#[test]
+fn a_new_trace_hands_on_no_tracestate_and_an_unreadable_traceparent_is_malformed() {
+    if !decoder("a_new_trace_hands_on_no_tracestate") {
+        return;
+    }
+    let r = Receiver::start("ok");
+    for parent in [
+        std::ffi::OsStr::new("garbage"),
+        std::os::unix::ffi::OsStrExt::from_bytes(b"00-\xff"),
+    ] {
+        let out = succeeds(
+            traced(
+                &r.endpoint(),
+                &[
+                    "--",
+                    "sh",
+                    "-c",
+                    "echo \"tp=$TRACEPARENT ts=${TRACESTATE-unset}\"",
+                ],
+            )
+            .env("TRACEPARENT", parent)
+            .env("TRACESTATE", "foo=bar"),
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.ends_with(" ts=unset\n"), "{stdout}");
+        assert!(!stdout.contains("garbage"), "{stdout}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("backoff: TRACEPARENT is not a W3C trace context ("),
+            "{stderr}"
+        );
+    }
+    for req in r.requests(2) {
+        for s in req["spans"].as_array().unwrap() {
+            assert_eq!(s["trace_state"], "", "{s}");
+        }
+    }
 }

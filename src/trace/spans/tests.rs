@@ -27,7 +27,10 @@ fn tracer(parent: Option<Parent>) -> (Tracer, Arc<Mutex<Vec<String>>>) {
             n += 1;
             n
         }),
-        Box::new(move |h| sink.lock().unwrap().push(h)),
+        Box::new(move |name, h: Option<String>| {
+            assert_eq!(name, "TRACEPARENT");
+            sink.lock().unwrap().push(h.unwrap());
+        }),
     );
     (t, carried)
 }
@@ -188,11 +191,14 @@ fn a_run_of_many_attempts_keeps_a_bounded_trace_that_points_only_at_exported_spa
         run.attributes
             .contains(&("backoff.attempt_spans_dropped".into(), Attr::Int(5)))
     );
-    assert_eq!(run.events.len(), MAX_EVENTS);
+    // The first events and the last ones, which tell how it ended.
+    assert_eq!(run.events.len(), 2 * EVENTS_KEPT);
     assert_eq!(
         run.dropped_events,
-        2 * u32::try_from(n).unwrap() - u32::try_from(MAX_EVENTS).unwrap()
+        2 * u32::try_from(n).unwrap() - 2 * u32::try_from(EVENTS_KEPT).unwrap()
     );
+    assert_eq!(run.events[0].name, "backoff.delay");
+    assert_eq!(run.events.last().unwrap().name, "backoff.reset");
     // The attempts past the bound were handed the run's span.
     assert!(last_carried.contains(&run.id.to_string()));
     let spanned: Vec<String> = trace.spans.iter().map(|s| s.id.to_string()).collect();
