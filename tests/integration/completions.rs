@@ -30,8 +30,10 @@ fn scripts() -> TempDir {
     dir
 }
 
-/// Runs `shell` with `args` in `dir`, at most `PATIENCE` long; `None` when
-/// the shell is not installed.
+/// Runs `shell` with `args` in `dir`, at most three times `PATIENCE` (a
+/// zsh driver waits up to `PATIENCE` for the prompt, then as long for the
+/// completion, and says which it gave up on: the bound here must leave it
+/// the time to say so); `None` when the shell is not installed.
 fn run_in(dir: &Path, shell: &str, args: &[&str]) -> Option<Output> {
     let mut child = match Command::new(shell)
         .args(args)
@@ -49,11 +51,11 @@ fn run_in(dir: &Path, shell: &str, args: &[&str]) -> Option<Output> {
         }
         Err(e) => panic!("{shell}: {e}"),
     };
-    let deadline = Instant::now() + PATIENCE;
+    let deadline = Instant::now() + 3 * PATIENCE;
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("{shell} {args:?} did not end within {PATIENCE:?}");
+            panic!("{shell} {args:?} did not end within {:?}", 3 * PATIENCE);
         }
         std::thread::sleep(Duration::from_millis(10));
     }
