@@ -433,3 +433,26 @@ fn the_check_in_url_is_kept_from_the_command_and_a_lock_wait_ends_by_max_time() 
     );
     send(holder.pid(), libc::SIGKILL);
 }
+
+#[test]
+fn a_signal_while_the_end_check_in_waits_ends_backoff_by_it() {
+    let m = Monitor::start("hang");
+    let url = m.url(UUID);
+    let mut run = Running::start(command([
+        "--log-format",
+        "json",
+        "--ping",
+        &url,
+        "--ping-timeout",
+        "10m",
+        "--",
+        "true",
+    ]));
+    // The run is over (its last event told), and the monitor has the start
+    // check-in, which it never answers: backoff waits for the check-ins.
+    run.wait_for("\"event\":\"success\"");
+    eventually("the start check-in", || !m.dir_lines().is_empty());
+    send(run.pid(), libc::SIGTERM);
+    let (status, _) = run.wait_exit(PATIENCE);
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
+}
