@@ -1,0 +1,38 @@
+//! The Unix side of the layer over the operating system: signals
+//! (`signals`), starting
+//! the command (`process`), backoff's own children and the reaping of
+//! orphans (`children`), the guard that outlives a
+//! killed backoff (`guard`), descriptors (`fd`), sealed files in memory
+//! (`memfd`), which machine this is (`machine`) and the
+//! local time zone's offset (`localtime`).
+//! Every `unsafe` block of backoff is in this module, each with a
+//! `// SAFETY:` comment, and every system call that std has no word for;
+//! rustix makes most of them without `unsafe`. Nothing here decides
+//! anything.
+
+pub mod children;
+pub mod fd;
+pub mod guard;
+pub mod localtime;
+pub mod machine;
+pub mod memfd;
+pub mod process;
+pub mod signals;
+
+use crate::exit::Exit;
+
+/// The effective user id of backoff.
+pub fn effective_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Ends the process as `exit` says. A signal exit restores the signal's
+/// default disposition and raises it; if the process survives that (the
+/// signal is one whose default is to ignore or stop), it exits with
+/// `128 + N`.
+pub fn exit(exit: Exit) -> ! {
+    if let Exit::Signal(sig) = exit {
+        signals::die_by(sig);
+    }
+    std::process::exit(exit.shell_code())
+}
