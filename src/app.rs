@@ -418,6 +418,7 @@ fn run_configured(
             &run_id,
             capture.as_ref().map(|c| c.marker()),
             cfg.warnings.clone(),
+            exit_by,
         )
     });
     let mut reports: Vec<&mut dyn Report> = vec![log.as_mut(), &mut recorder];
@@ -438,13 +439,34 @@ fn run_configured(
         reason: recorder.reason().to_owned(),
         by: exit_by,
     };
-    let cut = send_ends(pings, traces, ends, &mut executor, &cfg.warnings);
-    // A signal that ended the wait for the metrics file's lock, or for
-    // what goes out at the end, ends backoff as any signal does: it dies
-    // by it.
-    match write_summaries(cfg, &recorder, exit, exit_by, &mut |d| executor.pause(d)).or(cut) {
+    // A signal that ended the wait for what goes out at the end ends
+    // backoff as any signal does: the files say so, without waiting for a
+    // lock, and backoff dies by it.
+    if let Some(sig) = send_ends(pings, traces, ends, &mut executor, &cfg.warnings) {
+        let cut = Exit::Signal(sig);
+        write_summaries(cfg, &recorder, cut, exit_by, &mut |_| Some(sig));
+        return Ok(cut);
+    }
+    // A signal that ended the wait for the metrics file's lock ends
+    // backoff as any signal does: it dies by it.
+    match write_summaries(cfg, &recorder, exit, exit_by, &mut |d| executor.pause(d)) {
         Some(sig) => Ok(Exit::Signal(sig)),
         None => Ok(exit),
+    }
+}
+
+/// Counts a job done when dropped, and wakes the wait for the jobs.
+struct Done(
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    Option<crate::sys::signals::Waker>,
+);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        if let Some(w) = &self.1 {
+            w.wake();
+        }
     }
 }
 
@@ -509,11 +531,9 @@ fn send_ends(
         let spawned = std::thread::Builder::new()
             .name("at-end".into())
             .spawn(move || {
+                // Counted done however the job ends, a panic included.
+                let _done = Done(mine, waker);
                 job();
-                mine.fetch_sub(1, Ordering::SeqCst);
-                if let Some(w) = waker {
-                    w.wake();
-                }
             });
         if let Err(e) = spawned {
             warnings.warn(&format!("{what} was not sent: {e}"));
@@ -531,7 +551,14 @@ fn traces(cfg: &RunConfig, carried: &exec::Carried) -> Option<trace::Traces> {
         // A value that is not UTF-8 is one that cannot be read: it is
         // said so, as a malformed one is.
         &|name| {
-            std::env::var_os(name).map(|v| v.into_string().unwrap_or_else(|_| "\u{fffd}".into()))
+            let value = std::env::var_os(name)?;
+            match value.into_string() {
+                Ok(v) => Some(v),
+                Err(_) if name == trace::TRACEPARENT => Some("\u{fffd}".into()),
+                // Any other: as if unset (a TRACESTATE is then not
+                // exported, and still passed on as it is).
+                Err(_) => None,
+            }
         },
         trace::RunInfo {
             name: config::job_name(cfg.name.as_ref(), &cfg.command),

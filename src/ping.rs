@@ -121,6 +121,9 @@ pub struct Pings {
     started: Option<std::thread::JoinHandle<Result<(), String>>>,
     /// Whether the run started the command's part (the `start` event).
     began: bool,
+    /// When backoff must have exited (`--max-time` plus `--kill-after`),
+    /// which ends the check-ins too.
+    by: Option<Instant>,
     warnings: Warnings,
 }
 
@@ -134,6 +137,7 @@ impl Pings {
         run_id: &str,
         marker: Option<Marker>,
         warnings: Warnings,
+        by: Option<Instant>,
     ) -> Pings {
         // The authorities are loaded for an http:// URL too: a monitor may
         // redirect it to https://.
@@ -157,6 +161,7 @@ impl Pings {
             marker,
             started: None,
             began: false,
+            by,
             warnings,
         }
     }
@@ -168,7 +173,8 @@ impl Pings {
         else {
             return;
         };
-        let deadline = Instant::now() + self.timeout;
+        let timeout = Instant::now() + self.timeout;
+        let deadline = self.by.map_or(timeout, |by| by.min(timeout));
         let spawned = std::thread::Builder::new()
             .name("check-in".into())
             .spawn(move || check_in(&client, Method::Get, &target, &[], deadline));

@@ -438,7 +438,11 @@ fn the_check_in_url_is_kept_from_the_command_and_a_lock_wait_ends_by_max_time() 
 fn a_signal_while_the_end_check_in_waits_ends_backoff_by_it() {
     let m = Monitor::start("hang");
     let url = m.url(UUID);
+    let dir = TempDir::new("ping-cut");
+    let report = dir.join("report.json");
     let mut run = Running::start(command([
+        "--report",
+        report.to_str().unwrap(),
         "--log-format",
         "json",
         "--ping",
@@ -455,4 +459,34 @@ fn a_signal_while_the_end_check_in_waits_ends_backoff_by_it() {
     send(run.pid(), libc::SIGTERM);
     let (status, _) = run.wait_exit(PATIENCE);
     assert_eq!(status.signal(), Some(libc::SIGTERM));
+    // The report says how backoff ended: by the signal.
+    let written = crate::support::report_at(&report);
+    assert_eq!(written["final_status"], 143, "{written}");
+}
+
+#[test]
+fn the_check_ins_end_by_backoffs_own_deadline() {
+    let m = Monitor::start("hang");
+    let started = Instant::now();
+    backoff([
+        "--ping",
+        &m.url(UUID),
+        "--ping-timeout",
+        "1m",
+        "--max-time",
+        "2s",
+        "--kill-after",
+        "1s",
+        "--",
+        "true",
+    ])
+    .timeout(Duration::from_mins(2))
+    .assert()
+    .success();
+    // By --max-time plus --kill-after (3 s), far from the check-ins' minute.
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
 }

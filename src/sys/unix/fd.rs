@@ -422,6 +422,11 @@ pub fn readable(fds: &[BorrowedFd<'_>]) -> Vec<bool> {
 pub fn read_regular(path: &std::path::Path, max: u64) -> io::Result<Vec<u8>> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt;
+    // Looked at first: opening a FIFO would end a writer's wait for its
+    // reader, and opening a device can act on it.
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
