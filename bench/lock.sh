@@ -28,57 +28,11 @@ set -euo pipefail
 repo_root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 cd -- "$repo_root"
 
-quick=false
-for arg in "$@"; do
-    case $arg in
-    --quick) quick=true ;;
-    *)
-        echo "usage: bench/lock.sh [--quick]" >&2
-        exit 2
-        ;;
-    esac
-done
-runs=200
-$quick && runs=30
-
-command -v hyperfine >/dev/null || {
-    echo "bench/lock.sh: hyperfine is needed (apt-get install hyperfine)" >&2
-    exit 2
-}
-cargo build --locked --release >&2
-backoff=$(realpath "${CARGO_TARGET_DIR:-target}/release/backoff")
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/backoff-lock-bench.XXXXXX")
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    rm -rf -- "$work"
-}
-trap cleanup EXIT
-
-# The check-in server: 200 to every GET and POST.
-cat >"$work/monitor.py" <<'EOF'
-import http.server, socketserver, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
-    def answer(self):
-        n = int(self.headers.get("Content-Length", 0))
-        if n:
-            self.rfile.read(n)
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-    do_GET = do_POST = answer
-class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-s = S(("127.0.0.1", 0), H)
-open(sys.argv[1], "w").write(str(s.server_address[1]))
-s.serve_forever()
-EOF
-python3 "$work/monitor.py" "$work/monitor.port" &
-pids+=($!)
-for _ in $(seq 100); do [ -s "$work/monitor.port" ] && break; sleep 0.05; done
-monitor="http://127.0.0.1:$(cat "$work/monitor.port")/bench-uuid"
+# shellcheck source=bench/common.sh
+. bench/common.sh
+bench_setup lock "$@"
+http_server monitor
+monitor="$server/bench-uuid"
 
 redis_url=
 if command -v redis-server >/dev/null; then

@@ -253,11 +253,7 @@ fn percent_decode(s: &str) -> Option<String> {
 
 /// `s`, cut to `MAX_VALUE` bytes at a character's boundary.
 fn bounded(s: &str) -> String {
-    let mut end = s.len().min(MAX_VALUE);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_owned()
+    s[..s.floor_char_boundary(MAX_VALUE)].to_owned()
 }
 
 /// The resource: `service.name` (`OTEL_SERVICE_NAME`, else the one in
