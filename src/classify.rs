@@ -7,13 +7,14 @@ use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use crate::duration::MAX_DURATION;
+use crate::exit::code_text;
 use crate::signal;
 
 /// How a process ended, as its parent saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
     /// Exited with this code.
-    Code(u8),
+    Code(u32),
     /// Killed by this signal.
     Signal(i32),
 }
@@ -22,7 +23,7 @@ pub enum Status {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// Exited with this code.
-    Exited(u8),
+    Exited(u32),
     /// Killed by this signal (not by backoff's timeout).
     Signaled(i32),
     /// Ran past a time limit and was stopped by backoff: how the process
@@ -50,8 +51,10 @@ impl fmt::Display for Outcome {
     /// `exit 3`, `signal TERM`, `timeout`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Outcome::Exited(c) => write!(f, "exit {c}"),
-            Outcome::Unmet(Status::Code(c)) => write!(f, "exit {c}, condition not met"),
+            Outcome::Exited(c) => write!(f, "exit {}", code_text(c)),
+            Outcome::Unmet(Status::Code(c)) => {
+                write!(f, "exit {}, condition not met", code_text(c))
+            }
             Outcome::Unmet(Status::Signal(s)) => {
                 write!(f, "signal {}, condition not met", signal::short_name(s))
             }
@@ -297,7 +300,7 @@ impl Longest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
     /// Exit codes in this inclusive range.
-    Codes(u8, u8),
+    Codes(u32, u32),
     /// Death by this signal.
     Signal(i32),
     /// The attempt timed out.
@@ -453,11 +456,11 @@ pub struct Applied {
 /// (7), HTTP/2 framing (16), partial file (18), operation timeout (28), TLS
 /// connect (35), empty reply (52), send (55), receive (56), HTTP/2 stream
 /// (92), HTTP/3 (95).
-pub const CURL_TRANSIENT: [u8; 12] = [5, 6, 7, 16, 18, 28, 35, 52, 55, 56, 92, 95];
+pub const CURL_TRANSIENT: [u32; 12] = [5, 6, 7, 16, 18, 28, 35, 52, 55, 56, 92, 95];
 
 /// curl exit codes of failures before the request was sent: proxy (5) and
 /// host not resolved (6), no connection (7), TLS handshake failed (35).
-pub const CURL_UNSENT: [u8; 4] = [5, 6, 7, 35];
+pub const CURL_UNSENT: [u32; 4] = [5, 6, 7, 35];
 
 /// Whether `program` is the program `name` (`/usr/bin/wget`: `wget`).
 pub fn is_program(program: &OsString, name: &str) -> bool {

@@ -6,7 +6,7 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// Exit with this code.
-    Code(u8),
+    Code(u32),
     /// Die by this signal, so that a calling shell sees a signal death.
     Signal(i32),
 }
@@ -29,8 +29,73 @@ impl Exit {
     /// The code a shell would report for this exit (`128 + N` for a signal).
     pub fn shell_code(self) -> i32 {
         match self {
-            Exit::Code(c) => i32::from(c),
+            Exit::Code(c) => c.cast_signed(),
             Exit::Signal(s) => 128 + s,
         }
+    }
+}
+
+/// An exit code as reports and lines print it: in decimal, or, for the
+/// codes with the high bit set that Windows gives a process ended by an
+/// exception or by Ctrl-C (an NTSTATUS), in hexadecimal with its name
+/// where it is a well-known one: `0xC0000005 (STATUS_ACCESS_VIOLATION)`.
+/// Unix codes are never that large.
+pub fn code_text(code: u32) -> String {
+    if code < 0x8000_0000 {
+        return code.to_string();
+    }
+    match ntstatus_name(code) {
+        Some(name) => format!("{code:#010X} ({name})").replacen("0X", "0x", 1),
+        None => format!("{code:#010X}").replacen("0X", "0x", 1),
+    }
+}
+
+/// The names of the NTSTATUS codes a command most often ends with.
+fn ntstatus_name(code: u32) -> Option<&'static str> {
+    Some(match code {
+        0x8000_0003 => "STATUS_BREAKPOINT",
+        0xC000_0005 => "STATUS_ACCESS_VIOLATION",
+        0xC000_0017 => "STATUS_NO_MEMORY",
+        0xC000_001D => "STATUS_ILLEGAL_INSTRUCTION",
+        0xC000_007B => "STATUS_INVALID_IMAGE_FORMAT",
+        0xC000_008C => "STATUS_ARRAY_BOUNDS_EXCEEDED",
+        0xC000_0094 => "STATUS_INTEGER_DIVIDE_BY_ZERO",
+        0xC000_0096 => "STATUS_PRIVILEGED_INSTRUCTION",
+        0xC000_00FD => "STATUS_STACK_OVERFLOW",
+        0xC000_0135 => "STATUS_DLL_NOT_FOUND",
+        0xC000_0139 => "STATUS_ENTRYPOINT_NOT_FOUND",
+        0xC000_013A => "STATUS_CONTROL_C_EXIT",
+        0xC000_0142 => "STATUS_DLL_INIT_FAILED",
+        0xC000_0374 => "STATUS_HEAP_CORRUPTION",
+        0xC000_0409 => "STATUS_STACK_BUFFER_OVERRUN",
+        0xC000_0602 => "STATUS_FAIL_FAST_EXCEPTION",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_print_in_decimal_and_ntstatus_in_hex() {
+        assert_eq!(code_text(0), "0");
+        assert_eq!(code_text(255), "255");
+        assert_eq!(code_text(0x7FFF_FFFF), "2147483647");
+        assert_eq!(
+            code_text(0xC000_0005),
+            "0xC0000005 (STATUS_ACCESS_VIOLATION)"
+        );
+        assert_eq!(code_text(0xC000_013A), "0xC000013A (STATUS_CONTROL_C_EXIT)");
+        assert_eq!(code_text(0xE043_4352), "0xE0434352");
+    }
+
+    #[test]
+    fn a_windows_code_keeps_its_bits_as_the_exit_status() {
+        assert_eq!(
+            Exit::Code(0xC000_013A).shell_code(),
+            0xC000_013Au32.cast_signed()
+        );
+        assert_eq!(Exit::Code(3).shell_code(), 3);
     }
 }

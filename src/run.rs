@@ -498,7 +498,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
     report.event(&Event::Lock { key, news: &news });
     let token = match news {
         LockNews::Held { token, .. } => token,
-        LockNews::Busy { .. } => return Exit::Code(plan.lock_exit),
+        LockNews::Busy { .. } => return Exit::Code(plan.lock_exit.into()),
         LockNews::Unavailable { run: false } => return Exit::TEMPFAIL,
         LockNews::Unavailable { run: true } | LockNews::Lost | LockNews::Waiting { .. } => None,
     };
@@ -537,7 +537,7 @@ fn admitted(
         | BreakerNews::Admitted {
             admission: Admission::Skip { .. },
             ..
-        } => return Exit::Code(plan.breaker_exit),
+        } => return Exit::Code(plan.breaker_exit.into()),
         BreakerNews::Admitted {
             admission: Admission::Probe { until_ms },
             ..

@@ -987,8 +987,8 @@ pub struct GoalArgs {
 pub struct RuleArgs {
     /// Retry only these outcomes (codes, sig:TERM, timeout)
     ///
-    /// Exit codes (3), ranges (1-5), signals (sig:TERM), timeout, unmet;
-    /// comma-separated, repeatable. Default: every failure except death by
+    /// Exit codes (3, or 0x3 in hexadecimal), ranges (1-5), signals
+    /// (sig:TERM), timeout, unmet; comma-separated, repeatable. Default: every failure except death by
     /// SIGINT or SIGPIPE.
     #[arg(long, value_name = "RULES", value_parser = values::rules, allow_hyphen_values = true)]
     pub retry_on: Vec<RuleList>,

@@ -606,14 +606,24 @@ pub fn run_count(s: &str) -> Result<u64, String> {
     Ok(n)
 }
 
-fn code(s: &str, item: &str) -> Result<u8, String> {
-    if s.is_empty() || !s.chars().all(|c| c.is_ascii_digit()) {
+/// Parses an exit code of a rule: decimal, or hexadecimal after `0x`
+/// (as Windows writes an NTSTATUS: `0xC0000005`), up to the largest code
+/// a process of this system can exit with (`sys::MAX_EXIT_CODE`).
+fn code(s: &str, item: &str) -> Result<u32, String> {
+    let (digits, radix) = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => (hex, 16),
+        None => (s, 10),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
         return Err(format!(
             "malformed rule '{item}' (expected a code, a range, sig:NAME, timeout or unmet)"
         ));
     }
-    s.parse::<u8>()
-        .map_err(|_| format!("exit code out of range in '{item}' (codes are 0 to 255)"))
+    let max = crate::sys::MAX_EXIT_CODE;
+    u32::from_str_radix(digits, radix)
+        .ok()
+        .filter(|&c| c <= max)
+        .ok_or_else(|| format!("exit code out of range in '{item}' (codes are 0 to {max})"))
 }
 
 /// The largest `--output-limit`: output kept beyond it is no longer

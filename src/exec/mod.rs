@@ -392,11 +392,11 @@ fn ended(waited: wait::Waited) -> Ended {
 /// Decodes a wait status.
 fn status(status: ExitStatus) -> Status {
     if let Some(code) = status.code() {
-        Status::Code(u8::try_from(code & 0xff).unwrap_or(u8::MAX))
+        Status::Code(code.cast_unsigned() & 0xff)
     } else if let Some(sig) = status.signal() {
         Status::Signal(sig)
     } else {
-        Status::Code(u8::MAX)
+        Status::Code(255)
     }
 }
 

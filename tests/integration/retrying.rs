@@ -33,6 +33,21 @@ fn fails_twice_then_succeeds_in_three_attempts_with_two_report_lines() {
 }
 
 #[test]
+fn rules_take_codes_in_hexadecimal() {
+    let dir = TempDir::new("hex");
+    backoff(["--base", "1ms", "--stop-on", "0x1A", "--", "sh", "-c"])
+        .arg(logging(&dir, "exit $((25 + BACKOFF_ATTEMPT))"))
+        .assert()
+        .code(26);
+    assert_eq!(dir.lines("log"), ["1"]);
+    backoff(["--base", "1ms", "--retry-on", "0X1e-0x1F", "--", "sh", "-c"])
+        .arg(logging(&dir, "exit $((29 + BACKOFF_ATTEMPT))"))
+        .assert()
+        .code(32);
+    assert_eq!(dir.lines("log"), ["1", "1", "2", "3"]);
+}
+
+#[test]
 fn exhausted_retries_exit_with_the_last_attempts_code() {
     let dir = TempDir::new("exhausted");
     backoff(["--max-retries", "2", "--base", "1ms", "--", "sh", "-c"])

@@ -150,6 +150,9 @@ fn bad_rules_are_refused() {
         ("--retry-on", "sig:NOPE"),
         ("--stop-on", "sig:"),
         ("--retry-on", "-1"),
+        ("--retry-on", "0x100"),
+        ("--retry-on", "0x"),
+        ("--stop-on", "0xg"),
     ] {
         refused(&[&format!("{flag}={value}")], &format!("'{flag}'"));
     }

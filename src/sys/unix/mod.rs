@@ -21,6 +21,10 @@ pub mod signals;
 
 use crate::exit::Exit;
 
+/// The largest exit code a process can end with: its parent sees only
+/// the low 8 bits of what it gave `exit`.
+pub const MAX_EXIT_CODE: u32 = 255;
+
 /// The effective user id of backoff.
 pub fn effective_uid() -> u32 {
     rustix::process::geteuid().as_raw()
