@@ -651,7 +651,7 @@ impl Rules {
             return Verdict::Stop(StopReason::NoRetryOutput);
         }
         match outcome {
-            Outcome::Signaled(libc::SIGINT | libc::SIGPIPE) => {
+            Outcome::Signaled(signal::INT | signal::PIPE) => {
                 Verdict::Stop(StopReason::NeverRetried)
             }
             _ => Verdict::Retry,

@@ -3,7 +3,7 @@
 //! so unit tests run the whole loop with a fake in microseconds.
 
 use std::ffi::OsString;
-use std::os::fd::BorrowedFd;
+use std::io::PipeReader;
 use std::time::{Duration, Instant};
 
 use crate::classify::{Applied, Limit, Observed, Outcome, Rules, Status, StopReason, Verdict};
@@ -90,9 +90,9 @@ pub enum Waited {
 /// Waiting on behalf of a retry budget, whose store may be slow: a store
 /// call waits through this, so that a terminating signal ends it at once.
 pub trait Wait {
-    /// Waits until `fd` can be read (an end of file or an error counts), or,
-    /// without one, only for time to pass, until `deadline`.
-    fn wait_ready(&mut self, fd: Option<BorrowedFd<'_>>, deadline: Instant) -> Waited;
+    /// Waits until `pipe` can be read (an end of file or an error counts),
+    /// or, without one, only for time to pass, until `deadline`.
+    fn wait_ready(&mut self, pipe: Option<&PipeReader>, deadline: Instant) -> Waited;
 }
 
 /// The side effects of a run.
@@ -1572,7 +1572,7 @@ mod tests {
     }
 
     impl Wait for Fake {
-        fn wait_ready(&mut self, _: Option<BorrowedFd<'_>>, _: Instant) -> Waited {
+        fn wait_ready(&mut self, _: Option<&PipeReader>, _: Instant) -> Waited {
             self.now.set(self.now.get() + self.store.0);
             self.store.1
         }

@@ -1,50 +1,15 @@
 //! Signals by name and number: parsing `TERM`, `SIGTERM`, `term` or `15`,
 //! naming a signal in reports, and which signals end a run. Pure: sending,
-//! watching and dying by signals is `sys::signals`' job.
+//! watching and dying by signals is `sys::signals`' job; which signals
+//! there are, by number and name, is `sys::signal_names`' (on Windows, the
+//! console's control events: `CTRL_C`, `CTRL_BREAK`, `CTRL_CLOSE`).
 
 use libc::c_int;
 
-/// The signals that end a run as SIGTERM does (during a delay at once,
-/// during an attempt after passing them on to the command's group), apart
-/// from the real-time ones: every signal whose default action ends a
-/// process and that a process may catch, except those that report a fault
-/// of backoff's own (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS,
-/// SIGABRT), SIGXFSZ (then a write past the file size limit fails instead)
-/// and SIGPIPE (ignored, so that a write to a closed pipe fails instead).
-pub const TERMINATING: &[c_int] = &[
-    libc::SIGINT,
-    libc::SIGTERM,
-    libc::SIGHUP,
-    libc::SIGQUIT,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-    libc::SIGALRM,
-    libc::SIGVTALRM,
-    libc::SIGPROF,
-    libc::SIGXCPU,
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    libc::SIGPOLL,
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    libc::SIGPWR,
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    libc::SIGSTKFLT,
-];
-
-/// The real-time signals (all of them end a process by default), as the C
-/// library leaves them to programs; none where there are none.
-pub fn real_time() -> std::ops::RangeInclusive<c_int> {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        libc::SIGRTMIN()..=libc::SIGRTMAX()
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    {
-        #[allow(clippy::reversed_empty_ranges)]
-        {
-            1..=0
-        }
-    }
-}
+pub use crate::sys::signal_names::{
+    DEATH_BY_SIGNAL, DEFAULT_TIMEOUT_SIGNAL, INT, PIPE, TERM, TERMINATING, real_time, sendable,
+};
+use crate::sys::signal_names::{max_signal, plain_name};
 
 /// Whether `sig` ends a run as SIGTERM does: one of `TERMINATING`, or a
 /// real-time signal.
@@ -61,29 +26,6 @@ pub fn short_name(sig: c_int) -> String {
         None if sig == *rt.start() => "RTMIN".to_owned(),
         None if rt.contains(&sig) => format!("RTMIN+{}", sig - rt.start()),
         None => sig.to_string(),
-    }
-}
-
-/// The name of a signal that is not real-time, without `SIG`.
-fn plain_name(sig: c_int) -> Option<&'static str> {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    match sig {
-        libc::SIGPWR => return Some("PWR"),
-        libc::SIGSTKFLT => return Some("STKFLT"),
-        _ => {}
-    }
-    signal_hook::low_level::signal_name(sig).map(|n| n.trim_start_matches("SIG"))
-}
-
-/// The highest signal number accepted on the command line.
-fn max_signal() -> c_int {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        libc::SIGRTMAX()
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    {
-        31
     }
 }
 

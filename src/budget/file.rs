@@ -14,13 +14,10 @@
 use std::ffi::OsString;
 use std::fs::{File, TryLockError};
 use std::io::{self, PipeReader, PipeWriter, Read, Seek, SeekFrom, Write};
-use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, mpsc};
 use std::time::Duration;
-
-use rustix::fs::FlockOperation;
 
 use crate::budget::{
     Backend, BreakerBackend, BudgetBackend, FailMode, Found, Level, Refill, StoreError,
@@ -376,11 +373,13 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The blocking lock of `access`: shared to look, exclusive to change.
-fn lock_operation(access: Access) -> FlockOperation {
+/// Takes the lock `access` needs on `file`, waiting for it: shared to
+/// look, exclusive to change (flock(2) on Unix, `LockFileEx` on Windows,
+/// whole-file either way).
+fn take_lock(file: &File, access: Access) -> io::Result<()> {
     match access {
-        Access::Look => FlockOperation::LockShared,
-        Access::Change | Access::Rewrite => FlockOperation::LockExclusive,
+        Access::Look => file.lock_shared(),
+        Access::Change | Access::Rewrite => file.lock(),
     }
 }
 
@@ -391,8 +390,8 @@ fn lock_operation(access: Access) -> FlockOperation {
 /// process to the next with one wake-up.
 fn wait_in_queue(mut file: File, access: Access, handoff: &Mutex<Handoff>, done: PipeWriter) {
     let got = loop {
-        match rustix::fs::flock(&file, lock_operation(access)) {
-            Err(rustix::io::Errno::INTR) => {}
+        match take_lock(&file, access) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             other => break other,
         }
     };
@@ -400,7 +399,7 @@ fn wait_in_queue(mut file: File, access: Access, handoff: &Mutex<Handoff>, done:
         let mut state = locked(handoff);
         match (got, std::mem::replace(&mut *state, Handoff::Done)) {
             (Err(e), _) => {
-                *state = Handoff::Failed(e.into());
+                *state = Handoff::Failed(e);
                 None
             }
             (Ok(()), Handoff::Waiting(Some(job))) => {
@@ -414,7 +413,7 @@ fn wait_in_queue(mut file: File, access: Access, handoff: &Mutex<Handoff>, done:
         job(&mut file);
         *locked(handoff) = Handoff::Done;
     }
-    let _ = rustix::fs::flock(&file, FlockOperation::Unlock);
+    let _ = file.unlock();
     drop(file);
     drop(done);
 }
@@ -1237,7 +1236,7 @@ impl StateFile {
             .map_err(|e| failed(&path, &e))?;
         // The thread's duplicate keeps the file open while it waits.
         drop(file);
-        let waited = wait.wait_ready(Some(queued.done.as_fd()), deadline);
+        let waited = wait.wait_ready(Some(&queued.done), deadline);
         if let Waited::Signal(sig) = waited {
             self.give_up(queued);
             return Err(StoreError::Interrupted(sig));
@@ -1352,7 +1351,7 @@ mod tests {
     struct Expired;
 
     impl Wait for Expired {
-        fn wait_ready(&mut self, _: Option<std::os::fd::BorrowedFd<'_>>, _: Instant) -> Waited {
+        fn wait_ready(&mut self, _: Option<&std::io::PipeReader>, _: Instant) -> Waited {
             Waited::TimedOut
         }
     }

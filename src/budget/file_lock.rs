@@ -13,7 +13,6 @@
 
 use std::fs::{File, TryLockError};
 use std::io::{self, PipeReader, PipeWriter, Read, Seek, SeekFrom, Write};
-use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -151,7 +150,7 @@ impl LockBackend for FileLock {
             Err(TryLockError::WouldBlock) => {}
         }
         let (queue, done) = queue_for(&file).map_err(|e| failed(&path, &e))?;
-        let waited = wait.wait_ready(Some(done.as_fd()), deadline_after(patience));
+        let waited = wait.wait_ready(Some(&done), deadline_after(patience));
         let mut state = queue.lock().unwrap_or_else(PoisonError::into_inner);
         match *state {
             Queue::Got => {

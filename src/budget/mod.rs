@@ -22,7 +22,7 @@ pub use crate::fleet::bucket::Level;
 pub use secret::redact;
 
 use std::cell::Cell;
-use std::os::fd::BorrowedFd;
+use std::io::PipeReader;
 use std::time::{Duration, Instant};
 
 use crate::budget::file::{FileBreaker, FileBudget, FileThrottle, StateDir};
@@ -84,8 +84,8 @@ pub fn deadline_after(timeout: Duration) -> Instant {
 pub struct Unwatched;
 
 impl Wait for Unwatched {
-    fn wait_ready(&mut self, fd: Option<BorrowedFd<'_>>, deadline: Instant) -> Waited {
-        if crate::sys::fd::wait_readable(fd, deadline) {
+    fn wait_ready(&mut self, pipe: Option<&PipeReader>, deadline: Instant) -> Waited {
+        if crate::sys::fd::wait_readable(pipe, deadline) {
             Waited::Ready
         } else {
             Waited::TimedOut

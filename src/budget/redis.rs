@@ -39,7 +39,6 @@
 //! twice; nothing else is tried again.
 
 use std::cell::RefCell;
-use std::os::fd::AsFd;
 use std::rc::{Rc, Weak};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
@@ -885,7 +884,7 @@ impl Server {
         if worker.calls.send(call).is_err() {
             return Err(failed("the store call failed".into()));
         }
-        let waited = wait.wait_ready(Some(worker.ready.as_fd()), deadline);
+        let waited = wait.wait_ready(Some(&worker.ready), deadline);
         if let Waited::Signal(sig) = waited {
             return Err(StoreError::Interrupted(sig));
         }

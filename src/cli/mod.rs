@@ -1022,7 +1022,7 @@ pub struct TimeArgs {
     pub timeout: Option<Duration>,
 
     /// Signal sent when an attempt times out (name or number)
-    #[arg(long, value_name = "SIG", value_parser = values::signal, allow_hyphen_values = true, default_value = "TERM")]
+    #[arg(long, value_name = "SIG", value_parser = values::signal, allow_hyphen_values = true, default_value = crate::signal::DEFAULT_TIMEOUT_SIGNAL)]
     pub signal: i32,
 
     /// How long a timed-out attempt may take to end before it is killed

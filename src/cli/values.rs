@@ -138,9 +138,17 @@ pub fn seed(s: &str) -> Result<u64, String> {
     })
 }
 
-/// Parses a signal: `TERM`, `SIGTERM`, `term` or `15`.
+/// Parses a signal: `TERM`, `SIGTERM`, `term` or `15`; on Windows, the
+/// control event a console process group can be sent: `CTRL_BREAK` or
+/// `CTRL_C`.
 pub fn signal(s: &str) -> Result<i32, String> {
-    signal::parse(s.trim()).ok_or_else(|| "unknown signal".to_owned())
+    match signal::parse(s.trim()) {
+        Some(sig) if signal::sendable(sig) => Ok(sig),
+        Some(_) => {
+            Err("only CTRL_BREAK or CTRL_C can be sent to a console process group".to_owned())
+        }
+        None => Err("unknown signal".to_owned()),
+    }
 }
 
 /// The most one output pattern (`--until-output`, `--retry-if-output`,
@@ -554,6 +562,11 @@ fn rule(item: &str) -> Result<Rule, String> {
         if !prefix.eq_ignore_ascii_case("sig") {
             return Err(format!(
                 "unknown rule '{item}' (expected a code, a range, sig:NAME, timeout or unmet)"
+            ));
+        }
+        if !signal::DEATH_BY_SIGNAL {
+            return Err(format!(
+                "'{item}': no process dies by a signal on Windows; one ended by Ctrl-C exits with 0xC000013A, which a rule names as a code"
             ));
         }
         return signal::parse(name.trim())

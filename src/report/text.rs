@@ -275,11 +275,11 @@ fn reader_left(event: &Event<'_>) -> bool {
     matches!(
         *event,
         Event::Failed {
-            outcome: Outcome::Signaled(libc::SIGPIPE),
+            outcome: Outcome::Signaled(signal::PIPE),
             next: Next::Stop(_),
             ..
         } | Event::GaveUp {
-            outcome: Outcome::Signaled(libc::SIGPIPE),
+            outcome: Outcome::Signaled(signal::PIPE),
             reason: Ending::Stopped,
             ..
         }

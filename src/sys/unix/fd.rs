@@ -315,12 +315,12 @@ pub fn reopen_read_only(fd: BorrowedFd<'_>) -> io::Result<File> {
     }
 }
 
-/// Waits until `fd` can be read (an end of file or an error counts) or
-/// `deadline` passes; without `fd`, until the deadline. Returns whether `fd`
-/// is ready. A signal does not shorten the wait: this is for a process that
-/// leaves signals their default action, which ends it.
-pub fn wait_readable(fd: Option<BorrowedFd<'_>>, deadline: Instant) -> bool {
-    wait_for(fd, PollFlags::IN, deadline)
+/// Waits until `pipe` can be read (an end of file or an error counts) or
+/// `deadline` passes; without `pipe`, until the deadline. Returns whether
+/// `pipe` is ready. A signal does not shorten the wait: this is for a
+/// process that leaves signals their default action, which ends it.
+pub fn wait_readable(pipe: Option<&io::PipeReader>, deadline: Instant) -> bool {
+    wait_for(pipe.map(AsFd::as_fd), PollFlags::IN, deadline)
 }
 
 /// Waits until `fd` can be written to (an error counts) or `deadline`

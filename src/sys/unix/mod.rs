@@ -17,6 +17,7 @@ pub mod localtime;
 pub mod machine;
 pub mod memfd;
 pub mod process;
+pub mod signal_names;
 pub mod signals;
 
 use crate::exit::Exit;

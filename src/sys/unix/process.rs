@@ -270,6 +270,12 @@ pub fn group_alive(pgid: u32) -> Alive {
     Alive::Unwatched
 }
 
+/// Whether the environment variable `name` is the one called `variable`
+/// (names are case-sensitive here).
+pub fn same_variable(name: &OsStr, variable: &str) -> bool {
+    name == variable
+}
+
 /// Whether the `/proc/PID/stat` line `stat` is of a process of the group
 /// `pgid`: `Some(true)` for one that is alive, `Some(false)` for a zombie.
 /// The name, in parentheses, may hold any character: the fields are read

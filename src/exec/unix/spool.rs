@@ -13,7 +13,8 @@ use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::{Instant, SystemTime};
 
-use crate::exec::{RealExecutor, describe};
+use super::RealExecutor;
+use crate::exec::describe;
 use crate::run::Released;
 use crate::sys::fd;
 use crate::sys::memfd;

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use libc::c_int;
 
+use super::RealExecutor;
+use super::copy::Pipe;
 use crate::classify::{Limit, Observed};
-use crate::exec::RealExecutor;
-use crate::exec::copy::Pipe;
 use crate::signal::is_terminating;
 use crate::sys::{process, signals};
 

@@ -1,0 +1,57 @@
+//! Windows' counterpart of signals, for `crate::signal`: the console's
+//! control events. No process dies by one: a console program that Ctrl-C
+//! ends exits with `STATUS_CONTROL_C_EXIT` (0xC000013A). backoff numbers
+//! them as the C runtime numbers its signals (`SIGINT` 2, `SIGBREAK` 21),
+//! and the rest after them.
+
+/// No process dies by a signal here: `sig:` rules are refused.
+pub const DEATH_BY_SIGNAL: bool = false;
+
+/// The control event a timed-out attempt's process group gets first by
+/// default (`--signal`): Ctrl-C cannot be sent to one group alone.
+pub const DEFAULT_TIMEOUT_SIGNAL: &str = "CTRL_BREAK";
+
+/// Ctrl-C.
+pub const INT: i32 = 2;
+/// The console closing, as Unix's `SIGHUP`.
+pub const CLOSE: i32 = 1;
+/// Ctrl-Break.
+pub const BREAK: i32 = 21;
+/// The user logging off (services only).
+pub const LOGOFF: i32 = 23;
+/// The system shutting down, as Unix's `SIGTERM`.
+pub const TERM: i32 = 15;
+/// No such event: a number nothing ends by.
+pub const PIPE: i32 = -13;
+
+/// The control events that end a run: all of them.
+pub const TERMINATING: &[i32] = &[INT, CLOSE, BREAK, LOGOFF, TERM];
+
+/// No real-time signals here.
+#[allow(clippy::reversed_empty_ranges)]
+pub fn real_time() -> std::ops::RangeInclusive<i32> {
+    1..=0
+}
+
+/// Whether `--signal` may name the event: only Ctrl-C and Ctrl-Break can
+/// be sent to a console process group.
+pub fn sendable(sig: i32) -> bool {
+    sig == INT || sig == BREAK
+}
+
+/// The name of a control event, without its `_EVENT`.
+pub fn plain_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        INT => "CTRL_C",
+        CLOSE => "CTRL_CLOSE",
+        BREAK => "CTRL_BREAK",
+        LOGOFF => "CTRL_LOGOFF",
+        TERM => "CTRL_SHUTDOWN",
+        _ => return None,
+    })
+}
+
+/// The highest number `--signal` may give.
+pub fn max_signal() -> i32 {
+    LOGOFF
+}
