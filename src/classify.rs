@@ -84,16 +84,6 @@ impl Outcome {
             Outcome::Throttled => "throttled".to_owned(),
         }
     }
-
-    /// Whether a failure to start is backoff's own lack of a resource
-    /// rather than the command's: a process slot (`EAGAIN`), memory,
-    /// descriptors of its own or of the system, buffers.
-    pub fn is_resource_error(errno: i32) -> bool {
-        matches!(
-            errno,
-            libc::EAGAIN | libc::ENOMEM | libc::EMFILE | libc::ENFILE | libc::ENOBUFS
-        )
-    }
 }
 
 /// An OS error's message without its ` (os error N)` tail.
@@ -777,8 +767,6 @@ mod tests {
                 Verdict::Retry
             );
         }
-        assert!(Outcome::is_resource_error(libc::EAGAIN));
-        assert!(!Outcome::is_resource_error(libc::EACCES));
     }
 
     #[test]

@@ -6,7 +6,6 @@
 //! a mistyped `BACKOFF_*` variable of the environment.
 
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
 
 use clap::CommandFactory;
 
@@ -28,7 +27,7 @@ pub fn misplaced_option(command: &[OsString]) -> Option<String> {
     command
         .iter()
         .skip(1)
-        .map(|w| w.as_bytes())
+        .map(|w| w.as_encoded_bytes())
         .take_while(|w| *w != b"--")
         .filter_map(|w| w.strip_prefix(b"--"))
         .filter_map(|w| std::str::from_utf8(w).ok())
@@ -217,7 +216,7 @@ fn nearest<'a>(name: &str, known: &'a [String]) -> Option<&'a str> {
 /// that a shell would read as a quote, a variable, a glob, a redirection or
 /// the end of a command.
 fn plain(word: &OsStr) -> bool {
-    word.as_bytes()
+    word.as_encoded_bytes()
         .iter()
         .all(|&b| b.is_ascii_alphanumeric() || b"_-./:=,@%+".contains(&b) || b >= 0x80)
 }

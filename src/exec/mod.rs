@@ -9,16 +9,22 @@ mod env;
 pub mod scan;
 #[cfg(unix)]
 mod unix;
+#[cfg(windows)]
+mod windows;
 
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::classify::os_error;
 use crate::report::Warnings;
+use crate::sys::signals::Waker;
 pub use env::variables_set;
 #[cfg(unix)]
 pub use unix::{RealExecutor, Replayed, spool_stdin};
+#[cfg(windows)]
+pub use windows::{RealExecutor, Replayed, spool_stdin, unavailable};
 
 /// Variables that a receiver of the run's events hands on to the
 /// processes started from then on, attempts and hooks (the trace context:
@@ -46,6 +52,19 @@ impl Carried {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
+}
+
+/// What a lock's store calls when the run's lease is lost: sets `lost`,
+/// and wakes the executor's wait with `waker`. Without one, the loss is
+/// seen when the wait next ends.
+fn lease_alarm(lost: &Arc<AtomicBool>, waker: Option<Waker>) -> crate::budget::Alarm {
+    let lost = Arc::clone(lost);
+    Box::new(move || {
+        lost.store(true, Ordering::SeqCst);
+        if let Some(w) = &waker {
+            w.wake();
+        }
+    })
 }
 
 /// How attempts are run.

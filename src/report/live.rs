@@ -13,7 +13,6 @@ use std::time::Duration;
 use console::Term;
 
 use crate::report::Std;
-use std::os::fd::AsFd as _;
 
 /// The status line, while one is shown.
 pub struct Live {
@@ -27,7 +26,7 @@ pub struct Live {
 impl Default for Live {
     fn default() -> Self {
         Live {
-            term: Term::read_write_pair(std::io::stdin(), Std::Err),
+            term: crate::sys::fd::term_on_stderr(Std::Err),
             shown: false,
             written: 0,
         }
@@ -48,7 +47,7 @@ impl Live {
     pub fn show(&mut self, head: &str, tail: &str) {
         // In the background of an interactive shell, the terminal is the
         // user's: nothing is drawn (nor cleared) over the prompt.
-        if !crate::sys::fd::in_foreground(std::io::stderr().as_fd()) {
+        if !crate::sys::fd::stderr_in_foreground() {
             self.shown = false;
             return;
         }

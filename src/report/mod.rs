@@ -17,7 +17,6 @@ pub mod state;
 pub mod text;
 
 use std::io::{self, Write};
-use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -288,10 +287,15 @@ impl Stream {
 
     /// Writes all of `buf`, waiting at most `STALL` for a reader that does
     /// not keep up (none after a line was dropped).
-    fn write_all(&self, std: &mut dyn Write, of: BorrowedFd<'_>, buf: &[u8]) -> io::Result<()> {
+    fn write_all(
+        &self,
+        std: &mut dyn Write,
+        of: fn() -> io::Result<fd::Out>,
+        buf: &[u8],
+    ) -> io::Result<()> {
         let mut made = self.out.lock().unwrap_or_else(PoisonError::into_inner);
         if made.is_none() {
-            *made = fd::Out::new(of).ok();
+            *made = of().ok();
         }
         let Some(out) = made.as_ref() else {
             // No descriptor to spare: the stream itself, as it is.
@@ -313,7 +317,7 @@ impl Stream {
                 Ok(n) => rest = &rest[n..],
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if Instant::now() >= deadline || !fd::wait_writable(out.as_fd(), deadline) {
+                    if Instant::now() >= deadline || !out.wait_writable(deadline) {
                         self.stalled.store(true, Ordering::Relaxed);
                         return Err(io::ErrorKind::TimedOut.into());
                     }
@@ -336,15 +340,6 @@ pub fn std_changed() {
     STDERR.changed();
 }
 
-impl std::os::fd::AsRawFd for Std {
-    fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        match self {
-            Std::Out => libc::STDOUT_FILENO,
-            Std::Err => libc::STDERR_FILENO,
-        }
-    }
-}
-
 impl Write for Std {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.write_all(buf)?;
@@ -353,8 +348,8 @@ impl Write for Std {
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
-            Std::Out => STDOUT.write_all(&mut io::stdout(), io::stdout().as_fd(), buf),
-            Std::Err => STDERR.write_all(&mut io::stderr(), io::stderr().as_fd(), buf),
+            Std::Out => STDOUT.write_all(&mut io::stdout(), fd::Out::stdout, buf),
+            Std::Err => STDERR.write_all(&mut io::stderr(), fd::Out::stderr, buf),
         }
     }
 

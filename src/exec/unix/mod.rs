@@ -111,16 +111,7 @@ impl RealExecutor {
     /// the lock is lost: the running attempt ends as for a timeout, a delay
     /// ends, and the run finds the lease lost.
     pub fn alarm(&self) -> crate::budget::Alarm {
-        let lost = Arc::clone(&self.lease_lost);
-        // Without a descriptor to wake the wait with, the loss is seen when
-        // the wait next ends.
-        let waker = self.watch.waker().ok();
-        Box::new(move || {
-            lost.store(true, Ordering::SeqCst);
-            if let Some(w) = &waker {
-                w.wake();
-            }
-        })
+        crate::exec::lease_alarm(&self.lease_lost, self.watch.waker().ok())
     }
 
     /// Something another thread calls to wake `wait_until`, if the
@@ -371,7 +362,7 @@ impl Executor for RealExecutor {
                 // before it died: that id names nothing of ours any more.
                 self.watch_group(0);
                 let o = match e.raw_os_error() {
-                    Some(errno) if Outcome::is_resource_error(errno) => Outcome::Unstarted(errno),
+                    Some(errno) if process::is_resource_error(errno) => Outcome::Unstarted(errno),
                     _ if e.kind() == io::ErrorKind::NotFound => Outcome::NotFound,
                     _ => Outcome::CannotRun,
                 };

@@ -61,6 +61,42 @@ pub fn tee(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
     }
 }
 
+/// Whether backoff's stderr is a terminal on which backoff's process
+/// group is in the foreground, or not a terminal at all.
+pub fn stderr_in_foreground() -> bool {
+    in_foreground(io::stderr().as_fd())
+}
+
+/// The terminal of backoff's stderr, written through `to` (backoff's own
+/// writer to its stderr), for the status line.
+pub fn term_on_stderr<W>(to: W) -> console::Term
+where
+    W: io::Write + std::fmt::Debug + Send + 'static,
+{
+    console::Term::read_write_pair(io::stdin(), OnStderr(to))
+}
+
+/// A writer to backoff's stderr that says which descriptor it writes to,
+/// for the terminal library, which asks the terminal its size.
+#[derive(Debug)]
+struct OnStderr<W>(W);
+
+impl<W: io::Write> io::Write for OnStderr<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl<W> std::os::fd::AsRawFd for OnStderr<W> {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        libc::STDERR_FILENO
+    }
+}
+
 /// Whether `fd` is a terminal whose foreground process group is
 /// backoff's: false for a backoff in the background of an interactive
 /// shell, which must not draw over the user's prompt.
@@ -203,6 +239,30 @@ impl Out {
             Writes::Blocking
         };
         Ok(Out { file, how })
+    }
+
+    /// backoff's stdout, as `new` makes it.
+    ///
+    /// # Errors
+    ///
+    /// As `new`.
+    pub fn stdout() -> io::Result<Out> {
+        Out::new(io::stdout().as_fd())
+    }
+
+    /// backoff's stderr, as `new` makes it.
+    ///
+    /// # Errors
+    ///
+    /// As `new`.
+    pub fn stderr() -> io::Result<Out> {
+        Out::new(io::stderr().as_fd())
+    }
+
+    /// Waits until this can be written to (an error counts) or `deadline`
+    /// passes; returns whether it can. A signal does not shorten the wait.
+    pub fn wait_writable(&self, deadline: Instant) -> bool {
+        wait_writable(self.as_fd(), deadline)
     }
 
     /// A file written with ordinary blocking writes.

@@ -270,6 +270,16 @@ pub fn group_alive(pgid: u32) -> Alive {
     Alive::Unwatched
 }
 
+/// Whether a failure to start is backoff's own lack of a resource
+/// rather than the command's: a process slot (`EAGAIN`), memory,
+/// descriptors of its own or of the system, buffers.
+pub fn is_resource_error(errno: i32) -> bool {
+    matches!(
+        errno,
+        libc::EAGAIN | libc::ENOMEM | libc::EMFILE | libc::ENFILE | libc::ENOBUFS
+    )
+}
+
 /// Whether the environment variable `name` is the one called `variable`
 /// (names are case-sensitive here).
 pub fn same_variable(name: &OsStr, variable: &str) -> bool {

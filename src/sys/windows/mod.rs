@@ -1,0 +1,34 @@
+//! The Windows side of the layer over the operating system: the console's
+//! control events in place of signals (`signals`, `signal_names`), job
+//! objects that hold each attempt's and each hook's whole process tree
+//! (`job`), starting and waiting for processes (`process`), pipes and
+//! files (`fd`), which machine this is (`machine`) and the local time
+//! zone's offset (`localtime`). Every `unsafe` block is here, each with a
+//! `// SAFETY:` comment. Nothing here decides anything.
+
+pub mod fd;
+pub mod job;
+pub mod localtime;
+pub mod machine;
+pub mod process;
+pub mod signal_names;
+pub mod signals;
+
+use crate::exit::Exit;
+
+/// The largest exit code a process can end with: a whole 32-bit `DWORD`.
+pub const MAX_EXIT_CODE: u32 = u32::MAX;
+
+/// What a console program ended by Ctrl-C exits with
+/// (`STATUS_CONTROL_C_EXIT`), as cmd.exe and PowerShell expect of one.
+pub const INTERRUPTED: u32 = 0xC000_013A;
+
+/// Ends the process as `exit` says: a run ended by a control event exits
+/// as a console program that Ctrl-C ended does.
+pub fn exit(exit: Exit) -> ! {
+    let code = match exit {
+        Exit::Code(code) => code,
+        Exit::Signal(_) => INTERRUPTED,
+    };
+    std::process::exit(code.cast_signed())
+}

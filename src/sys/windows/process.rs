@@ -1,0 +1,60 @@
+//! Starting processes on Windows: each in a job object of its own and a
+//! console process group of its own, how they ended, and what the OS said
+//! when one could not start.
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::windows::process::CommandExt;
+use std::process::{Child, Command, ExitStatus};
+
+use windows_sys::Win32::Foundation::{
+    ERROR_COMMITMENT_LIMIT, ERROR_NO_SYSTEM_RESOURCES, ERROR_NOT_ENOUGH_MEMORY, ERROR_OUTOFMEMORY,
+    ERROR_TOO_MANY_OPEN_FILES,
+};
+use windows_sys::Win32::System::Threading::{CREATE_NEW_PROCESS_GROUP, CREATE_SUSPENDED};
+
+use super::job::Job;
+
+/// Whether the environment variable `name` is the one called `variable`
+/// (names are case-insensitive on Windows).
+pub fn same_variable(name: &OsStr, variable: &str) -> bool {
+    name.eq_ignore_ascii_case(variable)
+}
+
+/// Starts `command` in a new job object (which ends its whole tree when
+/// it is dropped) and a new console process group (whose id is the
+/// child's, for `CTRL_BREAK`): suspended, put in the job, then resumed,
+/// so that nothing it starts escapes the job.
+///
+/// # Errors
+///
+/// When the job cannot be made, or the process cannot start or be put in
+/// it.
+pub fn spawn(command: &mut Command) -> io::Result<(Child, Job)> {
+    let job = Job::new()?;
+    command.creation_flags(CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP);
+    let mut child = command.spawn()?;
+    job.adopt(&mut child)?;
+    Ok((child, job))
+}
+
+/// How a process ended: its whole 32-bit exit code (an NTSTATUS for one
+/// ended by an exception or by Ctrl-C).
+pub fn exit_code(status: ExitStatus) -> u32 {
+    status.code().map_or(u32::MAX, i32::cast_unsigned)
+}
+
+/// Whether a failure to start is backoff's own lack of a resource rather
+/// than the command's.
+pub fn is_resource_error(error: i32) -> bool {
+    u32::try_from(error).is_ok_and(|e| {
+        matches!(
+            e,
+            ERROR_NOT_ENOUGH_MEMORY
+                | ERROR_OUTOFMEMORY
+                | ERROR_TOO_MANY_OPEN_FILES
+                | ERROR_NO_SYSTEM_RESOURCES
+                | ERROR_COMMITMENT_LIMIT
+        )
+    })
+}
