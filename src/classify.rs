@@ -89,10 +89,13 @@ impl Outcome {
 /// An OS error's message without its ` (os error N)` tail.
 pub fn os_error(errno: i32) -> String {
     let s = std::io::Error::from_raw_os_error(errno).to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_owned(),
-        None => s,
-    }
+    let s = match s.find(" (os error") {
+        Some(i) => &s[..i],
+        None => &s,
+    };
+    // Windows' messages are sentences, which a line of backoff's quotes
+    // inside its own.
+    s.trim_end_matches(['.', ' ', '\r', '\n']).to_owned()
 }
 
 /// Which time limit an attempt ran past.

@@ -14,7 +14,6 @@
 use std::ffi::OsString;
 use std::fs::{File, TryLockError};
 use std::io::{self, PipeReader, PipeWriter, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, mpsc};
 use std::time::Duration;
@@ -29,8 +28,8 @@ use crate::fleet::bucket::{Bucket, MAX_BURST, UNIT, check_key};
 use crate::fleet::throttle::{self, SLOTS, Slot, Throttle, Window};
 use crate::report::Warnings;
 use crate::run::{Wait, Waited};
-use crate::sys::effective_uid;
 use crate::sys::fd::{open_dir, open_in};
+use crate::sys::files;
 
 /// The state file's only line, fixed in length so that an update is one
 /// write of the same size at offset 0: a process killed at any moment
@@ -133,8 +132,12 @@ fn absolute_path(name: &str, value: Option<OsString>) -> Result<PathBuf, String>
 /// jobs and terminals, and in their home where no other user can create
 /// it: `$XDG_STATE_HOME/backoff`, else `~/.local/state/backoff`. Relative
 /// and empty values are ignored, as the XDG base directory specification
-/// says, and said to be when no directory is left.
+/// says, and said to be when no directory is left. On Windows it is
+/// `%LOCALAPPDATA%\backoff` (`sys::files::app_data`).
 pub fn default_dir() -> StateDir {
+    if let Some(dir) = files::app_data() {
+        return StateDir::Given(dir.join("backoff"));
+    }
     default_dir_of(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
 }
 
@@ -209,19 +212,18 @@ fn find_in_home(home: &Path, xdg: Option<&str>, make: bool) -> Result<bool, Stor
             Ok(m) if m.is_dir() => {}
             Ok(_) => return Err(no_dir(format!("{} is not a directory", named(&next)))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let owner = std::fs::metadata(&at)
-                    .map_err(|e| no_dir(format!("{} cannot be used: {}", named(&at), why(&e))))?
-                    .uid();
-                if owner != effective_uid() {
+                let other = files::not_own_dir(&at)
+                    .map_err(|e| no_dir(format!("{} cannot be used: {}", named(&at), why(&e))))?;
+                if let Some(other) = other {
                     return Err(no_dir(format!(
-                        "{} belongs to another user (uid {owner}), and no directory is made in it",
+                        "{} {other}, and no directory is made in it",
                         named(&at)
                     )));
                 }
                 if !make {
                     return Ok(false);
                 }
-                match std::fs::DirBuilder::new().mode(0o700).create(&next) {
+                match files::private(&mut std::fs::DirBuilder::new()).create(&next) {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                     Err(e) => return Err(failed(&next, &e)),
@@ -1060,9 +1062,7 @@ impl StateFile {
         };
         let opened = match (open_dir(dir), in_home) {
             (Err(e), None) if e.kind() == io::ErrorKind::NotFound && make => {
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
+                files::private(std::fs::DirBuilder::new().recursive(true))
                     .create(dir)
                     .map_err(|e| failed(dir, &e))?;
                 open_dir(dir)
@@ -1079,7 +1079,7 @@ impl StateFile {
         let handle = match opened {
             Ok(h) => h,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
+            Err(e) if files::met_non_dir(&e) => {
                 return Err(refuse(
                     dir,
                     "is not a directory (symbolic links are refused)",
@@ -1087,12 +1087,8 @@ impl StateFile {
             }
             Err(e) => return Err(failed(dir, &e)),
         };
-        let meta = handle.metadata().map_err(|e| failed(dir, &e))?;
-        if meta.uid() != effective_uid() {
-            return Err(refuse(dir, "belongs to another user"));
-        }
-        if meta.permissions().mode() & 0o022 != 0 {
-            return Err(refuse(dir, "is writable by other users"));
+        if let Some(why) = files::distrust(&handle).map_err(|e| failed(dir, &e))? {
+            return Err(refuse(dir, why));
         }
         Ok(Some((handle, dir)))
     }
@@ -1106,10 +1102,10 @@ impl StateFile {
         };
         let path = dir_path.join(&self.name);
         let (change, create) = (access.writes(), access == Access::Change);
-        let file = match open_in(&dir, &self.name, change, create) {
+        let file = match open_in(&dir, dir_path, &self.name, change, create) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            Err(e) if files::met_link(&e) => {
                 return Err(refuse(&path, "is a symbolic link"));
             }
             Err(e) => return Err(failed(&path, &e)),
@@ -1121,21 +1117,16 @@ impl StateFile {
         // Another name of the same file (a hard link that a deduplicating
         // tool made between two keys' identical states, a `cp -al`
         // snapshot) would share its state, as a symbolic link would.
-        if meta.nlink() > 1 {
+        let links = files::links(&file).map_err(|e| failed(&path, &e))?;
+        if links > 1 {
             return Err(refuse(
                 &path,
-                &format!(
-                    "has {} hard links: another name shares its state (remove one)",
-                    meta.nlink()
-                ),
+                &format!("has {links} hard links: another name shares its state (remove one)"),
             ));
         }
-        if meta.uid() != effective_uid() {
-            return Err(refuse(&path, "belongs to another user"));
-        }
         // As the directory: a state others may write is no one's to trust.
-        if meta.permissions().mode() & 0o022 != 0 {
-            return Err(refuse(&path, "is writable by other users"));
+        if let Some(why) = files::distrust(&file).map_err(|e| failed(&path, &e))? {
+            return Err(refuse(&path, why));
         }
         Ok(Some((file, path)))
     }
@@ -1144,8 +1135,7 @@ impl StateFile {
     /// the one an earlier call gave up, when it still waits for the same
     /// lock of the same file, else a new one.
     fn queue(&self, file: &File, access: Access, job: Job) -> io::Result<LockWait> {
-        let meta = file.metadata()?;
-        let file_id = (meta.dev(), meta.ino());
+        let file_id = files::file_id(file)?;
         let given_up = locked(&self.pending).take();
         if let Some(queued) = given_up.filter(|q| q.file_id == file_id && q.access == access) {
             let mut state = locked(&queued.handoff);
@@ -1359,9 +1349,8 @@ mod tests {
     #[test]
     fn a_wait_given_up_is_taken_over_by_the_next_call_and_lets_go_of_a_lock_that_comes_late()
     -> Result<(), Box<dyn std::error::Error>> {
-        let dir = tempfile::Builder::new()
-            .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir()?;
+        // Only its owner may enter it (mode 0700 on Unix).
+        let dir = tempfile::tempdir()?;
         let bucket = Bucket {
             burst: 10 * UNIT,
             ratio: UNIT / 10,

@@ -147,6 +147,9 @@ pub fn signal(s: &str) -> Result<i32, String> {
         Some(_) => {
             Err("only CTRL_BREAK or CTRL_C can be sent to a console process group".to_owned())
         }
+        None if !signal::DEATH_BY_SIGNAL => {
+            Err("unknown signal: on Windows, use CTRL_BREAK or CTRL_C".to_owned())
+        }
         None => Err("unknown signal".to_owned()),
     }
 }

@@ -73,6 +73,8 @@ pub struct RealExecutor {
     /// The job of the last attempt, while processes of it outlive the
     /// command itself; ended before a retry.
     lingering: Option<Job>,
+    /// Whether the user was told that a control event could not be sent.
+    told_no_console: bool,
 }
 
 /// How a child that was waited for ended.
@@ -89,6 +91,7 @@ impl RealExecutor {
     ///
     /// When the run asks for what this executor cannot do yet
     /// (`unavailable`).
+    #[allow(clippy::needless_pass_by_value)] // The Unix executor's signature.
     pub fn new(
         command: Vec<OsString>,
         options: Options,
@@ -109,6 +112,7 @@ impl RealExecutor {
             not_found: None,
             lease_lost: Arc::new(AtomicBool::new(false)),
             lingering: None,
+            told_no_console: false,
         })
     }
 
@@ -183,7 +187,16 @@ impl RealExecutor {
             if limit_at.is_some_and(|l| now >= l) {
                 limit_at = None;
                 waited.timed_out = Some(Limit::Time);
-                if signals::signal_group(pid, self.options.timeout_signal).is_err() {
+                if let Err(e) = signals::signal_group(pid, self.options.timeout_signal) {
+                    // No console to send it through (a service, a
+                    // detached run): the job ends at once, as said once.
+                    if !std::mem::replace(&mut self.told_no_console, true) {
+                        self.options.warnings.warn(&format!(
+                            "cannot send {} to the timed-out attempt ({}): its processes were ended at once",
+                            crate::signal::short_name(self.options.timeout_signal),
+                            describe(&e)
+                        ));
+                    }
                     job.terminate(1);
                 } else {
                     kill_at = now.checked_add(grace);

@@ -17,8 +17,7 @@ pub mod kept;
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::io::{self, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
@@ -109,27 +108,27 @@ impl Capture {
     /// then nothing has changed.
     pub fn start(keep: Option<u64>) -> io::Result<Capture> {
         let targets = Targets {
-            out: Arc::new(File::from(io::stdout().as_fd().try_clone_to_owned()?)),
-            err: Arc::new(File::from(io::stderr().as_fd().try_clone_to_owned()?)),
+            out: Arc::new(fd::dup_stdout()?),
+            err: Arc::new(fd::dup_stderr()?),
         };
         let kept = keep.map(Kept::new).transpose()?;
-        let one = fd::same_file(targets.out.as_fd(), targets.err.as_fd());
-        let (err_read, err_write) = pipe()?;
-        let mut reads = vec![(File::from(err_read), Stream::Err)];
+        let one = fd::same_file(&targets.out, &targets.err);
+        let (err_read, err_write) = fd::pipe()?;
+        let mut reads = vec![(err_read, Stream::Err)];
         let out_write = if one {
             err_write.try_clone()?
         } else {
-            let (out_read, out_write) = pipe()?;
-            reads.insert(0, (File::from(out_read), Stream::Out));
+            let (out_read, out_write) = fd::pipe()?;
+            reads.insert(0, (out_read, Stream::Out));
             out_write
         };
         for (read, _) in &reads {
             fd::set_nonblocking(read)?;
             fd::enlarge_pipe(read, 256 * 1024);
         }
-        let (control_read, control_write) = pipe()?;
+        let (control_read, control_write) = fd::pipe()?;
         fd::set_nonblocking(&control_read)?;
-        let control = Arc::new(File::from(control_write));
+        let control = Arc::new(control_write);
         let passing = Arc::new(Mutex::new(Passing {
             kept,
             last: VecDeque::new(),
@@ -143,12 +142,12 @@ impl Capture {
         let reader = std::thread::Builder::new()
             .name("output".into())
             .spawn(move || {
-                pump(&theirs, &File::from(control_read), &shared, live.as_ref());
+                pump(&theirs, &control_read, &shared, live.as_ref());
                 let _ = finished.send(());
             })?;
         if let Err(e) = fd::redirect_std(&out_write, &err_write) {
             // Back as they were, whichever was changed.
-            let _ = fd::redirect_std(targets.out.as_fd(), targets.err.as_fd());
+            let _ = fd::redirect_std(&targets.out, &targets.err);
             let _ = (&*control).write_all(STOP);
             let _ = reader.join();
             return Err(e);
@@ -182,7 +181,7 @@ impl Capture {
         let Some((reader, ended)) = self.reader.take() else {
             return;
         };
-        let _ = fd::redirect_std(self.targets.out.as_fd(), self.targets.err.as_fd());
+        let _ = fd::redirect_std(&self.targets.out, &self.targets.err);
         crate::report::std_changed();
         let _ = (&*self.control).write_all(STOP);
         if ended.recv_timeout(STALL).is_ok() {
@@ -296,12 +295,6 @@ impl Marker {
     }
 }
 
-/// A pipe whose ends no process backoff starts inherits (close-on-exec).
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let (read, write) = io::pipe()?;
-    Ok((OwnedFd::from(read), OwnedFd::from(write)))
-}
-
 /// What `Capture::stop` writes to the control pipe: the reading thread
 /// takes what the pipes still hold, passes it on, and ends.
 const STOP: &[u8] = b"x";
@@ -320,13 +313,13 @@ fn pump(
     let mut buffer = vec![0; 64 * 1024];
     let mut open: Vec<usize> = (0..pipes.len()).collect();
     loop {
-        let mut fds: Vec<_> = open.iter().map(|&i| pipes[i].0.as_fd()).collect();
-        fds.push(control.as_fd());
-        let ready = fd::readable(&fds);
+        let mut files: Vec<&File> = open.iter().map(|&i| &pipes[i].0).collect();
+        files.push(control);
+        let ready = fd::readable(&files);
         let stopping = ready.last().copied().unwrap_or(false) && {
             let mut said = [0u8; 64];
             let mut stop = false;
-            while let Ok(n @ 1..) = (&*control).read(&mut said) {
+            while let Ok(n @ 1..) = fd::read_now(control, &mut said) {
                 stop |= said[..n].contains(&STOP[0]);
             }
             stop
@@ -365,9 +358,9 @@ fn pump(
 /// Reads `read` until it has nothing more for now, into `passing` (whose
 /// lock the caller holds, so that a mark falls between two reads); returns
 /// whether it is still open.
-fn drain(mut read: &File, stream: Stream, buffer: &mut [u8], passing: &mut Passing) -> bool {
+fn drain(read: &File, stream: Stream, buffer: &mut [u8], passing: &mut Passing) -> bool {
     loop {
-        match read.read(buffer) {
+        match fd::read_now(read, buffer) {
             Ok(0) => return false,
             Ok(n) => passing.take(stream, &buffer[..n]),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

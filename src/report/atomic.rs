@@ -11,9 +11,10 @@
 
 use std::fs::{File, FileType, OpenOptions, TryLockError};
 use std::io::{self, Read, Seek, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+use crate::sys::files;
 
 /// The most of a previous file that is read (a metrics file of backoff's
 /// holds a few KiB): a larger one is not backoff's, and is left alone.
@@ -62,16 +63,8 @@ fn kind(t: FileType) -> &'static str {
         "a symbolic link"
     } else if t.is_dir() {
         "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
     } else {
-        "not a regular file"
+        files::special_kind(t).unwrap_or("not a regular file")
     }
 }
 
@@ -198,17 +191,15 @@ fn opened_to_append(path: &Path, read: bool) -> io::Result<File> {
     if refusal(path)?.is_some() {
         return Err(not_regular());
     }
-    let file = OpenOptions::new()
-        .read(read)
-        .append(true)
-        .create(true)
-        .mode(0o666)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+    let file = files::no_follow(OpenOptions::new().read(read).append(true), 0o666, true)
         .open(path)
-        .map_err(|e| match e.raw_os_error() {
+        .map_err(|e| {
             // A symbolic link, or a FIFO without a reader, put there since.
-            Some(libc::ELOOP | libc::ENXIO) => not_regular(),
-            _ => e,
+            if files::met_special(&e) {
+                not_regular()
+            } else {
+                e
+            }
         })?;
     if !file.metadata()?.is_file() {
         return Err(not_regular());
@@ -255,7 +246,6 @@ fn directory(path: &Path) -> &Path {
 /// When the directory cannot be written, the rename fails, or something
 /// other than a regular file is at `path`.
 pub fn write(path: &Path, content: &[u8]) -> io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
     if let Some(stream) = Stream::named(path) {
         return stream.write(content);
     }
@@ -263,8 +253,7 @@ pub fn write(path: &Path, content: &[u8]) -> io::Result<()> {
         .prefix(".backoff-")
         .tempfile_in(directory(path))?;
     tmp.write_all(content)?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    files::readable_by_all(tmp.as_file())?;
     tmp.as_file().sync_all()?;
     // The path may have changed since the run began: look again, as late
     // as can be. (rename(2) would replace a FIFO or a device node.)
@@ -323,13 +312,10 @@ fn lock(path: &Path, wait: &mut dyn FnMut(Duration) -> Result<(), String>) -> io
         // Read-only, as the file is only read and locked through this
         // descriptor (replacing it needs the directory, not the file, to
         // be writable); O_CREAT without write access is no std option.
-        let file = OpenOptions::new()
-            .read(true)
-            .mode(0o644)
-            .custom_flags(libc::O_CREAT | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        let file = files::no_follow(OpenOptions::new().read(true), 0o644, true)
             .open(path)
             .map_err(|e| {
-                if e.raw_os_error() == Some(libc::ELOOP) {
+                if files::met_link(&e) {
                     refused("a symbolic link")
                 } else {
                     e
@@ -362,9 +348,9 @@ fn lock(path: &Path, wait: &mut dyn FnMut(Duration) -> Result<(), String>) -> io
                 Err(TryLockError::Error(e)) => return Err(e),
             }
         }
-        match std::fs::symlink_metadata(path) {
-            Ok(now) if now.dev() == opened.dev() && now.ino() == opened.ino() => return Ok(file),
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        match files::names(path, &file) {
+            Ok(Some(true)) => return Ok(file),
+            Err(e) => return Err(e),
             // Replaced or removed meanwhile, by a run that has finished its
             // update: lock what is there now.
             _ => deadline = Instant::now() + LOCK_WAIT,

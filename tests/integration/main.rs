@@ -46,4 +46,5 @@ mod traces;
 mod usage;
 mod waiting;
 mod warnings;
+mod windows;
 mod write_errors;

@@ -427,7 +427,8 @@ pub fn open_dir(path: &Path) -> io::Result<File> {
     Ok(File::from(fd))
 }
 
-/// Opens the file `name` of the directory `dir` for reading, and for writing
+/// Opens the file `name` of the directory `dir` (at `_dir_path`, which
+/// only systems without `openat` need) for reading, and for writing
 /// too with `write`, creating it (mode 0600) with `create`; never through a
 /// symbolic link, and never waiting (a FIFO does not block the open).
 ///
@@ -435,7 +436,13 @@ pub fn open_dir(path: &Path) -> io::Result<File> {
 ///
 /// As openat(2): `ELOOP` when it is a symbolic link, `ENOENT` when it does
 /// not exist and is not to be created.
-pub fn open_in(dir: &File, name: &str, write: bool, create: bool) -> io::Result<File> {
+pub fn open_in(
+    dir: &File,
+    _dir_path: &Path,
+    name: &str,
+    write: bool,
+    create: bool,
+) -> io::Result<File> {
     let mut flags = OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
     flags |= if write { OFlags::RDWR } else { OFlags::RDONLY };
     if create {
@@ -458,18 +465,60 @@ pub fn redirect_std(out: impl AsFd, err: impl AsFd) -> io::Result<()> {
     Ok(())
 }
 
-/// Waits, with no time limit, until one of `fds` can be read (an end of
-/// file or an error counts); returns which can. A signal ends the wait
+/// Waits, with no time limit, until one of `files` can be read (an end
+/// of file or an error counts); returns which can. A signal ends the wait
 /// early, with none ready.
-pub fn readable(fds: &[BorrowedFd<'_>]) -> Vec<bool> {
-    let mut polled: Vec<PollFd<'_>> = fds
+pub fn readable(files: &[&File]) -> Vec<bool> {
+    let mut polled: Vec<PollFd<'_>> = files
         .iter()
-        .map(|&f| PollFd::from_borrowed_fd(f, PollFlags::IN))
+        .map(|f| PollFd::new(*f, PollFlags::IN))
         .collect();
     if poll(&mut polled, None).is_err() {
-        return vec![false; fds.len()];
+        return vec![false; files.len()];
     }
     polled.iter().map(|p| !p.revents().is_empty()).collect()
+}
+
+/// Reads what `file` (non-blocking) holds now, into `buf`.
+///
+/// # Errors
+///
+/// `WouldBlock` when it holds nothing yet; as read(2).
+pub fn read_now(mut file: &File, buf: &mut [u8]) -> io::Result<usize> {
+    use std::io::Read as _;
+    file.read(buf)
+}
+
+/// A pipe whose ends no process backoff starts inherits (close-on-exec):
+/// its read end, then its write end.
+///
+/// # Errors
+///
+/// As pipe(2).
+pub fn pipe() -> io::Result<(File, File)> {
+    let (read, write) = io::pipe()?;
+    Ok((
+        File::from(OwnedFd::from(read)),
+        File::from(OwnedFd::from(write)),
+    ))
+}
+
+/// A descriptor of backoff's own stdout, as a file.
+///
+/// # Errors
+///
+/// As dup(2).
+pub fn dup_stdout() -> io::Result<File> {
+    Ok(File::from(io::stdout().as_fd().try_clone_to_owned()?))
+}
+
+/// A descriptor of backoff's own stderr, as a file.
+///
+/// # Errors
+///
+/// As dup(2).
+pub fn dup_stderr() -> io::Result<File> {
+    Ok(File::from(io::stderr().as_fd().try_clone_to_owned()?))
 }
 
 /// The first `max` bytes of the regular file at `path`, read without ever

@@ -12,6 +12,7 @@
 
 pub mod children;
 pub mod fd;
+pub mod files;
 pub mod guard;
 pub mod localtime;
 pub mod machine;

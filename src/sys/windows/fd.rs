@@ -82,15 +82,16 @@ pub fn term_on_stderr<W>(_to: W) -> console::Term {
     console::Term::stderr()
 }
 
-/// Whether the pipe can be read now: bytes wait in it, or its writer is
-/// gone (an end of file).
-fn pipe_ready(pipe: &io::PipeReader) -> bool {
+/// What a pipe holds now: `Ok(n)` bytes, or `Err` with the system's
+/// error code (`ERROR_BROKEN_PIPE` once its writers are all gone).
+fn peek(handle: std::os::windows::io::RawHandle) -> Result<u32, u32> {
+    use windows_sys::Win32::Foundation::GetLastError;
     let mut avail = 0u32;
     // SAFETY: the handle is open for the call; no buffer is read into,
     // and `avail` is ours.
     let ok = unsafe {
         PeekNamedPipe(
-            pipe.as_raw_handle(),
+            handle,
             std::ptr::null_mut(),
             0,
             std::ptr::null_mut(),
@@ -98,7 +99,17 @@ fn pipe_ready(pipe: &io::PipeReader) -> bool {
             std::ptr::null_mut(),
         )
     };
-    ok == 0 || avail > 0
+    if ok != 0 {
+        return Ok(avail);
+    }
+    // SAFETY: reads this thread's last error, set by the call above.
+    Err(unsafe { GetLastError() })
+}
+
+/// Whether the pipe can be read now: bytes wait in it, or its writer is
+/// gone (an end of file), or it cannot be asked (the read will say why).
+fn pipe_ready(pipe: &io::PipeReader) -> bool {
+    peek(pipe.as_raw_handle()).map_or(true, |n| n > 0)
 }
 
 /// Waits until `pipe` can be read (an end of file or an error counts) or
@@ -126,13 +137,144 @@ pub fn is_readable(pipe: &io::PipeReader) -> bool {
 }
 
 /// Nothing to do: Windows' anonymous pipes have no non-blocking mode, and
-/// are read here only once they are ready.
+/// are read here only once they are ready (`read_now`).
 ///
 /// # Errors
 ///
 /// Never.
-pub fn set_nonblocking(_pipe: &io::PipeReader) -> io::Result<()> {
+pub fn set_nonblocking<T>(_pipe: T) -> io::Result<()> {
     Ok(())
+}
+
+/// Nothing to do: an anonymous pipe's buffer is set when it is made.
+pub fn enlarge_pipe<T>(_pipe: T, _size: usize) {}
+
+/// A pipe no process backoff starts inherits unless handed to it: its
+/// read end, then its write end.
+///
+/// # Errors
+///
+/// As `CreatePipe`.
+pub fn pipe() -> io::Result<(File, File)> {
+    use std::os::windows::io::OwnedHandle;
+    let (read, write) = io::pipe()?;
+    Ok((
+        File::from(OwnedHandle::from(read)),
+        File::from(OwnedHandle::from(write)),
+    ))
+}
+
+/// A handle of backoff's own stdout, as a file.
+///
+/// # Errors
+///
+/// When it cannot be duplicated.
+pub fn dup_stdout() -> io::Result<File> {
+    Ok(File::from(io::stdout().as_handle().try_clone_to_owned()?))
+}
+
+/// A handle of backoff's own stderr, as a file.
+///
+/// # Errors
+///
+/// When it cannot be duplicated.
+pub fn dup_stderr() -> io::Result<File> {
+    Ok(File::from(io::stderr().as_handle().try_clone_to_owned()?))
+}
+
+/// Whether `a` and `b` are one file (the same volume and index); false
+/// for pipes and consoles, or when either cannot be asked.
+pub fn same_file(a: &File, b: &File) -> bool {
+    match (super::files::file_id(a), super::files::file_id(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// The handles `redirect_std` made backoff's stdout and stderr: its own
+/// copies, closed when others replace them, as dup2(2) closes what
+/// descriptors 1 and 2 were.
+static INSTALLED: std::sync::Mutex<Option<(File, File)>> = std::sync::Mutex::new(None);
+
+/// Makes copies of `out` and `err` backoff's stdout and stderr, which the
+/// processes it starts from then on are given; the copies made before
+/// are closed.
+///
+/// # Errors
+///
+/// When a handle cannot be copied, or as `SetStdHandle`.
+pub fn redirect_std(out: &File, err: &File) -> io::Result<()> {
+    use windows_sys::Win32::System::Console::{STD_ERROR_HANDLE, STD_OUTPUT_HANDLE, SetStdHandle};
+    let copies = (out.try_clone()?, err.try_clone()?);
+    // SAFETY: both handles are open, and stay open until the next call
+    // replaces them (`INSTALLED` holds them).
+    unsafe {
+        if SetStdHandle(STD_OUTPUT_HANDLE, copies.0.as_raw_handle()) == 0
+            || SetStdHandle(STD_ERROR_HANDLE, copies.1.as_raw_handle()) == 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    let before = INSTALLED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .replace(copies);
+    drop(before);
+    Ok(())
+}
+
+/// What the pipe `file` holds now: `Some(0)` at its end (its writers all
+/// gone), `None` when that cannot be told.
+fn available(file: &File) -> Option<u32> {
+    use windows_sys::Win32::Foundation::ERROR_BROKEN_PIPE;
+    match peek(file.as_raw_handle()) {
+        Ok(n) => Some(n),
+        Err(ERROR_BROKEN_PIPE) => Some(0),
+        Err(_) => None,
+    }
+}
+
+/// Waits, with no time limit, until one of the pipes `files` can be read
+/// (bytes wait, or its end came); returns which can. An anonymous pipe
+/// cannot be waited for on Windows: they are looked at again, less often
+/// as the wait lasts (every 20 ms at most).
+pub fn readable(files: &[&File]) -> Vec<bool> {
+    let mut step = Duration::from_millis(1);
+    loop {
+        let ready: Vec<bool> = files
+            .iter()
+            .map(|f| available(f).is_none_or(|n| n > 0) || at_end(f))
+            .collect();
+        if ready.contains(&true) {
+            return ready;
+        }
+        std::thread::sleep(step);
+        step = (step * 2).min(Duration::from_millis(20));
+    }
+}
+
+/// Whether the pipe's writers are all gone.
+fn at_end(file: &File) -> bool {
+    use windows_sys::Win32::Foundation::ERROR_BROKEN_PIPE;
+    peek(file.as_raw_handle()) == Err(ERROR_BROKEN_PIPE)
+}
+
+/// Reads what the pipe `file` holds now into `buf`, without waiting.
+///
+/// # Errors
+///
+/// `WouldBlock` when it holds nothing yet; as the read.
+pub fn read_now(mut file: &File, buf: &mut [u8]) -> io::Result<usize> {
+    use std::io::Read as _;
+    match available(file) {
+        Some(0) if !at_end(file) => Err(io::ErrorKind::WouldBlock.into()),
+        Some(0) => Ok(0),
+        Some(n) => {
+            let n = buf.len().min(usize::try_from(n).unwrap_or(usize::MAX));
+            file.read(&mut buf[..n])
+        }
+        None => file.read(buf),
+    }
 }
 
 /// Reserves no room ahead: Windows has no call that does so without
@@ -162,4 +304,56 @@ pub fn read_regular(path: &std::path::Path, max: u64) -> io::Result<Vec<u8>> {
     let mut data = Vec::new();
     File::open(path)?.take(max).read_to_end(&mut data)?;
     Ok(data)
+}
+
+/// Opens the directory `path` to look at it and to open files in it; a
+/// reparse point (a symbolic link, a junction) is opened as itself, and
+/// refused.
+///
+/// # Errors
+///
+/// As the open; `files::met_non_dir`'s error for a reparse point or
+/// something that is not a directory.
+pub fn open_dir(path: &std::path::Path) -> io::Result<File> {
+    use std::os::windows::fs::{MetadataExt, OpenOptionsExt};
+    use windows_sys::Win32::Foundation::ERROR_DIRECTORY;
+    use windows_sys::Win32::Storage::FileSystem::{
+        FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
+    };
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(path)?;
+    let meta = dir.metadata()?;
+    if !meta.is_dir() || meta.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+        return Err(io::Error::from_raw_os_error(ERROR_DIRECTORY.cast_signed()));
+    }
+    Ok(dir)
+}
+
+/// Opens the file `name` of the directory at `dir_path` (Windows has no
+/// `openat`: the directory opened, `_dir`, is kept open meanwhile, so it
+/// cannot be removed) for reading, and for writing too with `write`,
+/// creating it with `create`; a reparse point is opened as itself, which
+/// its type then refuses.
+///
+/// # Errors
+///
+/// As the open: `NotFound` when it does not exist and is not to be
+/// created.
+pub fn open_in(
+    _dir: &File,
+    dir_path: &std::path::Path,
+    name: &str,
+    write: bool,
+    create: bool,
+) -> io::Result<File> {
+    use std::os::windows::fs::OpenOptionsExt;
+    use windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(write || create)
+        .create(create)
+        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(dir_path.join(name))
 }

@@ -50,7 +50,7 @@ impl Job {
                 job.0.as_raw_handle(),
                 JobObjectExtendedLimitInformation,
                 (&raw const limits).cast(),
-                size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+                super::size_u32::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>(),
             )
         };
         if set == 0 {
@@ -92,7 +92,7 @@ impl Job {
                 self.0.as_raw_handle(),
                 JobObjectBasicAccountingInformation,
                 (&raw mut info).cast(),
-                size_of::<JOBOBJECT_BASIC_ACCOUNTING_INFORMATION>() as u32,
+                super::size_u32::<JOBOBJECT_BASIC_ACCOUNTING_INFORMATION>(),
                 std::ptr::null_mut(),
             )
         };
@@ -116,7 +116,7 @@ fn resume(pid: u32) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     let mut entry = THREADENTRY32 {
-        dwSize: size_of::<THREADENTRY32>() as u32,
+        dwSize: super::size_u32::<THREADENTRY32>(),
         ..THREADENTRY32::default()
     };
     let mut resumed = 0;

@@ -21,8 +21,8 @@ pub fn utc_offset(t: SystemTime) -> Option<i64> {
     let ticks = secs.checked_mul(10_000_000)?.checked_add(EPOCH_TICKS)?;
     let ticks = u64::try_from(ticks).ok()?;
     let utc_file = FILETIME {
-        dwLowDateTime: ticks as u32,
-        dwHighDateTime: (ticks >> 32) as u32,
+        dwLowDateTime: u32::try_from(ticks & 0xFFFF_FFFF).ok()?,
+        dwHighDateTime: u32::try_from(ticks >> 32).ok()?,
     };
     let mut utc = SYSTEMTIME::default();
     let mut local = SYSTEMTIME::default();

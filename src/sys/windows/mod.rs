@@ -7,6 +7,7 @@
 //! `// SAFETY:` comment. Nothing here decides anything.
 
 pub mod fd;
+pub mod files;
 pub mod job;
 pub mod localtime;
 pub mod machine;
@@ -15,6 +16,13 @@ pub mod signal_names;
 pub mod signals;
 
 use crate::exit::Exit;
+
+/// The size of `T`, a structure of a few dozen bytes, as Windows' calls
+/// take it.
+#[allow(clippy::cast_possible_truncation)]
+const fn size_u32<T>() -> u32 {
+    size_of::<T>() as u32
+}
 
 /// The largest exit code a process can end with: a whole 32-bit `DWORD`.
 pub const MAX_EXIT_CODE: u32 = u32::MAX;

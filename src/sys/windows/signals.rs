@@ -5,7 +5,7 @@
 
 use std::io;
 use std::os::windows::io::{AsRawHandle, BorrowedHandle, FromRawHandle, OwnedHandle};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use windows_sys::Win32::Foundation::{WAIT_OBJECT_0, WAIT_TIMEOUT};
@@ -70,7 +70,7 @@ pub struct SignalWatch(());
 
 /// Wakes a `SignalWatch` waiting in another thread, as an event would.
 #[derive(Clone)]
-pub struct Waker(Arc<()>);
+pub struct Waker;
 
 impl Waker {
     /// Wakes the wait (`WAKE` comes out of it among the events).
@@ -116,7 +116,7 @@ impl SignalWatch {
     ///
     /// Never here; the Unix side may fail to make one.
     pub fn waker(&self) -> io::Result<Waker> {
-        Ok(Waker(Arc::new(())))
+        Ok(Waker)
     }
 
     /// The events that arrived since the last call, in order.
@@ -158,7 +158,9 @@ impl SignalWatch {
             // SAFETY: every handle in `all` is open for the length of the
             // call (the queue's event lives as long as the process, the
             // others are borrowed); at most 64 are waited for.
-            let woke = unsafe { WaitForMultipleObjects(all.len() as u32, all.as_ptr(), 0, ms) };
+            let woke = unsafe {
+                WaitForMultipleObjects(u32::try_from(all.len()).unwrap_or(0), all.as_ptr(), 0, ms)
+            };
             if woke == WAIT_TIMEOUT {
                 if left.is_some_and(|l| l.as_millis() <= u128::from(ms)) {
                     return (self.pending(), None);

@@ -1,0 +1,309 @@
+//! Files of backoff's own (its state, its reports), as Windows protects
+//! them: who owns one and whether others may write it (its owner and its
+//! access control list), whether a name still names the file opened, and
+//! opening without following a symbolic link (a reparse point).
+
+use std::fs::{DirBuilder, File, FileType, OpenOptions};
+use std::io;
+use std::os::windows::fs::OpenOptionsExt;
+use std::os::windows::io::AsRawHandle;
+use std::path::Path;
+
+use windows_sys::Win32::Foundation::{
+    CloseHandle, ERROR_CANT_ACCESS_FILE, ERROR_DIRECTORY, GENERIC_ALL, GENERIC_WRITE, HANDLE,
+    LocalFree,
+};
+use windows_sys::Win32::Security::Authorization::{GetSecurityInfo, SE_FILE_OBJECT};
+use windows_sys::Win32::Security::{
+    ACCESS_ALLOWED_ACE, ACL, ACL_SIZE_INFORMATION, AclSizeInformation, DACL_SECURITY_INFORMATION,
+    EqualSid, GetAce, GetAclInformation, GetTokenInformation, IsWellKnownSid,
+    OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID, TOKEN_QUERY, TOKEN_USER, TokenUser,
+    WinBuiltinAdministratorsSid, WinCreatorOwnerSid, WinLocalSystemSid,
+};
+use windows_sys::Win32::Storage::FileSystem::{
+    BY_HANDLE_FILE_INFORMATION, DELETE, FILE_APPEND_DATA, FILE_FLAG_BACKUP_SEMANTICS,
+    FILE_FLAG_OPEN_REPARSE_POINT, FILE_WRITE_DATA, GetFileInformationByHandle, WRITE_DAC,
+    WRITE_OWNER,
+};
+use windows_sys::Win32::System::SystemServices::ACCESS_ALLOWED_ACE_TYPE;
+use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
+
+/// Where a user's programs keep their own data on this machine:
+/// `%LOCALAPPDATA%`, when it is an absolute path.
+pub fn app_data() -> Option<std::path::PathBuf> {
+    std::env::var_os("LOCALAPPDATA")
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_absolute())
+}
+
+/// Directories are made as any other: the owner and ACL they inherit
+/// from `%LOCALAPPDATA%` (the user's own) are checked when opened.
+pub fn private(builder: &mut DirBuilder) -> &mut DirBuilder {
+    builder
+}
+
+/// The access rights that let a holder change a file or what it holds.
+const WRITES: u32 = FILE_WRITE_DATA
+    | FILE_APPEND_DATA
+    | GENERIC_WRITE
+    | GENERIC_ALL
+    | WRITE_DAC
+    | WRITE_OWNER
+    | DELETE;
+
+/// The owner and access control list of `handle`, and the memory that
+/// holds them (freed when dropped).
+struct Security {
+    owner: PSID,
+    dacl: *mut ACL,
+    descriptor: PSECURITY_DESCRIPTOR,
+}
+
+impl Drop for Security {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor was allocated by GetSecurityInfo, for the
+        // caller to free once.
+        unsafe { LocalFree(self.descriptor) };
+    }
+}
+
+fn security(handle: HANDLE) -> io::Result<Security> {
+    let mut s = Security {
+        owner: std::ptr::null_mut(),
+        dacl: std::ptr::null_mut(),
+        descriptor: std::ptr::null_mut(),
+    };
+    // SAFETY: `handle` is open; the pointers written point into the
+    // descriptor allocated for us, which `Security` frees.
+    let error = unsafe {
+        GetSecurityInfo(
+            handle,
+            SE_FILE_OBJECT,
+            OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
+            &raw mut s.owner,
+            std::ptr::null_mut(),
+            &raw mut s.dacl,
+            std::ptr::null_mut(),
+            &raw mut s.descriptor,
+        )
+    };
+    if error != 0 {
+        return Err(io::Error::from_raw_os_error(error.cast_signed()));
+    }
+    Ok(s)
+}
+
+/// The user backoff runs as, as the SID of its token, in a buffer of its
+/// own.
+fn own_user() -> io::Result<Vec<u64>> {
+    let mut token: HANDLE = std::ptr::null_mut();
+    // SAFETY: the pseudo-handle of this process; the token handle, if
+    // opened, is closed below.
+    if unsafe { OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &raw mut token) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Words, so that the TOKEN_USER at its start is aligned.
+    let mut buffer = vec![0u64; 64];
+    let mut len = 0u32;
+    // SAFETY: `buffer` is as long as said; the token is open.
+    let ok = unsafe {
+        GetTokenInformation(
+            token,
+            TokenUser,
+            buffer.as_mut_ptr().cast(),
+            super::size_u32::<[u64; 64]>(),
+            &raw mut len,
+        )
+    };
+    // SAFETY: the token was opened above, and is closed once.
+    unsafe { CloseHandle(token) };
+    if ok == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(buffer)
+}
+
+/// Whether `sid` is one that may always write anything (the system, the
+/// administrators) or stands for the file's owner.
+fn trusted(sid: PSID) -> bool {
+    // SAFETY: `sid` points into a live descriptor.
+    unsafe {
+        IsWellKnownSid(sid, WinLocalSystemSid) != 0
+            || IsWellKnownSid(sid, WinBuiltinAdministratorsSid) != 0
+            || IsWellKnownSid(sid, WinCreatorOwnerSid) != 0
+    }
+}
+
+/// Why the directory at `path` is not this user's to make directories
+/// in: another user owns it.
+///
+/// # Errors
+///
+/// When it cannot be looked at.
+pub fn not_own_dir(path: &Path) -> io::Result<Option<String>> {
+    let dir = OpenOptions::new()
+        .read(true)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS)
+        .open(path)?;
+    Ok(distrust_owner(&dir)?.map(ToOwned::to_owned))
+}
+
+fn distrust_owner(file: &File) -> io::Result<Option<&'static str>> {
+    let s = security(file.as_raw_handle())?;
+    let user = own_user()?;
+    // SAFETY: `user` holds a TOKEN_USER, whose SID points into it.
+    let me = unsafe { (*user.as_ptr().cast::<TOKEN_USER>()).User.Sid };
+    // SAFETY: both SIDs point into live buffers.
+    let own = unsafe { EqualSid(s.owner, me) } != 0 || trusted(s.owner);
+    Ok((!own).then_some("belongs to another user"))
+}
+
+/// Why `file` (state, or the directory of state) must not be trusted:
+/// another user owns it, or its access control list lets another user
+/// (nor the system, the administrators or its owner) write to it.
+///
+/// # Errors
+///
+/// When it cannot be looked at.
+pub fn distrust(file: &File) -> io::Result<Option<&'static str>> {
+    if let Some(why) = distrust_owner(file)? {
+        return Ok(Some(why));
+    }
+    let s = security(file.as_raw_handle())?;
+    if s.dacl.is_null() {
+        // No list at all: everyone may do anything.
+        return Ok(Some("is writable by other users"));
+    }
+    let mut size = ACL_SIZE_INFORMATION::default();
+    // SAFETY: `dacl` points into the live descriptor; `size` is whole.
+    let ok = unsafe {
+        GetAclInformation(
+            s.dacl,
+            (&raw mut size).cast(),
+            super::size_u32::<ACL_SIZE_INFORMATION>(),
+            AclSizeInformation,
+        )
+    };
+    if ok == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    for i in 0..size.AceCount {
+        let mut ace: *mut core::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: `i` is below the list's count; `ace` points into it.
+        if unsafe { GetAce(s.dacl, i, &raw mut ace) } == 0 {
+            continue;
+        }
+        let ace = ace.cast::<ACCESS_ALLOWED_ACE>();
+        // SAFETY: every entry starts with its header; an allowing entry
+        // has its mask and its SID after it.
+        let (kind, mask, sid) = unsafe {
+            (
+                u32::from((*ace).Header.AceType),
+                (*ace).Mask,
+                (&raw mut (*ace).SidStart).cast::<core::ffi::c_void>(),
+            )
+        };
+        if kind != ACCESS_ALLOWED_ACE_TYPE || mask & WRITES == 0 {
+            continue;
+        }
+        // SAFETY: both SIDs point into the live descriptor.
+        if unsafe { EqualSid(sid, s.owner) } == 0 && !trusted(sid) {
+            return Ok(Some("is writable by other users"));
+        }
+    }
+    Ok(None)
+}
+
+/// How many names the file has (hard links).
+///
+/// # Errors
+///
+/// When it cannot be looked at.
+pub fn links(file: &File) -> io::Result<u64> {
+    Ok(u64::from(information(file)?.nNumberOfLinks))
+}
+
+fn information(file: &File) -> io::Result<BY_HANDLE_FILE_INFORMATION> {
+    let mut info = BY_HANDLE_FILE_INFORMATION::default();
+    // SAFETY: the handle is open; `info` is whole.
+    if unsafe { GetFileInformationByHandle(file.as_raw_handle(), &raw mut info) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(info)
+}
+
+/// What identifies the file among all of the system's: its volume's
+/// serial number and its index there.
+///
+/// # Errors
+///
+/// When it cannot be looked at.
+pub fn file_id(file: &File) -> io::Result<(u64, u64)> {
+    let info = information(file)?;
+    Ok((
+        u64::from(info.dwVolumeSerialNumber),
+        (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow),
+    ))
+}
+
+/// Whether `path` still names `file` (a symbolic link there is not
+/// followed); `None` when nothing is there.
+///
+/// # Errors
+///
+/// When either cannot be looked at.
+pub fn names(path: &Path, file: &File) -> io::Result<Option<bool>> {
+    let there = OpenOptions::new()
+        .access_mode(0)
+        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_BACKUP_SEMANTICS)
+        .open(path);
+    match there {
+        Ok(there) => Ok(Some(file_id(&there)? == file_id(file)?)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether an open without following (`no_follow`, `fd::open_in`) met a
+/// symbolic link.
+pub fn met_link(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(ERROR_CANT_ACCESS_FILE.cast_signed())
+}
+
+/// Whether opening a directory (`fd::open_dir`) met a symbolic link or
+/// something that is not a directory.
+pub fn met_non_dir(e: &io::Error) -> bool {
+    met_link(e) || e.raw_os_error() == Some(ERROR_DIRECTORY.cast_signed())
+}
+
+/// Whether an open without following met a symbolic link (a reparse
+/// point opened as itself is refused by its type instead, once opened).
+pub fn met_special(e: &io::Error) -> bool {
+    met_link(e)
+}
+
+/// No special files (FIFOs, devices) are found by path here.
+pub fn special_kind(_: FileType) -> Option<&'static str> {
+    None
+}
+
+/// Sets `options` to open a reparse point (a symbolic link, a junction)
+/// itself rather than what it names, which is then refused by its type
+/// (not a regular file). With
+/// `create`, a file is created even when `options` only read.
+pub fn no_follow(options: &mut OpenOptions, _mode: u32, create: bool) -> &mut OpenOptions {
+    if create {
+        options.append(true).create(true);
+    }
+    options.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+}
+
+/// Nothing to do: who may read a file comes from its folder's access
+/// control list.
+///
+/// # Errors
+///
+/// Never.
+pub fn readable_by_all(_file: &File) -> io::Result<()> {
+    Ok(())
+}

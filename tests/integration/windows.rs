@@ -1,0 +1,475 @@
+//! The Windows build, run under Wine: `.ci/run` builds `backoff.exe`, the
+//! test helper (`tests/windows/helper.c`) and Wine's missing
+//! `bcryptprimitives.dll` (`tests/windows/bcryptprimitives.c`) into one
+//! directory, named by `WINE_BACKOFF_DIR`; without it each test is
+//! skipped with a line. Wine passes on only the low 8 bits of an exit
+//! code to the Linux process that started it: a 32-bit code is checked in
+//! what backoff prints.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{PATIENCE, TempDir, eventually, output_within};
+
+/// The directory of the Windows build, or `None` (said on one line).
+fn windows_dir(test: &str) -> Option<PathBuf> {
+    match std::env::var_os("WINE_BACKOFF_DIR") {
+        Some(dir) if Path::new(&dir).join("backoff.exe").exists() => Some(PathBuf::from(dir)),
+        _ => {
+            eprintln!(
+                "skipped {test}: no Windows build (WINE_BACKOFF_DIR, made by .ci/run with MinGW and Wine)"
+            );
+            None
+        }
+    }
+}
+
+/// `program` of the Windows build, run under Wine with `args`, from the
+/// build's directory (where Windows looks for a program first).
+fn wine(dir: &Path, program: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new("wine");
+    cmd.arg(dir.join(program))
+        .args(args)
+        .current_dir(dir)
+        .env("WINEDEBUG", "-all")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// The output of backoff.exe run with `args`, within `PATIENCE`.
+fn run(dir: &Path, args: &[&str]) -> std::process::Output {
+    output_within(wine(dir, "backoff.exe", args).spawn().expect("start wine"))
+}
+
+/// The Windows name of a Linux path (Wine's drive Z: is `/`).
+fn windows_path(path: &Path) -> String {
+    format!("Z:{}", path.display()).replace('/', "\\")
+}
+
+/// How many of the process ids in `pids` still run, as Windows sees them.
+fn still_running(dir: &Path, pids: &Path) -> i32 {
+    let out = output_within(
+        wine(dir, "helper.exe", &["alive", &windows_path(pids)])
+            .spawn()
+            .expect("start wine"),
+    );
+    out.status.code().expect("an exit code")
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn failures_are_retried_and_the_last_exit_code_kept() {
+    let Some(dir) = windows_dir("failures_are_retried_and_the_last_exit_code_kept") else {
+        return;
+    };
+    let out = run(
+        &dir,
+        &[
+            "--base",
+            "1ms",
+            "--max-retries",
+            "2",
+            "--",
+            "cmd",
+            "/c",
+            "exit 3",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("attempt 1/3 failed (exit 3)"), "{err}");
+    assert!(err.contains("attempt 3/3 failed (exit 3)"), "{err}");
+    assert!(err.contains("giving up after 3 attempts"), "{err}");
+    let out = run(&dir, &["--base", "1ms", "--", "cmd", "/c", "exit 0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
+fn a_32_bit_exit_code_is_matched_in_hex_and_printed_with_its_name() {
+    let Some(dir) = windows_dir("a_32_bit_exit_code_is_matched_in_hex_and_printed_with_its_name")
+    else {
+        return;
+    };
+    let out = run(
+        &dir,
+        &[
+            "--base",
+            "1ms",
+            "--max-retries",
+            "5",
+            "--stop-on",
+            "0xC0000005",
+            "--",
+            "helper.exe",
+            "exit",
+            "0xC0000005",
+        ],
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("attempt 1/6 failed (exit 0xC0000005 (STATUS_ACCESS_VIOLATION))"),
+        "{err}"
+    );
+    assert!(!err.contains("attempt 2/"), "the stop rule matched: {err}");
+    // Wine hands Linux the code's low 8 bits.
+    assert_eq!(out.status.code(), Some(0x05));
+}
+
+#[test]
+fn signal_rules_and_unix_signals_are_refused_with_the_way_out() {
+    let Some(dir) = windows_dir("signal_rules_and_unix_signals_are_refused_with_the_way_out")
+    else {
+        return;
+    };
+    let out = run(
+        &dir,
+        &["--retry-on", "sig:TERM", "--", "cmd", "/c", "exit 0"],
+    );
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        stderr(&out).contains(
+            "no process dies by a signal on Windows; one ended by Ctrl-C exits with 0xC000013A"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&dir, &["--signal", "TERM", "--", "cmd", "/c", "exit 0"]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        stderr(&out).contains("CTRL_BREAK or CTRL_C"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&dir, &["--signal", "ctrl_c", "--", "cmd", "/c", "exit 0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn a_timeout_ends_the_whole_three_deep_tree() {
+    let Some(dir) = windows_dir("a_timeout_ends_the_whole_three_deep_tree") else {
+        return;
+    };
+    let tmp = TempDir::new("win-tree");
+    let pids = tmp.join("pids");
+    let started = Instant::now();
+    let out = run(
+        &dir,
+        &[
+            "--timeout",
+            "2s",
+            "--kill-after",
+            "1s",
+            "--max-retries",
+            "0",
+            "--",
+            "helper.exe",
+            "tree",
+            "3",
+            "60000",
+            &windows_path(&pids),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("failed (timeout)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_eq!(tmp.lines("pids").len(), 3, "the tree started");
+    assert_eq!(still_running(&dir, &pids), 0, "nothing of the tree is left");
+}
+
+#[test]
+fn a_command_that_ignores_ctrl_break_is_ended_by_its_job() {
+    let Some(dir) = windows_dir("a_command_that_ignores_ctrl_break_is_ended_by_its_job") else {
+        return;
+    };
+    let started = Instant::now();
+    let out = run(
+        &dir,
+        &[
+            "--timeout",
+            "1s",
+            "--kill-after",
+            "500ms",
+            "--max-retries",
+            "0",
+            "--",
+            "helper.exe",
+            "deaf",
+            "60000",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn nothing_of_the_tree_outlives_a_killed_backoff() {
+    let Some(dir) = windows_dir("nothing_of_the_tree_outlives_a_killed_backoff") else {
+        return;
+    };
+    let tmp = TempDir::new("win-killed");
+    let pids = tmp.join("pids");
+    let mut child = wine(
+        &dir,
+        "backoff.exe",
+        &[
+            "--",
+            "helper.exe",
+            "tree",
+            "3",
+            "60000",
+            &windows_path(&pids),
+        ],
+    )
+    .spawn()
+    .expect("start wine");
+    eventually("the tree of three started", || tmp.lines("pids").len() == 3);
+    assert_eq!(still_running(&dir, &pids), 3, "the tree runs");
+    // As TerminateProcess would: backoff gets no say.
+    child.kill().expect("kill backoff");
+    let _ = child.wait();
+    eventually("the tree ended with backoff", || {
+        still_running(&dir, &pids) == 0
+    });
+}
+
+#[test]
+fn the_deadline_ends_the_run_on_time() {
+    let Some(dir) = windows_dir("the_deadline_ends_the_run_on_time") else {
+        return;
+    };
+    let started = Instant::now();
+    let out = run(
+        &dir,
+        &[
+            "--base",
+            "200ms",
+            "--cap",
+            "200ms",
+            "--jitter",
+            "none",
+            "--max-time",
+            "2s",
+            "--max-retries",
+            "100",
+            "--",
+            "cmd",
+            "/c",
+            "exit 1",
+        ],
+    );
+    let took = started.elapsed();
+    let err = stderr(&out);
+    // Delays of 200 ms between attempts until the deadline: the run ends
+    // before it, when the next retry would pass it (exit 1), or at it, by
+    // ending the attempt then running (a timeout, 124).
+    assert!(matches!(out.status.code(), Some(1 | 124)), "{err}");
+    assert!(err.contains("retrying in 200ms"), "{err}");
+    assert!(
+        err.contains("--max-time") || err.contains("(timeout)"),
+        "{err}"
+    );
+    assert!(took >= Duration::from_millis(1500), "{took:?}");
+    assert!(took < PATIENCE, "{took:?}");
+}
+
+#[test]
+fn a_program_not_found_exits_127_and_a_path_with_spaces_runs() {
+    let Some(dir) = windows_dir("a_program_not_found_exits_127_and_a_path_with_spaces_runs") else {
+        return;
+    };
+    let out = run(&dir, &["--", "no-such-program.exe"]);
+    assert_eq!(out.status.code(), Some(127), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot run 'no-such-program.exe'"),
+        "{}",
+        stderr(&out)
+    );
+    let tmp = TempDir::new("win spaces");
+    let spaced = tmp.join("a dir").join("helper copy.exe");
+    std::fs::create_dir_all(spaced.parent().unwrap()).unwrap();
+    std::fs::copy(dir.join("helper.exe"), &spaced).unwrap();
+    let out = run(&dir, &["--", &windows_path(&spaced), "exit", "7"]);
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+}
+
+#[test]
+fn hooks_run_under_cmd_with_the_run_s_variables_and_leave_nothing() {
+    let Some(dir) = windows_dir("hooks_run_under_cmd_with_the_run_s_variables_and_leave_nothing")
+    else {
+        return;
+    };
+    let tmp = TempDir::new("win-hooks");
+    let pids = tmp.join("pids");
+    let hook = format!(
+        "echo hook for attempt %BACKOFF_ATTEMPT% & helper.exe spawn 60000 {}",
+        windows_path(&pids)
+    );
+    let out = run(
+        &dir,
+        &[
+            "--base",
+            "1ms",
+            "--max-retries",
+            "1",
+            "--on-retry",
+            &hook,
+            "--",
+            "cmd",
+            "/c",
+            "exit 4",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("hook for attempt 1"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(tmp.lines("pids").len(), 1, "the hook started its child");
+    assert_eq!(still_running(&dir, &pids), 0, "the hook's child was ended");
+}
+
+#[test]
+fn the_report_and_json_events_are_written() {
+    let Some(dir) = windows_dir("the_report_and_json_events_are_written") else {
+        return;
+    };
+    let tmp = TempDir::new("win-report");
+    let report = tmp.join("report.json");
+    let out = run(
+        &dir,
+        &[
+            "--base",
+            "1ms",
+            "--max-retries",
+            "1",
+            "--log-format",
+            "json",
+            "--report",
+            &windows_path(&report),
+            "--",
+            "cmd",
+            "/c",
+            "exit 2",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let events: Vec<serde_json::Value> = stderr(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(events.first().unwrap()["event"], "start");
+    assert_eq!(events.last().unwrap()["event"], "give_up");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).expect("a report")).unwrap();
+    assert_eq!(
+        report["attempts"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
+    assert_eq!(report["final_status"], 2, "{report}");
+}
+
+#[test]
+fn kept_output_is_written_out_when_the_run_fails() {
+    let Some(dir) = windows_dir("kept_output_is_written_out_when_the_run_fails") else {
+        return;
+    };
+    let out = run(
+        &dir,
+        &[
+            "--output",
+            "on-failure",
+            "--base",
+            "1ms",
+            "--max-retries",
+            "1",
+            "--",
+            "cmd",
+            "/c",
+            "echo out %BACKOFF_ATTEMPT% & exit 1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("out 1") && stdout.contains("out 2"),
+        "{stdout}"
+    );
+    assert!(
+        stderr(&out).contains("giving up after 2 attempts"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(
+        &dir,
+        &["--output", "on-failure", "--", "cmd", "/c", "echo quiet"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn a_budget_file_is_shared_by_two_processes() {
+    let Some(dir) = windows_dir("a_budget_file_is_shared_by_two_processes") else {
+        return;
+    };
+    let tmp = TempDir::new("win-budget");
+    let store = windows_path(tmp.path());
+    // One token in all: the first run's retry takes it, the second run
+    // finds none left and does not retry.
+    let budgeted = |store: &str| {
+        run(
+            &dir,
+            &[
+                "--budget",
+                "shared",
+                "--budget-dir",
+                store,
+                "--budget-burst",
+                "1",
+                "--budget-ratio",
+                "0.01",
+                "--base",
+                "1ms",
+                "--max-retries",
+                "1",
+                "--",
+                "cmd",
+                "/c",
+                "exit 1",
+            ],
+        )
+    };
+    let out = budgeted(&store);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("attempt 2/2 failed"),
+        "the first run retried: {err}"
+    );
+    let out = budgeted(&store);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        !err.contains("attempt 2/2"),
+        "the second run found the budget spent: {err}"
+    );
+    assert!(err.contains("budget"), "{err}");
+    assert!(tmp.join("shared.budget").exists());
+}
