@@ -24,7 +24,7 @@ pub use env::variables_set;
 #[cfg(unix)]
 pub use unix::{RealExecutor, Replayed, spool_stdin};
 #[cfg(windows)]
-pub use windows::{RealExecutor, Replayed, spool_stdin, unavailable};
+pub use windows::{RealExecutor, Replayed, spool_stdin};
 
 /// Variables that a receiver of the run's events hands on to the
 /// processes started from then on, attempts and hooks (the trace context:

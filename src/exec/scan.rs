@@ -88,6 +88,28 @@ impl Headers {
 /// is matched on its own.
 const SET_MAX: usize = 2 << 20;
 
+/// Matches the headers curl dumped for the last attempt into `file`, as
+/// if it had printed them: all of them, read a chunk at a time (curl
+/// allows a response 300 KB of headers, and follows redirects), of which
+/// only what the last response says is kept. The file is emptied for the
+/// next attempt.
+pub fn headers_file(file: &tempfile::NamedTempFile, rules: &OutputRules, seen: &mut Observed) {
+    let mut scanner = LineScanner::headers_file();
+    if let Ok(mut f) = file.reopen() {
+        let mut chunk = vec![0; 64 * 1024];
+        loop {
+            match std::io::Read::read(&mut f, &mut chunk) {
+                Ok(0) => break,
+                Ok(n) => scanner.feed(rules, &chunk[..n], seen),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    }
+    scanner.finish(rules, seen);
+    let _ = file.as_file().set_len(0);
+}
+
 /// The patterns that classify attempts by what they print.
 #[derive(Debug, Clone)]
 pub struct OutputRules {

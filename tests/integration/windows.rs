@@ -473,3 +473,135 @@ fn a_budget_file_is_shared_by_two_processes() {
     assert!(err.contains("budget"), "{err}");
     assert!(tmp.join("shared.budget").exists());
 }
+
+#[test]
+fn output_rules_see_the_output_which_still_passes_on() {
+    let Some(dir) = windows_dir("output_rules_see_the_output_which_still_passes_on") else {
+        return;
+    };
+    let out = run(
+        &dir,
+        &[
+            "--base",
+            "1ms",
+            "--max-retries",
+            "5",
+            "--until-output",
+            "ready 3",
+            "--",
+            "cmd",
+            "/c",
+            "echo ready %BACKOFF_ATTEMPT%",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("condition met on attempt 3"), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().map(str::trim_end).collect::<Vec<_>>(),
+        ["ready 1", "ready 2", "ready 3"]
+    );
+    let out = run(
+        &dir,
+        &[
+            "--base",
+            "1ms",
+            "--max-retries",
+            "5",
+            "--stop-if-output",
+            "fatal",
+            "--",
+            "cmd",
+            "/c",
+            "echo fatal error 1>&2 & exit 1",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("fatal error"), "stderr passes on: {err}");
+    assert!(!err.contains("attempt 2/"), "{err}");
+}
+
+#[test]
+fn an_attempt_silent_past_the_idle_timeout_is_ended() {
+    let Some(dir) = windows_dir("an_attempt_silent_past_the_idle_timeout_is_ended") else {
+        return;
+    };
+    let started = Instant::now();
+    let out = run(
+        &dir,
+        &[
+            "--idle-timeout",
+            "1s",
+            "--kill-after",
+            "500ms",
+            "--max-retries",
+            "0",
+            "--",
+            "helper.exe",
+            "sleep",
+            "60000",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(124), "{err}");
+    assert!(err.contains("failed (idle timeout)"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn held_stdout_is_the_last_attempt_s_and_replayed_stdin_every_attempt_s() {
+    let Some(dir) =
+        windows_dir("held_stdout_is_the_last_attempt_s_and_replayed_stdin_every_attempt_s")
+    else {
+        return;
+    };
+    let out = run(
+        &dir,
+        &[
+            "--hold-stdout",
+            "--base",
+            "1ms",
+            "--max-retries",
+            "2",
+            "--",
+            "cmd",
+            "/c",
+            "echo held %BACKOFF_ATTEMPT% & exit 1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), "held 3");
+    let mut child = wine(
+        &dir,
+        "backoff.exe",
+        &[
+            "--replay-stdin",
+            "--base",
+            "1ms",
+            "--max-retries",
+            "1",
+            "--",
+            "cmd",
+            "/c",
+            "helper.exe cat & exit 1",
+        ],
+    )
+    .stdin(Stdio::piped())
+    .spawn()
+    .expect("start wine");
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"line one\nline two\n").unwrap();
+    }
+    let out = output_within(child);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .collect::<Vec<_>>(),
+        ["line one", "line two", "line one", "line two"]
+    );
+}

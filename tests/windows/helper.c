@@ -17,6 +17,7 @@
  *                              id, then exits 0 at once
  *   helper alive FILE          exits with how many of the process ids in
  *                              FILE still run
+ *   helper cat                 copies its stdin to its stdout
  *   helper env NAME            prints NAME's value (or "unset")
  */
 #include <windows.h>
@@ -133,6 +134,12 @@ int main(int argc, char **argv)
         return spawn(strtoul(argv[2], NULL, 10), argv[3]);
     if (argc >= 3 && !strcmp(argv[1], "alive"))
         return alive(argv[2]);
+    if (argc >= 2 && !strcmp(argv[1], "cat")) {
+        int c;
+        while ((c = getchar()) != EOF)
+            putchar(c);
+        return 0;
+    }
     if (argc >= 3 && !strcmp(argv[1], "env")) {
         const char *v = getenv(argv[2]);
         printf("%s\n", v ? v : "unset");

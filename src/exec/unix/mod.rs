@@ -154,29 +154,12 @@ impl RealExecutor {
         RealExecutor { not_found, ..self }
     }
 
-    /// Matches the headers curl dumped for the last attempt, as if it had
-    /// printed them: all of them, read a chunk at a time (curl allows a
-    /// response 300 KB of headers, and follows redirects), of which only
-    /// what the last response says is kept.
+    /// Matches the headers curl dumped for the last attempt
+    /// (`scan::headers_file`).
     fn scan_headers(&mut self, seen: &mut Observed) {
-        let (Some(file), Some(rules)) = (&self.headers, &self.copier.rules) else {
-            return;
-        };
-        let mut scanner = scan::LineScanner::headers_file();
-        if let Ok(mut f) = file.reopen() {
-            let mut chunk = vec![0; copy::CHUNK];
-            loop {
-                match io::Read::read(&mut f, &mut chunk) {
-                    Ok(0) => break,
-                    Ok(n) => scanner.feed(rules, &chunk[..n], seen),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
-            }
+        if let (Some(file), Some(rules)) = (&self.headers, &self.copier.rules) {
+            scan::headers_file(file, rules, seen);
         }
-        scanner.finish(rules, seen);
-        // The next attempt's headers start afresh.
-        let _ = file.as_file().set_len(0);
     }
 }
 
