@@ -139,16 +139,15 @@ pub fn seed(s: &str) -> Result<u64, String> {
 }
 
 /// Parses a signal: `TERM`, `SIGTERM`, `term` or `15`; on Windows, the
-/// control event a console process group can be sent: `CTRL_BREAK` or
-/// `CTRL_C`.
+/// control event a console process group can be sent: `CTRL_BREAK`.
 pub fn signal(s: &str) -> Result<i32, String> {
     match signal::parse(s.trim()) {
         Some(sig) if signal::sendable(sig) => Ok(sig),
         Some(_) => {
-            Err("only CTRL_BREAK or CTRL_C can be sent to a console process group".to_owned())
+            Err("only CTRL_BREAK reaches an attempt on Windows, whose processes ignore Ctrl-C in their own console process group".to_owned())
         }
         None if !signal::DEATH_BY_SIGNAL => {
-            Err("unknown signal: on Windows, use CTRL_BREAK or CTRL_C".to_owned())
+            Err("unknown signal: on Windows, an attempt is sent CTRL_BREAK".to_owned())
         }
         None => Err("unknown signal".to_owned()),
     }

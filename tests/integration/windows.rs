@@ -143,11 +143,21 @@ fn signal_rules_and_unix_signals_are_refused_with_the_way_out() {
     let out = run(&dir, &["--signal", "TERM", "--", "cmd", "/c", "exit 0"]);
     assert_eq!(out.status.code(), Some(125));
     assert!(
-        stderr(&out).contains("CTRL_BREAK or CTRL_C"),
+        stderr(&out).contains("an attempt is sent CTRL_BREAK"),
         "{}",
         stderr(&out)
     );
     let out = run(&dir, &["--signal", "ctrl_c", "--", "cmd", "/c", "exit 0"]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        stderr(&out).contains("only CTRL_BREAK reaches an attempt on Windows"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(
+        &dir,
+        &["--signal", "ctrl_break", "--", "cmd", "/c", "exit 0"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 

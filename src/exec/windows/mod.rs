@@ -31,7 +31,7 @@ use crate::run::{self, AttemptSpec, Ended, Executor, HookRun, Released, Wait};
 use crate::signal::is_terminating;
 use crate::sys::job::Job;
 use crate::sys::signals::{self, SignalWatch};
-use crate::sys::{fd, process};
+use crate::sys::{fd, process, signal_names};
 use copy::{Shared, To};
 pub use spool::{Replayed, spool_stdin};
 
@@ -239,14 +239,21 @@ impl RealExecutor {
             let handle = child.as_handle();
             let (got, _) = self.watch.wait_for(wake, &[handle]);
             if let Some(sig) = terminating(got) {
-                // Passed on to the group (Ctrl-C reaches it from the
-                // console too, where there is one), then the job ends: an
-                // interrupted run leaves nothing behind.
-                waited.interrupted = Some(sig);
-                let _ = signals::signal_group(pid, event_for(sig));
-                job.terminate(crate::sys::INTERRUPTED);
-                waited.status = child.wait().ok();
-                return waited;
+                // Passed on to the group as Ctrl-Break (Windows does not
+                // deliver Ctrl-C to a process group of its own), which has
+                // `grace` to end; a second event, or one that cannot be
+                // sent, ends the job at once: an interrupted run leaves
+                // nothing behind.
+                let again = waited.interrupted.replace(sig).is_some();
+                if again || signals::signal_group(pid, signal_names::BREAK).is_err() {
+                    job.terminate(crate::sys::INTERRUPTED);
+                } else {
+                    let at = Instant::now().checked_add(grace);
+                    kill_at = match (kill_at, at) {
+                        (Some(k), Some(a)) => Some(k.min(a)),
+                        (k, a) => k.or(a),
+                    };
+                }
             }
         }
     }
@@ -369,16 +376,6 @@ impl RealExecutor {
 /// The first of `got` that ends a run, if any.
 fn terminating(got: Vec<i32>) -> Option<i32> {
     got.into_iter().find(|&s| is_terminating(s))
-}
-
-/// The control event a console process group can be sent in place of
-/// `sig`: Ctrl-C stays Ctrl-C, every other one is Ctrl-Break.
-fn event_for(sig: i32) -> i32 {
-    if sig == crate::signal::INT {
-        sig
-    } else {
-        crate::sys::signal_names::BREAK
-    }
 }
 
 /// How an attempt that was waited for ended.

@@ -33,10 +33,11 @@ pub fn real_time() -> std::ops::RangeInclusive<i32> {
     1..=0
 }
 
-/// Whether `--signal` may name the event: only Ctrl-C and Ctrl-Break can
-/// be sent to a console process group.
+/// Whether `--signal` may name the event: only Ctrl-Break reaches a
+/// console process group of its own (Windows delivers Ctrl-C to no such
+/// group: the processes in it start with Ctrl-C ignored).
 pub fn sendable(sig: i32) -> bool {
-    sig == INT || sig == BREAK
+    sig == BREAK
 }
 
 /// The name of a control event, without its `_EVENT`.
