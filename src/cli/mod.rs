@@ -1022,6 +1022,8 @@ pub struct TimeArgs {
     pub timeout: Option<Duration>,
 
     /// Signal sent when an attempt times out (name or number)
+    ///
+    /// On Windows: CTRL_BREAK, to the attempt's console process group.
     #[arg(long, value_name = "SIG", value_parser = values::signal, allow_hyphen_values = true, default_value = crate::signal::DEFAULT_TIMEOUT_SIGNAL)]
     pub signal: i32,
 

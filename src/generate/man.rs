@@ -11,7 +11,7 @@ use anyhow::Context;
 use super::sections::{
     BREAKER, BUDGET, CHECK_INS, CI_LOGS, CLASSIFICATION, CRON, ENVIRONMENT, EXAMPLES, EXIT_STATUS,
     GOALS, HOOKS, LOCKS, OUTPUT, PRESETS, PROCESSES, REPORTING, SIGNALS, SIMULATION, THROTTLE,
-    TRACES,
+    TRACES, WINDOWS,
 };
 
 /// The hand-written sections of backoff(1), in their order after the
@@ -35,6 +35,7 @@ const SECTIONS: &[&str] = &[
     ENVIRONMENT,
     PROCESSES,
     SIGNALS,
+    WINDOWS,
     EXIT_STATUS,
     EXAMPLES,
 ];

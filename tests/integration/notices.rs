@@ -10,18 +10,26 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// The release build's target; the ARM release links the same crates.
-const TARGET: &str = "x86_64-unknown-linux-musl";
+/// The release builds' targets: Linux (the ARM release links the same
+/// crates) and Windows.
+const TARGETS: [&str; 2] = ["x86_64-unknown-linux-musl", "x86_64-pc-windows-gnu"];
 
 const HEADER: &str = "\
 Third-party notices for backoff's release binaries
 ==================================================
 
-The static binaries in backoff's release archives and Debian packages
-hold, besides backoff's own code, the code of the Rust crates listed
-below, of the Rust standard library (MIT OR Apache-2.0; its notices are
-at https://github.com/rust-lang/rust/blob/master/COPYRIGHT) and of musl
-libc (MIT; https://git.musl-libc.org/cgit/musl/tree/COPYRIGHT). Each
+The binaries in backoff's release archives and Debian packages hold,
+besides backoff's own code, the code of the Rust crates listed below
+(those marked (Windows only) are in the Windows binary alone, those
+marked (not on Windows) in the Linux ones alone), of the Rust standard
+library (MIT OR Apache-2.0; its notices are at
+https://github.com/rust-lang/rust/blob/master/COPYRIGHT), in the Linux
+binaries of musl libc (MIT;
+https://git.musl-libc.org/cgit/musl/tree/COPYRIGHT), and in the Windows
+binary of the MinGW-w64 runtime (ZPL-2.1 and public domain;
+https://github.com/mingw-w64/mingw-w64/blob/master/COPYING.MinGW-w64-runtime/COPYING.MinGW-w64-runtime.txt)
+and GCC's runtime library (GPL-3.0 with the GCC Runtime Library
+Exception, which asks no notice of a program it is linked into). Each
 crate's licence files follow the list: a text that several crates ship
 alike is given once, after the names of all of them.
 ";
@@ -31,16 +39,36 @@ struct Crate {
     version: String,
     license: String,
     dir: PathBuf,
+    /// The release targets that link it.
+    targets: Vec<&'static str>,
 }
 
 /// The crates a release binary is built from: backoff's normal
 /// dependencies, with their own, for the release target and the default
 /// features (build scripts' and tests' dependencies are left out).
 fn shipped_crates(root: &Path) -> Vec<Crate> {
+    let mut all: Vec<Crate> = Vec::new();
+    for target in TARGETS {
+        for c in crates_for(root, target) {
+            match all
+                .iter_mut()
+                .find(|a| a.name == c.name && a.version == c.version)
+            {
+                Some(a) => a.targets.push(target),
+                None => all.push(c),
+            }
+        }
+    }
+    all.sort_by(|a, b| (&a.name, &a.version).cmp(&(&b.name, &b.version)));
+    all
+}
+
+/// The crates the release binary for `target` is built from.
+fn crates_for(root: &Path, target: &'static str) -> Vec<Crate> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--locked"])
-        .args(["--filter-platform", TARGET])
+        .args(["--filter-platform", target])
         .current_dir(root)
         .output()
         .expect("cargo metadata runs");
@@ -91,6 +119,7 @@ fn shipped_crates(root: &Path) -> Vec<Crate> {
                 version: p["version"].as_str().unwrap().to_owned(),
                 license: p["license"].as_str().unwrap_or("(none given)").to_owned(),
                 dir: manifest.parent().unwrap().to_owned(),
+                targets: vec![target],
             }
         })
         .collect();
@@ -134,7 +163,12 @@ pub fn third_party_notices(root: &Path) -> Vec<u8> {
     // Texts that differ only in spacing are the same text.
     let mut texts: Vec<(String, Vec<String>, String)> = Vec::new();
     for c in &crates {
-        writeln!(out, "{} {} ({})", c.name, c.version, c.license).unwrap();
+        let only = match c.targets.as_slice() {
+            [t] if t.contains("windows") => " (Windows only)",
+            [_] => " (not on Windows)",
+            _ => "",
+        };
+        writeln!(out, "{} {} ({}){only}", c.name, c.version, c.license).unwrap();
         let mut files = licence_files(&c.dir);
         // A crate under Apache-2.0 alone that ships no licence file (the
         // OpenTelemetry crates) is given the licence's own text, which is

@@ -615,3 +615,67 @@ fn held_stdout_is_the_last_attempt_s_and_replayed_stdin_every_attempt_s() {
         ["line one", "line two", "line one", "line two"]
     );
 }
+
+/// The words of a `cmd.exe` line: split at spaces outside double quotes,
+/// the quotes kept off (Wine puts them back around a word with spaces
+/// when it makes the Windows command line).
+fn cmd_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ' ' if !quoted => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+#[test]
+fn the_guide_s_windows_examples_run_under_cmd() {
+    let Some(dir) = windows_dir("the_guide_s_windows_examples_run_under_cmd") else {
+        return;
+    };
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guide.md"))
+            .unwrap();
+    // The examples typed at a `cmd.exe` prompt (`> backoff …`).
+    let examples: Vec<&str> = guide
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("> "))
+        .filter(|l| l.starts_with("backoff "))
+        .collect();
+    assert!(examples.len() >= 2, "{examples:?}");
+    for example in examples {
+        let mut cmd = Command::new("wine");
+        cmd.arg("cmd")
+            .arg("/c")
+            .args(cmd_words(example))
+            .current_dir(&dir)
+            .env("WINEDEBUG", "-all")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let out = output_within(cmd.spawn().expect("start wine"));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{example}\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr(&out)
+        );
+        if example.contains("--on-retry") {
+            let shown = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
+            assert!(shown.contains("retry after attempt 2"), "{shown}");
+        }
+    }
+}

@@ -101,6 +101,11 @@ impl RealExecutor {
         } else {
             None
         };
+        if options.foreground {
+            options.warnings.warn(
+                "--foreground changes nothing on Windows: an attempt in a console process group of its own still reads the console, and Ctrl-C reaches it through backoff, as Ctrl-Break",
+            );
+        }
         Ok(RealExecutor {
             command,
             options,
