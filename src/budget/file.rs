@@ -1289,6 +1289,8 @@ mod tests {
     use crate::fleet::bucket::UNIT;
     use std::time::Instant;
 
+    // Unix paths: Windows takes %LOCALAPPDATA% instead.
+    #[cfg(unix)]
     #[test]
     fn the_default_directory_is_xdgs_else_in_an_absolute_home_else_none_and_why() {
         let of = |xdg: Option<&str>, home: Option<&str>| {
@@ -1346,6 +1348,10 @@ mod tests {
         }
     }
 
+    // flock(2)'s queue: Windows' locks (LockFileEx) are handed over by
+    // other rules, and tests/integration/windows.rs shares a budget
+    // between processes there.
+    #[cfg(unix)]
     #[test]
     fn a_wait_given_up_is_taken_over_by_the_next_call_and_lets_go_of_a_lock_that_comes_late()
     -> Result<(), Box<dyn std::error::Error>> {

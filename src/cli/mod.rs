@@ -1340,7 +1340,10 @@ mod tests {
         assert_eq!(p.factor.to_bits(), 2.0_f64.to_bits());
         assert_eq!(p.jitter, Jitter::Full);
         assert_eq!(p.max_retries, 6);
-        assert_eq!(cli.time.signal, libc::SIGTERM);
+        assert_eq!(
+            Ok(cli.time.signal),
+            values::signal(crate::signal::DEFAULT_TIMEOUT_SIGNAL)
+        );
         assert_eq!(cli.time.kill_after, Duration::from_secs(5));
         assert_eq!(
             cli.budget.store.budget_ratio,

@@ -785,6 +785,8 @@ mod tests {
         assert!(attempts("0").is_err());
     }
 
+    // Windows refuses `sig:` rules (tests/integration/windows.rs).
+    #[cfg(unix)]
     #[test]
     fn rule_lists_parse_every_item() {
         assert_eq!(

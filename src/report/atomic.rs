@@ -260,7 +260,13 @@ pub fn write(path: &Path, content: &[u8]) -> io::Result<()> {
     if let Some(why) = refusal(path)? {
         return Err(refused(why));
     }
-    tmp.persist(path).map_err(|e| e.error)?;
+    // std's rename, not the temporary file's own: on Windows it replaces
+    // a file that is open (the one an update holds locked, one a reader
+    // has open) as rename(2) does, where MoveFileEx fails.
+    let tmp = tmp.into_temp_path();
+    std::fs::rename(&tmp, path)?;
+    // Nothing is left at the temporary path to remove.
+    let _ = tmp.keep();
     Ok(())
 }
 
@@ -285,10 +291,29 @@ pub fn update(
     change: impl FnOnce(&str) -> String,
     wait: &mut dyn FnMut(Duration) -> Result<(), String>,
 ) -> io::Result<()> {
-    let locked = lock(path, wait)?;
-    let previous = read_bounded(&locked)?;
+    let Some(suffix) = files::LOCK_BESIDE else {
+        let locked = lock(path, wait)?;
+        let previous = read_bounded(&locked)?;
+        write(path, change(&previous).as_bytes())?;
+        // The lock is released when `locked` is closed, after the rename.
+        drop(locked);
+        return Ok(());
+    };
+    // Where a file that is open cannot be replaced (Windows without
+    // POSIX renames: Wine, FAT, network drives), the lock is on a file of
+    // its own beside it, and the file is closed again before the rename.
+    let mut beside = path.as_os_str().to_owned();
+    beside.push(suffix);
+    let locked = lock(Path::new(&beside), wait)?;
+    if let Some(why) = refusal(path)? {
+        return Err(refused(why));
+    }
+    let previous = match files::no_follow(OpenOptions::new().read(true), 0o644, false).open(path) {
+        Ok(file) => read_bounded(&file)?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
     write(path, change(&previous).as_bytes())?;
-    // The lock is released when `locked` is closed, after the rename.
     drop(locked);
     Ok(())
 }
@@ -395,6 +420,8 @@ mod tests {
         }
     }
 
+    // The lock on the file itself (Windows locks a file beside it).
+    #[cfg(unix)]
     #[test]
     fn an_update_that_waited_builds_on_the_file_the_lock_holder_renamed_over() {
         let dir = tempfile::tempdir().unwrap();

@@ -261,8 +261,8 @@ fn held_text(event: &Event<'_>) -> Option<String> {
             plural(bytes, "byte")
         ),
         Event::InterruptedWriting { signal } => format!(
-            "interrupted by SIG{} while writing the held stdout; the rest of it was dropped",
-            signal::short_name(signal)
+            "interrupted by {} while writing the held stdout; the rest of it was dropped",
+            signal::full_name(signal)
         ),
         _ => return None,
     })
@@ -373,8 +373,8 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
         Event::OutputLost { .. } | Event::Undelivered { .. } => return held_text(event),
         Event::InterruptedWriting { .. } if normal => return held_text(event),
         Event::InterruptedHook { signal, kind } if normal => format!(
-            "interrupted by SIG{} during the {} hook",
-            signal::short_name(signal),
+            "interrupted by {} during the {} hook",
+            signal::full_name(signal),
             kind.flag()
         ),
         Event::Interrupted { .. } | Event::Unstarted { .. } if normal => cut_text(event)?,
@@ -663,8 +663,8 @@ fn hook_text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
 fn cut_text(event: &Event<'_>) -> Option<String> {
     Some(match *event {
         Event::Interrupted { signal, during } => format!(
-            "interrupted by SIG{} {}",
-            signal::short_name(signal),
+            "interrupted by {} {}",
+            signal::full_name(signal),
             match during {
                 During::Attempt(..) => "during the attempt; not retrying".to_owned(),
                 During::Delay => "during the delay; not retrying".to_owned(),
@@ -933,7 +933,7 @@ mod tests {
             Event::Failed {
                 attempt: 1,
                 max_attempts: Some(7),
-                outcome: Outcome::Signaled(libc::SIGPIPE),
+                outcome: Outcome::Signaled(signal::PIPE),
                 elapsed: Duration::from_millis(3),
                 next: Next::Stop(StopReason::NeverRetried),
                 hint: None,
@@ -942,7 +942,7 @@ mod tests {
             Event::GaveUp {
                 attempts: 1,
                 total: Duration::from_millis(3),
-                outcome: Outcome::Signaled(libc::SIGPIPE),
+                outcome: Outcome::Signaled(signal::PIPE),
                 reason: Ending::Stopped,
                 short_of: None,
             },

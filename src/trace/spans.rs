@@ -339,10 +339,7 @@ fn outcome_attributes(outcome: Outcome) -> Attrs {
             out.push(("process.exit.code".into(), Attr::Int(c.into())));
         }
         Some(Status::Signal(s)) => {
-            out.push((
-                "backoff.signal".into(),
-                Attr::Str(format!("SIG{}", signal::short_name(s))),
-            ));
+            out.push(("backoff.signal".into(), Attr::Str(signal::full_name(s))));
         }
         None => {}
     }
@@ -354,7 +351,7 @@ fn outcome_attributes(outcome: Outcome) -> Attrs {
 fn error_type(outcome: Outcome) -> String {
     match outcome {
         Outcome::Exited(c) => c.to_string(),
-        Outcome::Signaled(s) => format!("SIG{}", signal::short_name(s)),
+        Outcome::Signaled(s) => signal::full_name(s),
         Outcome::TimedOut(..) => "timeout".into(),
         Outcome::NotFound => "not_found".into(),
         Outcome::CannotRun => "cannot_run".into(),

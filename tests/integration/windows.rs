@@ -357,6 +357,7 @@ fn the_report_and_json_events_are_written() {
     };
     let tmp = TempDir::new("win-report");
     let report = tmp.join("report.json");
+    let metrics = tmp.join("runs.prom");
     let out = run(
         &dir,
         &[
@@ -389,6 +390,26 @@ fn the_report_and_json_events_are_written() {
         "{report}"
     );
     assert_eq!(report["final_status"], 2, "{report}");
+    // The metrics file, updated by two runs.
+    for _ in 0..2 {
+        let out = run(
+            &dir,
+            &[
+                "--metrics-file",
+                &windows_path(&metrics),
+                "--",
+                "cmd",
+                "/c",
+                "exit 0",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let text = std::fs::read_to_string(&metrics).unwrap();
+    assert!(
+        text.contains("backoff_runs_total{name=\"cmd\"} 2"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -482,6 +503,45 @@ fn a_budget_file_is_shared_by_two_processes() {
     );
     assert!(err.contains("budget"), "{err}");
     assert!(tmp.join("shared.budget").exists());
+
+    // Two runs at once share three tokens: three retries in all.
+    let store = windows_path(&tmp.join("both"));
+    let start = |name: &str| {
+        wine(
+            &dir,
+            "backoff.exe",
+            &[
+                "--budget",
+                "both",
+                "--budget-dir",
+                &store,
+                "--budget-burst",
+                "3",
+                "--budget-ratio",
+                "0.01",
+                "--base",
+                "50ms",
+                "--cap",
+                "50ms",
+                "--max-retries",
+                "5",
+                "--name",
+                name,
+                "--",
+                "cmd",
+                "/c",
+                "exit 1",
+            ],
+        )
+        .spawn()
+        .expect("start wine")
+    };
+    let (a, b) = (start("a"), start("b"));
+    let retries: usize = [output_within(a), output_within(b)]
+        .iter()
+        .map(|out| stderr(out).matches("; retrying in").count())
+        .sum();
+    assert_eq!(retries, 3, "three tokens, three retries in all");
 }
 
 #[test]

@@ -10,6 +10,11 @@ use std::path::Path;
 
 use super::effective_uid;
 
+/// The file beside a file updated in place (`--metrics-file`) whose lock
+/// orders the updates, if not the file's own: none here, where a file
+/// that is open and locked can be renamed over.
+pub const LOCK_BESIDE: Option<&str> = None;
+
 /// Where a user's programs keep their own data, where the system says
 /// it: nowhere here (the XDG base directories are looked up instead).
 pub fn app_data() -> Option<std::path::PathBuf> {

@@ -28,6 +28,12 @@ use windows_sys::Win32::Storage::FileSystem::{
 use windows_sys::Win32::System::SystemServices::ACCESS_ALLOWED_ACE_TYPE;
 use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
 
+/// The file beside a file updated in place (`--metrics-file`) whose lock
+/// orders the updates: `FILE.lock`. Windows renames over a file that is
+/// open only with POSIX semantics (Windows 10 1607 and later, on NTFS),
+/// so the file itself is not held open across its replacement.
+pub const LOCK_BESIDE: Option<&str> = Some(".lock");
+
 /// Where a user's programs keep their own data on this machine:
 /// `%LOCALAPPDATA%`, when it is an absolute path.
 pub fn app_data() -> Option<std::path::PathBuf> {

@@ -7,6 +7,9 @@
 /// No process dies by a signal here: `sig:` rules are refused.
 pub const DEATH_BY_SIGNAL: bool = false;
 
+/// Nothing goes before a control event's name: `CTRL_BREAK`.
+pub const PREFIX: &str = "";
+
 /// The control event a timed-out attempt's process group gets first by
 /// default (`--signal`): Ctrl-C cannot be sent to one group alone.
 pub const DEFAULT_TIMEOUT_SIGNAL: &str = "CTRL_BREAK";
@@ -55,4 +58,31 @@ pub fn plain_name(sig: i32) -> Option<&'static str> {
 /// The highest number `--signal` may give.
 pub fn max_signal() -> i32 {
     LOGOFF
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::signal::{is_terminating, parse, short_name};
+
+    #[test]
+    fn control_events_are_named_parsed_and_end_a_run() {
+        assert_eq!(parse("CTRL_BREAK"), Some(BREAK));
+        assert_eq!(parse("ctrl_c"), Some(INT));
+        assert_eq!(parse("TERM"), None);
+        assert_eq!(short_name(CLOSE), "CTRL_CLOSE");
+        assert_eq!(short_name(TERM), "CTRL_SHUTDOWN");
+        for sig in TERMINATING {
+            assert!(is_terminating(*sig), "{sig}");
+        }
+        assert!(!is_terminating(PIPE));
+    }
+
+    #[test]
+    fn only_ctrl_break_reaches_a_process_group() {
+        assert!(sendable(BREAK));
+        assert!(!sendable(INT));
+        assert!(!sendable(CLOSE));
+        assert!(!DEATH_BY_SIGNAL);
+    }
 }
