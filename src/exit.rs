@@ -1,6 +1,6 @@
 //! How backoff ends: an exit code, or death by the same signal that ended
 //! the last attempt (or backoff). The one function that ends the process
-//! this way is `sys::exit`.
+//! this way is `Exit::end`.
 
 /// How backoff ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,11 +26,24 @@ impl Exit {
     /// (`EX_TEMPFAIL`).
     pub const TEMPFAIL: Exit = Exit::Code(75);
 
-    /// The code a shell would report for this exit (`128 + N` for a signal).
+    /// Ends the process as this says: with the code, or by the signal
+    /// (`sys::die_by`).
+    pub fn end(self) -> ! {
+        match self {
+            Exit::Code(c) => std::process::exit(c.cast_signed()),
+            Exit::Signal(sig) => crate::sys::die_by(sig),
+        }
+    }
+
+    /// The code a shell would report for this exit: `128 + N` for signal
+    /// N on Unix; on Windows, where a code is 32 bits, as cmd.exe's
+    /// `%ERRORLEVEL%` and PowerShell's `$LASTEXITCODE` show it, signed
+    /// (`-1073741510` for `STATUS_CONTROL_C_EXIT`, what an interrupted run
+    /// exits with).
     pub fn shell_code(self) -> i32 {
         match self {
             Exit::Code(c) => c.cast_signed(),
-            Exit::Signal(s) => 128 + s,
+            Exit::Signal(s) => crate::sys::signal_exit_code(s),
         }
     }
 }

@@ -15,7 +15,5 @@
 static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
 
 fn main() {
-    backoff_cli::sys::exit(backoff_cli::main_with_args(
-        &std::env::args_os().collect::<Vec<_>>(),
-    ));
+    backoff_cli::main_with_args(&std::env::args_os().collect::<Vec<_>>()).end();
 }

@@ -59,10 +59,14 @@ impl Urls {
         };
         given.clone().or_else(|| {
             self.base.as_ref().map(|b| {
+                // The protocol takes exit statuses 1 to 255 in the path;
+                // a larger one (a Windows NTSTATUS) is told as a failure.
                 let b = if exit == Exit::SUCCESS {
                     b.clone()
+                } else if let Ok(code @ 1..=255) = u8::try_from(exit.shell_code()) {
+                    b.join(&code.to_string())
                 } else {
-                    b.join(&exit.shell_code().to_string())
+                    b.join("fail")
                 };
                 b.with_query("rid", run_id)
             })
@@ -263,12 +267,20 @@ mod tests {
         let start = urls.start("r1").unwrap();
         let end_ok = urls.end(Exit::SUCCESS, "r1").unwrap();
         let end_22 = urls.end(Exit::Code(22), "r1").unwrap();
-        let end_sig = urls.end(Exit::Signal(15), "r1").unwrap();
+        let end_sig = urls.end(Exit::Signal(crate::signal::TERM), "r1").unwrap();
+        let end_ntstatus = urls.end(Exit::Code(0xC000_0005), "r1").unwrap();
+        // 143 on Unix; on Windows an interrupted run's status is an
+        // NTSTATUS, which the path cannot carry.
+        let sig = match u8::try_from(Exit::Signal(crate::signal::TERM).shell_code()) {
+            Ok(code) => format!("https://hc-ping.com/uuid/{code}?rid=r1"),
+            Err(_) => "https://hc-ping.com/uuid/fail?rid=r1".to_owned(),
+        };
         for (t, want) in [
             (start, "https://hc-ping.com/uuid/start?rid=r1"),
             (end_ok, "https://hc-ping.com/uuid?rid=r1"),
             (end_22, "https://hc-ping.com/uuid/22?rid=r1"),
-            (end_sig, "https://hc-ping.com/uuid/143?rid=r1"),
+            (end_sig, sig.as_str()),
+            (end_ntstatus, "https://hc-ping.com/uuid/fail?rid=r1"),
         ] {
             assert_eq!(t.url(), want);
         }

@@ -57,3 +57,58 @@ pub fn parse(s: &str) -> Option<c_int> {
 pub fn full_name(sig: c_int) -> String {
     format!("{PREFIX}{}", short_name(sig))
 }
+
+// Unix's signals (Windows' control events: sys::windows::signal_names).
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_numbers_and_prefixes_case_insensitively() {
+        assert_eq!(parse("TERM"), Some(libc::SIGTERM));
+        assert_eq!(parse("sigterm"), Some(libc::SIGTERM));
+        assert_eq!(parse("SIGKILL"), Some(libc::SIGKILL));
+        assert_eq!(parse("9"), Some(libc::SIGKILL));
+        assert_eq!(parse("hup"), Some(libc::SIGHUP));
+        for bad in ["", "SIG", "0", "-1", "999", "FOO", "SIGFOO", "1.5"] {
+            assert_eq!(parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn short_names_drop_the_prefix() {
+        assert_eq!(short_name(libc::SIGTERM), "TERM");
+        assert_eq!(short_name(200), "200");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn real_time_signals_are_named_from_rtmin_and_parsed_back() {
+        let first = libc::SIGRTMIN();
+        assert_eq!(short_name(first), "RTMIN");
+        assert_eq!(short_name(first + 3), "RTMIN+3");
+        assert_eq!(parse("RTMIN+3"), Some(first + 3));
+        assert_eq!(parse("sigrtmin"), Some(first));
+        assert_eq!(parse("RTMIN+999"), None);
+        assert_eq!(parse("RTMIN3"), None);
+        assert!(is_terminating(first + 3));
+        assert_eq!(short_name(libc::SIGPWR), "PWR");
+        assert_eq!(parse("SIGPWR"), Some(libc::SIGPWR));
+    }
+
+    #[test]
+    fn faults_of_backoffs_own_and_sigpipe_do_not_end_a_run() {
+        for sig in [libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM, libc::SIGTERM] {
+            assert!(is_terminating(sig), "{sig}");
+        }
+        for sig in [
+            libc::SIGSEGV,
+            libc::SIGPIPE,
+            libc::SIGXFSZ,
+            libc::SIGCHLD,
+            libc::SIGKILL,
+        ] {
+            assert!(!is_terminating(sig), "{sig}");
+        }
+    }
+}

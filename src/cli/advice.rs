@@ -10,6 +10,7 @@ use std::ffi::{OsStr, OsString};
 use clap::CommandFactory;
 
 use crate::report::text::quote_command;
+use crate::sys::process;
 
 use super::Cli;
 
@@ -78,7 +79,7 @@ pub fn not_found(options: &[OsString], command: &[OsString]) -> Option<String> {
     if !args.is_empty() {
         return None;
     }
-    line.extend(["sh", "-c", text].map(OsString::from));
+    line.extend(process::SHELL.into_iter().chain([text]).map(OsString::from));
     Some(format!(
         "did you mean to run it with a shell? {}",
         quote_command(&line)
@@ -218,7 +219,7 @@ fn nearest<'a>(name: &str, known: &'a [String]) -> Option<&'a str> {
 fn plain(word: &OsStr) -> bool {
     word.as_encoded_bytes()
         .iter()
-        .all(|&b| b.is_ascii_alphanumeric() || b"_-./:=,@%+".contains(&b) || b >= 0x80)
+        .all(|&b| b.is_ascii_alphanumeric() || process::PLAIN.as_bytes().contains(&b) || b >= 0x80)
 }
 
 #[cfg(test)]
@@ -253,6 +254,8 @@ mod tests {
         }
     }
 
+    // sh's quoting (cmd's is tested under Wine: tests/integration/windows.rs).
+    #[cfg(unix)]
     #[test]
     fn a_command_given_as_one_word_is_split_after_backoffs_own_options() {
         let advice = |o: &[&str], c: &[&str]| not_found(&words(o), &words(c));

@@ -17,6 +17,7 @@ use crate::report::fold::{self, Folds, Runner};
 use crate::report::live::{self, Live};
 use crate::report::{Labels, Verbosity, escape_controls, of};
 use crate::signal;
+use crate::sys::process;
 
 /// Writes events as `backoff: ` text lines, or as GitHub Actions
 /// annotations for retries and giving up, with each attempt in a CI fold.
@@ -817,7 +818,8 @@ pub fn misplaced_text(event: &Event<'_>) -> Option<String> {
     }
 }
 
-/// The command line as a shell would need it typed.
+/// The command line as the system's shell would need it typed (sh's
+/// quoting; cmd.exe's on Windows).
 pub fn quote_command(command: &[OsString]) -> String {
     let words: Vec<String> = command
         .iter()
@@ -825,11 +827,11 @@ pub fn quote_command(command: &[OsString]) -> String {
             let w = w.to_string_lossy();
             let plain = !w.is_empty()
                 && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_-./:=,@%+".contains(c));
+                    .all(|c| c.is_ascii_alphanumeric() || process::PLAIN.contains(c));
             if plain {
                 w.into_owned()
             } else {
-                format!("'{}'", w.replace('\'', r"'\''"))
+                process::quote(&w)
             }
         })
         .collect();
@@ -1066,6 +1068,8 @@ mod tests {
         assert!(!lines(Verbosity::Normal, &events).contains("::"));
     }
 
+    // sh's quoting (cmd's is tested under Wine: tests/integration/windows.rs).
+    #[cfg(unix)]
     #[test]
     fn quoting_keeps_plain_words_and_quotes_the_rest() {
         let cmd: Vec<OsString> = ["curl", "-fsS", "a b", "it's"].map(OsString::from).to_vec();

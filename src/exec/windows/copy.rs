@@ -44,6 +44,9 @@ pub(super) struct Shared {
     pub(super) cut: Arc<AtomicBool>,
     /// How many of the streams reached their end.
     pub(super) ended: Arc<AtomicUsize>,
+    /// How many of the streams are writing what they read (a reader who
+    /// does not read holds them there).
+    pub(super) writing: Arc<AtomicUsize>,
 }
 
 impl Shared {
@@ -54,6 +57,7 @@ impl Shared {
             lost: Arc::new(Mutex::new(None)),
             cut: Arc::new(AtomicBool::new(false)),
             ended: Arc::new(AtomicUsize::new(0)),
+            writing: Arc::new(AtomicUsize::new(0)),
         }
     }
 }
@@ -120,10 +124,16 @@ fn copy(
             );
         }
         if !dropping {
+            shared.writing.fetch_add(1, Ordering::SeqCst);
             let written = match &mut stream.to {
                 To::Std(out) => out.write_all_blocking(data),
                 To::Held(file) => file.write_all(data),
             };
+            shared.writing.fetch_sub(1, Ordering::SeqCst);
+            *shared
+                .last_output
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Instant::now();
             match written {
                 Ok(()) => at_line_start = data.last() == Some(&b'\n'),
                 Err(e) if matches!(stream.to, To::Held(_)) => {

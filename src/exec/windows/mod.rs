@@ -17,6 +17,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 use std::os::windows::io::AsHandle;
+use std::os::windows::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
@@ -215,15 +216,23 @@ impl RealExecutor {
             }
             let idle_at = match (idle, output) {
                 (Some(idle), Some(shared)) if waited.timed_out.is_none() => {
-                    let last = *shared
-                        .last_output
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
+                    // Output waiting for a reader who does not read counts
+                    // as output, as on Unix.
+                    let last = if shared.writing.load(Ordering::SeqCst) > 0 {
+                        now
+                    } else {
+                        *shared
+                            .last_output
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                    };
                     last.checked_add(idle)
                 }
                 _ => None,
             };
-            let due = if limit_at.is_some_and(|l| now >= l) {
+            // A lease lost ends the attempt as its time limit would.
+            let lost = self.lease_lost.load(Ordering::SeqCst) && waited.timed_out.is_none();
+            let due = if lost || limit_at.is_some_and(|l| now >= l) {
                 Some(Limit::Time)
             } else if idle_at.is_some_and(|i| now >= i) {
                 Some(Limit::Idle)
@@ -348,14 +357,16 @@ impl RealExecutor {
     /// output showed, and a terminating event that came meanwhile.
     fn drain(&mut self, captured: Captured, cut: bool) -> (Observed, Option<i32>) {
         let Captured { shared, threads } = captured;
-        let end = Instant::now().checked_add(DRAIN_MAX);
+        let exited = Instant::now();
+        let end = exited.checked_add(DRAIN_MAX);
         let mut got = None;
         while !cut && got.is_none() && shared.ended.load(Ordering::SeqCst) < threads.len() {
             let last = *shared
                 .last_output
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            let quiet = last.checked_add(DRAIN);
+            // Quiet since the exit, or since the last output after it.
+            let quiet = last.max(exited).checked_add(DRAIN);
             let wake = [quiet, end].into_iter().flatten().min();
             if wake.is_some_and(|w| Instant::now() >= w) {
                 break;
@@ -481,9 +492,11 @@ impl Executor for RealExecutor {
 
     fn hook(&mut self, hook: &HookRun<'_>) -> Ended {
         let mut command = Command::new("cmd.exe");
+        // As cmd.exe takes a command line: `/s` strips the outer quotes
+        // alone, so the hook's own quotes reach cmd as written; `/d` runs
+        // no AutoRun command of the registry first.
         command
-            .arg("/C")
-            .arg(hook.command)
+            .raw_arg(format!("/d /s /c \"{}\"", hook.command))
             .env_clear()
             .envs(hook_environment(&hook.env, &self.options.carried))
             .stdin(Stdio::null());

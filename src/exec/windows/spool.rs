@@ -7,10 +7,12 @@ use std::io::{self, Read, Seek, SeekFrom};
 
 use crate::exec::describe;
 use crate::run::Released;
-use crate::sys::fd::Out;
+use crate::sys::fd::{self, Out};
 
-/// backoff's stdin, kept in a temporary file (removed when backoff ends).
-pub struct Replayed(tempfile::NamedTempFile);
+/// backoff's stdin, kept in a temporary file that the system removes when
+/// the last handle to it closes (backoff's, and its attempts'), however
+/// backoff ends.
+pub struct Replayed(File);
 
 /// Reads all of backoff's stdin into a temporary file.
 ///
@@ -18,19 +20,20 @@ pub struct Replayed(tempfile::NamedTempFile);
 ///
 /// When the file cannot be made or written, or stdin read.
 pub fn spool_stdin() -> io::Result<Replayed> {
-    let mut file = tempfile::NamedTempFile::new()?;
+    let mut file = fd::temporary_file()?;
     io::copy(&mut io::stdin().lock(), &mut file)?;
     Ok(Replayed(file))
 }
 
 impl Replayed {
-    /// The input for one attempt: the file opened anew, from its start.
+    /// The input for one attempt: the file opened anew (a position of its
+    /// own), from its start.
     ///
     /// # Errors
     ///
     /// When it cannot be opened.
     pub(super) fn for_attempt(&self) -> io::Result<File> {
-        self.0.reopen()
+        fd::reopen_read(&self.0)
     }
 }
 

@@ -21,24 +21,24 @@ pub mod process;
 pub mod signal_names;
 pub mod signals;
 
-use crate::exit::Exit;
-
 /// The largest exit code a process can end with: its parent sees only
 /// the low 8 bits of what it gave `exit`.
 pub const MAX_EXIT_CODE: u32 = 255;
+
+/// The status a shell reports for a process that died by `sig`.
+pub fn signal_exit_code(sig: i32) -> i32 {
+    128 + sig
+}
 
 /// The effective user id of backoff.
 pub fn effective_uid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
-/// Ends the process as `exit` says. A signal exit restores the signal's
-/// default disposition and raises it; if the process survives that (the
-/// signal is one whose default is to ignore or stop), it exits with
-/// `128 + N`.
-pub fn exit(exit: Exit) -> ! {
-    if let Exit::Signal(sig) = exit {
-        signals::die_by(sig);
-    }
-    std::process::exit(exit.shell_code())
+/// Ends the process by `sig`: restores the signal's default disposition
+/// and raises it; if the process survives that (the signal is one whose
+/// default is to ignore or stop), it exits with `128 + N`.
+pub fn die_by(sig: i32) -> ! {
+    signals::die_by(sig);
+    std::process::exit(signal_exit_code(sig))
 }

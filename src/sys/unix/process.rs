@@ -280,6 +280,20 @@ pub fn is_resource_error(errno: i32) -> bool {
     )
 }
 
+/// The shell that runs a command line, as the advice for a command given
+/// as one word names it.
+pub const SHELL: [&str; 2] = ["sh", "-c"];
+
+/// The characters besides letters and digits that a word may hold and
+/// mean the same to the shell, unquoted.
+pub const PLAIN: &str = "_-./:=,@%+";
+
+/// `word` quoted for the shell: in single quotes, a single quote in it
+/// written `'\''`.
+pub fn quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
 /// Whether the environment variable `name` is the one called `variable`
 /// (names are case-sensitive here).
 pub fn same_variable(name: &OsStr, variable: &str) -> bool {

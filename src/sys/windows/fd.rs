@@ -191,35 +191,37 @@ pub fn same_file(a: &File, b: &File) -> bool {
     }
 }
 
-/// The handles `redirect_std` made backoff's stdout and stderr: its own
-/// copies, closed when others replace them, as dup2(2) closes what
-/// descriptors 1 and 2 were.
-static INSTALLED: std::sync::Mutex<Option<(File, File)>> = std::sync::Mutex::new(None);
+/// The handles `redirect_std` made backoff's stdout and stderr, kept open
+/// for the rest of the process's life: a thread may still write to a
+/// handle value it read from the std slot before it was replaced, and a
+/// closed value could name another file by then. (Two pairs per run.)
+static INSTALLED: std::sync::Mutex<Vec<File>> = std::sync::Mutex::new(Vec::new());
 
 /// Makes copies of `out` and `err` backoff's stdout and stderr, which the
-/// processes it starts from then on are given; the copies made before
-/// are closed.
+/// processes it starts from then on are given.
 ///
 /// # Errors
 ///
-/// When a handle cannot be copied, or as `SetStdHandle`.
+/// When a handle cannot be copied, or as `SetStdHandle` (then the std
+/// handles may be half changed; the caller sets them back).
 pub fn redirect_std(out: &File, err: &File) -> io::Result<()> {
     use windows_sys::Win32::System::Console::{STD_ERROR_HANDLE, STD_OUTPUT_HANDLE, SetStdHandle};
-    let copies = (out.try_clone()?, err.try_clone()?);
-    // SAFETY: both handles are open, and stay open until the next call
-    // replaces them (`INSTALLED` holds them).
+    let (out, err) = (out.try_clone()?, err.try_clone()?);
+    let (out_handle, err_handle) = (out.as_raw_handle(), err.as_raw_handle());
+    // Kept before they are installed: never closed after.
+    INSTALLED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .extend([out, err]);
+    // SAFETY: both handles are open, and stay open for the rest of the
+    // process's life (`INSTALLED`).
     unsafe {
-        if SetStdHandle(STD_OUTPUT_HANDLE, copies.0.as_raw_handle()) == 0
-            || SetStdHandle(STD_ERROR_HANDLE, copies.1.as_raw_handle()) == 0
+        if SetStdHandle(STD_OUTPUT_HANDLE, out_handle) == 0
+            || SetStdHandle(STD_ERROR_HANDLE, err_handle) == 0
         {
             return Err(io::Error::last_os_error());
         }
     }
-    let before = INSTALLED
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .replace(copies);
-    drop(before);
     Ok(())
 }
 
@@ -320,8 +322,13 @@ pub fn open_dir(path: &std::path::Path) -> io::Result<File> {
     use windows_sys::Win32::Storage::FileSystem::{
         FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
     };
+    use windows_sys::Win32::Storage::FileSystem::{FILE_SHARE_READ, FILE_SHARE_WRITE};
+    // Not shared for deletion: while it is open, it cannot be renamed or
+    // removed (and a junction put in its place), nor can the directories
+    // above it, so `open_in`'s path still leads into it.
     let dir = std::fs::OpenOptions::new()
         .read(true)
+        .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE)
         .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
         .open(path)?;
     let meta = dir.metadata()?;
@@ -332,8 +339,8 @@ pub fn open_dir(path: &std::path::Path) -> io::Result<File> {
 }
 
 /// Opens the file `name` of the directory at `dir_path` (Windows has no
-/// `openat`: the directory opened, `_dir`, is kept open meanwhile, so it
-/// cannot be removed) for reading, and for writing too with `write`,
+/// `openat`: the directory opened, `_dir`, held open by `open_dir` without
+/// sharing it for deletion, keeps the path leading into it) for reading, and for writing too with `write`,
 /// creating it with `create`; a reparse point is opened as itself, which
 /// its type then refuses.
 ///
@@ -356,4 +363,64 @@ pub fn open_in(
         .create(create)
         .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
         .open(dir_path.join(name))
+}
+
+/// A new temporary file, removed by the system when the last handle to it
+/// is closed (`FILE_FLAG_DELETE_ON_CLOSE`), which `reopen_read` can open
+/// again.
+///
+/// # Errors
+///
+/// When no file can be made in the temporary directory.
+pub fn temporary_file() -> io::Result<File> {
+    use std::os::windows::fs::OpenOptionsExt;
+    use windows_sys::Win32::Storage::FileSystem::{
+        FILE_ATTRIBUTE_TEMPORARY, FILE_FLAG_DELETE_ON_CLOSE, FILE_SHARE_DELETE, FILE_SHARE_READ,
+        FILE_SHARE_WRITE,
+    };
+    let mut tries = 0;
+    loop {
+        let name = format!(".backoff-{:016x}", rand::random::<u64>());
+        let made = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+            .custom_flags(FILE_ATTRIBUTE_TEMPORARY | FILE_FLAG_DELETE_ON_CLOSE)
+            .open(std::env::temp_dir().join(name));
+        match made {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && tries < 10 => tries += 1,
+            other => return other,
+        }
+    }
+}
+
+/// `file` opened again, to read, with a position of its own.
+///
+/// # Errors
+///
+/// As `ReOpenFile`.
+pub fn reopen_read(file: &File) -> io::Result<File> {
+    use std::os::windows::io::FromRawHandle;
+    use windows_sys::Win32::Foundation::{GENERIC_READ, INVALID_HANDLE_VALUE};
+    use windows_sys::Win32::Storage::FileSystem::{
+        FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, ReOpenFile,
+    };
+    // SAFETY: the handle is open for the call; the one returned, if
+    // valid, is new and ours alone.
+    let handle = unsafe {
+        ReOpenFile(
+            file.as_raw_handle(),
+            GENERIC_READ,
+            FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+            0,
+        )
+    };
+    if handle == INVALID_HANDLE_VALUE {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `handle` is a new handle that nothing else owns.
+    Ok(File::from(unsafe {
+        std::os::windows::io::OwnedHandle::from_raw_handle(handle)
+    }))
 }

@@ -16,14 +16,14 @@ use windows_sys::Win32::Foundation::{
 use windows_sys::Win32::Security::Authorization::{GetSecurityInfo, SE_FILE_OBJECT};
 use windows_sys::Win32::Security::{
     ACCESS_ALLOWED_ACE, ACL, ACL_SIZE_INFORMATION, AclSizeInformation, DACL_SECURITY_INFORMATION,
-    EqualSid, GetAce, GetAclInformation, GetTokenInformation, IsWellKnownSid,
+    EqualSid, GetAce, GetAclInformation, GetTokenInformation, INHERIT_ONLY_ACE, IsWellKnownSid,
     OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID, TOKEN_QUERY, TOKEN_USER, TokenUser,
     WinBuiltinAdministratorsSid, WinCreatorOwnerSid, WinLocalSystemSid,
 };
 use windows_sys::Win32::Storage::FileSystem::{
-    BY_HANDLE_FILE_INFORMATION, DELETE, FILE_APPEND_DATA, FILE_FLAG_BACKUP_SEMANTICS,
-    FILE_FLAG_OPEN_REPARSE_POINT, FILE_WRITE_DATA, GetFileInformationByHandle, WRITE_DAC,
-    WRITE_OWNER,
+    BY_HANDLE_FILE_INFORMATION, DELETE, FILE_APPEND_DATA, FILE_DELETE_CHILD,
+    FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_WRITE_DATA,
+    GetFileInformationByHandle, WRITE_DAC, WRITE_OWNER,
 };
 use windows_sys::Win32::System::SystemServices::ACCESS_ALLOWED_ACE_TYPE;
 use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
@@ -48,14 +48,20 @@ pub fn private(builder: &mut DirBuilder) -> &mut DirBuilder {
     builder
 }
 
-/// The access rights that let a holder change a file or what it holds.
+/// The access rights that let a holder change a file or what it holds
+/// (in a directory: add files, delete those of others).
 const WRITES: u32 = FILE_WRITE_DATA
     | FILE_APPEND_DATA
+    | FILE_DELETE_CHILD
     | GENERIC_WRITE
     | GENERIC_ALL
     | WRITE_DAC
     | WRITE_OWNER
     | DELETE;
+
+/// The types of allowing entries other than the basic one: object,
+/// callback, callback object, and compound entries.
+const OTHER_ALLOWS: [u32; 4] = [4, 5, 9, 11];
 
 /// The owner and access control list of `handle`, and the memory that
 /// holds them (freed when dropped).
@@ -156,10 +162,14 @@ pub fn not_own_dir(path: &Path) -> io::Result<Option<String>> {
 
 fn distrust_owner(file: &File) -> io::Result<Option<&'static str>> {
     let s = security(file.as_raw_handle())?;
+    if s.owner.is_null() {
+        // A descriptor may name no owner: no one's to trust.
+        return Ok(Some("has no owner"));
+    }
     let user = own_user()?;
     // SAFETY: `user` holds a TOKEN_USER, whose SID points into it.
     let me = unsafe { (*user.as_ptr().cast::<TOKEN_USER>()).User.Sid };
-    // SAFETY: both SIDs point into live buffers.
+    // SAFETY: both SIDs point into live buffers (the owner is not null).
     let own = unsafe { EqualSid(s.owner, me) } != 0 || trusted(s.owner);
     Ok((!own).then_some("belongs to another user"))
 }
@@ -200,20 +210,30 @@ pub fn distrust(file: &File) -> io::Result<Option<&'static str>> {
             continue;
         }
         let ace = ace.cast::<ACCESS_ALLOWED_ACE>();
-        // SAFETY: every entry starts with its header; an allowing entry
-        // has its mask and its SID after it.
-        let (kind, mask, sid) = unsafe {
+        // SAFETY: every entry starts with its header and its access mask;
+        // a basic allowing entry has its SID after them.
+        let (kind, flags, mask, sid) = unsafe {
             (
                 u32::from((*ace).Header.AceType),
+                u32::from((*ace).Header.AceFlags),
                 (*ace).Mask,
                 (&raw mut (*ace).SidStart).cast::<core::ffi::c_void>(),
             )
         };
-        if kind != ACCESS_ALLOWED_ACE_TYPE || mask & WRITES == 0 {
+        // An entry only inherited by what the directory will hold does not
+        // apply to the directory itself.
+        if flags & INHERIT_ONLY_ACE != 0 || mask & WRITES == 0 {
             continue;
         }
-        // SAFETY: both SIDs point into the live descriptor.
-        if unsafe { EqualSid(sid, s.owner) } == 0 && !trusted(sid) {
+        if kind == ACCESS_ALLOWED_ACE_TYPE {
+            // SAFETY: both SIDs point into the live descriptor (the owner
+            // is not null: `distrust_owner` said so).
+            if unsafe { EqualSid(sid, s.owner) } == 0 && !trusted(sid) {
+                return Ok(Some("is writable by other users"));
+            }
+        } else if OTHER_ALLOWS.contains(&kind) {
+            // Allowing entries of other forms (objects, callbacks,
+            // compound): not read, so not trusted.
             return Ok(Some("is writable by other users"));
         }
     }

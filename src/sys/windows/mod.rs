@@ -15,8 +15,6 @@ pub mod process;
 pub mod signal_names;
 pub mod signals;
 
-use crate::exit::Exit;
-
 /// The size of `T`, a structure of a few dozen bytes, as Windows' calls
 /// take it.
 #[allow(clippy::cast_possible_truncation)]
@@ -31,12 +29,14 @@ pub const MAX_EXIT_CODE: u32 = u32::MAX;
 /// (`STATUS_CONTROL_C_EXIT`), as cmd.exe and PowerShell expect of one.
 pub const INTERRUPTED: u32 = 0xC000_013A;
 
-/// Ends the process as `exit` says: a run ended by a control event exits
-/// as a console program that Ctrl-C ended does.
-pub fn exit(exit: Exit) -> ! {
-    let code = match exit {
-        Exit::Code(code) => code,
-        Exit::Signal(_) => INTERRUPTED,
-    };
-    std::process::exit(code.cast_signed())
+/// The status of a run that a control event ended: backoff exits with
+/// `STATUS_CONTROL_C_EXIT`, which shells show signed.
+pub fn signal_exit_code(_event: i32) -> i32 {
+    INTERRUPTED.cast_signed()
+}
+
+/// Ends the process as one that the control event `_event` ended: with
+/// `STATUS_CONTROL_C_EXIT`, as a console program that Ctrl-C ended does.
+pub fn die_by(_event: i32) -> ! {
+    std::process::exit(INTERRUPTED.cast_signed())
 }

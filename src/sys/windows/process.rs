@@ -15,6 +15,22 @@ use windows_sys::Win32::System::Threading::{CREATE_NEW_PROCESS_GROUP, CREATE_SUS
 
 use super::job::Job;
 
+/// The shell that runs a command line, as the advice for a command given
+/// as one word names it.
+pub const SHELL: [&str; 2] = ["cmd", "/c"];
+
+/// The characters besides letters and digits that a word may hold and
+/// mean the same to cmd.exe and to a program reading its command line,
+/// unquoted (not `%`, which cmd expands, nor `^ & | < >`).
+pub const PLAIN: &str = "_-./:=,@+\\";
+
+/// `word` quoted for cmd.exe and the program it starts: in double quotes,
+/// a double quote in it written `\"` (as programs split their command
+/// line; cmd itself still expands `%NAME%` inside quotes).
+pub fn quote(word: &str) -> String {
+    format!("\"{}\"", word.replace('"', "\\\""))
+}
+
 /// Whether the environment variable `name` is the one called `variable`
 /// (names are case-insensitive on Windows).
 pub fn same_variable(name: &OsStr, variable: &str) -> bool {

@@ -20,15 +20,16 @@ pub const INT: i32 = 2;
 pub const CLOSE: i32 = 1;
 /// Ctrl-Break.
 pub const BREAK: i32 = 21;
-/// The user logging off (services only).
+/// The user logging off: named, but not acted on (a service is told of
+/// every user's).
 pub const LOGOFF: i32 = 23;
 /// The system shutting down, as Unix's `SIGTERM`.
 pub const TERM: i32 = 15;
 /// No such event: a number nothing ends by.
 pub const PIPE: i32 = -13;
 
-/// The control events that end a run: all of them.
-pub const TERMINATING: &[i32] = &[INT, CLOSE, BREAK, LOGOFF, TERM];
+/// The control events that end a run: all but a log-off.
+pub const TERMINATING: &[i32] = &[INT, CLOSE, BREAK, TERM];
 
 /// No real-time signals here.
 #[allow(clippy::reversed_empty_ranges)]
@@ -63,19 +64,21 @@ pub fn max_signal() -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signal::{is_terminating, parse, short_name};
 
     #[test]
-    fn control_events_are_named_parsed_and_end_a_run() {
-        assert_eq!(parse("CTRL_BREAK"), Some(BREAK));
-        assert_eq!(parse("ctrl_c"), Some(INT));
-        assert_eq!(parse("TERM"), None);
-        assert_eq!(short_name(CLOSE), "CTRL_CLOSE");
-        assert_eq!(short_name(TERM), "CTRL_SHUTDOWN");
-        for sig in TERMINATING {
-            assert!(is_terminating(*sig), "{sig}");
+    fn control_events_are_named_and_all_but_a_log_off_end_a_run() {
+        assert_eq!(plain_name(BREAK), Some("CTRL_BREAK"));
+        assert_eq!(plain_name(INT), Some("CTRL_C"));
+        assert_eq!(plain_name(CLOSE), Some("CTRL_CLOSE"));
+        assert_eq!(plain_name(TERM), Some("CTRL_SHUTDOWN"));
+        assert_eq!(plain_name(9), None);
+        for sig in [INT, CLOSE, BREAK, TERM] {
+            assert!(TERMINATING.contains(&sig), "{sig}");
+            assert!((1..=max_signal()).contains(&sig), "{sig}");
         }
-        assert!(!is_terminating(PIPE));
+        assert!(!TERMINATING.contains(&LOGOFF));
+        assert!(!TERMINATING.contains(&PIPE));
+        assert!(real_time().is_empty());
     }
 
     #[test]

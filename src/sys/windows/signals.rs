@@ -16,7 +16,7 @@ use windows_sys::Win32::System::Console::{
 use windows_sys::Win32::System::Threading::{CreateEventW, SetEvent, WaitForMultipleObjects};
 use windows_sys::core::BOOL;
 
-use super::signal_names::{BREAK, CLOSE, INT, LOGOFF, TERM};
+use super::signal_names::{BREAK, CLOSE, INT, TERM};
 
 /// What `Waker::wake` queues: no event, only a wake-up.
 pub const WAKE: i32 = 0;
@@ -43,23 +43,26 @@ fn push(queue: &Queue, sig: i32) {
 
 /// The console's handler: queues the event and says it is handled, so
 /// that backoff ends in its own time. Windows ends a process a few seconds
-/// after its handler returns from the console closing, a log-off or a
-/// shutdown: the handler waits that long, so that backoff can end the
-/// attempt and write its report first.
+/// after its handler returns from the console closing or a shutdown: the
+/// handler waits that long, so that backoff can end the attempt and write
+/// its report first.
 unsafe extern "system" fn handler(ctrl: u32) -> BOOL {
     let sig = match ctrl {
         CTRL_C_EVENT => INT,
         CTRL_BREAK_EVENT => BREAK,
         CTRL_CLOSE_EVENT => CLOSE,
-        CTRL_LOGOFF_EVENT => LOGOFF,
         CTRL_SHUTDOWN_EVENT => TERM,
+        // A service is told of every user's log-off, and not whose: it is
+        // no reason to end a run. (A console's own user logging off closes
+        // the console, which is.)
+        CTRL_LOGOFF_EVENT => return 1,
         _ => return 0,
     };
     let Some(queue) = QUEUE.get() else {
         return 0;
     };
     push(queue, sig);
-    if sig == CLOSE || sig == LOGOFF || sig == TERM {
+    if sig == CLOSE || sig == TERM {
         std::thread::sleep(Duration::from_secs(5));
     }
     1
