@@ -801,3 +801,48 @@ fn a_hook_s_own_quotes_reach_cmd_and_a_one_word_command_is_told_cmd() {
     let advised = run(&dir, &["--", "cmd", "/c", "helper.exe exit 0 | more"]);
     assert_eq!(advised.status.code(), Some(0), "{}", stderr(&advised));
 }
+
+#[test]
+fn held_stdout_that_no_one_reads_is_given_up_at_the_deadline() {
+    let Some(dir) = windows_dir("held_stdout_that_no_one_reads_is_given_up_at_the_deadline") else {
+        return;
+    };
+    let tmp = TempDir::new("win-stalled");
+    // Far more than a pipe holds: 3 MB, from helper.exe's `cat` of a file.
+    let big = tmp.join("big.txt");
+    std::fs::write(&big, "x".repeat(99).repeat(30_000)).unwrap();
+    let errors = tmp.join("stderr");
+    let line = format!("helper.exe cat < {}", windows_path(&big));
+    let mut child = wine(
+        &dir,
+        "backoff.exe",
+        &[
+            "--hold-stdout",
+            "--max-time",
+            "3s",
+            "--",
+            "cmd",
+            "/c",
+            &line,
+        ],
+    )
+    .stderr(std::fs::File::create(&errors).unwrap())
+    .spawn()
+    .expect("start wine");
+    // Its stdout is a pipe no one reads until backoff has ended.
+    let _unread = child.stdout.take();
+    let started = Instant::now();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait()));
+    let status = rx
+        .recv_timeout(WINE_PATIENCE)
+        .expect("backoff ended")
+        .unwrap();
+    let err = std::fs::read_to_string(&errors).unwrap();
+    assert_eq!(status.code(), Some(124), "{err}");
+    assert!(started.elapsed() < WINE_PATIENCE);
+    assert!(
+        err.contains("stdout took no more before the time limit"),
+        "{err}"
+    );
+}

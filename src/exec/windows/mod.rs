@@ -550,7 +550,7 @@ impl Executor for RealExecutor {
         Instant::now()
     }
 
-    fn finish(&mut self, _deadline: Option<Instant>) -> Released {
+    fn finish(&mut self, deadline: Option<Instant>) -> Released {
         let Some(held) = self.held.as_mut() else {
             return Released::All;
         };
@@ -561,6 +561,6 @@ impl Executor for RealExecutor {
                 describe(&e)
             ));
         }
-        spool::write_out(held)
+        spool::write_out(held, &mut self.watch, deadline)
     }
 }
