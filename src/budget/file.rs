@@ -223,7 +223,7 @@ fn find_in_home(home: &Path, xdg: Option<&str>, make: bool) -> Result<bool, Stor
                 if !make {
                     return Ok(false);
                 }
-                match files::private(&mut std::fs::DirBuilder::new()).create(&next) {
+                match files::create_private_dir(&next, false) {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                     Err(e) => return Err(failed(&next, &e)),
@@ -1062,9 +1062,7 @@ impl StateFile {
         };
         let opened = match (open_dir(dir), in_home) {
             (Err(e), None) if e.kind() == io::ErrorKind::NotFound && make => {
-                files::private(std::fs::DirBuilder::new().recursive(true))
-                    .create(dir)
-                    .map_err(|e| failed(dir, &e))?;
+                files::create_private_dir(dir, true).map_err(|e| failed(dir, &e))?;
                 open_dir(dir)
             }
             (Err(e), Some((home, xdg))) if e.kind() == io::ErrorKind::NotFound => {

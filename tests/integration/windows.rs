@@ -525,6 +525,21 @@ fn a_budget_file_is_shared_by_two_processes() {
     assert!(err.contains("budget"), "{err}");
     assert!(tmp.join("shared.budget").exists());
 
+    // A directory backoff makes for the state is one it trusts after.
+    let made = windows_path(&tmp.join("made").join("state"));
+    for _ in 0..2 {
+        let out = budgeted(&made);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(!err.contains("unavailable"), "{err}");
+    }
+    assert!(
+        tmp.join("made")
+            .join("state")
+            .join("shared.budget")
+            .exists()
+    );
+
     // Two runs at once share three tokens: three retries in all.
     let store = windows_path(&tmp.join("both"));
     let start = |name: &str| {

@@ -21,9 +21,17 @@ pub fn app_data() -> Option<std::path::PathBuf> {
     None
 }
 
-/// Makes directories only their owner may enter (mode 0700).
-pub fn private(builder: &mut DirBuilder) -> &mut DirBuilder {
-    builder.mode(0o700)
+/// Makes the directory `path` (with the directories above it, when
+/// `recursive`), which only its owner may enter (mode 0700).
+///
+/// # Errors
+///
+/// As mkdir(2).
+pub fn create_private_dir(path: &Path, recursive: bool) -> io::Result<()> {
+    DirBuilder::new()
+        .recursive(recursive)
+        .mode(0o700)
+        .create(path)
 }
 
 /// Why the directory at `path` is not this user's to make directories

@@ -13,12 +13,16 @@ use windows_sys::Win32::Foundation::{
     CloseHandle, ERROR_CANT_ACCESS_FILE, ERROR_DIRECTORY, GENERIC_ALL, GENERIC_WRITE, HANDLE,
     LocalFree,
 };
-use windows_sys::Win32::Security::Authorization::{GetSecurityInfo, SE_FILE_OBJECT};
+use windows_sys::Win32::Security::Authorization::{
+    ConvertSidToStringSidW, ConvertStringSecurityDescriptorToSecurityDescriptorW, GetSecurityInfo,
+    SDDL_REVISION_1, SE_FILE_OBJECT, SetSecurityInfo,
+};
 use windows_sys::Win32::Security::{
     ACCESS_ALLOWED_ACE, ACL, ACL_SIZE_INFORMATION, AclSizeInformation, DACL_SECURITY_INFORMATION,
-    EqualSid, GetAce, GetAclInformation, GetTokenInformation, INHERIT_ONLY_ACE, IsWellKnownSid,
-    OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID, TOKEN_QUERY, TOKEN_USER, TokenUser,
-    WinBuiltinAdministratorsSid, WinCreatorOwnerSid, WinLocalSystemSid,
+    EqualSid, GetAce, GetAclInformation, GetSecurityDescriptorDacl, GetTokenInformation,
+    INHERIT_ONLY_ACE, IsWellKnownSid, OWNER_SECURITY_INFORMATION,
+    PROTECTED_DACL_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID, TOKEN_QUERY, TOKEN_USER,
+    TokenUser, WinBuiltinAdministratorsSid, WinCreatorOwnerSid, WinLocalSystemSid,
 };
 use windows_sys::Win32::Storage::FileSystem::{
     BY_HANDLE_FILE_INFORMATION, DELETE, FILE_APPEND_DATA, FILE_DELETE_CHILD,
@@ -42,10 +46,86 @@ pub fn app_data() -> Option<std::path::PathBuf> {
         .filter(|p| p.is_absolute())
 }
 
-/// Directories are made as any other: the owner and ACL they inherit
-/// from `%LOCALAPPDATA%` (the user's own) are checked when opened.
-pub fn private(builder: &mut DirBuilder) -> &mut DirBuilder {
-    builder
+/// Makes the directory `path` (with the directories above it, when
+/// `recursive`), and gives it an access control list of its own, not
+/// inherited, that lets only its owner, SYSTEM and the Administrators in
+/// (as mode 0700 does on Unix): under a folder others may write to, it
+/// would otherwise inherit their access, and `distrust` refuse it.
+///
+/// # Errors
+///
+/// When the directory cannot be made, or its list set.
+pub fn create_private_dir(path: &Path, recursive: bool) -> io::Result<()> {
+    DirBuilder::new().recursive(recursive).create(path)?;
+    let dir = OpenOptions::new()
+        .access_mode(windows_sys::Win32::Storage::FileSystem::READ_CONTROL | WRITE_DAC)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(path)?;
+    let user = own_user()?;
+    // SAFETY: `user` holds a TOKEN_USER, whose SID points into it.
+    let me = unsafe { (*user.as_ptr().cast::<TOKEN_USER>()).User.Sid };
+    let mut text: windows_sys::core::PWSTR = std::ptr::null_mut();
+    // SAFETY: `me` is a valid SID; the string allocated is freed below.
+    if unsafe { ConvertSidToStringSidW(me, &raw mut text) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `text` is a NUL-terminated wide string of the system's, of
+    // a SID: far shorter than 512 characters.
+    let sid = unsafe {
+        let len = (0..512).take_while(|&i| *text.add(i) != 0).count();
+        let sid = String::from_utf16_lossy(std::slice::from_raw_parts(text, len));
+        LocalFree(text.cast());
+        sid
+    };
+    let sddl: Vec<u16> = format!("D:P(A;OICI;FA;;;{sid})(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)")
+        .encode_utf16()
+        .chain([0])
+        .collect();
+    let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+    // SAFETY: `sddl` is NUL-terminated; the descriptor allocated is freed
+    // below.
+    let made = unsafe {
+        ConvertStringSecurityDescriptorToSecurityDescriptorW(
+            sddl.as_ptr(),
+            SDDL_REVISION_1,
+            &raw mut descriptor,
+            std::ptr::null_mut(),
+        )
+    };
+    if made == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let (mut present, mut defaulted) = (0, 0);
+    let mut dacl: *mut ACL = std::ptr::null_mut();
+    // SAFETY: `descriptor` is the one just made; the list it points to
+    // lives as long as it does, until the LocalFree below.
+    let error = unsafe {
+        let got = GetSecurityDescriptorDacl(
+            descriptor,
+            &raw mut present,
+            &raw mut dacl,
+            &raw mut defaulted,
+        );
+        let error = if got == 0 || present == 0 {
+            windows_sys::Win32::Foundation::ERROR_INVALID_SECURITY_DESCR
+        } else {
+            SetSecurityInfo(
+                dir.as_raw_handle(),
+                SE_FILE_OBJECT,
+                DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                dacl,
+                std::ptr::null(),
+            )
+        };
+        LocalFree(descriptor);
+        error
+    };
+    if error != 0 {
+        return Err(io::Error::from_raw_os_error(error.cast_signed()));
+    }
+    Ok(())
 }
 
 /// The access rights that let a holder change a file or what it holds
