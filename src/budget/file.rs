@@ -29,7 +29,7 @@ use crate::fleet::throttle::{self, SLOTS, Slot, Throttle, Window};
 use crate::report::Warnings;
 use crate::run::{Wait, Waited};
 use crate::sys::fd::{open_dir, open_in};
-use crate::sys::files;
+use crate::sys::files::{self, StateLock};
 
 /// The state file's only line, fixed in length so that an update is one
 /// write of the same size at offset 0: a process killed at any moment
@@ -380,8 +380,8 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// whole-file either way).
 fn take_lock(file: &File, access: Access) -> io::Result<()> {
     match access {
-        Access::Look => file.lock_shared(),
-        Access::Change | Access::Rewrite => file.lock(),
+        Access::Look => file.state_lock_shared(),
+        Access::Change | Access::Rewrite => file.state_lock(),
     }
 }
 
@@ -415,7 +415,7 @@ fn wait_in_queue(mut file: File, access: Access, handoff: &Mutex<Handoff>, done:
         job(&mut file);
         *locked(handoff) = Handoff::Done;
     }
-    let _ = file.unlock();
+    let _ = file.state_unlock();
     drop(file);
     drop(done);
 }
@@ -1205,8 +1205,8 @@ impl StateFile {
         // The lock is released when the file is closed, even if the process
         // is killed, so no stale lock can outlive its holder.
         let tried = match access {
-            Access::Look => file.try_lock_shared(),
-            Access::Change | Access::Rewrite => file.try_lock(),
+            Access::Look => file.try_state_lock_shared(),
+            Access::Change | Access::Rewrite => file.try_state_lock(),
         };
         match tried {
             Ok(()) => return decide(&mut file, &path, access, change),
@@ -1373,7 +1373,7 @@ mod tests {
         // Another open description of the file: its lock conflicts as
         // another process's would.
         let holder = File::open(dir.path().join("late.budget"))?;
-        holder.lock()?;
+        holder.state_lock()?;
 
         let given_up = |budget: &FileBudget| {
             let error = budget.take(&mut Expired).err().map(|e| e.to_string());
@@ -1390,10 +1390,10 @@ mod tests {
 
         // The lock comes to the wait that no call wants: it is let go, and
         // another takes it.
-        holder.unlock()?;
+        holder.state_unlock()?;
         let (tx, rx) = std::sync::mpsc::channel();
         let other = File::open(dir.path().join("late.budget"))?;
-        std::thread::spawn(move || tx.send(other.lock().map(|()| other)));
+        std::thread::spawn(move || tx.send(other.state_lock().map(|()| other)));
         let other = rx.recv_timeout(Duration::from_secs(20))??;
         // The kernel may have given it to the other first: once that one
         // lets go, the wait's thread has it, and lets go of it at once.

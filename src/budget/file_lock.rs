@@ -22,6 +22,7 @@ use crate::budget::{Acquired, Backend, LockBackend, LockState, StoreError, deadl
 use crate::fleet::bucket::check_key;
 use crate::fleet::lock::{Holder, MAX_RECORD};
 use crate::run::{Wait, Waited};
+use crate::sys::files::StateLock;
 
 /// A lock kept in a file, held by one process of the host at a time.
 #[derive(Debug)]
@@ -90,13 +91,13 @@ fn holder_in(file: &mut File) -> Option<Holder> {
 /// run's, sharing its lock), then hands it over or lets it go as `queue`
 /// says; ends by closing `done`.
 fn wait_in_queue(file: File, queue: &Mutex<Queue>, done: PipeWriter) {
-    let got = file.lock();
+    let got = file.state_lock();
     let mut state = queue.lock().unwrap_or_else(PoisonError::into_inner);
     *state = match (got, *state) {
         (Err(_), _) => Queue::Failed,
         (Ok(()), Queue::Waiting) => Queue::Got,
         (Ok(()), _) => {
-            let _ = file.unlock();
+            let _ = file.state_unlock();
             Queue::GivenUp
         }
     };
@@ -138,7 +139,7 @@ impl LockBackend for FileLock {
         let Some((mut file, path)) = self.file.open_file(Access::Change)? else {
             return Err(StoreError::Failed("the lock file cannot be made".into()));
         };
-        match file.try_lock() {
+        match file.try_state_lock() {
             Ok(()) => {
                 self.hold(file, &path, me)?;
                 return Ok(Acquired::Held { token: None });
@@ -158,7 +159,7 @@ impl LockBackend for FileLock {
                 // The lock came as a signal did: the run ends by the signal,
                 // and the lock goes to the next in the queue.
                 if let Waited::Signal(sig) = waited {
-                    let _ = file.unlock();
+                    let _ = file.state_unlock();
                     return Err(StoreError::Interrupted(sig));
                 }
                 self.hold(file, &path, me)?;
@@ -185,7 +186,7 @@ impl LockBackend for FileLock {
         if let Some(file) = held {
             // The record goes first, while the lock is still held.
             let _ = file.set_len(0);
-            let _ = file.unlock();
+            let _ = file.state_unlock();
         }
     }
 
@@ -196,9 +197,9 @@ impl LockBackend for FileLock {
                 holder: None,
             });
         };
-        let held = match file.try_lock_shared() {
+        let held = match file.try_state_lock_shared() {
             Ok(()) => {
-                let _ = file.unlock();
+                let _ = file.state_unlock();
                 false
             }
             Err(TryLockError::WouldBlock) => true,
@@ -218,11 +219,11 @@ impl LockBackend for FileLock {
             });
         };
         let holder = holder_in(&mut file);
-        match file.try_lock() {
+        match file.try_state_lock() {
             Ok(()) => {
                 // Free: what its last holder left is cleared.
                 let _ = file.set_len(0);
-                let _ = file.unlock();
+                let _ = file.state_unlock();
                 Ok(LockState {
                     held: false,
                     holder,

@@ -14,7 +14,7 @@ use std::io::{self, Read, Seek, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::sys::files;
+use crate::sys::files::{self, StateLock};
 
 /// The most of a previous file that is read (a metrics file of backoff's
 /// holds a few KiB): a larger one is not backoff's, and is left alone.
@@ -353,7 +353,7 @@ fn lock(path: &Path, wait: &mut dyn FnMut(Duration) -> Result<(), String>) -> io
         // flock(2) has no descriptor to wait on, and blocking in it would
         // hold off signals: try, and pause briefly between tries.
         loop {
-            match file.try_lock() {
+            match file.try_state_lock() {
                 Ok(()) => break,
                 Err(TryLockError::WouldBlock) => {
                     let left = deadline.saturating_duration_since(Instant::now());
@@ -428,7 +428,7 @@ mod tests {
         let path = dir.path().join("m.prom");
         std::fs::write(&path, "old").unwrap();
         let holder = File::open(&path).unwrap();
-        holder.lock().unwrap();
+        holder.state_lock().unwrap();
         // While the update waits, the holder renames a new file over the
         // path and lets go of the lock.
         let mut holder = Some(holder);

@@ -861,3 +861,75 @@ fn held_stdout_that_no_one_reads_is_given_up_at_the_deadline() {
         "{err}"
     );
 }
+
+#[test]
+fn a_lock_held_by_one_run_keeps_another_out_and_names_its_holder() {
+    let Some(dir) = windows_dir("a_lock_held_by_one_run_keeps_another_out_and_names_its_holder")
+    else {
+        return;
+    };
+    let tmp = TempDir::new("win-lock");
+    let store = windows_path(tmp.path());
+    let mut holder = wine(
+        &dir,
+        "backoff.exe",
+        &[
+            "--lock",
+            "deploy",
+            "--budget-dir",
+            &store,
+            "--",
+            "helper.exe",
+            "sleep",
+            "60000",
+        ],
+    )
+    .spawn()
+    .expect("start wine");
+    let show = || {
+        stderr_and_out(&run(
+            &dir,
+            &["lock", "show", "deploy", "--budget-dir", &store],
+        ))
+    };
+    eventually("the first run holds the lock", || {
+        show().contains("held by pid")
+    });
+    let out = run(
+        &dir,
+        &[
+            "--lock",
+            "deploy",
+            "--budget-dir",
+            &store,
+            "--",
+            "cmd",
+            "/c",
+            "exit 0",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(75), "{err}");
+    assert!(err.contains("lock 'deploy' is held by pid"), "{err}");
+    // The holder killed, its lock goes with it.
+    holder.kill().expect("kill backoff");
+    let _ = holder.wait();
+    let out = run(
+        &dir,
+        &[
+            "--lock",
+            "deploy",
+            "--budget-dir",
+            &store,
+            "--",
+            "cmd",
+            "/c",
+            "exit 0",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+fn stderr_and_out(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(out)
+}

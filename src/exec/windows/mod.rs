@@ -564,3 +564,85 @@ impl Executor for RealExecutor {
         spool::write_out(held, &mut self.watch, deadline)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Warnings;
+
+    fn executor(command: &[&str]) -> RealExecutor {
+        let options = Options {
+            foreground: false,
+            timeout_signal: signal_names::BREAK,
+            kill_after: Duration::from_secs(5),
+            hold_stdout: false,
+            timeout: None,
+            idle_timeout: None,
+            folded: false,
+            warnings: Warnings::default(),
+            carried: crate::exec::Carried::default(),
+        };
+        let command = command.iter().map(OsString::from).collect();
+        let watch = SignalWatch::install().expect("a console handler");
+        RealExecutor::new(command, options, None, None, watch).expect("an executor")
+    }
+
+    fn spec(limit: Option<Duration>) -> AttemptSpec<'static> {
+        AttemptSpec {
+            run_id: "r",
+            lock_token: None,
+            number: 1,
+            max_attempts: Some(1),
+            last: None,
+            limit,
+            deadline: None,
+            grace: Duration::from_millis(500),
+        }
+    }
+
+    // One test, not several: the console's events are the process's.
+    #[test]
+    fn control_events_end_a_delay_and_an_attempt_and_a_time_limit_ends_its_job() {
+        // A minute-long command (ping waits a second between echoes).
+        let long = ["cmd", "/c", "ping -n 60 127.0.0.1 > NUL"];
+        let mut ex = executor(&long);
+
+        // A delay ends at once, and says which event.
+        signals::raise(signal_names::INT);
+        let started = Instant::now();
+        assert_eq!(ex.pause(Duration::from_secs(60)), Some(signal_names::INT));
+        assert!(started.elapsed() < Duration::from_secs(20));
+
+        // An attempt running (or about to start) ends with the event, its
+        // job with it.
+        std::thread::spawn(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            signals::raise(signal_names::CLOSE);
+        });
+        let started = Instant::now();
+        let ended = ex.attempt(&spec(None));
+        assert!(
+            matches!(ended, Ended::Interrupted(sig, _) if sig == signal_names::CLOSE),
+            "{ended:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(20));
+
+        // A log-off is no reason to end anything.
+        assert!(!is_terminating(signal_names::LOGOFF));
+
+        // A time limit ends the attempt and everything in its job.
+        let started = Instant::now();
+        let ended = ex.attempt(&spec(Some(Duration::from_millis(300))));
+        assert!(
+            matches!(
+                ended,
+                Ended::Done {
+                    outcome: Outcome::TimedOut(_, Limit::Time),
+                    ..
+                }
+            ),
+            "{ended:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(20));
+    }
+}

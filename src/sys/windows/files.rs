@@ -413,3 +413,107 @@ pub fn no_follow(options: &mut OpenOptions, _mode: u32, create: bool) -> &mut Op
 pub fn readable_by_all(_file: &File) -> io::Result<()> {
     Ok(())
 }
+
+/// Where the locks that order the processes sharing a state file lie: one
+/// byte far past the end of any record. Windows' locks are mandatory: a
+/// lock over the whole file, as std takes one, would keep other processes
+/// from reading it (the holder of a lock that `lock show` names).
+const LOCK_AT: u32 = 0x4000_0000;
+
+/// The locks that order the processes sharing a state file (a budget, a
+/// lock, a metrics file): `LockFileEx` on one byte past every record.
+pub trait StateLock {
+    /// Takes the exclusive lock, waiting for it.
+    ///
+    /// # Errors
+    ///
+    /// As `LockFileEx`.
+    fn state_lock(&self) -> io::Result<()>;
+    /// Takes a shared lock, waiting for it.
+    ///
+    /// # Errors
+    ///
+    /// As `LockFileEx`.
+    fn state_lock_shared(&self) -> io::Result<()>;
+    /// Takes the exclusive lock if no one holds a lock.
+    ///
+    /// # Errors
+    ///
+    /// `WouldBlock` when another holds one.
+    fn try_state_lock(&self) -> Result<(), std::fs::TryLockError>;
+    /// Takes a shared lock if no one holds the exclusive one.
+    ///
+    /// # Errors
+    ///
+    /// `WouldBlock` when another holds it.
+    fn try_state_lock_shared(&self) -> Result<(), std::fs::TryLockError>;
+    /// Lets go of the lock held.
+    ///
+    /// # Errors
+    ///
+    /// As `UnlockFileEx`.
+    fn state_unlock(&self) -> io::Result<()>;
+}
+
+/// `LockFileEx` with `flags` on the byte at `LOCK_AT` (in its high part).
+fn lock_with(file: &File, flags: u32) -> io::Result<()> {
+    use windows_sys::Win32::Storage::FileSystem::LockFileEx;
+    use windows_sys::Win32::System::IO::OVERLAPPED;
+    let mut at = OVERLAPPED::default();
+    at.Anonymous.Anonymous.OffsetHigh = LOCK_AT;
+    // SAFETY: the handle is open and synchronous (the call returns when
+    // the lock is had or refused); `at` lives across the call.
+    if unsafe { LockFileEx(file.as_raw_handle(), flags, 0, 1, 0, &raw mut at) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `lock_with`, without waiting: a lock held by another is `WouldBlock`.
+fn try_lock_with(file: &File, flags: u32) -> Result<(), std::fs::TryLockError> {
+    use windows_sys::Win32::Foundation::ERROR_LOCK_VIOLATION;
+    use windows_sys::Win32::Storage::FileSystem::LOCKFILE_FAIL_IMMEDIATELY;
+    match lock_with(file, flags | LOCKFILE_FAIL_IMMEDIATELY) {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(ERROR_LOCK_VIOLATION.cast_signed()) => {
+            Err(std::fs::TryLockError::WouldBlock)
+        }
+        Err(e) => Err(std::fs::TryLockError::Error(e)),
+    }
+}
+
+impl StateLock for File {
+    fn state_lock(&self) -> io::Result<()> {
+        lock_with(
+            self,
+            windows_sys::Win32::Storage::FileSystem::LOCKFILE_EXCLUSIVE_LOCK,
+        )
+    }
+
+    fn state_lock_shared(&self) -> io::Result<()> {
+        lock_with(self, 0)
+    }
+
+    fn try_state_lock(&self) -> Result<(), std::fs::TryLockError> {
+        try_lock_with(
+            self,
+            windows_sys::Win32::Storage::FileSystem::LOCKFILE_EXCLUSIVE_LOCK,
+        )
+    }
+
+    fn try_state_lock_shared(&self) -> Result<(), std::fs::TryLockError> {
+        try_lock_with(self, 0)
+    }
+
+    fn state_unlock(&self) -> io::Result<()> {
+        use windows_sys::Win32::Storage::FileSystem::UnlockFileEx;
+        use windows_sys::Win32::System::IO::OVERLAPPED;
+        let mut at = OVERLAPPED::default();
+        at.Anonymous.Anonymous.OffsetHigh = LOCK_AT;
+        // SAFETY: the handle is open; `at` lives across the call.
+        if unsafe { UnlockFileEx(self.as_raw_handle(), 0, 1, 0, &raw mut at) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}

@@ -68,6 +68,15 @@ unsafe extern "system" fn handler(ctrl: u32) -> BOOL {
     1
 }
 
+/// Queues `sig` as if the console had sent it: for the tests of what
+/// backoff does with one, which a console-less test run cannot receive.
+#[cfg(test)]
+pub fn raise(sig: i32) {
+    if let Some(queue) = QUEUE.get() {
+        push(queue, sig);
+    }
+}
+
 /// Watches the console's control events.
 pub struct SignalWatch(());
 
