@@ -12,3 +12,39 @@ pub use unix::*;
 mod windows;
 #[cfg(windows)]
 pub use windows::*;
+
+/// The locks that order the processes sharing a state file (a budget, a
+/// lock, a metrics file): flock(2) on Unix; on Windows `LockFileEx` on one
+/// byte past every record (`sys::files`).
+pub trait StateLock {
+    /// Takes the exclusive lock, waiting for it.
+    ///
+    /// # Errors
+    ///
+    /// As the system's lock call.
+    fn state_lock(&self) -> std::io::Result<()>;
+    /// Takes a shared lock, waiting for it.
+    ///
+    /// # Errors
+    ///
+    /// As the system's lock call.
+    fn state_lock_shared(&self) -> std::io::Result<()>;
+    /// Takes the exclusive lock if no one holds a lock.
+    ///
+    /// # Errors
+    ///
+    /// `WouldBlock` when another holds one.
+    fn try_state_lock(&self) -> Result<(), std::fs::TryLockError>;
+    /// Takes a shared lock if no one holds the exclusive one.
+    ///
+    /// # Errors
+    ///
+    /// `WouldBlock` when another holds it.
+    fn try_state_lock_shared(&self) -> Result<(), std::fs::TryLockError>;
+    /// Lets go of the lock held.
+    ///
+    /// # Errors
+    ///
+    /// As the system's unlock call.
+    fn state_unlock(&self) -> std::io::Result<()>;
+}

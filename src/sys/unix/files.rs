@@ -8,6 +8,8 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
+pub use crate::sys::StateLock;
+
 use super::effective_uid;
 
 /// The file beside a file updated in place (`--metrics-file`) whose lock
@@ -151,41 +153,7 @@ pub fn readable_by_all(file: &File) -> io::Result<()> {
     file.set_permissions(std::fs::Permissions::from_mode(0o644))
 }
 
-/// The locks that order the processes sharing a state file (a budget, a
-/// lock, a metrics file): flock(2) on the whole file, as std takes it.
-pub trait StateLock {
-    /// Takes the exclusive lock, waiting for it.
-    ///
-    /// # Errors
-    ///
-    /// As the system's lock call.
-    fn state_lock(&self) -> io::Result<()>;
-    /// Takes a shared lock, waiting for it.
-    ///
-    /// # Errors
-    ///
-    /// As the system's lock call.
-    fn state_lock_shared(&self) -> io::Result<()>;
-    /// Takes the exclusive lock if no one holds a lock.
-    ///
-    /// # Errors
-    ///
-    /// `WouldBlock` when another holds one.
-    fn try_state_lock(&self) -> Result<(), std::fs::TryLockError>;
-    /// Takes a shared lock if no one holds the exclusive one.
-    ///
-    /// # Errors
-    ///
-    /// `WouldBlock` when another holds it.
-    fn try_state_lock_shared(&self) -> Result<(), std::fs::TryLockError>;
-    /// Lets go of the lock held.
-    ///
-    /// # Errors
-    ///
-    /// As the system's unlock call.
-    fn state_unlock(&self) -> io::Result<()>;
-}
-
+/// flock(2) on the whole file, as std takes it.
 impl StateLock for File {
     fn state_lock(&self) -> io::Result<()> {
         self.lock()

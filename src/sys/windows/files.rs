@@ -9,6 +9,7 @@ use std::os::windows::fs::OpenOptionsExt;
 use std::os::windows::io::AsRawHandle;
 use std::path::Path;
 
+pub use crate::sys::StateLock;
 use windows_sys::Win32::Foundation::{
     CloseHandle, ERROR_CANT_ACCESS_FILE, ERROR_DIRECTORY, GENERIC_ALL, GENERIC_WRITE, HANDLE,
     LocalFree,
@@ -420,41 +421,6 @@ pub fn readable_by_all(_file: &File) -> io::Result<()> {
 /// from reading it (the holder of a lock that `lock show` names).
 const LOCK_AT: u32 = 0x4000_0000;
 
-/// The locks that order the processes sharing a state file (a budget, a
-/// lock, a metrics file): `LockFileEx` on one byte past every record.
-pub trait StateLock {
-    /// Takes the exclusive lock, waiting for it.
-    ///
-    /// # Errors
-    ///
-    /// As `LockFileEx`.
-    fn state_lock(&self) -> io::Result<()>;
-    /// Takes a shared lock, waiting for it.
-    ///
-    /// # Errors
-    ///
-    /// As `LockFileEx`.
-    fn state_lock_shared(&self) -> io::Result<()>;
-    /// Takes the exclusive lock if no one holds a lock.
-    ///
-    /// # Errors
-    ///
-    /// `WouldBlock` when another holds one.
-    fn try_state_lock(&self) -> Result<(), std::fs::TryLockError>;
-    /// Takes a shared lock if no one holds the exclusive one.
-    ///
-    /// # Errors
-    ///
-    /// `WouldBlock` when another holds it.
-    fn try_state_lock_shared(&self) -> Result<(), std::fs::TryLockError>;
-    /// Lets go of the lock held.
-    ///
-    /// # Errors
-    ///
-    /// As `UnlockFileEx`.
-    fn state_unlock(&self) -> io::Result<()>;
-}
-
 /// `LockFileEx` with `flags` on the byte at `LOCK_AT` (in its high part).
 fn lock_with(file: &File, flags: u32) -> io::Result<()> {
     use windows_sys::Win32::Storage::FileSystem::LockFileEx;
@@ -482,6 +448,7 @@ fn try_lock_with(file: &File, flags: u32) -> Result<(), std::fs::TryLockError> {
     }
 }
 
+/// `LockFileEx` on the byte at `LOCK_AT`.
 impl StateLock for File {
     fn state_lock(&self) -> io::Result<()> {
         lock_with(
