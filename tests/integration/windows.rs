@@ -933,3 +933,45 @@ fn a_lock_held_by_one_run_keeps_another_out_and_names_its_holder() {
 fn stderr_and_out(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(out)
 }
+
+#[test]
+fn a_budget_in_redis_is_shared_from_windows() {
+    let Some(dir) = windows_dir("a_budget_in_redis_is_shared_from_windows") else {
+        return;
+    };
+    let redis = crate::fleet::Redis::start(None);
+    let url = redis.url();
+    // One token: the first run retries once, and the budget is spent.
+    let out = run(
+        &dir,
+        &[
+            "--budget",
+            "win",
+            "--budget-store",
+            &url,
+            "--budget-burst",
+            "1",
+            "--base",
+            "1ms",
+            "--max-retries",
+            "2",
+            "--",
+            "cmd",
+            "/c",
+            "exit 1",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("attempt 1/3 failed (exit 1)"), "{err}");
+    assert!(
+        err.contains("not retrying: retry budget exhausted"),
+        "{err}"
+    );
+    let out = run(&dir, &["budget", "show", "win", "--budget-store", &url]);
+    assert!(
+        stderr_and_out(&out).contains("win: 0 of 1 tokens"),
+        "{}",
+        stderr_and_out(&out)
+    );
+}
