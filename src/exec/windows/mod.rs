@@ -102,6 +102,12 @@ impl RealExecutor {
         } else {
             None
         };
+        if let Err(e) = Job::enclose_self() {
+            options.warnings.warn(&format!(
+                "cannot put backoff in a job of its own ({}): a process started in the instant backoff is killed may outlive it",
+                describe(&e)
+            ));
+        }
         if options.foreground {
             options.warnings.warn(
                 "--foreground changes nothing on Windows: an attempt in a console process group of its own still reads the console, and Ctrl-C reaches it through backoff, as Ctrl-Break",

@@ -82,6 +82,33 @@ impl Job {
         done
     }
 
+    /// Puts backoff itself in a job of its own, kept open for the rest of
+    /// its life, so that every process it starts is in that job from the
+    /// moment it exists (before `adopt` puts it in an attempt's job too:
+    /// jobs nest), and ends with backoff, however backoff ends, even in
+    /// the instant between a process's start and its `adopt`.
+    ///
+    /// # Errors
+    ///
+    /// When the job cannot be made, or backoff put in it (a job backoff
+    /// was started in may forbid it).
+    pub fn enclose_self() -> io::Result<()> {
+        use windows_sys::Win32::System::Threading::GetCurrentProcess;
+        static ENCLOSING: std::sync::OnceLock<Job> = std::sync::OnceLock::new();
+        if ENCLOSING.get().is_some() {
+            return Ok(());
+        }
+        let job = Job::new()?;
+        // SAFETY: the job handle is open; the pseudo-handle of the current
+        // process needs no closing.
+        if unsafe { AssignProcessToJobObject(job.0.as_raw_handle(), GetCurrentProcess()) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // Never closed before backoff ends: closing it would end backoff.
+        let _ = ENCLOSING.set(job);
+        Ok(())
+    }
+
     /// How many processes of the job are still running.
     pub fn active(&self) -> u32 {
         let mut info = JOBOBJECT_BASIC_ACCOUNTING_INFORMATION::default();
