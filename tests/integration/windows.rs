@@ -315,8 +315,10 @@ fn the_deadline_ends_the_run_on_time() {
 }
 
 #[test]
-fn a_program_not_found_exits_127_and_a_path_with_spaces_runs() {
-    let Some(dir) = windows_dir("a_program_not_found_exits_127_and_a_path_with_spaces_runs") else {
+fn a_program_not_found_exits_127_one_not_runnable_126_and_a_path_with_spaces_runs() {
+    let Some(dir) = windows_dir(
+        "a_program_not_found_exits_127_one_not_runnable_126_and_a_path_with_spaces_runs",
+    ) else {
         return;
     };
     let out = run(&dir, &["--", "no-such-program.exe"]);
@@ -326,7 +328,13 @@ fn a_program_not_found_exits_127_and_a_path_with_spaces_runs() {
         "{}",
         stderr(&out)
     );
+    // A file that is no program: 126, as on Unix.
     let tmp = TempDir::new("win spaces");
+    let text = tmp.join("notes.exe");
+    std::fs::write(&text, "not a program").unwrap();
+    let out = run(&dir, &["--", &windows_path(&text)]);
+    assert_eq!(out.status.code(), Some(126), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot run"), "{}", stderr(&out));
     let spaced = tmp.join("a dir").join("helper copy.exe");
     std::fs::create_dir_all(spaced.parent().unwrap()).unwrap();
     std::fs::copy(dir.join("helper.exe"), &spaced).unwrap();
