@@ -79,6 +79,10 @@ impl FileLock {
 /// The record a lock file holds, read within bounds; `None` when it holds
 /// none (the lock is free, or its holder is writing it).
 fn holder_in(file: &mut File) -> Option<Holder> {
+    // Through a reading of its own: on Windows, the queue's thread may be
+    // waiting for the lock through a duplicate of `file`, which holds up
+    // every other call on it meanwhile.
+    let mut file = crate::sys::files::for_reading(file).ok()?;
     let mut text = Vec::with_capacity(MAX_RECORD);
     file.seek(SeekFrom::Start(0)).ok()?;
     file.take(MAX_RECORD as u64 + 1)

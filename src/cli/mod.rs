@@ -922,6 +922,9 @@ pub struct PolicyArgs {
 pub struct HookArgs {
     /// Run CMD with `sh -c` once, before the first attempt; its failure is
     /// told and the run goes on.
+    ///
+    /// Each hook runs with `sh -c CMD` (on Windows `cmd.exe /d /s /c
+    /// "CMD"`), in a process group (a job) of its own.
     #[arg(long, value_name = "CMD", allow_hyphen_values = true,
           value_hint = ValueHint::CommandString)]
     pub on_start: Option<String>,

@@ -6,8 +6,8 @@
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::exec::describe;
 use crate::run::Released;
@@ -85,13 +85,14 @@ pub(super) fn write_out(
         return lost(&e);
     }
     let written = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
     let (done, ended) = std::sync::mpsc::channel();
     let waker = watch.waker().ok();
-    let counted = Arc::clone(&written);
+    let (counted, stopped) = (Arc::clone(&written), Arc::clone(&stop));
     let copying = std::thread::Builder::new()
         .name("held stdout".into())
         .spawn(move || {
-            let _ = done.send(copy(&mut file, &out, &counted));
+            let _ = done.send(copy(&mut file, &out, &counted, &stopped));
             if let Some(waker) = waker {
                 waker.wake();
             }
@@ -108,19 +109,26 @@ pub(super) fn write_out(
             };
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
+            // Nothing more is written once the write under way is done.
+            stop.store(true, Ordering::SeqCst);
             return Released::Late(size.saturating_sub(written.load(Ordering::SeqCst)));
         }
-        let got = watch.wait(deadline);
+        // The thread wakes the wait when it is done; a second is the
+        // longest this looks again without it.
+        let look_again = Instant::now().checked_add(Duration::from_secs(1));
+        let got = watch.wait([deadline, look_again].into_iter().flatten().min());
         if let Some(sig) = got.into_iter().find(|&s| is_terminating(s)) {
+            stop.store(true, Ordering::SeqCst);
             return Released::Interrupted(sig);
         }
     }
 }
 
-/// Copies `file` to `out`, counting the bytes written into `written`.
-fn copy(file: &mut File, out: &Out, written: &AtomicU64) -> io::Result<()> {
+/// Copies `file` to `out`, counting the bytes written into `written`,
+/// until the end or `stop`.
+fn copy(file: &mut File, out: &Out, written: &AtomicU64, stop: &AtomicBool) -> io::Result<()> {
     let mut buffer = vec![0; 64 * 1024];
-    loop {
+    while !stop.load(Ordering::SeqCst) {
         match file.read(&mut buffer) {
             Ok(0) => return Ok(()),
             Ok(n) => {
@@ -131,4 +139,5 @@ fn copy(file: &mut File, out: &Out, written: &AtomicU64) -> io::Result<()> {
             Err(e) => return Err(e),
         }
     }
+    Ok(())
 }

@@ -143,6 +143,16 @@ pub fn no_follow(options: &mut OpenOptions, mode: u32, create: bool) -> &mut Ope
         .custom_flags(create | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
 }
 
+/// `file`, to read its content while another thread waits for its lock:
+/// a duplicate (a lock wait holds nothing else up here).
+///
+/// # Errors
+///
+/// As dup(2).
+pub fn for_reading(file: &File) -> io::Result<File> {
+    file.try_clone()
+}
+
 /// Lets everyone read `file` (mode 0644): a metrics collector usually
 /// runs as another user.
 ///

@@ -57,7 +57,26 @@ pub fn app_data() -> Option<std::path::PathBuf> {
 ///
 /// When the directory cannot be made, or its list set.
 pub fn create_private_dir(path: &Path, recursive: bool) -> io::Result<()> {
-    DirBuilder::new().recursive(recursive).create(path)?;
+    if recursive {
+        // Each directory made on the way gets the same list, as each gets
+        // mode 0700 on Unix.
+        let missing: Vec<&Path> = path.ancestors().take_while(|p| !p.exists()).collect();
+        for dir in missing.into_iter().rev() {
+            match DirBuilder::new().create(dir) {
+                Ok(()) => protect(dir)?,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+        return Ok(());
+    }
+    DirBuilder::new().create(path)?;
+    protect(path)
+}
+
+/// Gives the directory `path` a protected list that lets in only its
+/// owner, SYSTEM and the Administrators.
+fn protect(path: &Path) -> io::Result<()> {
     let dir = OpenOptions::new()
         .access_mode(windows_sys::Win32::Storage::FileSystem::READ_CONTROL | WRITE_DAC)
         .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
@@ -238,11 +257,12 @@ pub fn not_own_dir(path: &Path) -> io::Result<Option<String>> {
         .read(true)
         .custom_flags(FILE_FLAG_BACKUP_SEMANTICS)
         .open(path)?;
-    Ok(distrust_owner(&dir)?.map(ToOwned::to_owned))
+    let s = security(dir.as_raw_handle())?;
+    Ok(distrust_owner(&s)?.map(ToOwned::to_owned))
 }
 
-fn distrust_owner(file: &File) -> io::Result<Option<&'static str>> {
-    let s = security(file.as_raw_handle())?;
+/// Why the owner of `s` is not to be trusted: none, or another user.
+fn distrust_owner(s: &Security) -> io::Result<Option<&'static str>> {
     if s.owner.is_null() {
         // A descriptor may name no owner: no one's to trust.
         return Ok(Some("has no owner"));
@@ -263,10 +283,12 @@ fn distrust_owner(file: &File) -> io::Result<Option<&'static str>> {
 ///
 /// When it cannot be looked at.
 pub fn distrust(file: &File) -> io::Result<Option<&'static str>> {
-    if let Some(why) = distrust_owner(file)? {
+    // One reading of the descriptor for both checks: the owner found not
+    // null is the one compared with each entry below.
+    let s = security(file.as_raw_handle())?;
+    if let Some(why) = distrust_owner(&s)? {
         return Ok(Some(why));
     }
-    let s = security(file.as_raw_handle())?;
     if s.dacl.is_null() {
         // No list at all: everyone may do anything.
         return Ok(Some("is writable by other users"));
@@ -403,6 +425,18 @@ pub fn no_follow(options: &mut OpenOptions, _mode: u32, create: bool) -> &mut Op
         options.append(true).create(true);
     }
     options.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+}
+
+/// `file`, to read its content while another thread waits for its lock:
+/// opened anew (`ReOpenFile`), a file object of its own, since a thread
+/// waiting for a lock through a synchronous file object holds up every
+/// other call on that object.
+///
+/// # Errors
+///
+/// As `ReOpenFile`.
+pub fn for_reading(file: &File) -> io::Result<File> {
+    super::fd::reopen_read(file)
 }
 
 /// Nothing to do: who may read a file comes from its folder's access

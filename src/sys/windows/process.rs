@@ -24,11 +24,35 @@ pub const SHELL: [&str; 2] = ["cmd", "/c"];
 /// unquoted (not `%`, which cmd expands, nor `^ & | < >`).
 pub const PLAIN: &str = "_-./:=,@+\\";
 
-/// `word` quoted for cmd.exe and the program it starts: in double quotes,
-/// a double quote in it written `\"` (as programs split their command
-/// line; cmd itself still expands `%NAME%` inside quotes).
+/// `word` quoted for cmd.exe and the program it starts: in double quotes;
+/// a double quote in it doubled (which keeps cmd inside the quotes, and
+/// which a program splitting its command line reads as one quote), and
+/// the backslashes just before a quote doubled, as those programs read
+/// them. cmd still expands `%NAME%` inside quotes.
 pub fn quote(word: &str) -> String {
-    format!("\"{}\"", word.replace('"', "\\\""))
+    let mut out = String::from("\"");
+    let mut backslashes = 0;
+    for c in word.chars() {
+        match c {
+            '\\' => backslashes += 1,
+            '"' => {
+                out.extend(std::iter::repeat_n('\\', backslashes * 2));
+                out.push_str("\"\"");
+                backslashes = 0;
+                continue;
+            }
+            _ => {
+                out.extend(std::iter::repeat_n('\\', backslashes));
+                backslashes = 0;
+            }
+        }
+        if c != '\\' {
+            out.push(c);
+        }
+    }
+    out.extend(std::iter::repeat_n('\\', backslashes * 2));
+    out.push('"');
+    out
 }
 
 /// Whether the environment variable `name` is the one called `variable`
@@ -73,4 +97,18 @@ pub fn is_resource_error(error: i32) -> bool {
                 | ERROR_COMMITMENT_LIMIT
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_quoted_as_cmd_and_programs_read_them() {
+        assert_eq!(quote(r"a b"), r#""a b""#);
+        assert_eq!(quote(r"C:\a b\c"), r#""C:\a b\c""#);
+        assert_eq!(quote(r"C:\a b\"), r#""C:\a b\\""#);
+        assert_eq!(quote(r#"echo "a&b""#), r#""echo ""a&b""""#);
+        assert_eq!(quote(r#"x\"y"#), r#""x\\""y""#);
+    }
 }
