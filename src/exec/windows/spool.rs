@@ -39,7 +39,7 @@ impl Replayed {
     ///
     /// When it cannot be opened.
     pub(super) fn for_attempt(&self) -> io::Result<File> {
-        fd::reopen_read(&self.0)
+        crate::sys::files::reopen_read(&self.0)
     }
 }
 

@@ -394,33 +394,3 @@ pub fn temporary_file() -> io::Result<File> {
         }
     }
 }
-
-/// `file` opened again, to read, with a position of its own.
-///
-/// # Errors
-///
-/// As `ReOpenFile`.
-pub fn reopen_read(file: &File) -> io::Result<File> {
-    use std::os::windows::io::FromRawHandle;
-    use windows_sys::Win32::Foundation::{GENERIC_READ, INVALID_HANDLE_VALUE};
-    use windows_sys::Win32::Storage::FileSystem::{
-        FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, ReOpenFile,
-    };
-    // SAFETY: the handle is open for the call; the one returned, if
-    // valid, is new and ours alone.
-    let handle = unsafe {
-        ReOpenFile(
-            file.as_raw_handle(),
-            GENERIC_READ,
-            FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-            0,
-        )
-    };
-    if handle == INVALID_HANDLE_VALUE {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `handle` is a new handle that nothing else owns.
-    Ok(File::from(unsafe {
-        std::os::windows::io::OwnedHandle::from_raw_handle(handle)
-    }))
-}
