@@ -264,13 +264,20 @@ fn https_trusts_the_authorities_ssl_cert_file_names() {
     // status unchanged.
     // (The check-ins share --ping-timeout: ample, so that on a loaded
     // machine a slow refusal of the first leaves time for the second.)
-    let out = backoff(["--ping", &m.url(UUID), "--ping-timeout", "20s", "--", "true"])
-        .env_remove("SSL_CERT_FILE")
-        .env_remove("SSL_CERT_DIR")
-        .assert()
-        .success()
-        .get_output()
-        .clone();
+    let out = backoff([
+        "--ping",
+        &m.url(UUID),
+        "--ping-timeout",
+        "20s",
+        "--",
+        "true",
+    ])
+    .env_remove("SSL_CERT_FILE")
+    .env_remove("SSL_CERT_DIR")
+    .assert()
+    .success()
+    .get_output()
+    .clone();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
