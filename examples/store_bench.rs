@@ -166,7 +166,11 @@ impl Opened {
             Kind::Lock => {
                 let own = format!("{key}-{}", std::process::id());
                 let limits = LockLimits {
-                    ttl: Duration::from_secs(30),
+                    lease: backoff_cli::fleet::lock::Lease {
+                        ttl: Duration::from_secs(30),
+                        kill_after: Duration::from_secs(5),
+                    },
+                    fail: backoff_cli::budget::FailMode::Closed,
                 };
                 Opened::Lock(open(place, &own, limits)?)
             }
@@ -228,17 +232,19 @@ impl Opened {
                 Err(sig) => Decided::Failed(format!("interrupted by signal {sig}")),
             },
             Opened::Nothing => Decided::Done,
-            Opened::Lock(l) => match l.acquire("bench", Duration::ZERO, &mut Unwatched) {
-                Ok(LockNews::Held { .. }) => {
-                    l.release();
-                    Decided::Done
+            Opened::Lock(l) => {
+                match l.acquire("bench", Duration::ZERO, &mut Unwatched, &mut |_| {}) {
+                    Ok(LockNews::Held { .. }) => {
+                        l.release();
+                        Decided::Done
+                    }
+                    Ok(LockNews::Busy { .. }) => {
+                        Decided::Wrong("a lock of the process's own was held by another".into())
+                    }
+                    Ok(_) => Decided::Failed("the lock's store was unavailable".into()),
+                    Err(sig) => Decided::Failed(format!("interrupted by signal {sig}")),
                 }
-                Ok(LockNews::Busy { .. }) => {
-                    Decided::Wrong("a lock of the process's own was held by another".into())
-                }
-                Ok(_) => Decided::Failed("the lock's store was unavailable".into()),
-                Err(sig) => Decided::Failed(format!("interrupted by signal {sig}")),
-            },
+            }
             // Any draw: with every attempt accepted, none is skipped.
             Opened::Throttle(t) => match t.backend().admit(0.5, &mut Unwatched) {
                 Ok((decision, _)) if decision.send => match t.backend().accept(&mut Unwatched) {

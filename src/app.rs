@@ -351,10 +351,9 @@ fn run_configured(
             .then_some(SystemTime::now as fn() -> SystemTime),
         name: cfg.name.clone(),
     };
-    if cfg.verbosity != Verbosity::Quiet {
-        for notice in &cfg.notices {
-            cfg.warnings.warn(notice);
-        }
+    // A protection that cannot apply is said whatever the output mode.
+    for notice in &cfg.notices {
+        cfg.warnings.alert(notice);
     }
     // Before the signal handlers: until then Ctrl-C ends a long read at once.
     let stdin = if cfg.replay_stdin {
@@ -406,8 +405,9 @@ fn run_configured(
     .context("cannot hold stdout")?
     .with_headers(headers)
     .with_advice(cli::advice::not_found(options, &cfg.command));
-    // A lease in a store (a file lock is the kernel's, and never lost).
-    if let Some(lock) = cfg.lock.as_ref().filter(|l| l.server().is_some()) {
+    // A lease not renewed in time, or a lock file removed, ends the
+    // attempt and the run.
+    if let Some(lock) = cfg.lock.as_ref() {
         lock.backend().alarm(executor.alarm());
     }
     let exit_by = exit_by(cfg);
@@ -604,6 +604,7 @@ fn plan<'a>(
         lock_wait: cfg.lock_wait,
         lock_exit: cfg.lock_exit,
         lock_token: None,
+        lock_held: false,
         misplaced,
         preset: cfg.preset,
         added,
@@ -942,9 +943,14 @@ fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Re
 /// `backoff lock show|reset KEY`.
 fn lock_command(command: &cli::LockCommand, given: &Given) -> anyhow::Result<Exit> {
     use crate::budget::{LockLimits, Locks};
-    // Showing and clearing a lock needs no lease.
+    // Showing and clearing a lock needs no lease, and is never run
+    // without it.
     let limits = LockLimits {
-        ttl: Duration::from_secs(1),
+        lease: crate::fleet::lock::Lease {
+            ttl: Duration::from_secs(1),
+            kill_after: Duration::ZERO,
+        },
+        fail: crate::budget::FailMode::Closed,
     };
     match command {
         cli::LockCommand::Show { key, store, format } => {

@@ -1065,10 +1065,13 @@ fn throttle(
 }
 
 /// Opens `--lock`. `--lock-ttl` given on the command line for a lock in a
-/// file, which the kernel holds and no lease limits, is said once.
+/// file, which the kernel holds and no lease limits, is said once. A lease
+/// too short for `--kill-after` is refused: a holder cut off from the store
+/// could not end its attempt before the lease ran out.
 fn lock(
     args: &crate::cli::LockArgs,
     place: &StoreArgs,
+    kill_after: Duration,
     given: &Given,
     warnings: &Warnings,
     notices: &mut Vec<String>,
@@ -1076,15 +1079,35 @@ fn lock(
     let Some(key) = &args.lock else {
         return Ok(None);
     };
-    if place.budget_store.is_none()
-        && given.gave("--lock-ttl")
-        && !given.from_environment("lock_ttl")
-    {
-        notices.push(
-            "--lock-ttl applies to a lease in Redis (--budget-store); a lock in a file is the kernel's, released whenever backoff ends".into(),
-        );
+    let lease = crate::fleet::lock::Lease {
+        ttl: args.lock_ttl,
+        kill_after,
+    };
+    if place.budget_store.is_none() {
+        if given.gave("--lock-ttl") && !given.from_environment("lock_ttl") {
+            notices.push(
+                "--lock-ttl applies to a lease in Redis (--budget-store); a lock in a file is the kernel's, released whenever backoff ends".into(),
+            );
+        }
+    } else if !lease.is_long_enough() {
+        return Err(invalid(
+            given,
+            show(args.lock_ttl),
+            "--lock-ttl",
+            format_args!(
+                "too short for {}: a holder cut off from the store must end its attempt before its lease can run out, with time to renew it first; give --lock-ttl {} or more, or a shorter --kill-after",
+                flag_as_given(given, "--kill-after", kill_after),
+                show(crate::fleet::lock::Lease::shortest_ttl(kill_after))
+            ),
+        ));
     }
-    let limits = LockLimits { ttl: args.lock_ttl };
+    let limits = LockLimits {
+        lease,
+        fail: match args.lock_fail {
+            crate::cli::LockFail::Closed => crate::budget::FailMode::Closed,
+            crate::cli::LockFail::Open => crate::budget::FailMode::Open,
+        },
+    };
     open_store::<Locks>(key, place, limits, given, warnings).map(Some)
 }
 
@@ -1391,7 +1414,14 @@ fn shared_states(
         budget(&cli.budget, shared, given, warnings)?,
         breaker(&cli.breaker, place, goal, given, warnings)?,
         throttle(&cli.throttle, place, goal, given, warnings)?,
-        lock(&cli.lock, place, given, warnings, notices)?,
+        lock(
+            &cli.lock,
+            place,
+            cli.time.kill_after,
+            given,
+            warnings,
+            notices,
+        )?,
     ))
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::classify::{Applied, Hint, Outcome, StopReason};
 use crate::fleet::breaker::{Admission, Circuit, RunEnd};
-use crate::fleet::lock::Holder;
+use crate::fleet::lock::{Holder, Settle};
 use crate::fleet::throttle;
 use crate::policy::Delay;
 
@@ -493,8 +493,12 @@ pub enum LockNews {
         /// The fencing token the acquisition took, where the store gives
         /// one (`BACKOFF_LOCK_TOKEN`).
         token: Option<u64>,
-        /// How long the run waited for it.
-        waited: Duration,
+        /// How long the run waited for it, if it was to wait
+        /// (`--lock-wait`).
+        waited: Option<Duration>,
+        /// How long the run waits before it starts, and why: the store had
+        /// no trace of the lock, and a holder it forgot may still run.
+        settle: Option<Settle>,
     },
     /// Another run holds it, and this one waits in turn for it, at most
     /// `--lock-wait`.
@@ -509,18 +513,27 @@ pub enum LockNews {
     Busy {
         /// Who holds it.
         holder: Option<Holder>,
-        /// How long the run waited for it (`--lock-wait`).
-        waited: Duration,
+        /// How long the run waited for it, if it was to wait
+        /// (`--lock-wait`).
+        waited: Option<Duration>,
     },
     /// Its store could not be used (said already): the command runs
-    /// without the lock, or not, as the fail mode says.
+    /// without the lock (`--lock-fail open`), or not.
     Unavailable {
         /// Whether it runs.
         run: bool,
+        /// Why the store could not be used.
+        why: String,
     },
-    /// The run lost it (a lease not renewed in time): the running attempt
-    /// is ended and the run ends.
-    Lost,
+    /// The run lost it (a lease not renewed in time, a lock file removed):
+    /// the running attempt is ended and the run ends.
+    Lost {
+        /// How.
+        why: String,
+        /// The fencing token the run held it with, where the store gives
+        /// one.
+        token: Option<u64>,
+    },
 }
 
 /// What the adaptive throttle (`--throttle`) said of an attempt.

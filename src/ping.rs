@@ -10,13 +10,16 @@
 //! is a summary line and the last 10 KiB of the final attempt's output),
 //! each with `?rid=RUN_ID`. `--ping-start`, `--ping-success` and
 //! `--ping-fail` name other URLs, used as given. A run that never starts
-//! the command (a lock held by another run, an open circuit) checks in
-//! nothing. A URL is a credential: what backoff says of it names only its
-//! host.
+//! the command because another run holds its lock, or a circuit is open,
+//! checks in nothing; one that does not run it because its lock could not
+//! be had for certain (`lock_unavailable`) sends the end check-in of that
+//! failure, with no start, and a run that ran without its lock
+//! (`--lock-fail open`) says so in its end check-in's body. A URL is a
+//! credential: what backoff says of it names only its host.
 
 use std::time::{Duration, Instant};
 
-use crate::event::{Event, Report};
+use crate::event::{Event, LockNews, Report};
 use crate::exit::Exit;
 use crate::http::{Client, Method, Request, Target};
 use crate::output::Marker;
@@ -125,6 +128,12 @@ pub struct Pings {
     started: Option<std::thread::JoinHandle<Result<(), String>>>,
     /// Whether the run started the command's part (the `start` event).
     began: bool,
+    /// Whether the run ended before it because its lock could not be had
+    /// for certain: a failure the monitor must hear of.
+    unrun: bool,
+    /// What the body says besides the summary line: a lock that could not
+    /// be had.
+    said: Vec<String>,
     /// When backoff must have exited (`--max-time` plus `--kill-after`),
     /// which ends the check-ins too.
     by: Option<Instant>,
@@ -165,6 +174,8 @@ impl Pings {
             marker,
             started: None,
             began: false,
+            unrun: false,
+            said: Vec::new(),
             by,
             warnings,
         }
@@ -196,7 +207,7 @@ impl Pings {
     /// most `--ping-timeout` from now, and end by `by` (when backoff must
     /// have exited) if that comes first.
     pub fn finish(&mut self, exit: Exit, attempts: u64, reason: &str, by: Option<Instant>) {
-        if !self.began {
+        if !self.began && !self.unrun {
             return;
         }
         let timeout = Instant::now() + self.timeout;
@@ -232,6 +243,9 @@ impl Pings {
             exit.shell_code()
         )
         .into_bytes();
+        for line in &self.said {
+            body.extend(format!("backoff: {line}\n").into_bytes());
+        }
         if let Some(marker) = &self.marker {
             body.extend(marker.tail());
         }
@@ -247,6 +261,17 @@ impl Report for Pings {
                 if let Some(marker) = &self.marker {
                     marker.mark();
                 }
+            }
+            Event::Lock {
+                key,
+                news: LockNews::Unavailable { run, why },
+            } => {
+                self.unrun = !run;
+                self.said.push(if *run {
+                    format!("lock '{key}' unavailable ({why}); the command ran WITHOUT the lock (--lock-fail open)")
+                } else {
+                    format!("lock '{key}' unavailable ({why}); the command was not run")
+                });
             }
             _ => {}
         }

@@ -243,6 +243,8 @@ pub struct Plan<'a> {
     pub lock_exit: u8,
     /// The fencing token of the lock, once held, where the store gives one.
     pub lock_token: Option<u64>,
+    /// Whether the run holds the lock (it may lose it).
+    pub lock_held: bool,
     /// An option of backoff's own among the command's arguments, if any
     /// (`cli::advice::misplaced_option`): told when the first attempt fails
     /// as on bad usage.
@@ -298,18 +300,22 @@ pub trait RunLock: std::fmt::Debug {
     /// Its key, for reports.
     fn key(&self) -> &str;
     /// Takes the lock for the run `run_id`, waiting in turn at most
-    /// `patience` while another run holds it: the news, or the
-    /// terminating signal that ended the wait.
+    /// `patience` while another run holds it (told to `waiting`, once, as
+    /// the wait starts, with the holder's record if it can be read) or
+    /// while its store does not answer: the news, or the terminating
+    /// signal that ended the wait.
     fn acquire(
         &self,
         run_id: &str,
         patience: Duration,
         wait: &mut dyn Wait,
+        waiting: &mut dyn FnMut(Option<&crate::fleet::lock::Holder>),
     ) -> Result<LockNews, i32>;
     /// Lets go of the lock, if the run holds it.
     fn release(&self);
-    /// Whether the run's hold was lost (a lease not renewed in time).
-    fn lost(&self) -> bool;
+    /// How the run's hold was lost, if it was (a lease not renewed in
+    /// time, a lock file removed).
+    fn lost(&self) -> Option<String>;
 }
 
 /// What a retry budget answered.
@@ -465,28 +471,24 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
         return admitted(plan, exec, report, start);
     };
     // The lock is taken once the splay is over: it is held while the job
-    // works, not while it waits its turn in the fleet's window.
+    // works, not while it waits its turn in the fleet's window. The wait
+    // ends by --max-time, as any wait of the run does.
     let key = lock.key();
-    // Asked at once first, so that a run that waits says whom for; the
-    // wait ends by --max-time, as any wait of the run does.
-    let mut asked = lock.acquire(plan.run_id, Duration::ZERO, exec);
     let patience = plan.max_time.map_or(plan.lock_wait, |t| {
         plan.lock_wait
             .min(t.saturating_sub(exec.now().saturating_duration_since(start)))
     });
-    if let Ok(LockNews::Busy { holder, .. }) = &asked
-        && !patience.is_zero()
-    {
-        let waiting = LockNews::Waiting {
-            holder: holder.clone(),
-            patience,
+    let asked = {
+        // A run that waits says whom for, as the wait starts.
+        let mut waiting = |holder: Option<&crate::fleet::lock::Holder>| {
+            let news = LockNews::Waiting {
+                holder: holder.cloned(),
+                patience,
+            };
+            report.event(&Event::Lock { key, news: &news });
         };
-        report.event(&Event::Lock {
-            key,
-            news: &waiting,
-        });
-        asked = lock.acquire(plan.run_id, patience, exec);
-    }
+        lock.acquire(plan.run_id, patience, exec, &mut waiting)
+    };
     let news = match asked {
         Ok(news) => news,
         Err(signal) => {
@@ -496,16 +498,36 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
         }
     };
     report.event(&Event::Lock { key, news: &news });
-    let token = match news {
-        LockNews::Held { token, .. } => token,
+    let (token, settle) = match news {
+        LockNews::Held { token, settle, .. } => (Some(token), settle),
         LockNews::Busy { .. } => return Exit::Code(plan.lock_exit.into()),
-        LockNews::Unavailable { run: false } => return Exit::TEMPFAIL,
-        LockNews::Unavailable { run: true } | LockNews::Lost | LockNews::Waiting { .. } => None,
+        LockNews::Unavailable { run: false, .. } => return Exit::TEMPFAIL,
+        LockNews::Unavailable { run: true, .. }
+        | LockNews::Lost { .. }
+        | LockNews::Waiting { .. } => (None, None),
     };
     let held = Plan {
-        lock_token: token,
+        lock_token: token.flatten(),
+        lock_held: token.is_some(),
         ..plan.clone()
     };
+    // A lock that its store had no trace of may have a holder that the
+    // store forgot, still running until it notices: the run starts once
+    // that holder has ended (within --max-time; the attempt that would
+    // follow is then not made).
+    if let Some(settle) = settle {
+        let left = plan.max_time.map_or(settle.wait, |t| {
+            settle
+                .wait
+                .min(t.saturating_sub(exec.now().saturating_duration_since(start)))
+        });
+        if let Some(signal) = pause(exec, report, left) {
+            lock.release();
+            let during = During::Decision(Shared::Lock);
+            report.event(&Event::Interrupted { signal, during });
+            return Exit::Signal(signal);
+        }
+    }
     let exit = admitted(&held, exec, report, start);
     lock.release();
     exit
@@ -704,8 +726,8 @@ impl Loop<'_, '_> {
     fn attempt(&mut self) -> Step {
         let plan = self.plan;
         let last = self.last;
-        if self.lock_lost() {
-            return Step::Done(self.lost_lock());
+        if let Some(why) = self.lock_lost() {
+            return Step::Done(self.lost_lock(why));
         }
         self.count.attempts = self.count.attempts.saturating_add(1);
         let number = self.count.attempts;
@@ -752,7 +774,7 @@ impl Loop<'_, '_> {
         };
         self.last = Some(outcome);
         self.ran = Some(outcome);
-        if self.lock_lost() {
+        if let Some(why) = self.lock_lost() {
             self.report.event(&Event::Failed {
                 attempt: number,
                 max_attempts: self.max_attempts,
@@ -762,7 +784,7 @@ impl Loop<'_, '_> {
                 hint: seen.hint,
                 http_status: seen.http_status,
             });
-            return Step::Done(self.lost_lock());
+            return Step::Done(self.lost_lock(why));
         }
         let verdict = plan.rules.classify(outcome, &seen);
         if let Some(t) = plan.throttle
@@ -1085,20 +1107,27 @@ impl Loop<'_, '_> {
         }
     }
 
-    /// Whether the run held its lock and lost it.
-    fn lock_lost(&self) -> bool {
-        self.plan.lock_token.is_some() && self.plan.lock.is_some_and(RunLock::lost)
+    /// How the run lost the lock it held, if it did.
+    fn lock_lost(&self) -> Option<String> {
+        if !self.plan.lock_held {
+            return None;
+        }
+        self.plan.lock.and_then(RunLock::lost)
     }
 
-    /// Ends a run that lost its lock (a lease not renewed in time), with
-    /// the last attempt, if one ran, ended as for a timeout: says so, and
-    /// gives up with reason `lock_lost` and `EX_TEMPFAIL`, then runs
-    /// `--on-give-up`.
-    fn lost_lock(&mut self) -> Exit {
+    /// Ends a run that lost its lock (a lease not renewed in time, a lock
+    /// file removed) for `why`, with the last attempt, if one ran, ended as
+    /// for a timeout: says so, and gives up with reason `lock_lost` and
+    /// `EX_TEMPFAIL`, then runs `--on-give-up`.
+    fn lost_lock(&mut self, why: String) -> Exit {
         if let Some(lock) = self.plan.lock {
+            let news = LockNews::Lost {
+                why,
+                token: self.plan.lock_token,
+            };
             self.report.event(&Event::Lock {
                 key: lock.key(),
-                news: &LockNews::Lost,
+                news: &news,
             });
         }
         let event = Event::GaveUp {
@@ -1676,6 +1705,7 @@ mod tests {
             lock_wait: Duration::ZERO,
             lock_exit: 75,
             lock_token: None,
+            lock_held: false,
             misplaced: None,
             preset: None,
             added: &[],
@@ -1974,6 +2004,7 @@ mod tests {
             lock_wait: Duration::ZERO,
             lock_exit: 75,
             lock_token: None,
+            lock_held: false,
             misplaced: None,
             preset: None,
             added: &[],

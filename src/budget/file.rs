@@ -457,7 +457,7 @@ pub(super) fn refuse(path: &Path, why: &str) -> StoreError {
 }
 
 /// An error of the system, as a message says it: `permission denied`.
-fn why(e: &io::Error) -> String {
+pub(super) fn why(e: &io::Error) -> String {
     let why = e.to_string();
     let why = why.find(" (os error").map_or(why.as_str(), |i| &why[..i]);
     why.to_lowercase()

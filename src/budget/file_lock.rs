@@ -4,32 +4,84 @@
 //! run. The kernel releases it however backoff ends, SIGKILL included: no
 //! stale lock outlives its holder. The holder writes its record
 //! (`fleet::lock::Holder`) into the file for the runs it keeps out, and
-//! empties it when it lets go.
+//! empties it when it lets go; a record it cannot write (a full disk) is
+//! said once, and the lock is held all the same.
 //!
 //! A run that waits (`--lock-wait`) waits in the kernel's queue of the
 //! lock's waiters, on a thread of its own, while the run's wait watches
 //! its signals: a signal or the end of the wait gives the queue up, and a
 //! lock that comes after that is let go at once.
+//!
+//! A lock is a lock of the file its path names. A file removed (`backoff
+//! lock reset --force`, a cleaner of the directory) or replaced leaves its
+//! holder and its waiters with a lock nobody else looks at, while new runs
+//! lock the new file:
+//!
+//! - a run that got the lock checks that its path still names the file it
+//!   locked (device and inode), and starts again with the file there if
+//!   not;
+//! - the holder looks at its path every `WATCH`, and when it names another
+//!   file or none, the lock is lost: the run ends its attempt and gives up
+//!   (`LockBackend::lost`, `alarm`), as for a lease;
+//! - a run that made the file anew waits `SETTLE` before it starts, by
+//!   which time a holder of a removed file has seen it and started ending
+//!   its attempt.
+//!
+//! Looking at a lock (`show`) takes no lock where the kernel's table of
+//! locks tells (Linux), so that it never keeps out a run trying the lock
+//! at that instant. Elsewhere it takes a shared lock for an instant; a run
+//! that finds the lock taken and no live holder named in the file (a
+//! `show` or a `reset` looking, a holder between its lock and its record)
+//! waits in the queue up to `UNCLAIMED` before it believes it.
 
 use std::fs::{File, TryLockError};
 use std::io::{self, PipeReader, PipeWriter, Read, Seek, SeekFrom, Write};
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::time::{Duration, Instant};
 
-use crate::budget::file::{Access, StateDir, StateFile, failed, refuse};
-use crate::budget::{Acquired, Backend, LockBackend, LockState, StoreError, deadline_after};
+use crate::budget::file::{Access, StateDir, StateFile, failed, refuse, why};
+use crate::budget::{
+    Acquired, Alarm, Backend, LockBackend, LockState, Loss, StoreError, deadline_after,
+};
 use crate::fleet::bucket::check_key;
-use crate::fleet::lock::{Holder, MAX_RECORD};
+use crate::fleet::lock::{Forgotten, Holder, MAX_RECORD, Settle};
+use crate::report::Warnings;
 use crate::run::{Wait, Waited};
-use crate::sys::files::StateLock;
+use crate::sys::files::{self, StateLock};
+
+/// How often the holder looks at its lock file's path.
+pub const WATCH: Duration = Duration::from_millis(200);
+
+/// How long a run that made the lock file anew waits before it starts:
+/// twice `WATCH`, time for a holder of a removed file to look and be told.
+pub const SETTLE: Duration = Duration::from_millis(400);
+
+/// How long a run that finds the lock taken, with no live holder named in
+/// the file, waits in the queue before it believes it.
+const UNCLAIMED: Duration = Duration::from_secs(1);
+
+/// How many times a run starts again when the file it locked is no longer
+/// the one its path names (removed or replaced meanwhile, each time).
+const AGAIN: usize = 20;
 
 /// A lock kept in a file, held by one process of the host at a time.
-#[derive(Debug)]
 pub struct FileLock {
     file: StateFile,
-    /// The lock file while this run holds it.
-    held: Mutex<Option<File>>,
+    warnings: Warnings,
+    /// The lock file while this run holds it, and what stops the watch of
+    /// its path.
+    held: Mutex<Option<(File, mpsc::Sender<()>)>>,
+    /// How the lock was lost, once it was.
+    loss: Loss,
+}
+
+impl std::fmt::Debug for FileLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileLock")
+            .field("file", &self.file)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Where a wait in the kernel's queue stands; each change is made under
@@ -47,32 +99,103 @@ enum Queue {
     Failed,
 }
 
+/// What a wait in the queue came to.
+enum Queued {
+    /// The lock, on the file waited on.
+    Got,
+    /// The wait ended first.
+    TimedOut,
+}
+
 impl FileLock {
-    /// The lock `key` in `dir`; nothing is opened until it is used.
+    /// The lock `key` in `dir`; nothing is opened until it is used. What it
+    /// has to say goes to `warnings`.
     ///
     /// # Errors
     ///
     /// When the key cannot name a file.
-    pub fn open(dir: StateDir, key: &str, timeout: Duration) -> Result<FileLock, String> {
+    pub fn open(
+        dir: StateDir,
+        key: &str,
+        timeout: Duration,
+        warnings: Warnings,
+    ) -> Result<FileLock, String> {
         check_key(key)?;
         Ok(FileLock {
             file: StateFile::new(dir, key, "lock", timeout),
+            warnings,
             held: Mutex::new(None),
+            loss: Loss::default(),
         })
     }
 
-    /// Writes this run's record into the file it now holds, and keeps the
-    /// file (and so the lock) until the run lets go.
-    fn hold(&self, mut file: File, path: &std::path::Path, me: &Holder) -> Result<(), StoreError> {
+    /// Opens the lock file, making it where it is missing: the file, its
+    /// path, and whether this call made it.
+    fn open_file(&self) -> Result<(File, PathBuf, bool), StoreError> {
+        if let Some((file, path)) = self.file.open_file(Access::Rewrite)? {
+            return Ok((file, path, false));
+        }
+        match self.file.open_file(Access::Change)? {
+            Some((file, path)) => Ok((file, path, true)),
+            None => Err(StoreError::Failed("the lock file cannot be made".into())),
+        }
+    }
+
+    /// Writes this run's record into the file it now holds, keeps the file
+    /// (and so the lock) until the run lets go, and starts watching its
+    /// path. A record that cannot be written (a full disk) is said once:
+    /// the lock is held all the same.
+    fn hold(&self, mut file: File, path: &Path, me: &Holder) -> Result<(), StoreError> {
         let record = me.record();
         let write = |file: &mut File| -> io::Result<()> {
             file.seek(SeekFrom::Start(0))?;
             file.write_all(record.as_bytes())?;
             file.set_len(record.len() as u64)
         };
-        write(&mut file).map_err(|e| failed(path, &e))?;
-        *self.held.lock().unwrap_or_else(PoisonError::into_inner) = Some(file);
+        if let Err(e) = write(&mut file) {
+            // Half a record is no record: `show` says it cannot read one.
+            let _ = file.set_len(0);
+            self.warnings.warn(&format!(
+                "cannot write this run's record into the lock file '{}' ({}): the lock is held all the same, but backoff lock show cannot name its holder",
+                path.display(),
+                why(&e)
+            ));
+        }
+        let stop = self.watch(&file, path).map_err(|e| failed(path, &e))?;
+        *self.held.lock().unwrap_or_else(PoisonError::into_inner) = Some((file, stop));
         Ok(())
+    }
+
+    /// Starts looking at `path` every `WATCH`: once it no longer names
+    /// `file` (removed or replaced), the lock is lost.
+    fn watch(&self, file: &File, path: &Path) -> io::Result<mpsc::Sender<()>> {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let mine = file.try_clone()?;
+        let path = path.to_owned();
+        let loss = self.loss.clone();
+        std::thread::Builder::new()
+            .name("lock watch".into())
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                let why = loop {
+                    match stopped.recv_timeout(WATCH) {
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                        _ => return,
+                    }
+                    // A path that cannot be looked at for now (a
+                    // directory made unreadable) is looked at again.
+                    match files::names(&path, &mine) {
+                        Ok(Some(false)) => break "was replaced by another file",
+                        Ok(None) => break "was removed",
+                        Ok(Some(true)) | Err(_) => {}
+                    }
+                };
+                loss.lose(format!(
+                    "its file '{}' {why} (backoff lock reset --force, or a cleaner of the directory), and another run may take the lock there",
+                    path.display()
+                ));
+            })?;
+        Ok(stop)
     }
 }
 
@@ -82,13 +205,21 @@ fn holder_in(file: &mut File) -> Option<Holder> {
     // Through a reading of its own: on Windows, the queue's thread may be
     // waiting for the lock through a duplicate of `file`, which holds up
     // every other call on it meanwhile.
-    let mut file = crate::sys::files::for_reading(file).ok()?;
+    let mut file = files::for_reading(file).ok()?;
     let mut text = Vec::with_capacity(MAX_RECORD);
     file.seek(SeekFrom::Start(0)).ok()?;
     file.take(MAX_RECORD as u64 + 1)
         .read_to_end(&mut text)
         .ok()?;
     Holder::parse(&text)
+}
+
+/// The holder a lock file names, if it names one that still runs on this
+/// host (a record left by a holder that was killed names none).
+fn live_holder_in(file: &mut File) -> Option<Holder> {
+    holder_in(file).filter(|h| {
+        h.host != crate::sys::machine::host_name() || crate::sys::signals::process_exists(h.pid)
+    })
 }
 
 /// Waits in the kernel's queue for the lock of `file` (a duplicate of the
@@ -123,6 +254,43 @@ fn queue_for(file: &File) -> io::Result<(Arc<Mutex<Queue>>, PipeReader)> {
     Ok((queue, done))
 }
 
+/// Waits in the queue for the lock of `file`, until `deadline`.
+///
+/// # Errors
+///
+/// When the lock cannot be waited for, or a signal ends the wait.
+fn wait_for(
+    file: &File,
+    path: &Path,
+    deadline: Instant,
+    wait: &mut dyn Wait,
+) -> Result<Queued, StoreError> {
+    let (queue, done) = queue_for(file).map_err(|e| failed(path, &e))?;
+    let waited = wait.wait_ready(Some(&done), deadline);
+    let mut state = queue.lock().unwrap_or_else(PoisonError::into_inner);
+    match *state {
+        Queue::Got => {
+            drop(state);
+            // The lock came as a signal did: the run ends by the signal,
+            // and the lock goes to the next in the queue.
+            if let Waited::Signal(sig) = waited {
+                let _ = file.state_unlock();
+                return Err(StoreError::Interrupted(sig));
+            }
+            Ok(Queued::Got)
+        }
+        Queue::Failed => Err(refuse(path, "could not be locked")),
+        Queue::Waiting | Queue::GivenUp => {
+            *state = Queue::GivenUp;
+            drop(state);
+            match waited {
+                Waited::Signal(sig) => Err(StoreError::Interrupted(sig)),
+                _ => Ok(Queued::TimedOut),
+            }
+        }
+    }
+}
+
 impl Backend for FileLock {
     fn describe(&self) -> String {
         self.file.describe()
@@ -139,46 +307,61 @@ impl LockBackend for FileLock {
         me: &Holder,
         patience: Duration,
         wait: &mut dyn Wait,
+        waiting: &mut dyn FnMut(Option<&Holder>),
     ) -> Result<Acquired, StoreError> {
-        let Some((mut file, path)) = self.file.open_file(Access::Change)? else {
-            return Err(StoreError::Failed("the lock file cannot be made".into()));
-        };
-        match file.try_state_lock() {
-            Ok(()) => {
-                self.hold(file, &path, me)?;
-                return Ok(Acquired::Held { token: None });
-            }
-            Err(TryLockError::Error(e)) => return Err(failed(&path, &e)),
-            Err(TryLockError::WouldBlock) if patience.is_zero() => {
+        let give_up = deadline_after(patience);
+        let mut told = false;
+        let mut made = false;
+        for _ in 0..AGAIN {
+            let (mut file, path, new) = self.open_file()?;
+            made |= new;
+            let got = match file.try_state_lock() {
+                Ok(()) => true,
+                Err(TryLockError::Error(e)) => return Err(failed(&path, &e)),
+                Err(TryLockError::WouldBlock) => {
+                    let holder = live_holder_in(&mut file);
+                    // Nobody named who still runs: a look at the lock, or
+                    // a holder about to write its record, holds it for an
+                    // instant.
+                    let believe_at = if holder.is_some() {
+                        Instant::now()
+                    } else {
+                        deadline_after(UNCLAIMED)
+                    };
+                    if !patience.is_zero() && !told {
+                        told = true;
+                        waiting(holder.as_ref());
+                    }
+                    let deadline = give_up.max(believe_at);
+                    deadline > Instant::now()
+                        && match wait_for(&file, &path, deadline, wait)? {
+                            Queued::Got => true,
+                            Queued::TimedOut => false,
+                        }
+                }
+            };
+            if !got {
                 return Ok(Acquired::Busy(holder_in(&mut file)));
             }
-            Err(TryLockError::WouldBlock) => {}
-        }
-        let (queue, done) = queue_for(&file).map_err(|e| failed(&path, &e))?;
-        let waited = wait.wait_ready(Some(&done), deadline_after(patience));
-        let mut state = queue.lock().unwrap_or_else(PoisonError::into_inner);
-        match *state {
-            Queue::Got => {
-                drop(state);
-                // The lock came as a signal did: the run ends by the signal,
-                // and the lock goes to the next in the queue.
-                if let Waited::Signal(sig) = waited {
-                    let _ = file.state_unlock();
-                    return Err(StoreError::Interrupted(sig));
-                }
-                self.hold(file, &path, me)?;
-                Ok(Acquired::Held { token: None })
+            // Locked: but is it the file its path names now?
+            if files::names(&path, &file).map_err(|e| failed(&path, &e))? != Some(true) {
+                let _ = file.state_unlock();
+                continue;
             }
-            Queue::Failed => Err(refuse(&path, "could not be locked")),
-            Queue::Waiting | Queue::GivenUp => {
-                *state = Queue::GivenUp;
-                drop(state);
-                match waited {
-                    Waited::Signal(sig) => Err(StoreError::Interrupted(sig)),
-                    _ => Ok(Acquired::Busy(holder_in(&mut file))),
-                }
-            }
+            self.hold(file, &path, me)?;
+            let settle = made.then_some(Settle {
+                wait: SETTLE,
+                why: Forgotten::File,
+            });
+            return Ok(Acquired::Held {
+                token: None,
+                settle,
+            });
         }
+        Err(StoreError::Failed(format!(
+            "the lock file '{}' was removed or replaced {AGAIN} times while this run took it",
+            self.file.describe()
+        )))
     }
 
     fn release(&self) {
@@ -187,11 +370,20 @@ impl LockBackend for FileLock {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        if let Some(file) = held {
+        if let Some((file, stop)) = held {
+            drop(stop);
             // The record goes first, while the lock is still held.
             let _ = file.set_len(0);
             let _ = file.state_unlock();
         }
+    }
+
+    fn lost(&self) -> Option<String> {
+        self.loss.why()
+    }
+
+    fn alarm(&self, alarm: Alarm) {
+        self.loss.alarm(alarm);
     }
 
     fn show(&self, _wait: &mut dyn Wait) -> Result<LockState, StoreError> {
@@ -199,28 +391,40 @@ impl LockBackend for FileLock {
             return Ok(LockState {
                 held: false,
                 holder: None,
+                lease_left: None,
+                corrupt: None,
             });
         };
-        let held = match file.try_state_lock_shared() {
-            Ok(()) => {
-                let _ = file.state_unlock();
-                false
-            }
-            Err(TryLockError::WouldBlock) => true,
-            Err(TryLockError::Error(e)) => return Err(failed(&path, &e)),
+        // The kernel's table where it tells; else a shared lock for an
+        // instant (a run that meets it waits, see `UNCLAIMED`).
+        let held = match files::flock_held(&file).map_err(|e| failed(&path, &e))? {
+            Some(held) => held,
+            None => match file.try_state_lock_shared() {
+                Ok(()) => {
+                    let _ = file.state_unlock();
+                    false
+                }
+                Err(TryLockError::WouldBlock) => true,
+                Err(TryLockError::Error(e)) => return Err(failed(&path, &e)),
+            },
         };
         Ok(LockState {
             held,
             holder: holder_in(&mut file),
+            lease_left: None,
+            corrupt: None,
         })
     }
 
     fn reset(&self, force: bool, _wait: &mut dyn Wait) -> Result<LockState, StoreError> {
+        let nothing = LockState {
+            held: false,
+            holder: None,
+            lease_left: None,
+            corrupt: None,
+        };
         let Some((mut file, path)) = self.file.open_file(Access::Rewrite)? else {
-            return Ok(LockState {
-                held: false,
-                holder: None,
-            });
+            return Ok(nothing);
         };
         let holder = holder_in(&mut file);
         match file.try_state_lock() {
@@ -228,16 +432,17 @@ impl LockBackend for FileLock {
                 // Free: what its last holder left is cleared.
                 let _ = file.set_len(0);
                 let _ = file.state_unlock();
-                Ok(LockState {
-                    held: false,
-                    holder,
-                })
+                Ok(LockState { holder, ..nothing })
             }
             Err(TryLockError::WouldBlock) if force => {
-                // The holder keeps the lock of the file it opened; the next
-                // run makes a new one.
+                // The holder sees its file gone within `WATCH` and ends;
+                // its waiters go to the file the next run makes.
                 std::fs::remove_file(&path).map_err(|e| failed(&path, &e))?;
-                Ok(LockState { held: true, holder })
+                Ok(LockState {
+                    held: true,
+                    holder,
+                    ..nothing
+                })
             }
             Err(TryLockError::WouldBlock) => Err(StoreError::Failed(held_line(&path, holder))),
             Err(TryLockError::Error(e)) => Err(failed(&path, &e)),
@@ -246,10 +451,10 @@ impl LockBackend for FileLock {
 }
 
 /// Why a reset without `--force` leaves a held lock alone.
-fn held_line(path: &std::path::Path, holder: Option<Holder>) -> String {
+fn held_line(path: &Path, holder: Option<Holder>) -> String {
     let by = holder.map_or_else(String::new, |h| format!(" by pid {} on {}", h.pid, h.host));
     format!(
-        "'{}' is held{by}, a live process: --force removes it anyway (the holder runs on)",
-        PathBuf::from(path).display()
+        "'{}' is held{by}, a live process: --force removes it anyway (the holder then ends within a second, lock_lost)",
+        path.display()
     )
 }

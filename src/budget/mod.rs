@@ -23,6 +23,7 @@ pub use secret::redact;
 
 use std::cell::Cell;
 use std::io::PipeReader;
+use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
 use crate::budget::file::{FileBreaker, FileBudget, FileThrottle, StateDir};
@@ -30,7 +31,7 @@ use crate::event::{BreakerNews, LockNews, ThrottleNews};
 use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
 use crate::fleet::bucket::Bucket;
 use crate::fleet::lock::Holder;
-pub use crate::fleet::lock::LockState;
+pub use crate::fleet::lock::{Forgotten, LockState, Settle};
 use crate::fleet::throttle::{self, Throttle, Window};
 use crate::report::Warnings;
 use crate::run::{Decision, Wait, Waited};
@@ -231,39 +232,102 @@ pub enum Acquired {
     Held {
         /// The token (`BACKOFF_LOCK_TOKEN`).
         token: Option<u64>,
+        /// How long the run waits before it starts, and why: a lock the
+        /// store had no trace of may have a holder that the store forgot
+        /// (a file removed, a Redis that lost its data), which has not yet
+        /// noticed and ended.
+        settle: Option<Settle>,
     },
     /// Another run holds it (its record, when it could be read).
     Busy(Option<Holder>),
 }
 
 /// What a lock's store calls, from a thread of its own, when the run's
-/// lease on the lock is lost: it wakes the run.
+/// hold on the lock is lost: it wakes the run.
 pub type Alarm = Box<dyn Fn() + Send + Sync>;
+
+/// How a run's hold on its lock was lost, once it was, shared with the
+/// thread that watches it (a lease's renewals, a lock file's path), which
+/// wakes the run (`Alarm`).
+#[derive(Clone, Default)]
+struct Loss {
+    why: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+    alarm: std::sync::Arc<std::sync::Mutex<Option<Alarm>>>,
+}
+
+impl Loss {
+    /// Marks the hold lost for `why` and wakes the run, once.
+    fn lose(&self, why: String) {
+        let mut was = self.why.lock().unwrap_or_else(PoisonError::into_inner);
+        if was.is_some() {
+            return;
+        }
+        *was = Some(why);
+        drop(was);
+        if let Some(wake) = self
+            .alarm
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+        {
+            wake();
+        }
+    }
+
+    /// How the hold was lost, if it was.
+    fn why(&self) -> Option<String> {
+        self.why
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// What to call when the hold is lost.
+    fn alarm(&self, alarm: Alarm) {
+        *self.alarm.lock().unwrap_or_else(PoisonError::into_inner) = Some(alarm);
+    }
+}
 
 /// A store of locks (`--lock`). Each call waits at most the store's
 /// timeout (`acquire`: at most the patience given too), through `wait`.
 pub trait LockBackend: Backend {
     /// Takes the lock for the run `me`, waiting in turn at most
-    /// `patience` while another run holds it.
+    /// `patience` while another run holds it (told to `waiting` once, when
+    /// the wait starts, with the holder's record if it can be read) or
+    /// while the store does not answer.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used (still, at the end of the patience),
+    /// or a signal ends the wait.
     fn acquire(
         &self,
         me: &Holder,
         patience: Duration,
         wait: &mut dyn Wait,
+        waiting: &mut dyn FnMut(Option<&Holder>),
     ) -> Result<Acquired, StoreError>;
     /// Lets go of the lock this run holds, if it holds one.
     fn release(&self);
-    /// Whether this run's hold on the lock was lost (a lease that could
-    /// not be renewed in time); a file lock never is.
-    fn lost(&self) -> bool {
-        false
-    }
-    /// What to call when the run's hold is lost; a file lock never is.
-    fn alarm(&self, _alarm: Alarm) {}
+    /// Why this run's hold on the lock was lost, if it was (a lease that
+    /// could not be renewed in time, a lock file removed).
+    fn lost(&self) -> Option<String>;
+    /// What to call when the run's hold is lost.
+    fn alarm(&self, alarm: Alarm);
     /// The lock as it is.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used.
     fn show(&self, wait: &mut dyn Wait) -> Result<LockState, StoreError>;
-    /// Clears a free lock's record; a held one is removed only with
-    /// `force` (else an error that names the holder). What it found.
+    /// Clears a free lock's record (and repairs a corrupt one); a held one
+    /// is removed only with `force` (else an error that names the
+    /// holder). What it found.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used, or the lock is held and `force` is
+    /// not given.
     fn reset(&self, force: bool, wait: &mut dyn Wait) -> Result<LockState, StoreError>;
 }
 
@@ -312,6 +376,12 @@ pub trait Kind {
     /// How a warning names the state `key`: its noun and its key.
     fn subject(key: &str) -> String {
         format!("{} '{key}'", Self::NOUN)
+    }
+    /// What a store that cannot be used becomes for this kind, given
+    /// `--budget-store-fail`'s mode: that mode, but for a lock, which has
+    /// its own (`--lock-fail`).
+    fn fail(_limits: &Self::Limits, given: FailMode) -> FailMode {
+        given
     }
     /// The state `key`, in a file of `dir`.
     ///
@@ -441,13 +511,17 @@ impl Kind for Locks {
     type Limits = LockLimits;
     const NOUN: &'static str = "lock";
     const FLAG: &'static str = "--lock";
+    fn fail(limits: &LockLimits, _: FailMode) -> FailMode {
+        limits.fail
+    }
     fn in_file(
         dir: StateDir,
         key: &str,
         _: LockLimits,
         s: Settings,
     ) -> Result<Box<dyn LockBackend>, String> {
-        Ok(Box::new(file_lock::FileLock::open(dir, key, s.timeout)?))
+        let f = file_lock::FileLock::open(dir, key, s.timeout, s.warnings)?;
+        Ok(Box::new(f))
     }
     #[cfg(feature = "redis")]
     fn in_redis(
@@ -456,18 +530,21 @@ impl Kind for Locks {
         limits: LockLimits,
         s: Settings,
     ) -> Result<Box<dyn LockBackend>, String> {
-        let r = redis_lock::RedisLock::new(url, key, limits.ttl, s.timeout)?;
+        let r = redis_lock::RedisLock::new(url, key, limits.lease, s.timeout)?;
         Ok(Box::new(r))
     }
 }
 
-/// How a lock is held: what a lease in Redis needs (a file lock needs
-/// none).
+/// How a lock is held: the term of a lease in Redis (a file lock needs
+/// none), and what a lock that cannot be had for certain becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LockLimits {
-    /// `--lock-ttl`: a lease in Redis expires this long after it was last
-    /// renewed.
-    pub ttl: Duration,
+    /// `--lock-ttl` (a lease in Redis expires this long after it was last
+    /// renewed) and `--kill-after`.
+    pub lease: crate::fleet::lock::Lease,
+    /// `--lock-fail`: closed, the command does not run; open, it runs
+    /// without the lock.
+    pub fail: FailMode,
 }
 
 /// A shared state of kind `K`, wherever it lives, with what to do when its
@@ -517,7 +594,7 @@ impl<K: Kind> Shared<K> {
         location: Location,
         settings: Settings,
     ) -> Result<Shared<K>, OpenError> {
-        let (fail, warnings) = (settings.fail, settings.warnings.clone());
+        let (fail, warnings) = (K::fail(&limits, settings.fail), settings.warnings.clone());
         let backend = match location {
             Location::Dir(dir) => K::in_file(dir, key, limits, settings).map_err(OpenError::Key)?,
             #[cfg(feature = "redis")]
@@ -582,7 +659,9 @@ impl<K: Kind> Shared<K> {
                 .map(|s| format!(" store {s}"))
                 .unwrap_or_default();
             let then = if opened { open } else { closed };
-            self.warnings.warn(&format!(
+            // A protection asked for is off, or the command does not run:
+            // no output mode hides it.
+            self.warnings.alert(&format!(
                 "{}{store} unavailable ({why}); {then}",
                 K::subject(&self.key)
             ));
@@ -799,6 +878,7 @@ impl crate::run::RunLock for Shared<Locks> {
         run_id: &str,
         patience: Duration,
         wait: &mut dyn Wait,
+        waiting: &mut dyn FnMut(Option<&Holder>),
     ) -> Result<LockNews, i32> {
         let started = Instant::now();
         let me = Holder {
@@ -808,23 +888,29 @@ impl crate::run::RunLock for Shared<Locks> {
             run_id: run_id.to_owned(),
             host: crate::sys::machine::host_name(),
         };
-        match self.backend.acquire(&me, patience, wait) {
-            Ok(Acquired::Held { token }) => Ok(LockNews::Held {
+        let mut waited = false;
+        let mut told = |holder: Option<&Holder>| {
+            waited = true;
+            waiting(holder);
+        };
+        let acquired = self.backend.acquire(&me, patience, wait, &mut told);
+        // How long the run waited, if it waited at all.
+        let waited = (waited || !patience.is_zero()).then(|| started.elapsed());
+        match acquired {
+            Ok(Acquired::Held { token, settle }) => Ok(LockNews::Held {
                 token,
-                waited: started.elapsed(),
+                waited,
+                settle,
             }),
-            Ok(Acquired::Busy(holder)) => Ok(LockNews::Busy {
-                holder,
-                waited: started.elapsed(),
-            }),
+            Ok(Acquired::Busy(holder)) => Ok(LockNews::Busy { holder, waited }),
             Err(StoreError::Interrupted(sig)) => Err(sig),
             Err(StoreError::Failed(why)) => {
                 let run = self.fall_back(
                     &why,
-                    "running the command without it",
-                    "not running the command (--budget-store-fail closed)",
+                    "running the command WITHOUT the lock (--lock-fail open)",
+                    "not running the command: a run that cannot be sure it holds the lock does not run (--lock-fail open would run it without)",
                 );
-                Ok(LockNews::Unavailable { run })
+                Ok(LockNews::Unavailable { run, why })
             }
         }
     }
@@ -833,7 +919,7 @@ impl crate::run::RunLock for Shared<Locks> {
         self.backend.release();
     }
 
-    fn lost(&self) -> bool {
+    fn lost(&self) -> Option<String> {
         self.backend.lost()
     }
 }

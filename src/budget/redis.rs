@@ -588,8 +588,10 @@ struct Connection {
 }
 
 /// What a call answered (the script's reply, every item as a string), or
-/// why not, and the connection to use next time, if it is still sound.
-type Answer = (Result<Vec<String>, String>, Option<Connection>);
+/// why not and whether the script may have been applied all the same (it
+/// was sent, and no answer came back), and the connection to use next
+/// time, if it is still sound.
+type Answer = (Result<Vec<String>, (String, bool)>, Option<Connection>);
 
 impl Call {
     /// Connects if need be and runs the script, every step bounded by the
@@ -606,7 +608,12 @@ impl Call {
         (answer, connection)
     }
 
-    fn invoke(&mut self) -> Result<Vec<String>, String> {
+    /// Connects, reads the clock and runs the script. Nothing before the
+    /// script is ever applied; the script itself may have been when no
+    /// answer came back (a reply lost, a connection dropped, the time up),
+    /// unlike when the server answered with an error: the error says which.
+    fn invoke(&mut self) -> Result<Vec<String>, (String, bool)> {
+        let not_sent = |why: String| (why, false);
         let timed_out = self.timed_out.clone();
         let why = |e: &redis::RedisError| match (e.code(), e.detail()) {
             _ if e.is_timeout() => timed_out.clone(),
@@ -618,7 +625,7 @@ impl Call {
         let left = || {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                Err(self.timed_out.clone())
+                Err(not_sent(self.timed_out.clone()))
             } else {
                 Ok(left)
             }
@@ -626,32 +633,40 @@ impl Call {
         let mut connection = match self.connection.take() {
             Some(c) => c,
             None => Connection {
-                link: self.backend.connect(left()?).map_err(|e| why(&e))?,
+                link: self
+                    .backend
+                    .connect(left()?)
+                    .map_err(|e| not_sent(why(&e)))?,
                 clock: None,
             },
         };
-        connection.link.set_timeouts(left()?).map_err(|e| why(&e))?;
+        connection
+            .link
+            .set_timeouts(left()?)
+            .map_err(|e| not_sent(why(&e)))?;
         let clock = match connection.clock {
             Some(c) if c.read_by.elapsed() < CLOCK_AGE => c,
             _ => {
                 let clock = self.clock.clone();
                 let reply = self
                     .evaluate(&mut connection.link, &clock, &[])
-                    .map_err(|e| why(&e))?;
+                    .map_err(|e| not_sent(why(&e)))?;
                 Clock::read(&reply, Instant::now())
-                    .ok_or_else(|| "unexpected reply to TIME".to_owned())?
+                    .ok_or_else(|| not_sent("unexpected reply to TIME".to_owned()))?
             }
         };
         connection.clock = Some(clock);
         if self.cutoff <= Instant::now() {
-            return Err(self.timed_out.clone());
+            return Err(not_sent(self.timed_out.clone()));
         }
         let mut args = self.args.clone();
         args.push(clock.at(self.cutoff).to_string());
         let script = self.script.clone();
+        // An error the server answered (a script's refusal) applied
+        // nothing; any other may have come after the script ran.
         let answer = self
             .evaluate(&mut connection.link, &script, &args)
-            .map_err(|e| why(&e))?;
+            .map_err(|e| (why(&e), e.code().is_none()))?;
         self.connection = Some(connection);
         Ok(answer)
     }
@@ -860,6 +875,21 @@ impl Server {
         timeout: Duration,
         wait: &mut dyn Wait,
     ) -> Result<Vec<String>, StoreError> {
+        self.call_telling(script, key, args, timeout, wait)
+            .map_err(|(e, _)| e)
+    }
+
+    /// `call`, and for a call that failed whether its script may have been
+    /// applied all the same: it was sent and no answer came back in time,
+    /// or a signal ended the wait for it.
+    pub(super) fn call_telling(
+        &self,
+        script: &Lua,
+        key: &str,
+        args: Vec<String>,
+        timeout: Duration,
+        wait: &mut dyn Wait,
+    ) -> Result<Vec<String>, (StoreError, bool)> {
         // The secrets go first, so that no cut leaves a part of one.
         let failed =
             |e: String| StoreError::Failed(cut_quote(&scrub(&e, &self.url), QUOTED).into_owned());
@@ -879,14 +909,15 @@ impl Server {
         let call_timed_out = call.timed_out.clone();
         let worker = match self.worker.take() {
             Some(w) => w,
-            None => Worker::start().map_err(|e| failed(format!("cannot start a thread: {e}")))?,
+            None => Worker::start()
+                .map_err(|e| (failed(format!("cannot start a thread: {e}")), false))?,
         };
         if worker.calls.send(call).is_err() {
-            return Err(failed("the store call failed".into()));
+            return Err((failed("the store call failed".into()), false));
         }
         let waited = wait.wait_ready(Some(&worker.ready), deadline);
         if let Waited::Signal(sig) = waited {
-            return Err(StoreError::Interrupted(sig));
+            return Err((StoreError::Interrupted(sig), true));
         }
         match worker.answers.try_recv() {
             Ok((answer, connection)) => {
@@ -898,10 +929,12 @@ impl Server {
                     self.worker.replace(Some(worker));
                 }
                 self.connection.replace(connection);
-                answer.map_err(failed)
+                answer.map_err(|(why, sent)| (failed(why), sent))
             }
-            Err(_) if waited == Waited::Ready => Err(failed("the store call failed".into())),
-            Err(_) => Err(failed(call_timed_out)),
+            Err(_) if waited == Waited::Ready => {
+                Err((failed("the store call failed".into()), true))
+            }
+            Err(_) => Err((failed(call_timed_out), true)),
         }
     }
 

@@ -8,80 +8,156 @@
 //!   clock, unless renewed before;
 //! - `record`: the holder's record (`fleet::lock::Holder`), for the runs it
 //!   keeps out;
-//! - `fence`: the fencing counter, one more at each acquisition, never
-//!   reset (not by `backoff lock reset` either): the command gets it as
+//! - `fence`: the fencing token of the last acquisition
+//!   (`fleet::lock::next_fence`: one more than the one before, and never
+//!   below the server's clock in microseconds, so that a store that lost
+//!   its data still hands out a larger one), kept when the lease is let go
+//!   and by `backoff lock reset`: the command gets it as
 //!   `BACKOFF_LOCK_TOKEN`, so that what the job writes can refuse a holder
-//!   whose lease was lost (its token is lower than the latest).
+//!   whose lease was lost (its token is lower than the latest);
+//! - `settle`: when a run that took a lock the store had no trace of may
+//!   start (see below).
 //!
-//! The key never expires, since it holds the fencing counter (a counter
-//! that restarted would give a new holder a token lower than a stale
-//! one's): a lock costs the store one small hash for good. A lease is renewed
-//! every third of `--lock-ttl` by a thread of its own, on a connection of
-//! its own; one that cannot be renewed before it expires is lost: the run
-//! is told (`LockBackend::lost`) and woken (`alarm`), and ends.
+//! The key never expires, since it holds the fencing token: a lock costs
+//! the store one small hash for good. A lease is renewed every third of
+//! `--lock-ttl` by a thread of its own, on a connection of its own; a
+//! holder that cannot renew it starts ending its attempt in time for the
+//! attempt to be gone before the server can free the lease
+//! (`fleet::lock::Lease`): the run is told (`LockBackend::lost`) and woken
+//! (`alarm`), and ends.
+//!
+//! A key with no fencing token is a lock the store has no trace of: its
+//! first use, or a store that lost its data (`FLUSHALL`, a restart without
+//! persistence, a failover to a replica that had not got the lease). A
+//! holder of the lost lease runs on until its next renewal tells it, or
+//! until its own term ends: the run that takes such a lock waits one
+//! `--lock-ttl` before it starts.
+//!
+//! An acquisition whose answer never came (a reply lost, a connection cut,
+//! the time up) may have been granted all the same: within `--lock-wait` it
+//! is asked again with the same token, which the script grants again to
+//! its holder; otherwise the lease is given back by its token (compare and
+//! delete) before the run ends.
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::budget::redis::{Lua, Server};
 use crate::budget::{
-    Acquired, Alarm, Backend as StoreBackend, LockBackend, LockState, StoreError, Unwatched,
+    Acquired, Alarm, Backend as StoreBackend, LockBackend, LockState, Loss, StoreError, Unwatched,
 };
-use crate::fleet::lock::{Holder, MAX_RECORD};
-use crate::run::Wait;
+use crate::duration::human;
+use crate::fleet::lock::{Forgotten, Holder, Lease, MAX_RECORD, Settle};
+use crate::run::{Wait, Waited};
 
 /// The namespace of lock keys in Redis.
 pub const REDIS_LOCK_PREFIX: &str = "backoff:lock:";
 
 /// The lock script. KEYS[1]: the lock. ARGV: operation (acquire, renew,
 /// release, show, reset), the caller's token, the lease's length in
-/// milliseconds, the holder's record, `force` for a reset of a held lock, and the call's expiry (see
-/// `EXPIRY`). A key that is not a hash is refused, but by a reset, which
-/// removes it. Returns {status, record, expires, now, fence}: status
+/// milliseconds, the holder's record, `force` for a reset of a held lock,
+/// and the call's expiry (see `EXPIRY`). A key that is not a hash, or whose
+/// fencing token, expiry or settling time is out of shape or bounds, is
+/// corrupt: refused (an error that says so), told by show, and removed by
+/// a reset (the next acquisition then settles as after a loss of data).
+/// Returns {status, record, expires, now, fence, settle, note}: status
 /// `held` (acquired, or for show held by someone), `busy`, `renewed`,
-/// `lost`, `released`, `not_owner`, `free`, `cleared` or `removed`.
+/// `lost`, `released`, `not_owner`, `free`, `cleared`, `removed`,
+/// `corrupt` (show) or `repaired` (reset); `expires` and `now` in Unix
+/// milliseconds on the server's clock; `fence` empty where there is none;
+/// `settle` the milliseconds an acquirer waits before it starts; `note`
+/// what was corrupt, or how a lease was lost.
 const LOCK_SCRIPT: &str = r"
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+local max_fence = 9007199254740991
+local longest = 86400000 + 60000
 local op = ARGV[1]
+local function n(x) return string.format('%.0f', x) end
 local kind = redis.call('TYPE', KEYS[1]).ok
-if kind ~= 'hash' and kind ~= 'none' then
-  if op ~= 'reset' then
-    return redis.error_reply('CORRUPT the lock key holds a ' .. kind .. ', not a hash')
+local function corrupt(note, record)
+  if op == 'reset' then
+    redis.call('DEL', KEYS[1])
+    return {'repaired', record, '0', n(now), '', '0', note}
+  elseif op == 'show' then
+    return {'corrupt', record, '0', n(now), '', '0', note}
   end
-  redis.call('DEL', KEYS[1])
+  return redis.error_reply('CORRUPT the lock key ' .. note .. '; backoff lock reset repairs it')
 end
-local f = redis.call('HMGET', KEYS[1], 'token', 'record', 'expires', 'fence')
-local holder, record, expires = f[1], f[2] or '', tonumber(f[3])
+if kind ~= 'hash' and kind ~= 'none' then
+  return corrupt('holds a ' .. kind .. ', not a hash', '')
+end
+local f = redis.call('HMGET', KEYS[1], 'token', 'record', 'expires', 'fence', 'settle')
+local holder, record = f[1], f[2] or ''
 if string.len(record) > 512 then
   record = ''
 end
-local fence = f[4] or '0'
+-- Digits alone, at most `most`; nil for anything else.
+local function digits(raw, most)
+  if type(raw) == 'string' and #raw <= 16 and string.match(raw, '^%d+$') then
+    local v = tonumber(raw)
+    if v <= most then return v end
+  end
+  return nil
+end
+local fence, expires, settle = nil, nil, 0
+if f[4] then
+  fence = digits(f[4], max_fence - 1)
+  if fence == nil then return corrupt('has a fencing token out of bounds', record) end
+end
+if f[3] then
+  expires = digits(f[3], now + longest)
+  if expires == nil then return corrupt('has a lease that ends too far ahead', record) end
+end
+if f[5] then
+  settle = digits(f[5], now + longest)
+  if settle == nil then return corrupt('has a settling time too far ahead', record) end
+end
 local live = holder and expires and expires > now
-local function answer(status, r, e)
-  return {status, r or '', tostring(e or 0), tostring(now), tostring(fence)}
+local fence_text = ''
+if fence then fence_text = n(fence) end
+local function answer(status, r, e, note)
+  return {status, r or '', n(e or 0), n(now), fence_text, '0', note or ''}
 end
 if op == 'acquire' then
+  local ends = now + tonumber(ARGV[3])
+  if live and holder == ARGV[2] then
+    -- This run's own lease, granted to a call whose answer was lost.
+    redis.call('HSET', KEYS[1], 'expires', n(ends))
+    return {'held', record, n(ends), n(now), fence_text, n(math.max(settle - now, 0)), ''}
+  end
   if live then
     return answer('busy', record, expires)
   end
-  fence = redis.call('HINCRBY', KEYS[1], 'fence', 1)
-  local ends = now + tonumber(ARGV[3])
-  redis.call('HSET', KEYS[1], 'token', ARGV[2], 'record', ARGV[4], 'expires', tostring(ends))
+  -- No fencing token: the store has no trace of the lock (its first use,
+  -- or its data lost), and a holder it forgot may still run for a term.
+  local wait = 0
+  if fence == nil then wait = tonumber(ARGV[3]) end
+  fence = math.max((fence or 0) + 1, now_us)
+  redis.call('HSET', KEYS[1], 'token', ARGV[2], 'record', ARGV[4], 'expires', n(ends),
+    'fence', n(fence), 'settle', n(now + wait))
   redis.call('PERSIST', KEYS[1])
-  return answer('held', ARGV[4], ends)
+  return {'held', ARGV[4], n(ends), n(now), n(fence), n(wait), ''}
 elseif op == 'renew' then
   if live and holder == ARGV[2] then
     local ends = now + tonumber(ARGV[3])
-    redis.call('HSET', KEYS[1], 'expires', tostring(ends))
+    redis.call('HSET', KEYS[1], 'expires', n(ends))
     return answer('renewed', '', ends)
   end
-  return answer('lost', record, expires)
+  local how = 'removed'
+  if kind == 'none' or fence == nil then
+    how = 'forgotten'
+  elseif holder == ARGV[2] then
+    how = 'expired'
+  elseif holder then
+    how = 'taken'
+  end
+  return answer('lost', record, expires, how)
 elseif op == 'release' then
   if holder == ARGV[2] then
-    redis.call('HDEL', KEYS[1], 'token', 'record', 'expires')
+    redis.call('HDEL', KEYS[1], 'token', 'record', 'expires', 'settle')
     return answer('released', '', 0)
   end
   return answer('not_owner', record, expires)
@@ -94,7 +170,7 @@ elseif op == 'reset' then
   if live and ARGV[5] ~= 'force' then
     return answer('held', record, expires)
   end
-  redis.call('HDEL', KEYS[1], 'token', 'record', 'expires')
+  redis.call('HDEL', KEYS[1], 'token', 'record', 'expires', 'settle')
   if live then
     return answer('removed', record, expires)
   end
@@ -104,43 +180,53 @@ return redis.error_reply('ERR unknown operation')
 ";
 
 /// What the lock script answered.
+#[derive(Debug)]
 struct Reply {
     status: String,
     holder: Option<Holder>,
-    fence: u64,
+    /// The fencing token of the last acquisition, if the store holds one.
+    fence: Option<u64>,
+    /// How long the lease lasts from the server's now (zero when it is
+    /// over).
+    left: Duration,
+    /// How long an acquirer waits before it starts.
+    settle: Duration,
+    note: String,
 }
 
 /// Reads the lock script's reply; `None` for anything else. The record is
 /// whatever was stored: it is read within bounds, and a record out of shape
 /// is no holder.
 fn reply(answer: &[String]) -> Option<Reply> {
-    let [status, record, expires, now, fence] = answer else {
+    let [status, record, expires, now, fence, settle, note] = answer else {
         return None;
     };
     let number = |s: &String| s.parse::<u64>().ok();
-    let (_, _, fence) = (number(expires)?, number(now)?, number(fence)?);
+    let (expires, now, settle) = (number(expires)?, number(now)?, number(settle)?);
+    let fence = match fence.as_str() {
+        "" => None,
+        f => Some(f.parse::<u64>().ok()?),
+    };
     let holder = (record.len() <= MAX_RECORD)
         .then(|| Holder::parse(record.as_bytes()))
         .flatten()
-        .map(|h| Holder {
-            token: Some(fence),
-            ..h
-        });
+        .map(|h| Holder { token: fence, ..h });
     Some(Reply {
         status: status.clone(),
         holder,
         fence,
+        left: Duration::from_millis(expires.saturating_sub(now)),
+        // A lease is at most a day: so is the wait.
+        settle: Duration::from_millis(settle.min(86_400_000)),
+        note: crate::report::cut_quote(note, 128).into_owned(),
     })
 }
 
 /// A lease this run holds.
-struct Lease {
+struct Held {
     token: String,
     /// Dropped to stop the renewals.
     stop: mpsc::Sender<()>,
-    /// Set by the run when it lets go: a renewal that finds the lease gone
-    /// after that is no loss.
-    released: Arc<AtomicBool>,
 }
 
 /// A lock kept in Redis as a lease.
@@ -148,12 +234,11 @@ pub struct RedisLock {
     server: Rc<Server>,
     url: String,
     key: String,
-    ttl: Duration,
+    lease: Lease,
     timeout: Duration,
     script: Lua,
-    held: RefCell<Option<Lease>>,
-    lost: Arc<AtomicBool>,
-    alarm: Arc<Mutex<Option<Alarm>>>,
+    held: RefCell<Option<Held>>,
+    loss: Loss,
 }
 
 impl std::fmt::Debug for RedisLock {
@@ -165,49 +250,59 @@ impl std::fmt::Debug for RedisLock {
     }
 }
 
+/// How long a run tries to give back a lease whose grant it never heard
+/// of, at most, when the store's timeout is shorter: the lease stands for
+/// its whole term if it cannot be given back.
+const GIVE_BACK: Duration = Duration::from_secs(2);
+
+/// How long that is tried once a signal ends the run, which it holds up no
+/// longer.
+const AFTER_SIGNAL: Duration = Duration::from_millis(250);
+
 impl RedisLock {
-    /// The lock `key` at `url`, a lease of `ttl`; each call waits at most
+    /// The lock `key` at `url`, a lease of `lease`; each call waits at most
     /// `timeout`. Checks the URL only.
     ///
     /// # Errors
     ///
     /// When the URL is not a usable Redis URL.
-    pub fn new(
-        url: &str,
-        key: &str,
-        ttl: Duration,
-        timeout: Duration,
-    ) -> Result<RedisLock, String> {
+    pub fn new(url: &str, key: &str, lease: Lease, timeout: Duration) -> Result<RedisLock, String> {
         Ok(RedisLock {
             server: Server::shared(url)?,
             url: url.to_owned(),
             key: format!("{REDIS_LOCK_PREFIX}{key}"),
-            ttl,
+            lease,
             timeout,
             script: Lua::decision(LOCK_SCRIPT),
             held: RefCell::new(None),
-            lost: Arc::new(AtomicBool::new(false)),
-            alarm: Arc::new(Mutex::new(None)),
+            loss: Loss::default(),
         })
     }
 
+    /// Calls the script; for a call that failed, whether it may have been
+    /// applied all the same.
     fn call(
         &self,
         op: &str,
         token: &str,
         record: &str,
         force: bool,
+        timeout: Duration,
         wait: &mut dyn Wait,
-    ) -> Result<Reply, StoreError> {
-        let answer = self.server.call(
+    ) -> Result<Reply, (StoreError, bool)> {
+        let answer = self.server.call_telling(
             &self.script,
             &self.key,
-            args(op, token, self.ttl, record, force),
-            self.timeout,
+            args(op, token, self.lease.ttl, record, force),
+            timeout,
             wait,
         )?;
-        reply(&answer)
-            .ok_or_else(|| StoreError::Failed("unexpected reply from the lock script".into()))
+        reply(&answer).ok_or_else(|| {
+            (
+                StoreError::Failed("unexpected reply from the lock script".into()),
+                false,
+            )
+        })
     }
 
     /// Starts renewing the lease `token`, taken at `since` (a local instant
@@ -216,26 +311,44 @@ impl RedisLock {
     /// # Errors
     ///
     /// When the thread that renews it cannot be started.
-    fn renew_from(&self, token: &str, since: Instant) -> std::io::Result<Lease> {
+    fn renew_from(&self, token: &str, since: Instant) -> std::io::Result<Held> {
         let (stop, stopped) = mpsc::channel::<()>();
-        let released = Arc::new(AtomicBool::new(false));
         let renewal = Renewal {
             url: self.url.clone(),
             key: self.key.clone(),
             token: token.to_owned(),
-            ttl: self.ttl,
-            lost: Arc::clone(&self.lost),
-            released: Arc::clone(&released),
-            alarm: Arc::clone(&self.alarm),
+            lease: self.lease,
+            loss: self.loss.clone(),
         };
         std::thread::Builder::new()
             .name("lock renewal".into())
             .spawn(move || renewal.run(&stopped, since))?;
-        Ok(Lease {
+        Ok(Held {
             token: token.to_owned(),
             stop,
-            released,
         })
+    }
+
+    /// Gives back the lease `token` (compare and delete), which a call whose
+    /// answer was lost may have granted: tried again for `limit` while the
+    /// store does not answer, and given up at a signal.
+    fn give_back(&self, token: &str, wait: &mut dyn Wait, limit: Duration) {
+        let until = Instant::now() + limit;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            match self.call("release", token, "", false, self.timeout.min(left), wait) {
+                Ok(_) | Err((StoreError::Interrupted(_), _)) => return,
+                Err((StoreError::Failed(_), _)) => {}
+            }
+            let pause =
+                Duration::from_millis(100).min(until.saturating_duration_since(Instant::now()));
+            if let Waited::Signal(_) = wait.wait_ready(None, Instant::now() + pause) {
+                return;
+            }
+        }
     }
 }
 
@@ -250,15 +363,14 @@ fn args(op: &str, token: &str, ttl: Duration, record: &str, force: bool) -> Vec<
     ]
 }
 
-/// Marks the lease lost and wakes the run, once.
-fn lose(lost: &AtomicBool, alarm: &Mutex<Option<Alarm>>) {
-    if !lost.swap(true, Ordering::SeqCst)
-        && let Some(wake) = alarm
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-    {
-        wake();
+/// How a lease the store no longer held for this run was lost, as the
+/// renewal's answer tells.
+fn lost_how(note: &str) -> String {
+    match note {
+        "expired" => "its lease had expired before it was renewed".to_owned(),
+        "taken" => "another run holds the lock now: this run's lease had run out, or the store had lost it".to_owned(),
+        "forgotten" => "the store has no trace of its lease any more (it lost its data: a restart without persistence, FLUSHALL, a failover)".to_owned(),
+        _ => "its lease was removed (backoff lock reset --force)".to_owned(),
     }
 }
 
@@ -267,54 +379,65 @@ struct Renewal {
     url: String,
     key: String,
     token: String,
-    ttl: Duration,
-    lost: Arc<AtomicBool>,
-    released: Arc<AtomicBool>,
-    alarm: Arc<Mutex<Option<Alarm>>>,
+    lease: Lease,
+    loss: Loss,
 }
 
 impl Renewal {
-    /// Renews every third of the lease until told to stop; a lease that the
-    /// server says is gone, or that could not be renewed before it ran out,
-    /// is lost.
+    /// Renews every third of the lease until told to stop. A lease that
+    /// the server says is gone is lost at once; one that could not be
+    /// renewed is lost when the holder must start ending its attempt so
+    /// that the attempt is gone before the lease can run out
+    /// (`Lease::end_from`).
     fn run(self, stop: &mpsc::Receiver<()>, taken: Instant) {
-        let Ok(server) = Server::open(&self.url) else {
-            return;
-        };
         let script = Lua::decision(LOCK_SCRIPT);
-        // The lease surely lasts until this instant.
-        let mut until = taken + self.ttl;
-        let every = self.ttl / 3;
-        let mut next = every;
-        loop {
-            match stop.recv_timeout(next) {
+        let server = Server::open(&self.url).ok();
+        // The lease surely lasts until this instant: its term from the
+        // moment the call that began it was sent.
+        let mut until = taken + self.lease.ttl;
+        let every = self.lease.every();
+        let mut next = taken + every;
+        let why = loop {
+            let end = self.lease.end_from(until);
+            let now = Instant::now();
+            if now >= end {
+                break format!(
+                    "it could not be renewed: the store did not answer for {}, and the attempt must be gone before the lease can run out",
+                    human(now.saturating_duration_since(
+                        until.checked_sub(self.lease.ttl).unwrap_or(now)
+                    ))
+                );
+            }
+            match stop.recv_timeout(next.min(end).saturating_duration_since(now)) {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 _ => return,
             }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
             let asked = Instant::now();
-            let answer = server.call(
-                &script,
-                &self.key,
-                args("renew", &self.token, self.ttl, "", false),
-                left.min(every),
-                &mut Unwatched,
-            );
-            match answer.ok().as_deref().and_then(reply) {
-                Some(r) if r.status == "renewed" => {
-                    until = asked + self.ttl;
-                    next = every;
-                }
-                Some(r) if r.status == "lost" => break,
-                // Not answered: tried again soon, while the lease lasts.
-                _ => next = (every / 4).max(Duration::from_millis(100)),
+            if asked >= end || asked < next {
+                continue;
             }
-        }
-        if !self.released.load(Ordering::SeqCst) {
-            lose(&self.lost, &self.alarm);
+            let answer = server.as_ref().map(|server| {
+                server.call(
+                    &script,
+                    &self.key,
+                    args("renew", &self.token, self.lease.ttl, "", false),
+                    end.saturating_duration_since(asked).min(every),
+                    &mut Unwatched,
+                )
+            });
+            match answer.and_then(Result::ok).as_deref().and_then(reply) {
+                Some(r) if r.status == "renewed" => {
+                    until = asked + self.lease.ttl;
+                    next = asked + every;
+                }
+                Some(r) if r.status == "lost" => break lost_how(&r.note),
+                // Not answered: tried again soon, while there is time.
+                _ => next = Instant::now() + (every / 6).max(Duration::from_millis(100)),
+            }
+        };
+        // A run that let go meanwhile stopped the renewals: no loss.
+        if matches!(stop.try_recv(), Err(mpsc::TryRecvError::Empty)) {
+            self.loss.lose(why);
         }
     }
 }
@@ -335,96 +458,154 @@ impl LockBackend for RedisLock {
         me: &Holder,
         patience: Duration,
         wait: &mut dyn Wait,
+        waiting: &mut dyn FnMut(Option<&Holder>),
     ) -> Result<Acquired, StoreError> {
         use rand::RngExt as _;
         let token = format!("{:032x}", rand::rng().random::<u128>());
         let record = me.record();
         let record = record.trim_end();
         let give_up = Instant::now().checked_add(patience);
+        let left = || {
+            give_up.map_or(Duration::ZERO, |g| {
+                g.saturating_duration_since(Instant::now())
+            })
+        };
         // Runs that wait ask again after a jittered pause: full jitter on a
         // growing bound, as for any retry, so that they do not all come
         // back at once when the lock is let go.
         let mut bound = Duration::from_millis(50);
+        let mut told = false;
+        // Whether the last call may have been granted unheard of.
+        let mut unheard;
         loop {
             let asked = Instant::now();
-            let r = self.call("acquire", &token, record, false, wait)?;
-            match r.status.as_str() {
-                "held" => {
+            let answered = self.call("acquire", &token, record, false, self.timeout, wait);
+            let busy = match answered {
+                Ok(r) if r.status == "held" => {
                     // A lease nothing renews would be lost mid-run: it is
-                    // let go at once, and the fail mode decides.
-                    let lease = self.renew_from(&token, asked).map_err(|e| {
-                        let _ = self.call("release", &token, "", false, &mut Unwatched);
+                    // given back at once, and the lock is unavailable.
+                    let held = self.renew_from(&token, asked).map_err(|e| {
+                        self.give_back(&token, &mut Unwatched, self.timeout);
                         StoreError::Failed(format!(
                             "cannot start the thread that renews the lease: {e}"
                         ))
                     })?;
-                    *self.held.borrow_mut() = Some(lease);
+                    *self.held.borrow_mut() = Some(held);
+                    let settle = (!r.settle.is_zero()).then_some(Settle {
+                        wait: r.settle,
+                        why: Forgotten::Lease,
+                    });
                     return Ok(Acquired::Held {
-                        token: Some(r.fence),
+                        token: r.fence,
+                        settle,
                     });
                 }
-                "busy" => {}
-                _ => {
-                    return Err(StoreError::Failed(
-                        "unexpected reply from the lock script".into(),
-                    ));
+                Ok(r) if r.status == "busy" => Ok(r.holder),
+                Ok(_) => Err((
+                    StoreError::Failed("unexpected reply from the lock script".into()),
+                    false,
+                )),
+                Err(e) => Err(e),
+            };
+            unheard = matches!(busy, Err((_, true)));
+            match busy {
+                Ok(holder) => {
+                    if left().is_zero() {
+                        return Ok(Acquired::Busy(holder));
+                    }
+                    if !told {
+                        told = true;
+                        waiting(holder.as_ref());
+                    }
+                }
+                Err((StoreError::Interrupted(sig), sent)) => {
+                    if sent {
+                        self.give_back(&token, &mut Unwatched, AFTER_SIGNAL.min(self.timeout));
+                    }
+                    return Err(StoreError::Interrupted(sig));
+                }
+                // Within the wait, a store that does not answer is asked
+                // again; after it, a lease granted to a call whose answer
+                // was lost is given back.
+                Err((e, sent)) => {
+                    if left().is_zero() {
+                        if sent {
+                            self.give_back(&token, wait, GIVE_BACK.max(self.timeout));
+                        }
+                        return Err(e);
+                    }
                 }
             }
-            let left = give_up.map_or(Duration::ZERO, |g| {
-                g.saturating_duration_since(Instant::now())
-            });
-            if left.is_zero() {
-                return Ok(Acquired::Busy(r.holder));
-            }
-            let pause = rand::rng().random_range(Duration::ZERO..=bound).min(left);
+            let pause = rand::rng().random_range(Duration::ZERO..=bound).min(left());
             bound = (bound * 2).min(Duration::from_secs(2));
-            if let crate::run::Waited::Signal(sig) = wait.wait_ready(None, Instant::now() + pause) {
+            if let Waited::Signal(sig) = wait.wait_ready(None, Instant::now() + pause) {
+                // A lease the last call may have been granted is given
+                // back.
+                if unheard {
+                    self.give_back(&token, &mut Unwatched, AFTER_SIGNAL.min(self.timeout));
+                }
                 return Err(StoreError::Interrupted(sig));
             }
         }
     }
 
     fn release(&self) {
-        let Some(lease) = self.held.borrow_mut().take() else {
+        let Some(held) = self.held.borrow_mut().take() else {
             return;
         };
-        lease.released.store(true, Ordering::SeqCst);
-        drop(lease.stop);
+        drop(held.stop);
         // Compare and delete: a lease lost meanwhile, now another run's, is
         // left alone. A store that does not answer lets the lease run out.
-        let _ = self.call("release", &lease.token, "", false, &mut Unwatched);
+        let _ = self.call(
+            "release",
+            &held.token,
+            "",
+            false,
+            self.timeout,
+            &mut Unwatched,
+        );
     }
 
-    fn lost(&self) -> bool {
-        self.lost.load(Ordering::SeqCst)
+    fn lost(&self) -> Option<String> {
+        self.loss.why()
     }
 
     fn alarm(&self, alarm: Alarm) {
-        *self.alarm.lock().unwrap_or_else(PoisonError::into_inner) = Some(alarm);
+        self.loss.alarm(alarm);
     }
 
     fn show(&self, wait: &mut dyn Wait) -> Result<LockState, StoreError> {
-        let r = self.call("show", "", "", false, wait)?;
+        let r = self
+            .call("show", "", "", false, self.timeout, wait)
+            .map_err(|(e, _)| e)?;
+        let held = r.status == "held";
         Ok(LockState {
-            held: r.status == "held",
+            held,
             holder: r.holder,
+            lease_left: held.then_some(r.left),
+            corrupt: (r.status == "corrupt").then_some(r.note),
         })
     }
 
     fn reset(&self, force: bool, wait: &mut dyn Wait) -> Result<LockState, StoreError> {
-        let r = self.call("reset", "", "", force, wait)?;
+        let r = self
+            .call("reset", "", "", force, self.timeout, wait)
+            .map_err(|(e, _)| e)?;
         match r.status.as_str() {
             "held" => Err(StoreError::Failed(format!(
-                "{} is held{}, a live run: --force removes it anyway (the holder runs on)",
+                "{} is held by a live lease{} that ends in {} unless renewed: --force removes it anyway (its holder ends at its next renewal)",
                 self.key,
                 r.holder
                     .as_ref()
-                    .map(|h| format!(" by pid {} on {}", h.pid, h.host))
-                    .unwrap_or_default()
+                    .map(|h| format!(" of pid {} on {}", h.pid, h.host))
+                    .unwrap_or_default(),
+                human(r.left)
             ))),
             status => Ok(LockState {
                 held: status == "removed",
                 holder: r.holder,
+                lease_left: (status == "removed").then_some(r.left),
+                corrupt: (status == "repaired").then_some(r.note),
             }),
         }
     }
@@ -445,15 +626,40 @@ mod tests {
         }
         .record();
         let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
-        let r = reply(&s(&["busy", record.trim_end(), "5", "4", "9"])).unwrap();
+        let r = reply(&s(&[
+            "busy",
+            record.trim_end(),
+            "5000",
+            "4000",
+            "9",
+            "0",
+            "",
+        ]))
+        .unwrap();
         assert_eq!(r.status, "busy");
-        assert_eq!(r.fence, 9);
+        assert_eq!(r.fence, Some(9));
+        assert_eq!(r.left, Duration::from_secs(1));
         assert_eq!(r.holder.unwrap().token, Some(9));
         let long = "x".repeat(MAX_RECORD + 1);
-        let r = reply(&s(&["busy", &long, "5", "4", "9"])).unwrap();
+        let r = reply(&s(&["busy", &long, "5", "4", "", "0", ""])).unwrap();
         assert_eq!(r.holder, None);
-        assert!(reply(&s(&["busy", "", "5", "4"])).is_none());
-        assert!(reply(&s(&["busy", "", "5", "4", "-1"])).is_none());
-        assert!(reply(&s(&["busy", "", "x", "4", "1"])).is_none());
+        assert_eq!(r.fence, None);
+        // A lease over is no time left; a settling time is a day at most.
+        let r = reply(&s(&["held", "", "4", "5", "1", "99999999999", ""])).unwrap();
+        assert_eq!(r.left, Duration::ZERO);
+        assert_eq!(r.settle, Duration::from_hours(24));
+        assert!(reply(&s(&["busy", "", "5", "4", "1", "0"])).is_none());
+        assert!(reply(&s(&["busy", "", "5", "4", "-1", "0", ""])).is_none());
+        assert!(reply(&s(&["busy", "", "x", "4", "1", "0", ""])).is_none());
+        assert!(reply(&s(&["busy", "", "5", "4", "1", "-3", ""])).is_none());
+    }
+
+    #[test]
+    fn a_lease_lost_says_how() {
+        assert!(lost_how("forgotten").contains("lost its data"));
+        assert!(lost_how("taken").contains("another run holds the lock"));
+        assert!(lost_how("expired").contains("expired"));
+        assert!(lost_how("removed").contains("reset --force"));
+        assert!(lost_how("anything").contains("removed"));
     }
 }

@@ -567,9 +567,9 @@ pub struct StoreArgs {
     )]
     pub budget_store: Option<String>,
 
-    /// How long a budget, breaker or throttle decision may wait: for the
-    /// Redis store, or for the lock of a state file; then --budget-store-fail
-    /// decides (at most 1m)
+    /// How long a budget, breaker, throttle or lock decision may wait: for
+    /// the Redis store, or for the lock of a state file; then
+    /// --budget-store-fail (--lock-fail for a lock) decides (at most 1m)
     #[arg(long, value_name = "DURATION", value_parser = values::duration,
           allow_hyphen_values = true,
         default_value = "250ms")]
@@ -578,7 +578,8 @@ pub struct StoreArgs {
     /// When the store cannot be reached or trusted, or does not answer in
     /// time: retry under the local policy alone, run the command and send
     /// the attempt (open), or do not retry, with --breaker do not run the
-    /// command, and with --throttle skip the attempt (closed)
+    /// command, and with --throttle skip the attempt (closed). A lock has
+    /// its own: --lock-fail
     #[arg(long, value_enum, value_name = "MODE", default_value = "open")]
     pub budget_store_fail: FailMode,
 }
@@ -750,11 +751,31 @@ pub struct LockArgs {
     #[arg(long, value_name = "N", default_value = "75", value_parser = clap::value_parser!(u8))]
     pub lock_exit: u8,
 
-    /// How long a lease in Redis lasts unless renewed (at least 1s); the run
-    /// renews it every third of that
+    /// How long a lease in Redis lasts unless renewed; the run renews it
+    /// every third of that
+    ///
+    /// From 1s to 24h, and long enough for a holder cut off from the store
+    /// to end its attempt (--kill-after) before the lease can run out:
+    /// about twice --kill-after, plus a little. See LOCKS.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = values::lock_ttl,
           allow_hyphen_values = true)]
     pub lock_ttl: Duration,
+
+    /// When the lock cannot be had for certain (its store cannot be
+    /// reached, trusted or used): do not run the command and exit 75
+    /// (closed), or run it without the lock (open); either is said on a
+    /// line that no output mode hides
+    #[arg(long, value_enum, value_name = "MODE", default_value = "closed")]
+    pub lock_fail: LockFail,
+}
+
+/// `--lock-fail`: what a lock that cannot be had for certain becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LockFail {
+    /// Do not run the command: exit 75, reason lock_unavailable.
+    Closed,
+    /// Run the command without the lock, and say so.
+    Open,
 }
 
 /// Check-ins with a monitor.
@@ -812,8 +833,10 @@ pub enum LockCommand {
         /// The lock's key.
         #[arg(value_name = "KEY", value_parser = values::budget_key)]
         key: String,
-        /// Remove the lock even though a run holds it: that run goes on,
-        /// and the next run takes the lock beside it.
+        /// Remove the lock even though a run holds it: the holder ends its
+        /// attempt and gives up (lock_lost) when it sees it gone, within a
+        /// second for a file and at its next renewal for a lease in Redis;
+        /// the next run takes the lock.
         #[arg(long)]
         force: bool,
         #[command(flatten)]

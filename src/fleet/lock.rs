@@ -12,6 +12,14 @@
 //! may have been written by anyone who could write the store: every field
 //! is checked, a host name keeps only the characters host names have, and
 //! a record out of shape is no record.
+//!
+//! A lease (the lock in Redis) is held only while it is renewed, and its
+//! holder must be gone before the server can free it: `Lease` says when a
+//! holder that cannot renew starts ending its attempt, and how short a
+//! `--lock-ttl` leaves no time for that. The fencing tokens of a lease
+//! follow `next_fence`.
+
+use std::time::{Duration, Instant};
 
 /// The longest record read or written.
 pub const MAX_RECORD: usize = 512;
@@ -90,6 +98,27 @@ impl Holder {
     }
 }
 
+/// Why a run that took a lock waits before it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settle {
+    /// How long.
+    pub wait: Duration,
+    /// Why.
+    pub why: Forgotten,
+}
+
+/// How a lock's store may have forgotten a holder, which has not yet
+/// noticed that it lost the lock and ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forgotten {
+    /// The lock file was made anew: the holder of a removed one looks at
+    /// its file every so often.
+    File,
+    /// Redis had no trace of the lock (its first use, or the store lost its
+    /// data): a holder it forgot ends within its lease.
+    Lease,
+}
+
 /// A lock as `backoff lock show` and `reset` find it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockState {
@@ -98,6 +127,92 @@ pub struct LockState {
     /// The record of its holder, or of its last holder when it is free
     /// and the record was left (a holder killed).
     pub holder: Option<Holder>,
+    /// For a lease: how long it lasts unless renewed, as the store's clock
+    /// tells (its holder's liveness, wherever it runs).
+    pub lease_left: Option<Duration>,
+    /// What was out of shape in the store, when something was (`show`), or
+    /// was repaired (`reset`).
+    pub corrupt: Option<String>,
+}
+
+/// The timing of a lease of `ttl`, whose holder's attempt has
+/// `kill_after` to end once told to.
+///
+/// The holder knows until when its lease surely lasts: `ttl` from the
+/// moment it *sent* its last renewal that was answered (the server began
+/// the new term later than that). It renews every third of `ttl`; one that
+/// gets no answer is tried again, until the holder must start ending its
+/// attempt: `kill_after` plus a margin before that sure end, so that the
+/// attempt has had `--signal`, then SIGKILL, before the server can give
+/// the lease to another run. The margin covers a server clock that runs
+/// faster than the holder's (1 % of the term, far beyond what NTP allows)
+/// and the time a signal takes to be sent and the attempt to be reaped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    /// `--lock-ttl`.
+    pub ttl: Duration,
+    /// `--kill-after`.
+    pub kill_after: Duration,
+}
+
+/// The part of the margin that does not grow with the term.
+const MARGIN: Duration = Duration::from_millis(200);
+
+impl Lease {
+    /// How often the lease is renewed.
+    pub fn every(self) -> Duration {
+        self.ttl / 3
+    }
+
+    /// How long before the lease's sure end its holder's attempt must be
+    /// gone: the margin for clock drift and for reaping.
+    pub fn margin(self) -> Duration {
+        self.ttl / 100 + MARGIN
+    }
+
+    /// When a holder whose lease surely lasts `until` starts ending its
+    /// attempt, if it has not renewed it by then (at once when that is
+    /// past or cannot be told).
+    pub fn end_from(self, until: Instant) -> Instant {
+        until
+            .checked_sub(self.margin().saturating_add(self.kill_after))
+            .unwrap_or(until)
+    }
+
+    /// The shortest `--lock-ttl`, in whole seconds, for `kill_after`: after
+    /// a renewal that got no answer, half a term is left to try again
+    /// before the holder must start ending its attempt. `ttl / 2 - ttl /
+    /// 100 >= kill_after + MARGIN`, so `ttl >= (kill_after + MARGIN) *
+    /// 100 / 49`.
+    pub fn shortest_ttl(kill_after: Duration) -> Duration {
+        let need = kill_after.saturating_add(MARGIN).as_millis() * 100 / 49;
+        let secs = u64::try_from(need.div_ceil(1000)).unwrap_or(u64::MAX);
+        Duration::from_secs(secs.max(1))
+    }
+
+    /// Whether the term leaves time to renew and to end the attempt (see
+    /// `shortest_ttl`).
+    pub fn is_long_enough(self) -> bool {
+        self.ttl >= Lease::shortest_ttl(self.kill_after)
+    }
+}
+
+/// The largest fencing token backoff hands out: every integer up to it is
+/// exact in Redis' Lua numbers (doubles), and a JSON reader's.
+pub const MAX_FENCE: u64 = (1 << 53) - 1;
+
+/// The fencing token of an acquisition, given the last one handed out
+/// (`None` when the store holds none: the lock's first use, or a store
+/// that lost its data) and the store's clock, in microseconds since 1970:
+/// one more than the last, and never below the clock. A store that lost
+/// its counter hands out its clock, above every token handed out before
+/// while its clock is not behind the one that handed those out (a token
+/// runs ahead of the clock only by the acquisitions made within one
+/// microsecond). `None` past `MAX_FENCE`: the counter is out of bounds.
+/// The lock script computes the same in Lua.
+pub fn next_fence(last: Option<u64>, now_us: u64) -> Option<u64> {
+    let next = last.map_or(0, |l| l.saturating_add(1)).max(now_us);
+    (next <= MAX_FENCE).then_some(next)
 }
 
 /// A decimal number of at most 19 digits, without sign or spaces.
@@ -174,6 +289,93 @@ mod tests {
             ..holder()
         };
         assert!(Holder::parse(empty.record().as_bytes()).is_some());
+    }
+
+    #[test]
+    fn a_holder_cut_off_starts_ending_its_attempt_in_time_for_the_server() {
+        let lease = Lease {
+            ttl: Duration::from_secs(30),
+            kill_after: Duration::from_secs(5),
+        };
+        assert_eq!(lease.every(), Duration::from_secs(10));
+        assert_eq!(lease.margin(), Duration::from_millis(500));
+        let t0 = Instant::now();
+        let until = t0 + lease.ttl;
+        // SIGTERM at 24.5 s, SIGKILL at 29.5 s: gone before 30 s.
+        assert_eq!(lease.end_from(until), t0 + Duration::from_millis(24_500));
+        assert!(lease.end_from(until) + lease.kill_after < until);
+        // A missed renewal at 10 s leaves 14.5 s to try again.
+        assert!(lease.end_from(until) - (t0 + lease.every()) >= lease.ttl / 3);
+    }
+
+    #[test]
+    fn a_term_too_short_for_kill_after_is_told_by_the_shortest_that_fits() {
+        assert_eq!(
+            Lease::shortest_ttl(Duration::from_secs(5)),
+            Duration::from_secs(11)
+        );
+        assert_eq!(Lease::shortest_ttl(Duration::ZERO), Duration::from_secs(1));
+        assert_eq!(
+            Lease::shortest_ttl(Duration::from_millis(100)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            Lease::shortest_ttl(Duration::MAX),
+            Duration::from_secs(u64::MAX)
+        );
+        for kill_after in [0, 100, 300, 1000, 5000, 14_000, 60_000] {
+            let kill_after = Duration::from_millis(kill_after);
+            let ttl = Lease::shortest_ttl(kill_after);
+            let lease = Lease { ttl, kill_after };
+            assert!(lease.is_long_enough());
+            // Half a term after a missed renewal is left to try again.
+            let t0 = Instant::now();
+            let missed = t0 + lease.every();
+            assert!(
+                lease.end_from(t0 + ttl) >= missed + ttl / 6,
+                "{kill_after:?}"
+            );
+            if ttl > Duration::from_secs(1) {
+                let shorter = Lease {
+                    ttl: ttl.saturating_sub(Duration::from_secs(1)),
+                    kill_after,
+                };
+                assert!(!shorter.is_long_enough());
+            }
+        }
+        let default = Lease {
+            ttl: Duration::from_secs(30),
+            kill_after: Duration::from_secs(5),
+        };
+        assert!(default.is_long_enough());
+        let long_kill = Lease {
+            ttl: Duration::from_secs(30),
+            kill_after: Duration::from_secs(15),
+        };
+        assert!(!long_kill.is_long_enough());
+    }
+
+    #[test]
+    fn fencing_tokens_grow_and_never_fall_below_the_stores_clock() {
+        assert_eq!(next_fence(Some(4), 0), Some(5));
+        assert_eq!(
+            next_fence(None, 1_764_864_000_000_000),
+            Some(1_764_864_000_000_000)
+        );
+        // A counter that a store lost comes back at its clock, above the
+        // tokens it handed out before.
+        let before = next_fence(Some(7), 1_764_864_000_000_000).unwrap();
+        let after_loss = next_fence(None, 1_764_864_000_000_001).unwrap();
+        assert!(after_loss > before);
+        // Two acquisitions in one microsecond still differ.
+        assert_eq!(
+            next_fence(Some(before), 1_764_864_000_000_000),
+            Some(before + 1)
+        );
+        assert_eq!(next_fence(Some(MAX_FENCE - 1), 0), Some(MAX_FENCE));
+        assert_eq!(next_fence(Some(MAX_FENCE), 0), None);
+        assert_eq!(next_fence(Some(u64::MAX), 0), None);
+        assert_eq!(next_fence(None, u64::MAX), None);
     }
 
     #[test]

@@ -61,6 +61,11 @@ impl Passing {
         if let Some(backlog) = &mut self.live {
             backlog.push((stream, data.to_vec()));
         }
+        self.remember(data);
+    }
+
+    /// Keeps `data` in the last `TAIL` bytes, for a check-in.
+    fn remember(&mut self, data: &[u8]) {
         let drop = (self.last.len() + data.len()).saturating_sub(TAIL);
         self.last.drain(..drop.min(self.last.len()));
         let from = data.len().saturating_sub(TAIL);
@@ -145,9 +150,20 @@ impl Capture {
                 pump(&theirs, &control_read, &shared, live.as_ref());
                 let _ = finished.send(());
             })?;
+        if keep.is_some() {
+            // What no output mode hides goes to stderr as it is now, and
+            // into the end of the output a check-in sends.
+            let tail = Arc::clone(&passing);
+            crate::report::keep_alerts_on_stderr(Box::new(move |line| {
+                tail.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remember(line);
+            }));
+        }
         if let Err(e) = fd::redirect_std(&out_write, &err_write) {
             // Back as they were, whichever was changed.
             let _ = fd::redirect_std(&targets.out, &targets.err);
+            crate::report::alerts_follow_stderr();
             let _ = (&*control).write_all(STOP);
             let _ = reader.join();
             return Err(e);
@@ -183,6 +199,7 @@ impl Capture {
         };
         let _ = fd::redirect_std(&self.targets.out, &self.targets.err);
         crate::report::std_changed();
+        crate::report::alerts_follow_stderr();
         let _ = (&*self.control).write_all(STOP);
         if ended.recv_timeout(STALL).is_ok() {
             let _ = reader.join();

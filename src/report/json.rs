@@ -256,11 +256,11 @@ pub fn holder_json(h: Option<&crate::fleet::lock::Holder>) -> Value {
 /// out.
 pub fn lock_json(key: &str, news: &LockNews) -> Value {
     let (decision, waited, token, holder) = match news {
-        LockNews::Held { token, waited } => ("held", Some(*waited), *token, None),
-        LockNews::Busy { holder, waited } => ("busy", Some(*waited), None, holder.as_ref()),
+        LockNews::Held { token, waited, .. } => ("held", *waited, *token, None),
+        LockNews::Busy { holder, waited } => ("busy", *waited, None, holder.as_ref()),
         LockNews::Waiting { holder, .. } => ("waiting", None, None, holder.as_ref()),
         LockNews::Unavailable { .. } => ("unavailable", None, None, None),
-        LockNews::Lost => ("lost", None, None, None),
+        LockNews::Lost { token, .. } => ("lost", None, *token, None),
     };
     let mut v = json!({
         "key": key,
@@ -270,7 +270,15 @@ pub fn lock_json(key: &str, news: &LockNews) -> Value {
         "holder": holder_json(holder),
     });
     match news {
-        LockNews::Unavailable { run } => v["run"] = json!(run),
+        LockNews::Unavailable { run, why } => {
+            v["run"] = json!(run);
+            v["why"] = json!(why);
+        }
+        LockNews::Lost { why, .. } => v["why"] = json!(why),
+        LockNews::Held {
+            settle: Some(settle),
+            ..
+        } => v["settle_seconds"] = json!(settle.wait.as_secs_f64()),
         LockNews::Waiting { patience, .. } => {
             v["lock_wait_seconds"] = json!(patience.as_secs_f64());
         }

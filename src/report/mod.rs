@@ -152,7 +152,29 @@ impl Warnings {
     /// Writes `message` in one write, ignoring a closed stderr. Control
     /// characters in it (from a value the user gave, say) are escaped.
     pub fn warn(&self, message: &str) {
-        let line = match &self.form {
+        let _ = Std::Err.write_all(self.line(message).as_bytes());
+    }
+
+    /// Writes `message` as `warn` does, where no output mode hides it: a
+    /// protection asked for that is off, or a command not run because of
+    /// one. While the output is kept (`--output on-failure`), it goes to
+    /// backoff's stderr as it was, at once, and into the end of the output
+    /// a check-in sends (`keep_alerts_on_stderr`).
+    pub fn alert(&self, message: &str) {
+        let line = self.line(message);
+        let _ = Std::Alert.write_all(line.as_bytes());
+        if let Some(tail) = ALERT_TAIL
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+        {
+            tail(line.as_bytes());
+        }
+    }
+
+    /// The line that tells `message`.
+    fn line(&self, message: &str) -> String {
+        match &self.form {
             Form::Text(labels) => {
                 format!("backoff: {}\n", escape_controls(&labels.apply(message)))
             }
@@ -162,8 +184,7 @@ impl Warnings {
                 fold::escape_workflow(&labels.apply(message))
             ),
             Form::Json { name, clock } => json::warning_line(message, name, *clock),
-        };
-        let _ = Std::Err.write_all(line.as_bytes());
+        }
     }
 }
 
@@ -260,6 +281,9 @@ pub enum Std {
     Out,
     /// backoff's stderr.
     Err,
+    /// backoff's stderr as it was before the output was kept
+    /// (`keep_alerts_on_stderr`), for what no output mode hides.
+    Alert,
 }
 
 /// One of backoff's standard streams as a destination that does not wait
@@ -332,6 +356,34 @@ impl Stream {
 
 static STDERR: Stream = Stream::new();
 static STDOUT: Stream = Stream::new();
+static ALERTS: Stream = Stream::new();
+
+/// Whether alerts go to `ALERTS`, backoff's stderr as it was when the
+/// output started to be kept.
+static ALERTS_KEPT_APART: AtomicBool = AtomicBool::new(false);
+
+/// What is told each alert while the output is kept: the end of the output
+/// that a check-in sends.
+type AlertTail = Box<dyn Fn(&[u8]) + Send>;
+static ALERT_TAIL: Mutex<Option<AlertTail>> = Mutex::new(None);
+
+/// Called before backoff's stderr is made a pipe whose output is kept
+/// (`output::Capture`): alerts still go to the stderr it is now, and are
+/// told to `tail`.
+pub fn keep_alerts_on_stderr(tail: AlertTail) {
+    *ALERTS.out.lock().unwrap_or_else(PoisonError::into_inner) = fd::Out::stderr().ok();
+    ALERTS.stalled.store(false, Ordering::Relaxed);
+    ALERTS_KEPT_APART.store(true, Ordering::SeqCst);
+    *ALERT_TAIL.lock().unwrap_or_else(PoisonError::into_inner) = Some(tail);
+}
+
+/// Called once backoff's stderr is its own again: alerts go where the
+/// other lines go.
+pub fn alerts_follow_stderr() {
+    ALERTS_KEPT_APART.store(false, Ordering::SeqCst);
+    ALERTS.changed();
+    *ALERT_TAIL.lock().unwrap_or_else(PoisonError::into_inner) = None;
+}
 
 /// Tells the writers of backoff's own lines that its stdout and stderr
 /// (descriptors 1 and 2) now name other files.
@@ -349,7 +401,10 @@ impl Write for Std {
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
             Std::Out => STDOUT.write_all(&mut io::stdout(), fd::Out::stdout, buf),
-            Std::Err => STDERR.write_all(&mut io::stderr(), fd::Out::stderr, buf),
+            Std::Alert if ALERTS_KEPT_APART.load(Ordering::SeqCst) => {
+                ALERTS.write_all(&mut io::stderr(), fd::Out::stderr, buf)
+            }
+            Std::Err | Std::Alert => STDERR.write_all(&mut io::stderr(), fd::Out::stderr, buf),
         }
     }
 

@@ -264,7 +264,7 @@ impl Recorder {
     fn lock(&mut self, key: &str, news: &LockNews) {
         match news {
             LockNews::Busy { .. } => self.reason = "locked",
-            LockNews::Unavailable { run: false } => self.reason = "lock_unavailable",
+            LockNews::Unavailable { run: false, .. } => self.reason = "lock_unavailable",
             _ => {}
         }
         self.lock = Some((key.to_owned(), news.clone()));
@@ -276,7 +276,7 @@ impl Recorder {
         let (_, news) = self.lock.as_ref()?;
         Some((
             matches!(news, LockNews::Busy { .. }),
-            matches!(news, LockNews::Lost),
+            matches!(news, LockNews::Lost { .. }),
         ))
     }
 

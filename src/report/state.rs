@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::duration::human;
 use crate::fleet::Found;
 use crate::fleet::breaker::Circuit;
 use crate::fleet::bucket::{Bucket, Level, show_tokens};
@@ -212,14 +213,26 @@ pub fn throttle_reset(key: &str, store: &str, found: Found<Window>, now_ms: u64)
 
 /// `backoff lock show`: the line (on stdout) and the JSON object.
 pub fn lock_show(key: &str, store: &str, state: &crate::fleet::lock::LockState) -> Told {
-    let line = match (&state.holder, state.held) {
-        (Some(h), true) => format!("{key}: held by {} ({store})", super::text::holder_text(h)),
-        (None, true) => format!("{key}: held, by a run whose record cannot be read ({store})"),
-        (Some(h), false) => format!(
+    let lease = state
+        .lease_left
+        .map(|left| format!("; its lease ends in {} unless renewed", human(left)))
+        .unwrap_or_default();
+    let line = match (&state.holder, state.held, &state.corrupt) {
+        (_, _, Some(why)) => format!(
+            "{key}: corrupt: the lock key {why}; no run takes the lock until backoff lock reset {key} repairs it ({store})"
+        ),
+        (Some(h), true, None) => format!(
+            "{key}: held by {} ({store}){lease}",
+            super::text::holder_text(h)
+        ),
+        (None, true, None) => {
+            format!("{key}: held, by a run whose record cannot be read ({store}){lease}")
+        }
+        (Some(h), false, None) => format!(
             "{key}: free; last held by {}, which ended without letting go ({store})",
             super::text::holder_text(h)
         ),
-        (None, false) => format!("{key}: free ({store})"),
+        (None, false, None) => format!("{key}: free ({store})"),
     };
     Told {
         line,
@@ -228,39 +241,46 @@ pub fn lock_show(key: &str, store: &str, state: &crate::fleet::lock::LockState) 
             "held": state.held,
             "holder": super::json::holder_json(state.holder.as_ref()),
             "store": store,
+            "lease_left_seconds": state.lease_left.map(|d| d.as_secs_f64()),
+            "corrupt": state.corrupt,
         }),
     }
 }
 
 /// `backoff lock reset`: what it found and did.
 pub fn lock_reset(key: &str, store: &str, state: &crate::fleet::lock::LockState) -> Told {
-    let line = match (&state.holder, state.held) {
-        (holder, true) => format!(
-            "lock '{key}' removed although held{}: the next run takes the lock; the holder runs on beside it if the lock is a file, and ends at its next renewal if it is a lease in Redis",
+    let line = match (&state.holder, state.held, &state.corrupt) {
+        (_, _, Some(why)) => format!(
+            "lock '{key}' was corrupt (the lock key {why}): it is removed, and the next run to take the lock first waits as after a loss of the store's data"
+        ),
+        (holder, true, None) => format!(
+            "lock '{key}' removed although held{}: the holder ends its attempt and gives up (lock_lost) once it sees it gone, within a second for a file and at its next renewal for a lease in Redis; the next run takes the lock",
             holder
                 .as_ref()
                 .map(|h| format!(" by {}", super::text::holder_text(h)))
                 .unwrap_or_default()
         ),
-        (Some(h), false) => format!(
+        (Some(h), false, None) => format!(
             "lock '{key}' was free; the record its last holder left ({}) is cleared",
             super::text::holder_text(h)
         ),
-        (None, false) => format!("lock '{key}' was free; nothing to reset"),
+        (None, false, None) => format!("lock '{key}' was free; nothing to reset"),
     };
-    Told {
-        line,
-        json: json!({
-            "key": key,
-            "store": store,
-            "found": match (state.held, state.holder.is_some()) {
-                (true, _) => "held",
-                (false, true) => "record",
-                (false, false) => "nothing",
-            },
-            "holder": super::json::holder_json(state.holder.as_ref()),
-        }),
+    let mut json = json!({
+        "key": key,
+        "store": store,
+        "found": match (state.held, state.holder.is_some(), &state.corrupt) {
+            (_, _, Some(_)) => "corrupt",
+            (true, _, None) => "held",
+            (false, true, None) => "record",
+            (false, false, None) => "nothing",
+        },
+        "holder": super::json::holder_json(state.holder.as_ref()),
+    });
+    if let Some(why) = &state.corrupt {
+        json["why"] = json!(why);
     }
+    Told { line, json }
 }
 
 #[cfg(test)]

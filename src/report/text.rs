@@ -13,6 +13,7 @@ use crate::event::{
     BreakerNews, During, Ending, Event, HookKind, HuntEnd, LockNews, Next, Report, ThrottleNews,
 };
 use crate::fleet::breaker::{Admission, Circuit, RunEnd, State};
+use crate::fleet::lock::Forgotten;
 use crate::report::fold::{self, Folds, Runner};
 use crate::report::live::{self, Live};
 use crate::report::{Labels, Verbosity, escape_controls, of};
@@ -193,7 +194,7 @@ impl<W: Write> Report for TextReport<W> {
                 ..
             } => Some("warning"),
             Event::Lock {
-                news: LockNews::Lost,
+                news: LockNews::Lost { .. },
                 ..
             }
             | Event::GaveUp { .. }
@@ -530,12 +531,9 @@ pub fn holder_text(h: &crate::fleet::lock::Holder) -> String {
 /// The line of the lock's news, if it has one (the store's own failures
 /// are said where they happen).
 fn lock_text(key: &str, news: &LockNews, verbose: bool) -> Option<String> {
-    let waited = |w: std::time::Duration| {
-        if w >= std::time::Duration::from_millis(1) {
-            format!(" after waiting {}", human(w))
-        } else {
-            String::new()
-        }
+    let waited = |w: &Option<std::time::Duration>| match w {
+        Some(w) => format!(" after waiting {}", human(*w)),
+        None => String::new(),
     };
     Some(match news {
         LockNews::Busy { holder, waited: w } => {
@@ -545,7 +543,7 @@ fn lock_text(key: &str, news: &LockNews, verbose: bool) -> Option<String> {
             );
             format!(
                 "lock '{key}' is held {by}{}; not running the command",
-                waited(*w)
+                waited(w)
             )
         }
         LockNews::Waiting { holder, patience } if verbose => format!(
@@ -556,14 +554,33 @@ fn lock_text(key: &str, news: &LockNews, verbose: bool) -> Option<String> {
             ),
             human(*patience)
         ),
-        LockNews::Held { token, waited: w } if verbose => format!(
-            "lock '{key}' is held by this run{}{}",
-            token.map_or_else(String::new, |t| format!(", token {t}")),
-            waited(*w)
-        ),
-        LockNews::Lost => format!(
-            "lock '{key}' was lost: its lease expired, or was removed, before it could be renewed; the attempt is ended and the run gives up"
-        ),
+        // A wait the user feels is said; the short one after a lock file
+        // was made anew only with -v.
+        LockNews::Held {
+            token,
+            waited: w,
+            settle,
+        } if verbose || settle.is_some_and(|s| s.why == Forgotten::Lease) => {
+            let held = format!(
+                "lock '{key}' is held by this run{}{}",
+                token.map_or_else(String::new, |t| format!(", token {t}")),
+                waited(w)
+            );
+            match settle {
+                Some(s) if s.why == Forgotten::Lease => format!(
+                    "{held}; the store had no trace of it (its first use, or the store lost its data): waiting {} (--lock-ttl) before the first attempt, by which time a holder the store forgot has ended",
+                    human(s.wait)
+                ),
+                Some(s) => format!(
+                    "{held}; its file was made anew: waiting {} before the first attempt, by which time a holder of a removed file has seen it and started to end",
+                    human(s.wait)
+                ),
+                None => held,
+            }
+        }
+        LockNews::Lost { why, .. } => {
+            format!("lock '{key}' was lost: {why}; the attempt is ended and the run gives up")
+        }
         _ => return None,
     })
 }
@@ -865,9 +882,9 @@ pub fn ending(event: &Event<'_>) -> Option<String> {
         } => text(event, Verbosity::Verbose),
         Event::Lock {
             key,
-            news: LockNews::Unavailable { run: false },
+            news: LockNews::Unavailable { run: false, why },
         } => Some(format!(
-            "lock '{key}' unavailable: the command was not run (--budget-store-fail closed)"
+            "lock '{key}' unavailable ({why}): the command was not run"
         )),
         Event::Breaker {
             key,

@@ -167,7 +167,7 @@ fn show_says_who_holds_it_and_reset_refuses_without_force() {
             "is held by pid {pid} on "
         )))
         .stderr(predicates::str::contains(
-            "a live process: --force removes it anyway (the holder runs on)",
+            "a live process: --force removes it anyway (the holder then ends within a second, lock_lost)",
         ));
     // The advice, followed.
     let told = backoff([
@@ -187,11 +187,14 @@ fn show_says_who_holds_it_and_reset_refuses_without_force() {
     .clone();
     let v = json_of(Doc::LockReset, &told);
     assert_eq!(v["found"], "held");
-    // The next run takes the lock beside the one that runs on.
+    // The holder sees its file gone and ends; the next run takes the lock.
+    let mut holder = holder;
+    holder.wait_for("lock 'job' was lost: its file");
+    let (status, _) = holder.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(75));
     backoff(["--budget-dir", store, "--lock", "job", "--", "true"])
         .assert()
         .success();
-    send(pid, libc::SIGKILL);
     // A holder killed leaves its record: show tells it, reset clears it.
     let mut killed = holding(store);
     let pid = killed.pid();
@@ -285,7 +288,7 @@ fn a_run_kept_out_reports_locked_everywhere() {
 }
 
 #[test]
-fn a_lock_file_that_cannot_be_trusted_follows_the_fail_mode() {
+fn a_lock_file_that_cannot_be_trusted_runs_nothing_unless_told_to_run_without_it() {
     let dir = TempDir::new("lock-untrusted");
     let store = dir.join("store");
     std::fs::create_dir(&store).unwrap();
@@ -294,24 +297,30 @@ fn a_lock_file_that_cannot_be_trusted_follows_the_fail_mode() {
     let store = store.to_str().unwrap();
     backoff(["--budget-dir", store, "--lock", "job", "--", "echo", "ran"])
         .assert()
-        .success()
-        .stdout("ran\n")
+        .code(75)
+        .stdout("")
         .stderr(predicates::str::contains("is a symbolic link"))
-        .stderr(predicates::str::contains("running the command without it"));
+        .stderr(predicates::str::contains(
+            "not running the command: a run that cannot be sure it holds the lock does not run (--lock-fail open would run it without)",
+        ));
+    // The advice, followed.
     backoff([
         "--budget-dir",
         store,
         "--lock",
         "job",
-        "--budget-store-fail",
-        "closed",
+        "--lock-fail",
+        "open",
         "--",
         "echo",
         "ran",
     ])
     .assert()
-    .code(75)
-    .stdout("");
+    .success()
+    .stdout("ran\n")
+    .stderr(predicates::str::contains(
+        "running the command WITHOUT the lock (--lock-fail open)",
+    ));
     for bad in ["../x", "a/b", ""] {
         backoff(["--lock", bad, "--", "true"]).assert().code(125);
     }

@@ -19,6 +19,7 @@ mod kept_output;
 mod layout;
 mod limits;
 mod live;
+mod lock_faults;
 mod locks;
 mod locks_redis;
 mod mistakes;

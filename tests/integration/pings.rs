@@ -70,7 +70,7 @@ impl Monitor {
     }
 
     /// The requests it received, waiting until there are `count`.
-    fn requests(&self, count: usize) -> Vec<String> {
+    pub fn requests(&self, count: usize) -> Vec<String> {
         eventually(&format!("{count} check-ins"), || {
             self.dir_lines().len() >= count
         });

@@ -176,7 +176,13 @@ impl Running {
 
     /// Waits until a line containing `needle` appears, and returns it.
     pub fn wait_for(&mut self, needle: &str) -> String {
-        let deadline = Instant::now() + PATIENCE;
+        self.wait_for_within(needle, PATIENCE)
+    }
+
+    /// Waits until a line containing `needle` appears, at most `within`,
+    /// and returns it.
+    pub fn wait_for_within(&mut self, needle: &str, within: Duration) -> String {
+        let deadline = Instant::now() + within;
         if let Some((_, l)) = self.seen.iter().find(|(_, l)| l.contains(needle)) {
             return l.clone();
         }
@@ -192,7 +198,7 @@ impl Running {
                 Err(RecvTimeoutError::Timeout) => {
                     let _ = self.child.kill();
                     panic!(
-                        "no line containing {needle:?} within {PATIENCE:?}; saw {:?}",
+                        "no line containing {needle:?} within {within:?}; saw {:?}",
                         self.seen
                     )
                 }

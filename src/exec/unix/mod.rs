@@ -358,7 +358,7 @@ impl Executor for RealExecutor {
             }
         };
         self.watch_group(child.id());
-        let mut waited = self.wait(&child, pipes, spec.limit, spec.grace);
+        let mut waited = self.wait(&child, pipes, spec.limit, spec.grace, true);
         self.scan_headers(&mut waited.seen);
         waited.seen.hint = scan::hint(&waited.seen, SystemTime::now());
         // The command has ended but is not reaped yet, so its pid still
@@ -400,7 +400,8 @@ impl Executor for RealExecutor {
         self.options.foreground = false;
         self.options.idle_timeout = None;
         self.options.kill_after = hook.grace;
-        let mut waited = self.wait(&child, Vec::new(), Some(hook.limit), hook.grace);
+        // A hook that closes a run which lost its lock runs to its end.
+        let mut waited = self.wait(&child, Vec::new(), Some(hook.limit), hook.grace, false);
         let pgid = child.id();
         // Nothing of a hook outlives it (`sleep 300 &` would run beside the
         // next attempt, and past backoff's end): its shell is not reaped

@@ -110,13 +110,15 @@ impl RealExecutor {
 
     /// Waits for the child to end (it is left for the caller to reap),
     /// passing signals on, copying and matching its output, and enforcing
-    /// its time limits meanwhile.
+    /// its time limits meanwhile; with `leased` (an attempt, not a hook),
+    /// a lock the run lost ends it as its time limit would.
     pub(super) fn wait(
         &mut self,
         child: &Child,
         mut pipes: Vec<Pipe>,
         limit: Option<Duration>,
         grace: Duration,
+        leased: bool,
     ) -> Waited {
         let pid = child.id();
         let mut interrupted: Option<c_int> = None;
@@ -237,7 +239,8 @@ impl RealExecutor {
                 }
                 // A lease on the run's lock that was lost ends the
                 // attempt as its time limit would.
-                if clock.timed_out.is_none()
+                if leased
+                    && clock.timed_out.is_none()
                     && self.lease_lost.load(std::sync::atomic::Ordering::SeqCst)
                 {
                     clock.time_at = Some(Instant::now());

@@ -192,13 +192,15 @@ impl RealExecutor {
     /// Waits for the process of `child`, in `job`, to end: passes a control
     /// event sent to backoff on to its group, and at its time limit (or
     /// its idle limit, with `output`) sends it `--signal`, then terminates
-    /// its job `grace` later.
+    /// its job `grace` later; with `leased` (an attempt, not a hook), a
+    /// lock the run lost ends it as its time limit would.
     fn wait(
         &mut self,
         child: &mut Child,
         job: &Job,
         limits: (Option<Duration>, Duration),
         output: Option<&Shared>,
+        leased: bool,
     ) -> Waited {
         let (limit, grace) = limits;
         let pid = child.id();
@@ -237,7 +239,8 @@ impl RealExecutor {
                 _ => None,
             };
             // A lease lost ends the attempt as its time limit would.
-            let lost = self.lease_lost.load(Ordering::SeqCst) && waited.timed_out.is_none();
+            let lost =
+                leased && self.lease_lost.load(Ordering::SeqCst) && waited.timed_out.is_none();
             let due = if lost || limit_at.is_some_and(|l| now >= l) {
                 Some(Limit::Time)
             } else if idle_at.is_some_and(|i| now >= i) {
@@ -474,6 +477,7 @@ impl Executor for RealExecutor {
             &job,
             limits,
             captured.as_ref().map(|c| &c.shared),
+            true,
         );
         let cut = waited.interrupted.is_some() || waited.timed_out.is_some();
         if cut {
@@ -522,7 +526,14 @@ impl Executor for RealExecutor {
         // A hook is waited for as an attempt is, with no output to watch
         // and its own limits.
         let own = self.options.idle_timeout.take();
-        let waited = self.wait(&mut child, &job, (Some(hook.limit), hook.grace), None);
+        // A hook that closes a run which lost its lock runs to its end.
+        let waited = self.wait(
+            &mut child,
+            &job,
+            (Some(hook.limit), hook.grace),
+            None,
+            false,
+        );
         self.options.idle_timeout = own;
         // Nothing of a hook outlives it: its job ends with it.
         job.terminate(1);

@@ -359,6 +359,24 @@ pub fn group_exists(pgid: u32) -> bool {
     }
 }
 
+/// Whether the process `pid` of this host is still alive (or a zombie),
+/// as far as can be told: a pid of 0 or 1, and one that cannot be
+/// signalled, count as alive.
+pub fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    if pid <= 1 {
+        return true;
+    }
+    // SAFETY: signal 0 sends nothing; it only checks the pid, which is
+    // above 1.
+    if unsafe { libc::kill(pid, 0) } == 0 {
+        return true;
+    }
+    io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 /// Stops backoff itself, as SIGTSTP would have without a handler.
 pub fn stop_self() {
     let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::STOP);

@@ -211,3 +211,29 @@ pub fn signal_group(pgid: u32, sig: i32) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Whether the process `pid` is still running, as far as can be told: one
+/// that cannot be opened for another reason than not existing (another
+/// user's) counts as running.
+pub fn process_exists(pid: u32) -> bool {
+    use windows_sys::Win32::Foundation::{
+        CloseHandle, ERROR_INVALID_PARAMETER, GetLastError, STILL_ACTIVE,
+    };
+    use windows_sys::Win32::System::Threading::{
+        GetExitCodeProcess, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+    };
+    // SAFETY: plain values; a null handle is checked before use.
+    let handle = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+    if handle.is_null() {
+        // SAFETY: reads the calling thread's last error.
+        return unsafe { GetLastError() } != ERROR_INVALID_PARAMETER;
+    }
+    let mut code = 0u32;
+    // SAFETY: the handle was opened above and is closed once; `code` is a
+    // valid place for the exit code.
+    let running = unsafe { GetExitCodeProcess(handle, &raw mut code) } == 0
+        || code == STILL_ACTIVE.cast_unsigned();
+    // SAFETY: as above.
+    unsafe { CloseHandle(handle) };
+    running
+}
