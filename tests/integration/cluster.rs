@@ -109,6 +109,13 @@ impl Cluster {
         panic!("no node serves slot {slot}");
     }
 
+    /// Empties every node (`FLUSHALL`): the cluster loses its data.
+    pub fn flush_all(&self) {
+        for (port, _) in &self.nodes {
+            assert_eq!(cli(*port, &["flushall"]), "OK");
+        }
+    }
+
     /// Stops the node on `port` for good.
     fn kill(&mut self, port: u16) {
         let (_, child) = self.nodes.iter_mut().find(|(p, _)| *p == port).unwrap();

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::cluster::Cluster;
 use crate::fleet::{Redis, free_port, redis_cli};
 use crate::pings::Monitor;
 use crate::schema::Doc;
@@ -959,4 +960,70 @@ fn a_fencing_token_out_of_bounds_is_corrupt_shown_so_and_repaired_by_reset() {
     let token: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     // The store's clock in microseconds: above any token it handed out.
     assert!(token > 1_700_000_000_000_000, "{token}");
+}
+
+#[test]
+fn a_cluster_that_loses_its_data_hands_out_larger_tokens_and_no_one_runs_beside_the_holder() {
+    let cluster = Cluster::start();
+    let url = cluster.url();
+    let ledger = Ledger::new("lock-cluster-loss");
+    let args = [
+        "--budget-store",
+        &url,
+        "--lock-ttl",
+        "2s",
+        "--kill-after",
+        "0.5s",
+        "--lock-wait",
+        "1m",
+        "--budget-store-timeout",
+        "5s",
+    ];
+    let holder = run(&ledger, &args, None);
+    eventually("the holder holds the lock", || ledger.entered() == 1);
+    let waiters: Vec<Child> = (0..2).map(|_| run(&ledger, &args, Some(0.05))).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    cluster.flush_all();
+    let out = output_within(holder);
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    for waiter in waiters {
+        let out = output_within(waiter);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let held = ledger.check(Duration::ZERO);
+    assert_eq!(held.len(), 3);
+}
+
+#[test]
+fn a_protection_that_is_off_is_said_past_the_kept_output_and_with_q() {
+    // A retry budget whose store is down: the run retries under its local
+    // policy, succeeds, and prints nothing of its own, but that line.
+    let url = format!("redis://127.0.0.1:{}", free_port());
+    let out = backoff([
+        "--budget",
+        "api",
+        "--budget-store",
+        &url,
+        "--output",
+        "on-failure",
+        "-q",
+        "--base",
+        "1ms",
+        "--",
+        "sh",
+        "-c",
+        "echo out; [ -e done ] || { touch done; exit 1; }",
+    ])
+    .current_dir(TempDir::new("lock-said").path())
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    let text = stderr(&out);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.contains("retry budget store redis://127.0.0.1:")
+            && text.contains("; retrying under the local policy"),
+        "{text}"
+    );
 }
