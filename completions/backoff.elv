@@ -251,7 +251,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-store-timeout 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail'
             cand --format 'Output format: a line on stderr, or one JSON object on stdout'
-            cand --force 'Remove the lock even though a run holds it: the holder ends its attempt and gives up (lock_lost) when it sees it gone, within a second for a file and at its next renewal for a lease in Redis; the next run takes the lock'
+            cand --force 'Remove the lock even though a run holds it: the holder ends its attempt and gives up (lock_lost) when it sees it gone, within a second for a file and at its next renewal for a lease in Redis; the next run takes the lock once that holder has ended'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }

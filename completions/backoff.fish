@@ -278,7 +278,7 @@ complete -c backoff -n "__fish_backoff_using_subcommand lock; and __fish_seen_su
 closed\t'Do not retry'"
 complete -c backoff -n "__fish_backoff_using_subcommand lock; and __fish_seen_subcommand_from reset" -l format -d 'Output format: a line on stderr, or one JSON object on stdout' -r -f -a "text\t'One line for people'
 json\t'One JSON object'"
-complete -c backoff -n "__fish_backoff_using_subcommand lock; and __fish_seen_subcommand_from reset" -l force -d 'Remove the lock even though a run holds it: the holder ends its attempt and gives up (lock_lost) when it sees it gone, within a second for a file and at its next renewal for a lease in Redis; the next run takes the lock'
+complete -c backoff -n "__fish_backoff_using_subcommand lock; and __fish_seen_subcommand_from reset" -l force -d 'Remove the lock even though a run holds it: the holder ends its attempt and gives up (lock_lost) when it sees it gone, within a second for a file and at its next renewal for a lease in Redis; the next run takes the lock once that holder has ended'
 complete -c backoff -n "__fish_backoff_using_subcommand lock; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help (see more with \'--help\')'
 
 # The command backoff runs, and its arguments: after `--`, or from the first

@@ -233,9 +233,9 @@ impl Opened {
             },
             Opened::Nothing => Decided::Done,
             Opened::Lock(l) => {
-                match l.acquire("bench", Duration::ZERO, &mut Unwatched, &mut |_| {}) {
+                match l.acquire("bench", Duration::ZERO, None, &mut Unwatched, &mut |_| {}) {
                     Ok(LockNews::Held { .. }) => {
-                        l.release();
+                        l.release(&mut Unwatched, None);
                         Decided::Done
                     }
                     Ok(LockNews::Busy { .. }) => {

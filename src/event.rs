@@ -120,6 +120,9 @@ pub enum Event<'a> {
         bounded: bool,
         /// Why it could not start, when it could not.
         error: Option<&'a str>,
+        /// Whether it ran under the lock and was ended because the run
+        /// lost it.
+        lock_lost: bool,
     },
     /// News of the circuit breaker (`--breaker`).
     Breaker {

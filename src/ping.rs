@@ -131,9 +131,9 @@ pub struct Pings {
     /// Whether the run ended before it because its lock could not be had
     /// for certain: a failure the monitor must hear of.
     unrun: bool,
-    /// What the body says besides the summary line: a lock that could not
-    /// be had.
-    said: Vec<String>,
+    /// What the body says besides the summary line, and the words that
+    /// tell it is in the output already: a lock that could not be had.
+    said: Vec<(String, String)>,
     /// When backoff must have exited (`--max-time` plus `--kill-after`),
     /// which ends the check-ins too.
     by: Option<Instant>,
@@ -243,12 +243,15 @@ impl Pings {
             exit.shell_code()
         )
         .into_bytes();
-        for line in &self.said {
-            body.extend(format!("backoff: {line}\n").into_bytes());
+        let tail = self.marker.as_ref().map(Marker::tail).unwrap_or_default();
+        // A line the end of the output already holds (said there, before
+        // any attempt) is not said twice.
+        for (line, why) in &self.said {
+            if !tail.windows(why.len()).any(|w| w == why.as_bytes()) {
+                body.extend(format!("backoff: {line}\n").into_bytes());
+            }
         }
-        if let Some(marker) = &self.marker {
-            body.extend(marker.tail());
-        }
+        body.extend(tail);
         check_in(client, Method::Post, &target, &body, deadline).err()
     }
 }
@@ -267,11 +270,14 @@ impl Report for Pings {
                 news: LockNews::Unavailable { run, why },
             } => {
                 self.unrun = !run;
-                self.said.push(if *run {
-                    format!("lock '{key}' unavailable ({why}); the command ran WITHOUT the lock (--lock-fail open)")
+                let line = if *run {
+                    format!(
+                        "lock '{key}' unavailable ({why}); the command ran WITHOUT the lock (--lock-fail open)"
+                    )
                 } else {
                     format!("lock '{key}' unavailable ({why}); the command was not run")
-                });
+                };
+                self.said.push((line, why.clone()));
             }
             _ => {}
         }

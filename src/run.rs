@@ -166,6 +166,9 @@ pub struct HookRun<'a> {
     /// How long after that signal it is killed, and how long what is left
     /// of its group once its shell has ended is waited for.
     pub grace: Duration,
+    /// Whether it runs under the run's lock: a lock lost ends it as its
+    /// time limit would (not a hook that closes a run which lost it).
+    pub leased: bool,
 }
 
 /// What ends a run.
@@ -302,17 +305,19 @@ pub trait RunLock: std::fmt::Debug {
     /// Takes the lock for the run `run_id`, waiting in turn at most
     /// `patience` while another run holds it (told to `waiting`, once, as
     /// the wait starts, with the holder's record if it can be read) or
-    /// while its store does not answer: the news, or the terminating
-    /// signal that ended the wait.
+    /// while its store does not answer, and by `by` (`--max-time`) at the
+    /// latest: the news, or the terminating signal that ended the wait.
     fn acquire(
         &self,
         run_id: &str,
         patience: Duration,
+        by: Option<Instant>,
         wait: &mut dyn Wait,
         waiting: &mut dyn FnMut(Option<&crate::fleet::lock::Holder>),
     ) -> Result<LockNews, i32>;
-    /// Lets go of the lock, if the run holds it.
-    fn release(&self);
+    /// Lets go of the lock, if the run holds it, by `by` at the latest: the
+    /// terminating signal that cut that short, if one did.
+    fn release(&self, wait: &mut dyn Wait, by: Option<Instant>) -> Option<i32>;
     /// How the run's hold was lost, if it was (a lease not renewed in
     /// time, a lock file removed).
     fn lost(&self) -> Option<String>;
@@ -478,6 +483,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
         plan.lock_wait
             .min(t.saturating_sub(exec.now().saturating_duration_since(start)))
     });
+    let deadline = plan.max_time.and_then(|t| start.checked_add(t));
     let asked = {
         // A run that waits says whom for, as the wait starts.
         let mut waiting = |holder: Option<&crate::fleet::lock::Holder>| {
@@ -487,7 +493,7 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             };
             report.event(&Event::Lock { key, news: &news });
         };
-        lock.acquire(plan.run_id, patience, exec, &mut waiting)
+        lock.acquire(plan.run_id, patience, deadline, exec, &mut waiting)
     };
     let news = match asked {
         Ok(news) => news,
@@ -511,26 +517,59 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
         lock_held: token.is_some(),
         ..plan.clone()
     };
-    // A lock that its store had no trace of may have a holder that the
-    // store forgot, still running until it notices: the run starts once
-    // that holder has ended (within --max-time; the attempt that would
-    // follow is then not made).
-    if let Some(settle) = settle {
-        let left = plan.max_time.map_or(settle.wait, |t| {
-            settle
-                .wait
-                .min(t.saturating_sub(exec.now().saturating_duration_since(start)))
-        });
-        if let Some(signal) = pause(exec, report, left) {
-            lock.release();
-            let during = During::Decision(Shared::Lock);
-            report.event(&Event::Interrupted { signal, during });
-            return Exit::Signal(signal);
-        }
+    // backoff exits by the deadline plus --kill-after: so does the letting
+    // go, which a signal cuts short (the lease then runs out).
+    let letting_go_by = deadline.and_then(|d| d.checked_add(plan.kill_after));
+    if let Some(settle) = settle
+        && let Some(signal) = settle_wait(plan, exec, report, start, settle)
+    {
+        lock.release(exec, letting_go_by);
+        let during = During::Decision(Shared::Lock);
+        report.event(&Event::Interrupted { signal, during });
+        return Exit::Signal(signal);
     }
     let exit = admitted(&held, exec, report, start);
-    lock.release();
-    exit
+    match lock.release(exec, letting_go_by) {
+        // The run told how it ended; a signal that came while the lock was
+        // let go ends backoff by it, as during the end check-in.
+        Some(signal) => Exit::Signal(signal),
+        None => exit,
+    }
+}
+
+/// Waits before the first attempt after taking a lock that its store had
+/// no trace of: a holder the store forgot may still run until it notices
+/// (within --max-time; the attempt that would follow is then not made).
+/// Returns the terminating signal that ended the wait. After a lock file
+/// made anew, the wait is waited out even when a signal comes (it is
+/// short), so that the next run cannot start beside a holder of the
+/// removed file; a lease's store keeps the wait for the next run itself.
+fn settle_wait(
+    plan: &Plan<'_>,
+    exec: &mut dyn Executor,
+    report: &mut dyn Report,
+    start: Instant,
+    settle: crate::fleet::lock::Settle,
+) -> Option<i32> {
+    let left = plan.max_time.map_or(settle.wait, |t| {
+        settle
+            .wait
+            .min(t.saturating_sub(exec.now().saturating_duration_since(start)))
+    });
+    let signal = pause(exec, report, left)?;
+    if settle.why == crate::fleet::lock::Forgotten::File {
+        let end = exec.now() + left;
+        // Until then, or until the lock is lost (which ends every wait at
+        // once).
+        while let Some(rest) = end
+            .checked_duration_since(exec.now())
+            .filter(|r| !r.is_zero())
+            .filter(|_| plan.lock.and_then(RunLock::lost).is_none())
+        {
+            let _ = exec.pause(rest);
+        }
+    }
+    Some(signal)
 }
 
 /// A run that the lock, if any, let through: the circuit breaker's
@@ -1214,6 +1253,7 @@ impl Loop<'_, '_> {
                 limit: Duration::ZERO,
                 bounded: true,
                 error: Some(&why),
+                lock_lost: false,
             });
             return Ok(());
         };
@@ -1239,12 +1279,14 @@ impl Loop<'_, '_> {
             env.push(("BACKOFF_REASON", reason.name().to_owned()));
         }
         let began = self.exec.now();
+        let leased = plan.lock_held && self.lock_lost().is_none();
         let ended = self.exec.hook(&HookRun {
             kind,
             command,
             env,
             limit,
             grace,
+            leased,
         });
         let elapsed = self.exec.now().saturating_duration_since(began);
         let (outcome, signal, error) = match ended {
@@ -1255,6 +1297,8 @@ impl Loop<'_, '_> {
             } => (Some(outcome), None, spawn_error),
             Ended::Interrupted(signal, outcome) => (outcome, Some(signal), None),
         };
+        let lock_lost =
+            leased && matches!(outcome, Some(Outcome::TimedOut(..))) && self.lock_lost().is_some();
         self.report.event(&Event::Hook {
             kind,
             outcome,
@@ -1262,6 +1306,7 @@ impl Loop<'_, '_> {
             limit,
             bounded,
             error: error.as_deref(),
+            lock_lost,
         });
         signal.map_or(Ok(()), Err)
     }

@@ -27,11 +27,13 @@
 //!   which time a holder of a removed file has seen it and started ending
 //!   its attempt.
 //!
-//! Looking at a lock (`show`) takes no lock where the kernel's table of
-//! locks tells (Linux), so that it never keeps out a run trying the lock
-//! at that instant. Elsewhere it takes a shared lock for an instant; a run
-//! that finds the lock taken and no live holder named in the file (a
-//! `show` or a `reset` looking, a holder between its lock and its record)
+//! Looking at a lock (`show`) takes a shared lock for an instant, which a
+//! held lock refuses (the kernel's own table of locks, `/proc/locks`,
+//! leaves out the locks of processes in another PID namespace, such as a
+//! container's, and cannot be trusted to say a lock is free). So that a
+//! look, or a `reset`, never keeps out a run that tries the lock at that
+//! instant, a run that finds the lock taken and no live holder named in
+//! the file (a look, a reset, a holder between its lock and its record)
 //! waits in the queue up to `UNCLAIMED` before it believes it.
 
 use std::fs::{File, TryLockError};
@@ -306,6 +308,7 @@ impl LockBackend for FileLock {
         &self,
         me: &Holder,
         patience: Duration,
+        by: Option<Instant>,
         wait: &mut dyn Wait,
         waiting: &mut dyn FnMut(Option<&Holder>),
     ) -> Result<Acquired, StoreError> {
@@ -326,7 +329,8 @@ impl LockBackend for FileLock {
                     let believe_at = if holder.is_some() {
                         Instant::now()
                     } else {
-                        deadline_after(UNCLAIMED)
+                        let grace = deadline_after(UNCLAIMED);
+                        by.map_or(grace, |by| by.min(grace))
                     };
                     if !patience.is_zero() && !told {
                         told = true;
@@ -364,7 +368,7 @@ impl LockBackend for FileLock {
         )))
     }
 
-    fn release(&self) {
+    fn release(&self, _wait: &mut dyn Wait, _by: Option<Instant>) -> Option<i32> {
         let held = self
             .held
             .lock()
@@ -376,6 +380,7 @@ impl LockBackend for FileLock {
             let _ = file.set_len(0);
             let _ = file.state_unlock();
         }
+        None
     }
 
     fn lost(&self) -> Option<String> {
@@ -395,18 +400,15 @@ impl LockBackend for FileLock {
                 corrupt: None,
             });
         };
-        // The kernel's table where it tells; else a shared lock for an
-        // instant (a run that meets it waits, see `UNCLAIMED`).
-        let held = match files::flock_held(&file).map_err(|e| failed(&path, &e))? {
-            Some(held) => held,
-            None => match file.try_state_lock_shared() {
-                Ok(()) => {
-                    let _ = file.state_unlock();
-                    false
-                }
-                Err(TryLockError::WouldBlock) => true,
-                Err(TryLockError::Error(e)) => return Err(failed(&path, &e)),
-            },
+        // A shared lock for an instant, which a held lock refuses: a run
+        // that meets it waits it out (see `UNCLAIMED`).
+        let held = match file.try_state_lock_shared() {
+            Ok(()) => {
+                let _ = file.state_unlock();
+                false
+            }
+            Err(TryLockError::WouldBlock) => true,
+            Err(TryLockError::Error(e)) => return Err(failed(&path, &e)),
         };
         Ok(LockState {
             held,

@@ -294,7 +294,8 @@ pub trait LockBackend: Backend {
     /// Takes the lock for the run `me`, waiting in turn at most
     /// `patience` while another run holds it (told to `waiting` once, when
     /// the wait starts, with the holder's record if it can be read) or
-    /// while the store does not answer.
+    /// while the store does not answer, and by `by` (`--max-time`) at the
+    /// latest.
     ///
     /// # Errors
     ///
@@ -304,11 +305,14 @@ pub trait LockBackend: Backend {
         &self,
         me: &Holder,
         patience: Duration,
+        by: Option<Instant>,
         wait: &mut dyn Wait,
         waiting: &mut dyn FnMut(Option<&Holder>),
     ) -> Result<Acquired, StoreError>;
-    /// Lets go of the lock this run holds, if it holds one.
-    fn release(&self);
+    /// Lets go of the lock this run holds, if it holds one, by `by` at the
+    /// latest; the terminating signal that cut that short, if one did (a
+    /// lease not let go runs out at the end of its term).
+    fn release(&self, wait: &mut dyn Wait, by: Option<Instant>) -> Option<i32>;
     /// Why this run's hold on the lock was lost, if it was (a lease that
     /// could not be renewed in time, a lock file removed).
     fn lost(&self) -> Option<String>;
@@ -877,6 +881,7 @@ impl crate::run::RunLock for Shared<Locks> {
         &self,
         run_id: &str,
         patience: Duration,
+        by: Option<Instant>,
         wait: &mut dyn Wait,
         waiting: &mut dyn FnMut(Option<&Holder>),
     ) -> Result<LockNews, i32> {
@@ -893,9 +898,9 @@ impl crate::run::RunLock for Shared<Locks> {
             waited = true;
             waiting(holder);
         };
-        let acquired = self.backend.acquire(&me, patience, wait, &mut told);
+        let acquired = self.backend.acquire(&me, patience, by, wait, &mut told);
         // How long the run waited, if it waited at all.
-        let waited = (waited || !patience.is_zero()).then(|| started.elapsed());
+        let waited = waited.then(|| started.elapsed());
         match acquired {
             Ok(Acquired::Held { token, settle }) => Ok(LockNews::Held {
                 token,
@@ -915,8 +920,8 @@ impl crate::run::RunLock for Shared<Locks> {
         }
     }
 
-    fn release(&self) {
-        self.backend.release();
+    fn release(&self, wait: &mut dyn Wait, by: Option<Instant>) -> Option<i32> {
+        self.backend.release(wait, by)
     }
 
     fn lost(&self) -> Option<String> {

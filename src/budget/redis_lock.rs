@@ -15,8 +15,12 @@
 //!   and by `backoff lock reset`: the command gets it as
 //!   `BACKOFF_LOCK_TOKEN`, so that what the job writes can refuse a holder
 //!   whose lease was lost (its token is lower than the latest);
-//! - `settle`: when a run that took a lock the store had no trace of may
-//!   start (see below).
+//! - `settle`: when the next holder may start its command: after a term
+//!   for a lock the store had no trace of (see below), and after the end
+//!   of a lease that `backoff lock reset --force` removed (its holder runs
+//!   on until its next renewal, or the end of its term). Kept when a
+//!   lease is let go, so that a run that ends before its wait is over
+//!   leaves the wait to the next.
 //!
 //! The key never expires, since it holds the fencing token: a lock costs
 //! the store one small hash for good. A lease is renewed every third of
@@ -51,6 +55,7 @@ use crate::budget::{
 use crate::duration::human;
 use crate::fleet::lock::{Forgotten, Holder, Lease, MAX_RECORD, Settle};
 use crate::run::{Wait, Waited};
+use crate::sys::since_boot;
 
 /// The namespace of lock keys in Redis.
 pub const REDIS_LOCK_PREFIX: &str = "backoff:lock:";
@@ -133,8 +138,11 @@ if op == 'acquire' then
   end
   -- No fencing token: the store has no trace of the lock (its first use,
   -- or its data lost), and a holder it forgot may still run for a term.
-  local wait = 0
-  if fence == nil then wait = tonumber(ARGV[3]) end
+  -- A settling time still ahead (a run that took such a lock and ended
+  -- before its wait was over; a lease that a reset removed) is waited
+  -- out too.
+  local wait = math.max(settle - now, 0)
+  if fence == nil then wait = math.max(wait, tonumber(ARGV[3])) end
   fence = math.max((fence or 0) + 1, now_us)
   redis.call('HSET', KEYS[1], 'token', ARGV[2], 'record', ARGV[4], 'expires', n(ends),
     'fence', n(fence), 'settle', n(now + wait))
@@ -157,7 +165,7 @@ elseif op == 'renew' then
   return answer('lost', record, expires, how)
 elseif op == 'release' then
   if holder == ARGV[2] then
-    redis.call('HDEL', KEYS[1], 'token', 'record', 'expires', 'settle')
+    redis.call('HDEL', KEYS[1], 'token', 'record', 'expires')
     return answer('released', '', 0)
   end
   return answer('not_owner', record, expires)
@@ -170,8 +178,11 @@ elseif op == 'reset' then
   if live and ARGV[5] ~= 'force' then
     return answer('held', record, expires)
   end
-  redis.call('HDEL', KEYS[1], 'token', 'record', 'expires', 'settle')
+  redis.call('HDEL', KEYS[1], 'token', 'record', 'expires')
   if live then
+    -- Its holder runs on until its next renewal, or until the end of its
+    -- term if it cannot reach the store: the next run waits until then.
+    redis.call('HSET', KEYS[1], 'settle', n(math.max(settle, expires)))
     return answer('removed', record, expires)
   end
   return answer('cleared', record, expires)
@@ -259,6 +270,9 @@ const GIVE_BACK: Duration = Duration::from_secs(2);
 /// longer.
 const AFTER_SIGNAL: Duration = Duration::from_millis(250);
 
+/// How often the thread that renews a lease looks at the time, at least.
+const LOOK: Duration = Duration::from_secs(1);
+
 impl RedisLock {
     /// The lock `key` at `url`, a lease of `lease`; each call waits at most
     /// `timeout`. Checks the URL only.
@@ -305,13 +319,13 @@ impl RedisLock {
         })
     }
 
-    /// Starts renewing the lease `token`, taken at `since` (a local instant
-    /// by which the server had started it).
+    /// Starts renewing the lease `token`, taken at `since` (a reading of
+    /// `since_boot` by which the server had started it).
     ///
     /// # Errors
     ///
     /// When the thread that renews it cannot be started.
-    fn renew_from(&self, token: &str, since: Instant) -> std::io::Result<Held> {
+    fn renew_from(&self, token: &str, since: Duration) -> std::io::Result<Held> {
         let (stop, stopped) = mpsc::channel::<()>();
         let renewal = Renewal {
             url: self.url.clone(),
@@ -368,7 +382,7 @@ fn args(op: &str, token: &str, ttl: Duration, record: &str, force: bool) -> Vec<
 fn lost_how(note: &str) -> String {
     match note {
         "expired" => "its lease had expired before it was renewed".to_owned(),
-        "taken" => "another run holds the lock now: this run's lease had run out, or the store had lost it".to_owned(),
+        "taken" => "another run holds the lock now: this run's lease ran out, was removed (backoff lock reset --force), or was lost with the store's data".to_owned(),
         "forgotten" => "the store has no trace of its lease any more (it lost its data: a restart without persistence, FLUSHALL, a failover)".to_owned(),
         _ => "its lease was removed (backoff lock reset --force)".to_owned(),
     }
@@ -388,31 +402,33 @@ impl Renewal {
     /// the server says is gone is lost at once; one that could not be
     /// renewed is lost when the holder must start ending its attempt so
     /// that the attempt is gone before the lease can run out
-    /// (`Lease::end_from`).
-    fn run(self, stop: &mpsc::Receiver<()>, taken: Instant) {
+    /// (`Lease::end_from`). Times are read on a clock that counts time
+    /// asleep, which the server's counts too, and looked at every second
+    /// at least, so that a host that wakes from a sleep longer than the
+    /// lease ends its attempt within a second.
+    fn run(self, stop: &mpsc::Receiver<()>, taken: Duration) {
         let script = Lua::decision(LOCK_SCRIPT);
         let server = Server::open(&self.url).ok();
-        // The lease surely lasts until this instant: its term from the
-        // moment the call that began it was sent.
-        let mut until = taken + self.lease.ttl;
+        // The lease surely lasts until then: its term from the moment the
+        // call that began it was sent.
+        let mut until = taken.saturating_add(self.lease.ttl);
         let every = self.lease.every();
-        let mut next = taken + every;
+        let mut next = taken.saturating_add(every);
         let why = loop {
             let end = self.lease.end_from(until);
-            let now = Instant::now();
+            let now = since_boot();
             if now >= end {
                 break format!(
                     "it could not be renewed: the store did not answer for {}, and the attempt must be gone before the lease can run out",
-                    human(now.saturating_duration_since(
-                        until.checked_sub(self.lease.ttl).unwrap_or(now)
-                    ))
+                    human(now.saturating_sub(until.saturating_sub(self.lease.ttl)))
                 );
             }
-            match stop.recv_timeout(next.min(end).saturating_duration_since(now)) {
+            let sleep = next.min(end).saturating_sub(now).min(LOOK);
+            match stop.recv_timeout(sleep) {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 _ => return,
             }
-            let asked = Instant::now();
+            let asked = since_boot();
             if asked >= end || asked < next {
                 continue;
             }
@@ -421,18 +437,20 @@ impl Renewal {
                     &script,
                     &self.key,
                     args("renew", &self.token, self.lease.ttl, "", false),
-                    end.saturating_duration_since(asked).min(every),
+                    end.saturating_sub(asked).min(every),
                     &mut Unwatched,
                 )
             });
             match answer.and_then(Result::ok).as_deref().and_then(reply) {
                 Some(r) if r.status == "renewed" => {
-                    until = asked + self.lease.ttl;
-                    next = asked + every;
+                    until = asked.saturating_add(self.lease.ttl);
+                    next = asked.saturating_add(every);
                 }
                 Some(r) if r.status == "lost" => break lost_how(&r.note),
                 // Not answered: tried again soon, while there is time.
-                _ => next = Instant::now() + (every / 6).max(Duration::from_millis(100)),
+                _ => {
+                    next = since_boot().saturating_add((every / 6).max(Duration::from_millis(100)));
+                }
             }
         };
         // A run that let go meanwhile stopped the renewals: no loss.
@@ -457,6 +475,7 @@ impl LockBackend for RedisLock {
         &self,
         me: &Holder,
         patience: Duration,
+        by: Option<Instant>,
         wait: &mut dyn Wait,
         waiting: &mut dyn FnMut(Option<&Holder>),
     ) -> Result<Acquired, StoreError> {
@@ -477,9 +496,22 @@ impl LockBackend for RedisLock {
         let mut told = false;
         // Whether the last call may have been granted unheard of.
         let mut unheard;
+        // Each call ends by the run's deadline too; so does the giving back
+        // of a lease granted unheard of, but for one short try.
+        let until_by = || by.map(|by| by.saturating_duration_since(Instant::now()));
+        let give_back_for = |most: Duration| {
+            let short = AFTER_SIGNAL.min(self.timeout);
+            until_by().map_or(most, |left| most.min(left).max(short))
+        };
         loop {
-            let asked = Instant::now();
-            let answered = self.call("acquire", &token, record, false, self.timeout, wait);
+            let timeout = until_by().map_or(self.timeout, |left| self.timeout.min(left));
+            if timeout.is_zero() {
+                return Err(StoreError::Failed(
+                    "--max-time passed before the store answered".into(),
+                ));
+            }
+            let asked = since_boot();
+            let answered = self.call("acquire", &token, record, false, timeout, wait);
             let busy = match answered {
                 Ok(r) if r.status == "held" => {
                     // A lease nothing renews would be lost mid-run: it is
@@ -530,7 +562,11 @@ impl LockBackend for RedisLock {
                 Err((e, sent)) => {
                     if left().is_zero() {
                         if sent {
-                            self.give_back(&token, wait, GIVE_BACK.max(self.timeout));
+                            self.give_back(
+                                &token,
+                                wait,
+                                give_back_for(GIVE_BACK.max(self.timeout)),
+                            );
                         }
                         return Err(e);
                     }
@@ -549,21 +585,22 @@ impl LockBackend for RedisLock {
         }
     }
 
-    fn release(&self) {
-        let Some(held) = self.held.borrow_mut().take() else {
-            return;
-        };
+    fn release(&self, wait: &mut dyn Wait, by: Option<Instant>) -> Option<i32> {
+        let held = self.held.borrow_mut().take()?;
         drop(held.stop);
         // Compare and delete: a lease lost meanwhile, now another run's, is
-        // left alone. A store that does not answer lets the lease run out.
-        let _ = self.call(
-            "release",
-            &held.token,
-            "",
-            false,
-            self.timeout,
-            &mut Unwatched,
-        );
+        // left alone. A store that does not answer, or a signal, lets the
+        // lease run out.
+        let short = AFTER_SIGNAL.min(self.timeout);
+        let timeout = by.map_or(self.timeout, |by| {
+            self.timeout
+                .min(by.saturating_duration_since(Instant::now()))
+                .max(short)
+        });
+        match self.call("release", &held.token, "", false, timeout, wait) {
+            Err((StoreError::Interrupted(sig), _)) => Some(sig),
+            _ => None,
+        }
     }
 
     fn lost(&self) -> Option<String> {

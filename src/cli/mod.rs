@@ -836,7 +836,7 @@ pub enum LockCommand {
         /// Remove the lock even though a run holds it: the holder ends its
         /// attempt and gives up (lock_lost) when it sees it gone, within a
         /// second for a file and at its next renewal for a lease in Redis;
-        /// the next run takes the lock.
+        /// the next run takes the lock once that holder has ended.
         #[arg(long)]
         force: bool,
         #[command(flatten)]

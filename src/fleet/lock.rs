@@ -19,7 +19,7 @@
 //! `--lock-ttl` leaves no time for that. The fencing tokens of a lease
 //! follow `next_fence`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The longest record read or written.
 pub const MAX_RECORD: usize = 512;
@@ -171,12 +171,11 @@ impl Lease {
     }
 
     /// When a holder whose lease surely lasts `until` starts ending its
-    /// attempt, if it has not renewed it by then (at once when that is
-    /// past or cannot be told).
-    pub fn end_from(self, until: Instant) -> Instant {
-        until
-            .checked_sub(self.margin().saturating_add(self.kill_after))
-            .unwrap_or(until)
+    /// attempt, if it has not renewed it by then: both readings of one
+    /// clock that counts time asleep (`sys::since_boot`), since the
+    /// server's time runs on while the host sleeps.
+    pub fn end_from(self, until: Duration) -> Duration {
+        until.saturating_sub(self.margin().saturating_add(self.kill_after))
     }
 
     /// The shortest `--lock-ttl`, in whole seconds, for `kill_after`: after
@@ -299,13 +298,14 @@ mod tests {
         };
         assert_eq!(lease.every(), Duration::from_secs(10));
         assert_eq!(lease.margin(), Duration::from_millis(500));
-        let t0 = Instant::now();
+        let t0 = Duration::from_secs(1000);
         let until = t0 + lease.ttl;
         // SIGTERM at 24.5 s, SIGKILL at 29.5 s: gone before 30 s.
         assert_eq!(lease.end_from(until), t0 + Duration::from_millis(24_500));
         assert!(lease.end_from(until) + lease.kill_after < until);
         // A missed renewal at 10 s leaves 14.5 s to try again.
-        assert!(lease.end_from(until) - (t0 + lease.every()) >= lease.ttl / 3);
+        assert!(lease.end_from(until).saturating_sub(t0 + lease.every()) >= lease.ttl / 3);
+        assert_eq!(lease.end_from(Duration::from_secs(1)), Duration::ZERO);
     }
 
     #[test]
@@ -329,7 +329,7 @@ mod tests {
             let lease = Lease { ttl, kill_after };
             assert!(lease.is_long_enough());
             // Half a term after a missed renewal is left to try again.
-            let t0 = Instant::now();
+            let t0 = Duration::from_secs(1000);
             let missed = t0 + lease.every();
             assert!(
                 lease.end_from(t0 + ttl) >= missed + ttl / 6,

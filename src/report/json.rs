@@ -183,10 +183,16 @@ fn give_up_json(event: &Event<'_>) -> Value {
             reason,
             short_of,
         } => {
+            // A lock lost before any attempt has no outcome to tell.
+            let outcome = if attempts == 0 && reason == Ending::LockLost {
+                Value::Null
+            } else {
+                outcome_json(outcome)
+            };
             let mut v = json!({
                 "event": "give_up",
                 "attempts": attempts,
-                "outcome": outcome_json(outcome),
+                "outcome": outcome,
                 "reason": reason.name(),
                 "total_seconds": total.as_secs_f64(),
             });
@@ -490,6 +496,7 @@ pub fn event_json(event: &Event<'_>, verbose: bool) -> Value {
             elapsed,
             bounded,
             error,
+            lock_lost,
             ..
         } => json!({
             "event": "hook",
@@ -502,6 +509,7 @@ pub fn event_json(event: &Event<'_>, verbose: bool) -> Value {
             "duration_seconds": elapsed.as_secs_f64(),
             "error": error,
             "bounded_by_max_time": bounded,
+            "lock_lost": lock_lost,
         }),
         Event::Undelivered { bytes } => json!({"event": "undelivered", "bytes": bytes}),
         Event::OutputLost { why } => json!({"event": "output_lost", "error": why}),

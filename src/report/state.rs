@@ -254,7 +254,7 @@ pub fn lock_reset(key: &str, store: &str, state: &crate::fleet::lock::LockState)
             "lock '{key}' was corrupt (the lock key {why}): it is removed, and the next run to take the lock first waits as after a loss of the store's data"
         ),
         (holder, true, None) => format!(
-            "lock '{key}' removed although held{}: the holder ends its attempt and gives up (lock_lost) once it sees it gone, within a second for a file and at its next renewal for a lease in Redis; the next run takes the lock",
+            "lock '{key}' removed although held{}: the holder ends its attempt and gives up (lock_lost) once it sees it gone, within a second for a file and at its next renewal for a lease in Redis; the next run takes the lock once that holder has ended (for a lease, once the lease removed would have run out)",
             holder
                 .as_ref()
                 .map(|h| format!(" by {}", super::text::holder_text(h)))

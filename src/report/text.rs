@@ -458,6 +458,17 @@ fn end_text(event: &Event<'_>, verbose: bool) -> Option<String> {
             plural(attempts, "attempt"),
             human(total)
         ),
+        // Lost before any attempt (during --on-start, or the wait after
+        // a lock the store had no trace of): no outcome to tell.
+        Event::GaveUp {
+            attempts: 0,
+            total,
+            reason: Ending::LockLost,
+            ..
+        } => format!(
+            "giving up after 0 attempts in {}: the lock was lost",
+            human(total)
+        ),
         Event::GaveUp {
             attempts,
             total,
@@ -579,7 +590,7 @@ fn lock_text(key: &str, news: &LockNews, verbose: bool) -> Option<String> {
             }
         }
         LockNews::Lost { why, .. } => {
-            format!("lock '{key}' was lost: {why}; the attempt is ended and the run gives up")
+            format!("lock '{key}' was lost: {why}; the run gives up")
         }
         _ => return None,
     })
@@ -649,6 +660,7 @@ fn hook_text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
         limit,
         bounded,
         error,
+        lock_lost,
     } = *event
     else {
         return None;
@@ -656,6 +668,10 @@ fn hook_text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
     let hook = kind.flag();
     Some(match (outcome, error) {
         (_, Some(why)) => format!("cannot run the {hook} hook: {why}"),
+        (Some(Outcome::TimedOut(..)), _) if lock_lost => format!(
+            "{hook} hook was ended after {}: the run lost its lock",
+            human(elapsed)
+        ),
         (Some(Outcome::Exited(0)), _) if verbosity >= Verbosity::Verbose => {
             format!("{hook} hook exited 0 after {}", human(elapsed))
         }

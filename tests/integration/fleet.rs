@@ -100,6 +100,11 @@ impl Redis {
     pub fn freeze(&self) {
         send(i32::try_from(self.child.id()).unwrap(), libc::SIGSTOP);
     }
+
+    /// Lets a frozen server go on.
+    pub fn thaw(&self) {
+        send(i32::try_from(self.child.id()).unwrap(), libc::SIGCONT);
+    }
 }
 
 impl Drop for Redis {

@@ -361,7 +361,14 @@ fn a_store_that_is_down_runs_nothing_and_says_so_whatever_the_output_mode() {
     assert!(pings[0].starts_with("POST /job/75?rid="), "{pings:?}");
     assert!(
         pings[0].contains("reason lock_unavailable, exit status 75")
-            && pings[0].contains("lock 'job' unavailable (Connection refused"),
+            && pings[0].contains("lock 'job' store redis://")
+            && pings[0].contains("unavailable (Connection refused"),
+        "{pings:?}"
+    );
+    // Told once, not twice.
+    assert_eq!(
+        pings[0].matches("Connection refused").count(),
+        1,
         "{pings:?}"
     );
     let r = report_at(&report);
@@ -712,6 +719,8 @@ fn a_lease_granted_to_a_request_whose_reply_was_lost_is_given_back() {
     let redis = Redis::start(None);
     let proxy = Proxy::start(redis.port());
     let ledger = Ledger::new("lock-lost-reply");
+    // A lock the store knows: no run waits a term first.
+    redis_cli(&redis, &["hset", "backoff:lock:job", "fence", "41"]);
     // The server knows the lock's script (a look loads it), so that the
     // request whose reply is cut is the one that grants the lease.
     backoff(["lock", "show", "job", "--budget-store", &proxy.url()])
@@ -1026,4 +1035,195 @@ fn a_protection_that_is_off_is_said_past_the_kept_output_and_with_q() {
             && text.contains("; retrying under the local policy"),
         "{text}"
     );
+}
+
+#[test]
+fn a_run_that_ends_during_its_wait_after_a_loss_of_data_leaves_the_rest_of_it_to_the_next() {
+    let redis = Redis::start(None);
+    let ledger = Ledger::new("lock-settle-kept");
+    let args = [
+        "--budget-store",
+        &redis.url(),
+        "--lock-ttl",
+        "3s",
+        "--kill-after",
+        "0.5s",
+        "--budget-store-timeout",
+        "5s",
+    ];
+    redis_cli(&redis, &["hset", "backoff:lock:job", "fence", "41"]);
+    let holder = run(&ledger, &args, None);
+    eventually("the holder holds the lock", || ledger.entered() == 1);
+    redis_cli(&redis, &["flushall"]);
+    // A run takes the lock the store forgot, and is told to wait a term;
+    // a signal ends it during that wait.
+    let mut first = Running::start({
+        let mut c = command(["--lock", "job"]);
+        c.args(args).arg("--").args(ledger.command(Some(0.05)));
+        c
+    });
+    first.wait_for("the store had no trace of it");
+    first.signal(libc::SIGINT);
+    first.dies_by_within_a_second(libc::SIGINT);
+    // The next run waits the rest of that term: by then the holder the
+    // store forgot has seen the loss and ended.
+    let next = run(
+        &ledger,
+        &[&args[..], &["--lock-wait", "30s"]].concat(),
+        Some(0.05),
+    );
+    let out = output_within(holder);
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    let out = output_within(next);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let held = ledger.check(Duration::ZERO);
+    assert_eq!(held.len(), 2);
+}
+
+#[test]
+fn a_lease_reset_with_force_is_taken_again_only_once_its_holder_has_ended() {
+    let redis = Redis::start(None);
+    let url = redis.url();
+    let ledger = Ledger::new("lock-lease-force");
+    redis_cli(&redis, &["hset", "backoff:lock:job", "fence", "41"]);
+    let args = [
+        "--budget-store",
+        &url,
+        "--lock-ttl",
+        "3s",
+        "--kill-after",
+        "0.5s",
+        "--budget-store-timeout",
+        "5s",
+    ];
+    let holder = run(&ledger, &args, None);
+    eventually("the holder holds the lock", || ledger.entered() == 1);
+    backoff(["lock", "reset", "job", "--force", "--budget-store", &url])
+        .args(LIVE)
+        .assert()
+        .success();
+    let next = run(
+        &ledger,
+        &[&args[..], &["--lock-wait", "30s"]].concat(),
+        Some(0.05),
+    );
+    let out = output_within(holder);
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    // Told by its next renewal: removed, or already taken by the run
+    // that waits out the lease removed.
+    assert!(
+        stderr(&out).contains("was removed (backoff lock reset --force)"),
+        "{}",
+        stderr(&out)
+    );
+    let out = output_within(next);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    ledger.check(Duration::ZERO);
+}
+
+#[test]
+fn a_hook_that_runs_under_a_lock_that_is_lost_is_ended_with_the_run() {
+    let ledger = Ledger::new("lock-hook");
+    let store = ledger.dir.join("state");
+    let store = store.to_str().unwrap();
+    // The hook holds the lock's work: it writes to the ledger as a
+    // command would.
+    let hook = ledger.command(None)[2].clone();
+    let mut holder = Running::start(command([
+        "--lock",
+        "job",
+        "--budget-dir",
+        store,
+        "--kill-after",
+        "1s",
+        "--on-start",
+        &hook,
+        "--",
+        "true",
+    ]));
+    eventually("the hook holds the lock", || ledger.entered() == 1);
+    std::fs::remove_file(format!("{store}/job.lock")).unwrap();
+    let next = run(
+        &ledger,
+        &["--budget-dir", store, "--lock-wait", "30s"],
+        Some(0.05),
+    );
+    holder.wait_for("--on-start hook was ended after");
+    holder.wait_for("giving up after 0 attempts in");
+    let (status, _) = holder.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(75));
+    assert!(
+        holder
+            .stderr()
+            .iter()
+            .any(|l| l.ends_with(": the lock was lost")),
+        "{:?}",
+        holder.stderr()
+    );
+    let out = output_within(next);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    ledger.check(Duration::from_secs(1));
+}
+
+#[test]
+fn a_frozen_store_holds_the_run_no_longer_than_max_time_nor_past_a_signal() {
+    let redis = Redis::start(None);
+    let url = redis.url();
+    redis_cli(&redis, &["hset", "backoff:lock:job", "fence", "41"]);
+    // Asking a store that answers nothing ends by --max-time, not by a
+    // longer --budget-store-timeout.
+    let mut cmd = command([
+        "--lock",
+        "job",
+        "--budget-store",
+        &url,
+        "--budget-store-timeout",
+        "30s",
+        "--max-time",
+        "1s",
+        "--",
+        "echo",
+        "ran",
+    ]);
+    redis.freeze();
+    let started = Instant::now();
+    let out = output_for(
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(15),
+    );
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    redis.thaw();
+    // Letting go of the lock at the end, when the store stops answering,
+    // is cut short by a signal: backoff dies by it.
+    let ledger = Ledger::new("lock-release-cut");
+    let mut holder = Running::start({
+        let mut c = command([
+            "--lock",
+            "job",
+            "--budget-store",
+            &url,
+            "--budget-store-timeout",
+            "30s",
+            "-v",
+            "--",
+        ]);
+        c.args(ledger.command(None));
+        c
+    });
+    eventually("the run holds the lock", || ledger.entered() == 1);
+    redis.freeze();
+    ledger.release();
+    holder.wait_for("attempt 1/7 succeeded");
+    holder.signal(libc::SIGTERM);
+    holder.dies_by_within_a_second(libc::SIGTERM);
+    redis.thaw();
 }

@@ -400,8 +400,15 @@ impl Executor for RealExecutor {
         self.options.foreground = false;
         self.options.idle_timeout = None;
         self.options.kill_after = hook.grace;
-        // A hook that closes a run which lost its lock runs to its end.
-        let mut waited = self.wait(&child, Vec::new(), Some(hook.limit), hook.grace, false);
+        // A hook that runs under the lock ends when it is lost; one that
+        // closes a run which lost it runs to its end.
+        let mut waited = self.wait(
+            &child,
+            Vec::new(),
+            Some(hook.limit),
+            hook.grace,
+            hook.leased,
+        );
         let pgid = child.id();
         // Nothing of a hook outlives it (`sleep 300 &` would run beside the
         // next attempt, and past backoff's end): its shell is not reaped

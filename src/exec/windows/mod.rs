@@ -526,13 +526,14 @@ impl Executor for RealExecutor {
         // A hook is waited for as an attempt is, with no output to watch
         // and its own limits.
         let own = self.options.idle_timeout.take();
-        // A hook that closes a run which lost its lock runs to its end.
+        // A hook that runs under the lock ends when it is lost; one that
+        // closes a run which lost it runs to its end.
         let waited = self.wait(
             &mut child,
             &job,
             (Some(hook.limit), hook.grace),
             None,
-            false,
+            hook.leased,
         );
         self.options.idle_timeout = own;
         // Nothing of a hook outlives it: its job ends with it.

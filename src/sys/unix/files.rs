@@ -98,76 +98,6 @@ pub fn names(path: &Path, file: &File) -> io::Result<Option<bool>> {
     }
 }
 
-/// Whether another open file holds the exclusive flock(2) of `file`, as
-/// the kernel's table of locks (`/proc/locks`, Linux) tells without
-/// taking a lock, which would keep out a run that tries the lock at that
-/// instant; `None` where the table cannot tell (another system, no
-/// `/proc`, a file system whose device the table names otherwise than
-/// stat(2)).
-///
-/// # Errors
-///
-/// When the file cannot be looked at.
-pub fn flock_held(file: &File) -> io::Result<Option<bool>> {
-    // A table of many locks is read within bounds; past them it cannot
-    // tell.
-    const MOST: u64 = 8 << 20;
-    let (dev, ino) = file_id(file)?;
-    if !cfg!(target_os = "linux") {
-        return Ok(None);
-    }
-    let Ok(table) = super::fd::read_regular(Path::new("/proc/locks"), MOST + 1) else {
-        return Ok(None);
-    };
-    if table.len() as u64 > MOST {
-        return Ok(None);
-    }
-    Ok(flock_in_table(&table, dev, ino))
-}
-
-/// Whether the lock table `table` (as `/proc/locks` writes it) holds an
-/// exclusive flock of the file `ino` of the device `dev` (as stat(2) gives
-/// it); `None` when it names that inode on another device only (a file
-/// system, such as btrfs, whose device stat(2) tells otherwise).
-fn flock_in_table(table: &[u8], dev: u64, ino: u64) -> Option<bool> {
-    // Linux's encoding of a device number (glibc's gnu_dev_major and
-    // gnu_dev_minor).
-    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
-    let mut elsewhere = false;
-    for line in table.split(|&b| b == b'\n') {
-        let Ok(line) = std::str::from_utf8(line) else {
-            continue;
-        };
-        // `1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF`; a waiter's
-        // line has `->` after the number.
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let [_, "FLOCK", _, "WRITE", _, id, ..] = words[..] else {
-            continue;
-        };
-        let mut parts = id.split(':');
-        let (Some(ma), Some(mi), Some(i), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        let (Ok(ma), Ok(mi), Ok(i)) = (
-            u64::from_str_radix(ma, 16),
-            u64::from_str_radix(mi, 16),
-            i.parse::<u64>(),
-        ) else {
-            continue;
-        };
-        if i == ino {
-            if (ma, mi) == (major, minor) {
-                return Some(true);
-            }
-            elsewhere = true;
-        }
-    }
-    if elsewhere { None } else { Some(false) }
-}
-
 /// Whether an open without following (`no_follow`, `fd::open_in`) met a
 /// symbolic link.
 pub fn met_link(e: &io::Error) -> bool {
@@ -253,47 +183,5 @@ impl StateLock for File {
 
     fn state_unlock(&self) -> io::Result<()> {
         self.unlock()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_lock_table_tells_an_exclusive_flock_of_the_file_and_nothing_else() {
-        // st_dev 0x801 (device 8:1).
-        let table = b"1: POSIX  ADVISORY  WRITE 10 08:01:77 0 EOF\n\
-2: FLOCK  ADVISORY  READ  11 08:01:77 0 EOF\n\
-3: FLOCK  ADVISORY  WRITE 12 08:02:77 0 EOF\n\
-3: -> FLOCK  ADVISORY  WRITE 13 08:01:77 0 EOF\n";
-        // A shared lock, a waiter, a POSIX lock: not the exclusive flock.
-        // The same inode on another device only: the table cannot tell.
-        assert_eq!(flock_in_table(table, 0x801, 77), None);
-        assert_eq!(flock_in_table(table, 0x801, 78), Some(false));
-        let held = b"7: FLOCK  ADVISORY  WRITE 4242 08:01:77 0 EOF\n";
-        assert_eq!(flock_in_table(held, 0x801, 77), Some(true));
-        assert_eq!(flock_in_table(b"", 0x801, 77), Some(false));
-        assert_eq!(flock_in_table(b"garbage\xff\n1: FLOCK", 1, 1), Some(false));
-        // A large device number (major 259, minor 300).
-        let dev = (0x12c & 0xff) | (0x103 << 8) | ((0x12c & !0xff) << 12);
-        let nvme = b"1: FLOCK  ADVISORY  WRITE 1 103:12c:9 0 EOF\n";
-        assert_eq!(flock_in_table(nvme, dev, 9), Some(true));
-    }
-
-    #[test]
-    fn a_file_this_process_locks_is_held_in_the_table() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.lock");
-        let file = File::create(&path).unwrap();
-        let other = File::open(&path).unwrap();
-        if flock_held(&other).unwrap() == Some(false) {
-            file.lock().unwrap();
-            let told = flock_held(&other).unwrap();
-            // Where the table names the device as stat(2) does.
-            assert!(told.is_none() || told == Some(true), "{told:?}");
-            file.unlock().unwrap();
-            assert_eq!(flock_held(&other).unwrap(), Some(false));
-        }
     }
 }

@@ -30,6 +30,31 @@ pub fn signal_exit_code(sig: i32) -> i32 {
     128 + sig
 }
 
+/// The time since the system started, counting the time it spent asleep
+/// (suspended), which `std::time::Instant` does not count on Linux: a
+/// lease on a server runs while the host sleeps. `CLOCK_BOOTTIME` on
+/// Linux and Android; `CLOCK_MONOTONIC` elsewhere, which on macOS counts
+/// sleep too.
+pub fn since_boot() -> std::time::Duration {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let clock = libc::CLOCK_BOOTTIME;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let clock = libc::CLOCK_MONOTONIC;
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid place for the reading; the clock is one the
+    // system has.
+    if unsafe { libc::clock_gettime(clock, &raw mut t) } != 0 {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}
+
 /// The effective user id of backoff.
 pub fn effective_uid() -> u32 {
     rustix::process::geteuid().as_raw()

@@ -375,17 +375,6 @@ pub fn file_id(file: &File) -> io::Result<(u64, u64)> {
     ))
 }
 
-/// Whether another open file holds the exclusive lock of `file`, told
-/// without taking a lock: Windows has no table to read, so `None` (the
-/// caller tries a shared lock instead).
-///
-/// # Errors
-///
-/// Never.
-pub fn flock_held(_file: &File) -> io::Result<Option<bool>> {
-    Ok(None)
-}
-
 /// Whether `path` still names `file` (a symbolic link there is not
 /// followed); `None` when nothing is there.
 ///

@@ -22,6 +22,16 @@ const fn size_u32<T>() -> u32 {
     size_of::<T>() as u32
 }
 
+/// The time since the system started, counting the time it spent asleep
+/// or hibernated (`GetTickCount64`, in milliseconds): a lease on a server
+/// runs while the host sleeps.
+pub fn since_boot() -> std::time::Duration {
+    // SAFETY: no arguments; it only reads the tick count.
+    std::time::Duration::from_millis(unsafe {
+        windows_sys::Win32::System::SystemInformation::GetTickCount64()
+    })
+}
+
 /// The largest exit code a process can end with: a whole 32-bit `DWORD`.
 pub const MAX_EXIT_CODE: u32 = u32::MAX;
 
