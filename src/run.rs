@@ -556,9 +556,9 @@ fn settle_wait(
             .wait
             .min(t.saturating_sub(exec.now().saturating_duration_since(start)))
     });
-    let signal = pause(exec, report, left)?;
+    let end = exec.now() + left;
+    let signal = pause(exec, report, left, plan.lock)?;
     if settle.why == crate::fleet::lock::Forgotten::File {
-        let end = exec.now() + left;
         // Until then, or until the lock is lost (which ends every wait at
         // once).
         while let Some(rest) = end
@@ -630,19 +630,26 @@ fn splay(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) -> O
     let (offset, window) = plan.splay?;
     let delay = plan.max_time.map_or(offset, |t| offset.min(t));
     report.event(&Event::Splay { delay, window });
-    pause(exec, report, delay)
+    pause(exec, report, delay, None)
 }
 
 /// Waits `left`, counted down (see `Loop::pause`); returns the terminating
 /// signal that cut the wait short.
-fn pause(exec: &mut dyn Executor, report: &mut dyn Report, left: Duration) -> Option<i32> {
+fn pause(
+    exec: &mut dyn Executor,
+    report: &mut dyn Report,
+    left: Duration,
+    lock: Option<&dyn RunLock>,
+) -> Option<i32> {
     if left < COUNTDOWN_FROM || !report.counts_down() {
         return exec.pause(left);
     }
     let end = exec.now() + left;
     loop {
         let left = end.saturating_duration_since(exec.now());
-        if left.is_zero() {
+        // A lock lost ends the wait at once (the executor's waits all end
+        // then): the countdown is not drawn on.
+        if left.is_zero() || lock.is_some_and(|l| l.lost().is_some()) {
             return None;
         }
         report.event(&Event::Countdown { left });
@@ -758,7 +765,8 @@ impl Loop<'_, '_> {
     /// second are not counted down. Returns the terminating signal that cut
     /// the wait short.
     fn pause(&mut self, left: Duration) -> Option<i32> {
-        pause(self.exec, self.report, left)
+        let lock = self.plan.lock.filter(|_| self.plan.lock_held);
+        pause(self.exec, self.report, left, lock)
     }
 
     /// Runs the next attempt and decides what follows.

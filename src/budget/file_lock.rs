@@ -4,7 +4,7 @@
 //! run. The kernel releases it however backoff ends, SIGKILL included: no
 //! stale lock outlives its holder. The holder writes its record
 //! (`fleet::lock::Holder`) into the file for the runs it keeps out, and
-//! empties it when it lets go; a record it cannot write (a full disk) is
+//! writes `FREE` over it when it lets go; a record it cannot write (a full disk) is
 //! said once, and the lock is held all the same.
 //!
 //! A run that waits (`--lock-wait`) waits in the kernel's queue of the
@@ -23,9 +23,12 @@
 //! - the holder looks at its path every `WATCH`, and when it names another
 //!   file or none, the lock is lost: the run ends its attempt and gives up
 //!   (`LockBackend::lost`, `alarm`), as for a lease;
-//! - a run that made the file anew waits `SETTLE` before it starts, by
-//!   which time a holder of a removed file has seen it and started ending
-//!   its attempt.
+//! - a run that takes the lock of a file that no run has used yet (made
+//!   anew, by this run or another, or put in place of the old one) waits
+//!   `SETTLE` before it starts, by which time a holder of a removed or
+//!   replaced file has seen it and started ending its attempt. A file a
+//!   run has used holds a record, or `FREE` once it was let go: only a
+//!   file that holds neither is taken for new.
 //!
 //! Looking at a lock (`show`) takes a shared lock for an instant, which a
 //! held lock refuses (the kernel's own table of locks, `/proc/locks`,
@@ -55,9 +58,14 @@ use crate::sys::files::{self, StateLock};
 /// How often the holder looks at its lock file's path.
 pub const WATCH: Duration = Duration::from_millis(200);
 
-/// How long a run that made the lock file anew waits before it starts:
-/// twice `WATCH`, time for a holder of a removed file to look and be told.
+/// How long a run that takes the lock of a new file waits before it
+/// starts: twice `WATCH`, time for a holder of a removed or replaced file
+/// to look and be told.
 pub const SETTLE: Duration = Duration::from_millis(400);
+
+/// What a lock file holds once its holder let go (or a reset cleared it):
+/// no holder, but a file runs have used.
+const FREE: &str = "backoff-lock v1 free\n";
 
 /// How long a run that finds the lock taken, with no live holder named in
 /// the file, waits in the queue before it believes it.
@@ -131,23 +139,33 @@ impl FileLock {
         })
     }
 
-    /// Opens the lock file, making it where it is missing: the file, its
-    /// path, and whether this call made it.
-    fn open_file(&self) -> Result<(File, PathBuf, bool), StoreError> {
-        if let Some((file, path)) = self.file.open_file(Access::Rewrite)? {
-            return Ok((file, path, false));
+    /// Opens the lock file, making it where it is missing.
+    fn open_file(&self) -> Result<(File, PathBuf), StoreError> {
+        if let Some(opened) = self.file.open_file(Access::Rewrite)? {
+            return Ok(opened);
         }
-        match self.file.open_file(Access::Change)? {
-            Some((file, path)) => Ok((file, path, true)),
-            None => Err(StoreError::Failed("the lock file cannot be made".into())),
-        }
+        self.file
+            .open_file(Access::Change)?
+            .ok_or_else(|| StoreError::Failed("the lock file cannot be made".into()))
     }
 
     /// Writes this run's record into the file it now holds, keeps the file
     /// (and so the lock) until the run lets go, and starts watching its
     /// path. A record that cannot be written (a full disk) is said once:
     /// the lock is held all the same.
-    fn hold(&self, mut file: File, path: &Path, me: &Holder) -> Result<(), StoreError> {
+    ///
+    /// Returns whether a run had used the file before (it held a record,
+    /// or `FREE`).
+    fn hold(&self, mut file: File, path: &Path, me: &Holder) -> Result<bool, StoreError> {
+        let used = {
+            let mut text = Vec::with_capacity(MAX_RECORD);
+            let read = file.seek(SeekFrom::Start(0)).and_then(|_| {
+                (&mut file)
+                    .take(MAX_RECORD as u64 + 1)
+                    .read_to_end(&mut text)
+            });
+            read.is_ok() && (text == FREE.as_bytes() || Holder::parse(&text).is_some())
+        };
         let record = me.record();
         let write = |file: &mut File| -> io::Result<()> {
             file.seek(SeekFrom::Start(0))?;
@@ -165,7 +183,7 @@ impl FileLock {
         }
         let stop = self.watch(&file, path).map_err(|e| failed(path, &e))?;
         *self.held.lock().unwrap_or_else(PoisonError::into_inner) = Some((file, stop));
-        Ok(())
+        Ok(used)
     }
 
     /// Starts looking at `path` every `WATCH`: once it no longer names
@@ -198,6 +216,18 @@ impl FileLock {
                 ));
             })?;
         Ok(stop)
+    }
+}
+
+/// Writes `FREE` over what the lock file `file`, still locked, holds (or,
+/// when that cannot be written, leaves it empty).
+fn mark_free(file: &mut File) {
+    let written = file
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| file.write_all(FREE.as_bytes()))
+        .and_then(|()| file.set_len(FREE.len() as u64));
+    if written.is_err() {
+        let _ = file.set_len(0);
     }
 }
 
@@ -314,10 +344,8 @@ impl LockBackend for FileLock {
     ) -> Result<Acquired, StoreError> {
         let give_up = deadline_after(patience);
         let mut told = false;
-        let mut made = false;
         for _ in 0..AGAIN {
-            let (mut file, path, new) = self.open_file()?;
-            made |= new;
+            let (mut file, path) = self.open_file()?;
             let got = match file.try_state_lock() {
                 Ok(()) => true,
                 Err(TryLockError::Error(e)) => return Err(failed(&path, &e)),
@@ -352,8 +380,8 @@ impl LockBackend for FileLock {
                 let _ = file.state_unlock();
                 continue;
             }
-            self.hold(file, &path, me)?;
-            let settle = made.then_some(Settle {
+            let used = self.hold(file, &path, me)?;
+            let settle = (!used).then_some(Settle {
                 wait: SETTLE,
                 why: Forgotten::File,
             });
@@ -368,19 +396,19 @@ impl LockBackend for FileLock {
         )))
     }
 
-    fn release(&self, _wait: &mut dyn Wait, _by: Option<Instant>) -> Option<i32> {
+    fn release(&self, _wait: &mut dyn Wait, _by: Option<Instant>) -> Result<(), StoreError> {
         let held = self
             .held
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        if let Some((file, stop)) = held {
+        if let Some((mut file, stop)) = held {
             drop(stop);
             // The record goes first, while the lock is still held.
-            let _ = file.set_len(0);
+            mark_free(&mut file);
             let _ = file.state_unlock();
         }
-        None
+        Ok(())
     }
 
     fn lost(&self) -> Option<String> {
@@ -432,7 +460,7 @@ impl LockBackend for FileLock {
         match file.try_state_lock() {
             Ok(()) => {
                 // Free: what its last holder left is cleared.
-                let _ = file.set_len(0);
+                mark_free(&mut file);
                 let _ = file.state_unlock();
                 Ok(LockState { holder, ..nothing })
             }

@@ -310,9 +310,13 @@ pub trait LockBackend: Backend {
         waiting: &mut dyn FnMut(Option<&Holder>),
     ) -> Result<Acquired, StoreError>;
     /// Lets go of the lock this run holds, if it holds one, by `by` at the
-    /// latest; the terminating signal that cut that short, if one did (a
-    /// lease not let go runs out at the end of its term).
-    fn release(&self, wait: &mut dyn Wait, by: Option<Instant>) -> Option<i32>;
+    /// latest (a lease not let go runs out at the end of its term).
+    ///
+    /// # Errors
+    ///
+    /// When the store could not be told in time, or a signal cut that
+    /// short.
+    fn release(&self, wait: &mut dyn Wait, by: Option<Instant>) -> Result<(), StoreError>;
     /// Why this run's hold on the lock was lost, if it was (a lease that
     /// could not be renewed in time, a lock file removed).
     fn lost(&self) -> Option<String>;
@@ -921,7 +925,17 @@ impl crate::run::RunLock for Shared<Locks> {
     }
 
     fn release(&self, wait: &mut dyn Wait, by: Option<Instant>) -> Option<i32> {
-        self.backend.release(wait, by)
+        match self.backend.release(wait, by) {
+            Ok(()) => None,
+            Err(StoreError::Interrupted(sig)) => Some(sig),
+            Err(StoreError::Failed(why)) => {
+                self.warnings.warn(&format!(
+                    "{}: this run could not let go of it ({why}): it keeps other runs out until its lease runs out",
+                    Locks::subject(&self.key)
+                ));
+                None
+            }
+        }
     }
 
     fn lost(&self) -> Option<String> {

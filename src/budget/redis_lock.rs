@@ -131,7 +131,7 @@ if op == 'acquire' then
   if live and holder == ARGV[2] then
     -- This run's own lease, granted to a call whose answer was lost.
     redis.call('HSET', KEYS[1], 'expires', n(ends))
-    return {'held', record, n(ends), n(now), fence_text, n(math.max(settle - now, 0)), ''}
+    return {'held', record, n(ends), n(now), fence_text, n(math.max(settle - now, 0)), 'pending'}
   end
   if live then
     return answer('busy', record, expires)
@@ -141,13 +141,15 @@ if op == 'acquire' then
   -- A settling time still ahead (a run that took such a lock and ended
   -- before its wait was over; a lease that a reset removed) is waited
   -- out too.
-  local wait = math.max(settle - now, 0)
-  if fence == nil then wait = math.max(wait, tonumber(ARGV[3])) end
+  local wait, why = math.max(settle - now, 0), 'pending'
+  if fence == nil then
+    wait, why = math.max(wait, tonumber(ARGV[3])), 'forgotten'
+  end
   fence = math.max((fence or 0) + 1, now_us)
   redis.call('HSET', KEYS[1], 'token', ARGV[2], 'record', ARGV[4], 'expires', n(ends),
     'fence', n(fence), 'settle', n(now + wait))
   redis.call('PERSIST', KEYS[1])
-  return {'held', ARGV[4], n(ends), n(now), n(fence), n(wait), ''}
+  return {'held', ARGV[4], n(ends), n(now), n(fence), n(wait), why}
 elseif op == 'renew' then
   if live and holder == ARGV[2] then
     local ends = now + tonumber(ARGV[3])
@@ -345,24 +347,81 @@ impl RedisLock {
 
     /// Gives back the lease `token` (compare and delete), which a call whose
     /// answer was lost may have granted: tried again for `limit` while the
-    /// store does not answer, and given up at a signal.
-    fn give_back(&self, token: &str, wait: &mut dyn Wait, limit: Duration) {
+    /// store does not answer, and given up at a signal. Whether the store
+    /// answered (the lease is gone, or was never there).
+    fn give_back(&self, token: &str, wait: &mut dyn Wait, limit: Duration) -> bool {
         let until = Instant::now() + limit;
         loop {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return;
+                return false;
             }
             match self.call("release", token, "", false, self.timeout.min(left), wait) {
-                Ok(_) | Err((StoreError::Interrupted(_), _)) => return,
+                Ok(_) => return true,
+                Err((StoreError::Interrupted(_), _)) => return false,
                 Err((StoreError::Failed(_), _)) => {}
             }
             let pause =
                 Duration::from_millis(100).min(until.saturating_duration_since(Instant::now()));
             if let Waited::Signal(_) = wait.wait_ready(None, Instant::now() + pause) {
-                return;
+                return false;
             }
         }
+    }
+
+    /// Holds the lease `token` the store granted (`r`) to a call sent at
+    /// `asked`: renews it from now on. A lease nothing renews would be lost
+    /// mid-run: when the thread that renews it cannot start, it is given
+    /// back (within `limit`), and the lock is unavailable.
+    fn hold(
+        &self,
+        token: &str,
+        asked: Duration,
+        r: &Reply,
+        limit: Duration,
+    ) -> Result<Acquired, StoreError> {
+        let held = self.renew_from(token, asked).map_err(|e| {
+            let why = StoreError::Failed(format!(
+                "cannot start the thread that renews the lease: {e}"
+            ));
+            self.unavailable(why, token, &mut Unwatched, limit)
+        })?;
+        *self.held.borrow_mut() = Some(held);
+        let settle = (!r.settle.is_zero()).then_some(Settle {
+            wait: r.settle,
+            why: if r.note == "forgotten" {
+                Forgotten::Lease
+            } else {
+                Forgotten::Pending
+            },
+        });
+        Ok(Acquired::Held {
+            token: r.fence,
+            settle,
+        })
+    }
+
+    /// `why` the lock could not be had, with what became of a lease that a
+    /// call whose answer was lost may have granted: given back within
+    /// `limit`, or left to run out.
+    fn unavailable(
+        &self,
+        why: StoreError,
+        token: &str,
+        wait: &mut dyn Wait,
+        limit: Duration,
+    ) -> StoreError {
+        let StoreError::Failed(why) = why else {
+            return why;
+        };
+        StoreError::Failed(if self.give_back(token, wait, limit) {
+            format!("{why}; a lease it may have granted unheard of was given back")
+        } else {
+            format!(
+                "{why}; a lease it may have granted unheard of could not be given back, and keeps other runs out for {} at most (--lock-ttl)",
+                human(self.lease.ttl)
+            )
+        })
     }
 }
 
@@ -495,42 +554,33 @@ impl LockBackend for RedisLock {
         let mut bound = Duration::from_millis(50);
         let mut told = false;
         // Whether the last call may have been granted unheard of.
-        let mut unheard;
-        // Each call ends by the run's deadline too; so does the giving back
-        // of a lease granted unheard of, but for one short try.
+        let mut unheard = false;
+        // Each call ends by the run's deadline too; the giving back of a
+        // lease granted unheard of by the time backoff exits (the deadline
+        // plus --kill-after).
         let until_by = || by.map(|by| by.saturating_duration_since(Instant::now()));
+        let exit_by = by.and_then(|by| by.checked_add(self.lease.kill_after));
         let give_back_for = |most: Duration| {
-            let short = AFTER_SIGNAL.min(self.timeout);
-            until_by().map_or(most, |left| most.min(left).max(short))
+            exit_by.map_or(most, |e| {
+                most.min(e.saturating_duration_since(Instant::now()))
+            })
         };
         loop {
             let timeout = until_by().map_or(self.timeout, |left| self.timeout.min(left));
             if timeout.is_zero() {
-                return Err(StoreError::Failed(
-                    "--max-time passed before the store answered".into(),
-                ));
+                let why = StoreError::Failed("--max-time passed before the store answered".into());
+                return Err(if unheard {
+                    let limit = give_back_for(GIVE_BACK.max(self.timeout));
+                    self.unavailable(why, &token, wait, limit)
+                } else {
+                    why
+                });
             }
             let asked = since_boot();
             let answered = self.call("acquire", &token, record, false, timeout, wait);
             let busy = match answered {
                 Ok(r) if r.status == "held" => {
-                    // A lease nothing renews would be lost mid-run: it is
-                    // given back at once, and the lock is unavailable.
-                    let held = self.renew_from(&token, asked).map_err(|e| {
-                        self.give_back(&token, &mut Unwatched, self.timeout);
-                        StoreError::Failed(format!(
-                            "cannot start the thread that renews the lease: {e}"
-                        ))
-                    })?;
-                    *self.held.borrow_mut() = Some(held);
-                    let settle = (!r.settle.is_zero()).then_some(Settle {
-                        wait: r.settle,
-                        why: Forgotten::Lease,
-                    });
-                    return Ok(Acquired::Held {
-                        token: r.fence,
-                        settle,
-                    });
+                    return self.hold(&token, asked, &r, give_back_for(self.timeout));
                 }
                 Ok(r) if r.status == "busy" => Ok(r.holder),
                 Ok(_) => Err((
@@ -552,7 +602,8 @@ impl LockBackend for RedisLock {
                 }
                 Err((StoreError::Interrupted(sig), sent)) => {
                     if sent {
-                        self.give_back(&token, &mut Unwatched, AFTER_SIGNAL.min(self.timeout));
+                        let limit = give_back_for(AFTER_SIGNAL.min(self.timeout));
+                        self.give_back(&token, &mut Unwatched, limit);
                     }
                     return Err(StoreError::Interrupted(sig));
                 }
@@ -561,14 +612,12 @@ impl LockBackend for RedisLock {
                 // was lost is given back.
                 Err((e, sent)) => {
                     if left().is_zero() {
-                        if sent {
-                            self.give_back(
-                                &token,
-                                wait,
-                                give_back_for(GIVE_BACK.max(self.timeout)),
-                            );
-                        }
-                        return Err(e);
+                        return Err(if sent {
+                            let limit = give_back_for(GIVE_BACK.max(self.timeout));
+                            self.unavailable(e, &token, wait, limit)
+                        } else {
+                            e
+                        });
                     }
                 }
             }
@@ -578,29 +627,40 @@ impl LockBackend for RedisLock {
                 // A lease the last call may have been granted is given
                 // back.
                 if unheard {
-                    self.give_back(&token, &mut Unwatched, AFTER_SIGNAL.min(self.timeout));
+                    let limit = give_back_for(AFTER_SIGNAL.min(self.timeout));
+                    self.give_back(&token, &mut Unwatched, limit);
                 }
                 return Err(StoreError::Interrupted(sig));
             }
         }
     }
 
-    fn release(&self, wait: &mut dyn Wait, by: Option<Instant>) -> Option<i32> {
-        let held = self.held.borrow_mut().take()?;
+    fn release(&self, wait: &mut dyn Wait, by: Option<Instant>) -> Result<(), StoreError> {
+        let Some(held) = self.held.borrow_mut().take() else {
+            return Ok(());
+        };
         drop(held.stop);
+        // A lease lost is not this run's to let go: it ran out, was
+        // removed or taken, or the store cannot be reached (and the lease
+        // ends by its term).
+        if self.loss.why().is_some() {
+            return Ok(());
+        }
         // Compare and delete: a lease lost meanwhile, now another run's, is
-        // left alone. A store that does not answer, or a signal, lets the
-        // lease run out.
-        let short = AFTER_SIGNAL.min(self.timeout);
+        // left alone. A store that does not answer in time, or a signal,
+        // lets the lease run out.
         let timeout = by.map_or(self.timeout, |by| {
             self.timeout
                 .min(by.saturating_duration_since(Instant::now()))
-                .max(short)
         });
-        match self.call("release", &held.token, "", false, timeout, wait) {
-            Err((StoreError::Interrupted(sig), _)) => Some(sig),
-            _ => None,
+        if timeout.is_zero() {
+            return Err(StoreError::Failed(
+                "--max-time and --kill-after had passed".into(),
+            ));
         }
+        self.call("release", &held.token, "", false, timeout, wait)
+            .map(drop)
+            .map_err(|(e, _)| e)
     }
 
     fn lost(&self) -> Option<String> {

@@ -117,6 +117,10 @@ pub enum Forgotten {
     /// Redis had no trace of the lock (its first use, or the store lost its
     /// data): a holder it forgot ends within its lease.
     Lease,
+    /// Redis keeps a time before which the next holder may not start: the
+    /// end of a lease `lock reset --force` removed, or the rest of the
+    /// wait of a run that ended during it.
+    Pending,
 }
 
 /// A lock as `backoff lock show` and `reset` find it.

@@ -571,7 +571,7 @@ fn lock_text(key: &str, news: &LockNews, verbose: bool) -> Option<String> {
             token,
             waited: w,
             settle,
-        } if verbose || settle.is_some_and(|s| s.why == Forgotten::Lease) => {
+        } if verbose || settle.is_some_and(|s| s.why != Forgotten::File) => {
             let held = format!(
                 "lock '{key}' is held by this run{}{}",
                 token.map_or_else(String::new, |t| format!(", token {t}")),
@@ -582,8 +582,12 @@ fn lock_text(key: &str, news: &LockNews, verbose: bool) -> Option<String> {
                     "{held}; the store had no trace of it (its first use, or the store lost its data): waiting {} (--lock-ttl) before the first attempt, by which time a holder the store forgot has ended",
                     human(s.wait)
                 ),
+                Some(s) if s.why == Forgotten::Pending => format!(
+                    "{held}; its last holder may still run (its lease was removed by backoff lock reset --force, or a run ended during this wait): waiting {} before the first attempt, by which time it has ended",
+                    human(s.wait)
+                ),
                 Some(s) => format!(
-                    "{held}; its file was made anew: waiting {} before the first attempt, by which time a holder of a removed file has seen it and started to end",
+                    "{held}; its file is new: waiting {} before the first attempt, by which time a holder of a removed or replaced file has seen it and started to end",
                     human(s.wait)
                 ),
                 None => held,

@@ -414,3 +414,40 @@ fn in_the_ci_formats_a_terminal_stays_the_command_s_terminal() {
         term.wait_end();
     }
 }
+
+#[test]
+fn a_lock_lost_during_the_countdown_ends_the_wait_at_once() {
+    if without_tmux("a_lock_lost_during_the_countdown_ends_the_wait_at_once") {
+        return;
+    }
+    let dir = TempDir::new("live-lock");
+    let store = dir.join("state");
+    let store = store.to_str().unwrap();
+    // A delay far longer than the test waits for the end.
+    let term = Terminal::start(
+        "lock-lost",
+        100,
+        &flaky(
+            &dir,
+            &[
+                "--lock",
+                "job",
+                "--budget-dir",
+                store,
+                "--delays",
+                "5m",
+                "--jitter",
+                "none",
+            ],
+        ),
+    );
+    term.wait_for("the countdown", is_countdown);
+    std::fs::remove_file(format!("{store}/job.lock")).unwrap();
+    let (end, status) = term.wait_end();
+    assert_eq!(status, "75", "{end:#?}");
+    assert!(
+        end.iter()
+            .any(|l| l.contains("lock 'job' was lost: its file")),
+        "{end:#?}"
+    );
+}

@@ -521,9 +521,15 @@ fn a_full_disk_keeps_the_file_lock_and_says_the_record_is_missing() {
     let ledger = Ledger::new("lock-full");
     let store = tmpfs.join("state");
     let store = store.to_str().unwrap();
-    // The lock file exists, then the disk fills.
+    // The lock file exists, empty (no page of the disk is its yet), then
+    // the disk fills.
     let out = output_within(run(&ledger, &["--budget-dir", store], Some(0.01)));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(format!("{store}/job.lock"))
+        .unwrap();
     tmpfs.fill("filler");
     let holder = run(&ledger, &["--budget-dir", store], None);
     eventually("the holder holds the lock", || ledger.entered() == 2);
@@ -1076,6 +1082,11 @@ fn a_run_that_ends_during_its_wait_after_a_loss_of_data_leaves_the_rest_of_it_to
     assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
     let out = output_within(next);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("its last holder may still run"),
+        "{}",
+        stderr(&out)
+    );
     let held = ledger.check(Duration::ZERO);
     assert_eq!(held.len(), 2);
 }
@@ -1226,4 +1237,76 @@ fn a_frozen_store_holds_the_run_no_longer_than_max_time_nor_past_a_signal() {
     holder.signal(libc::SIGTERM);
     holder.dies_by_within_a_second(libc::SIGTERM);
     redis.thaw();
+    // Letting go that --max-time and --kill-after cut short is said: the
+    // lease keeps other runs out until it runs out.
+    let ledger = Ledger::new("lock-release-late");
+    let mut holder = Running::start({
+        let mut c = command([
+            "--lock",
+            "job",
+            "--budget-store",
+            &url,
+            "--budget-store-timeout",
+            "30s",
+            "--max-time",
+            "3s",
+            "--kill-after",
+            "0.5s",
+            "--",
+        ]);
+        c.args(ledger.command(None));
+        c
+    });
+    eventually("the run holds the lock", || ledger.entered() == 1);
+    redis.freeze();
+    ledger.release();
+    holder.wait_for("this run could not let go of it");
+    let (status, _) = holder.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(0));
+    redis.thaw();
+}
+
+#[test]
+fn a_lock_file_replaced_makes_the_run_that_takes_it_wait_for_the_old_holder() {
+    let ledger = Ledger::new("lock-replaced");
+    let store = ledger.dir.join("state");
+    let store = store.to_str().unwrap();
+    let mut holder = Running::start({
+        let mut c = command([
+            "--lock",
+            "job",
+            "--budget-dir",
+            store,
+            "--kill-after",
+            "1s",
+            "--",
+        ]);
+        c.args(ledger.command(None));
+        c
+    });
+    eventually("the holder holds the lock", || ledger.entered() == 1);
+    // Another file put in the lock file's place (as a restore, or a tool
+    // that writes files by renaming, would).
+    let new = format!("{store}/job.new");
+    std::fs::write(&new, "").unwrap();
+    std::fs::set_permissions(&new, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    std::fs::rename(&new, format!("{store}/job.lock")).unwrap();
+    // The next run did not make the file, but no run has used it: it
+    // waits for a holder of the file it replaced to see it and end.
+    let out = output_within(run(&ledger, &["--budget-dir", store, "-v"], Some(0.05)));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("its file is new: waiting 400ms"),
+        "{}",
+        stderr(&out)
+    );
+    holder.wait_for("lock 'job' was lost: its file");
+    let (status, _) = holder.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(75));
+    ledger.check(Duration::from_secs(1));
+    // A file that runs have used is no new file: the next run waits for
+    // nothing.
+    let out = output_within(run(&ledger, &["--budget-dir", store, "-v"], Some(0.01)));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("waiting"), "{}", stderr(&out));
 }
