@@ -540,10 +540,10 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
 /// Waits before the first attempt after taking a lock that its store had
 /// no trace of: a holder the store forgot may still run until it notices
 /// (within --max-time; the attempt that would follow is then not made).
-/// Returns the terminating signal that ended the wait. After a lock file
-/// made anew, the wait is waited out even when a signal comes (it is
-/// short), so that the next run cannot start beside a holder of the
-/// removed file; a lease's store keeps the wait for the next run itself.
+/// Returns the terminating signal that ended the wait. After a new lock
+/// file, the wait is waited out even when a signal comes (it is short), so
+/// that the next run cannot start beside a holder of the removed or
+/// replaced file; a lease's store keeps the wait for the next run itself.
 fn settle_wait(
     plan: &Plan<'_>,
     exec: &mut dyn Executor,

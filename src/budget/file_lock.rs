@@ -109,14 +109,6 @@ enum Queue {
     Failed,
 }
 
-/// What a wait in the queue came to.
-enum Queued {
-    /// The lock, on the file waited on.
-    Got,
-    /// The wait ended first.
-    TimedOut,
-}
-
 impl FileLock {
     /// The lock `key` in `dir`; nothing is opened until it is used. What it
     /// has to say goes to `warnings`.
@@ -157,15 +149,8 @@ impl FileLock {
     /// Returns whether a run had used the file before (it held a record,
     /// or `FREE`).
     fn hold(&self, mut file: File, path: &Path, me: &Holder) -> Result<bool, StoreError> {
-        let used = {
-            let mut text = Vec::with_capacity(MAX_RECORD);
-            let read = file.seek(SeekFrom::Start(0)).and_then(|_| {
-                (&mut file)
-                    .take(MAX_RECORD as u64 + 1)
-                    .read_to_end(&mut text)
-            });
-            read.is_ok() && (text == FREE.as_bytes() || Holder::parse(&text).is_some())
-        };
+        let used = contents(&file)
+            .is_some_and(|text| text == FREE.as_bytes() || Holder::parse(&text).is_some());
         let record = me.record();
         let write = |file: &mut File| -> io::Result<()> {
             file.seek(SeekFrom::Start(0))?;
@@ -231,9 +216,9 @@ fn mark_free(file: &mut File) {
     }
 }
 
-/// The record a lock file holds, read within bounds; `None` when it holds
-/// none (the lock is free, or its holder is writing it).
-fn holder_in(file: &mut File) -> Option<Holder> {
+/// What a lock file holds, at most a record's length and one byte more;
+/// `None` when it cannot be read.
+fn contents(file: &File) -> Option<Vec<u8>> {
     // Through a reading of its own: on Windows, the queue's thread may be
     // waiting for the lock through a duplicate of `file`, which holds up
     // every other call on it meanwhile.
@@ -243,12 +228,18 @@ fn holder_in(file: &mut File) -> Option<Holder> {
     file.take(MAX_RECORD as u64 + 1)
         .read_to_end(&mut text)
         .ok()?;
-    Holder::parse(&text)
+    Some(text)
+}
+
+/// The record a lock file holds, read within bounds; `None` when it holds
+/// none (the lock is free, or its holder is writing it).
+fn holder_in(file: &File) -> Option<Holder> {
+    Holder::parse(&contents(file)?)
 }
 
 /// The holder a lock file names, if it names one that still runs on this
 /// host (a record left by a holder that was killed names none).
-fn live_holder_in(file: &mut File) -> Option<Holder> {
+fn live_holder_in(file: &File) -> Option<Holder> {
     holder_in(file).filter(|h| {
         h.host != crate::sys::machine::host_name() || crate::sys::signals::process_exists(h.pid)
     })
@@ -286,7 +277,8 @@ fn queue_for(file: &File) -> io::Result<(Arc<Mutex<Queue>>, PipeReader)> {
     Ok((queue, done))
 }
 
-/// Waits in the queue for the lock of `file`, until `deadline`.
+/// Waits in the queue for the lock of `file`, until `deadline`: whether
+/// it got the lock.
 ///
 /// # Errors
 ///
@@ -296,7 +288,7 @@ fn wait_for(
     path: &Path,
     deadline: Instant,
     wait: &mut dyn Wait,
-) -> Result<Queued, StoreError> {
+) -> Result<bool, StoreError> {
     let (queue, done) = queue_for(file).map_err(|e| failed(path, &e))?;
     let waited = wait.wait_ready(Some(&done), deadline);
     let mut state = queue.lock().unwrap_or_else(PoisonError::into_inner);
@@ -309,7 +301,7 @@ fn wait_for(
                 let _ = file.state_unlock();
                 return Err(StoreError::Interrupted(sig));
             }
-            Ok(Queued::Got)
+            Ok(true)
         }
         Queue::Failed => Err(refuse(path, "could not be locked")),
         Queue::Waiting | Queue::GivenUp => {
@@ -317,7 +309,7 @@ fn wait_for(
             drop(state);
             match waited {
                 Waited::Signal(sig) => Err(StoreError::Interrupted(sig)),
-                _ => Ok(Queued::TimedOut),
+                _ => Ok(false),
             }
         }
     }
@@ -345,12 +337,12 @@ impl LockBackend for FileLock {
         let give_up = deadline_after(patience);
         let mut told = false;
         for _ in 0..AGAIN {
-            let (mut file, path) = self.open_file()?;
+            let (file, path) = self.open_file()?;
             let got = match file.try_state_lock() {
                 Ok(()) => true,
                 Err(TryLockError::Error(e)) => return Err(failed(&path, &e)),
                 Err(TryLockError::WouldBlock) => {
-                    let holder = live_holder_in(&mut file);
+                    let holder = live_holder_in(&file);
                     // Nobody named who still runs: a look at the lock, or
                     // a holder about to write its record, holds it for an
                     // instant.
@@ -365,15 +357,11 @@ impl LockBackend for FileLock {
                         waiting(holder.as_ref());
                     }
                     let deadline = give_up.max(believe_at);
-                    deadline > Instant::now()
-                        && match wait_for(&file, &path, deadline, wait)? {
-                            Queued::Got => true,
-                            Queued::TimedOut => false,
-                        }
+                    deadline > Instant::now() && wait_for(&file, &path, deadline, wait)?
                 }
             };
             if !got {
-                return Ok(Acquired::Busy(holder_in(&mut file)));
+                return Ok(Acquired::Busy(holder_in(&file)));
             }
             // Locked: but is it the file its path names now?
             if files::names(&path, &file).map_err(|e| failed(&path, &e))? != Some(true) {
@@ -420,7 +408,7 @@ impl LockBackend for FileLock {
     }
 
     fn show(&self, _wait: &mut dyn Wait) -> Result<LockState, StoreError> {
-        let Some((mut file, path)) = self.file.open_file(Access::Look)? else {
+        let Some((file, path)) = self.file.open_file(Access::Look)? else {
             return Ok(LockState {
                 held: false,
                 holder: None,
@@ -440,7 +428,7 @@ impl LockBackend for FileLock {
         };
         Ok(LockState {
             held,
-            holder: holder_in(&mut file),
+            holder: holder_in(&file),
             lease_left: None,
             corrupt: None,
         })
@@ -456,7 +444,7 @@ impl LockBackend for FileLock {
         let Some((mut file, path)) = self.file.open_file(Access::Rewrite)? else {
             return Ok(nothing);
         };
-        let holder = holder_in(&mut file);
+        let holder = holder_in(&file);
         match file.try_state_lock() {
             Ok(()) => {
                 // Free: what its last holder left is cleared.

@@ -23,7 +23,7 @@ pub use secret::redact;
 
 use std::cell::Cell;
 use std::io::PipeReader;
-use std::sync::PoisonError;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::budget::file::{FileBreaker, FileBudget, FileThrottle, StateDir};
@@ -251,8 +251,8 @@ pub type Alarm = Box<dyn Fn() + Send + Sync>;
 /// wakes the run (`Alarm`).
 #[derive(Clone, Default)]
 struct Loss {
-    why: std::sync::Arc<std::sync::Mutex<Option<String>>>,
-    alarm: std::sync::Arc<std::sync::Mutex<Option<Alarm>>>,
+    why: Arc<Mutex<Option<String>>>,
+    alarm: Arc<Mutex<Option<Alarm>>>,
 }
 
 impl Loss {

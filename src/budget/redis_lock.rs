@@ -577,27 +577,27 @@ impl LockBackend for RedisLock {
                 });
             }
             let asked = since_boot();
-            let answered = self.call("acquire", &token, record, false, timeout, wait);
-            let busy = match answered {
+            let answered = self
+                .call("acquire", &token, record, false, timeout, wait)
+                .and_then(|r| match r.status.as_str() {
+                    "held" | "busy" => Ok(r),
+                    _ => Err((
+                        StoreError::Failed("unexpected reply from the lock script".into()),
+                        false,
+                    )),
+                });
+            unheard = matches!(answered, Err((_, true)));
+            match answered {
                 Ok(r) if r.status == "held" => {
                     return self.hold(&token, asked, &r, give_back_for(self.timeout));
                 }
-                Ok(r) if r.status == "busy" => Ok(r.holder),
-                Ok(_) => Err((
-                    StoreError::Failed("unexpected reply from the lock script".into()),
-                    false,
-                )),
-                Err(e) => Err(e),
-            };
-            unheard = matches!(busy, Err((_, true)));
-            match busy {
-                Ok(holder) => {
+                Ok(r) => {
                     if left().is_zero() {
-                        return Ok(Acquired::Busy(holder));
+                        return Ok(Acquired::Busy(r.holder));
                     }
                     if !told {
                         told = true;
-                        waiting(holder.as_ref());
+                        waiting(r.holder.as_ref());
                     }
                 }
                 Err((StoreError::Interrupted(sig), sent)) => {

@@ -76,6 +76,17 @@ impl Ledger {
         vec!["sh".into(), "-c".into(), script]
     }
 
+    /// A run on the lock `job` with `args`, whose command holds the lock
+    /// until `release`, once it holds it.
+    fn holding(&self, args: &[&str]) -> Running {
+        let before = self.entered();
+        let mut cmd = command(["--lock", "job"]);
+        cmd.args(args).arg("--").args(self.command(None));
+        let run = Running::start(cmd);
+        eventually("the holder holds the lock", || self.entered() > before);
+        run
+    }
+
     /// Lets every run that holds until told (`command(None)`) go.
     fn release(&self) {
         std::fs::write(self.dir.join("release"), "").unwrap();
@@ -311,6 +322,16 @@ fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Checks that `out` exited with `code`, telling its stderr if not.
+fn exited(out: &std::process::Output, code: i32) {
+    assert_eq!(out.status.code(), Some(code), "{}", stderr(out));
+}
+
+/// Checks that `out`'s stderr says `text`, telling it if not.
+fn said(out: &std::process::Output, text: &str) {
+    assert!(stderr(out).contains(text), "{}", stderr(out));
+}
+
 #[test]
 fn a_store_that_is_down_runs_nothing_and_says_so_whatever_the_output_mode() {
     let ledger = Ledger::new("lock-down");
@@ -322,13 +343,10 @@ fn a_store_that_is_down_runs_nothing_and_says_so_whatever_the_output_mode() {
         .collect();
     for child in runs {
         let out = output_within(child);
-        assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
-        assert!(
-            stderr(&out).contains(
-                "not running the command: a run that cannot be sure it holds the lock does not run"
-            ),
-            "{}",
-            stderr(&out)
+        exited(&out, 75);
+        said(
+            &out,
+            "not running the command: a run that cannot be sure it holds the lock does not run",
         );
     }
     assert_eq!(ledger.entered(), 0, "{:?}", ledger.lines());
@@ -395,11 +413,10 @@ fn a_store_that_is_down_runs_nothing_and_says_so_whatever_the_output_mode() {
         ],
         Some(0.01),
     ));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("running the command WITHOUT the lock (--lock-fail open)"),
-        "{}",
-        stderr(&out)
+    exited(&out, 0);
+    said(
+        &out,
+        "running the command WITHOUT the lock (--lock-fail open)",
     );
     assert_eq!(ledger.entered(), 1);
     // --budget-store-fail is the budget's: it no longer opens the lock.
@@ -408,7 +425,7 @@ fn a_store_that_is_down_runs_nothing_and_says_so_whatever_the_output_mode() {
         &["--budget-store", &url, "--budget-store-fail", "open"],
         Some(0.01),
     ));
-    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    exited(&out, 75);
 }
 
 #[test]
@@ -427,17 +444,16 @@ fn a_user_without_a_state_directory_gets_no_lock_and_no_run_but_the_fix() {
         output_within(cmd.spawn().unwrap())
     };
     let out = homeless(&[]);
-    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("neither XDG_STATE_HOME nor HOME is set; give --budget-dir DIR"),
-        "{}",
-        stderr(&out)
+    exited(&out, 75);
+    said(
+        &out,
+        "neither XDG_STATE_HOME nor HOME is set; give --budget-dir DIR",
     );
     assert_eq!(ledger.entered(), 0);
     // Followed, the advice gives the lock.
     let store = ledger.dir.join("state");
     let out = homeless(&["--budget-dir", store.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    exited(&out, 0);
     assert_eq!(ledger.entered(), 1);
 }
 
@@ -486,7 +502,7 @@ fn a_store_that_stalls_while_a_run_waits_is_asked_again_and_never_lets_it_in_bes
     assert_eq!(ledger.entered(), 1, "{:?}", ledger.lines());
     ledger.release();
     let out = output_within(holder);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    exited(&out, 0);
     let (status, _) = waiter.wait_exit(PATIENCE);
     assert_eq!(status.code(), Some(0), "{:?}", waiter.stderr());
     let held = ledger.check(Duration::ZERO);
@@ -504,12 +520,8 @@ fn a_store_that_stalls_while_a_run_waits_is_asked_again_and_never_lets_it_in_bes
         Some(0.01),
     ));
     proxy.set(PASS);
-    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("timed out after 250ms"),
-        "{}",
-        stderr(&out)
-    );
+    exited(&out, 75);
+    said(&out, "timed out after 250ms");
     assert_eq!(ledger.entered(), 2);
 }
 
@@ -524,7 +536,7 @@ fn a_full_disk_keeps_the_file_lock_and_says_the_record_is_missing() {
     // The lock file exists, empty (no page of the disk is its yet), then
     // the disk fills.
     let out = output_within(run(&ledger, &["--budget-dir", store], Some(0.01)));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    exited(&out, 0);
     std::fs::OpenOptions::new()
         .write(true)
         .truncate(true)
@@ -538,11 +550,10 @@ fn a_full_disk_keeps_the_file_lock_and_says_the_record_is_missing() {
         .collect();
     for child in others {
         let out = output_within(child);
-        assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
-        assert!(
-            stderr(&out).contains("lock 'job' is held by another run (its record cannot be read)"),
-            "{}",
-            stderr(&out)
+        exited(&out, 75);
+        said(
+            &out,
+            "lock 'job' is held by another run (its record cannot be read)",
         );
     }
     assert_eq!(ledger.entered(), 2, "{:?}", ledger.lines());
@@ -554,7 +565,7 @@ fn a_full_disk_keeps_the_file_lock_and_says_the_record_is_missing() {
         ));
     ledger.release();
     let out = output_within(holder);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    exited(&out, 0);
     let text = stderr(&out);
     assert_eq!(
         text.matches("cannot write this run's record into the lock file")
@@ -579,20 +590,7 @@ fn a_lock_file_removed_while_runs_wait_does_not_split_the_lock() {
         "--kill-after",
         "1s",
     ];
-    let mut holder = Running::start({
-        let mut c = command([
-            "--lock",
-            "job",
-            "--budget-dir",
-            store,
-            "--kill-after",
-            "1s",
-            "--",
-        ]);
-        c.args(ledger.command(None));
-        c
-    });
-    eventually("the holder holds the lock", || ledger.entered() == 1);
+    let mut holder = ledger.holding(&["--budget-dir", store, "--kill-after", "1s"]);
     // Six runs wait in the kernel's queue of the file...
     let queued: Vec<Child> = (0..6).map(|_| run(&ledger, &wait, Some(0.05))).collect();
     std::thread::sleep(Duration::from_millis(300));
@@ -605,7 +603,7 @@ fn a_lock_file_removed_while_runs_wait_does_not_split_the_lock() {
     assert_eq!(status.code(), Some(75));
     for child in queued.into_iter().chain(later) {
         let out = output_within(child);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        exited(&out, 0);
     }
     let held = ledger.check(Duration::from_secs(1));
     assert_eq!(held.len(), 12, "{:?}", ledger.lines());
@@ -617,24 +615,16 @@ fn a_file_lock_reset_with_force_ends_its_holder_before_the_next_run_starts() {
     let store = ledger.dir.join("state");
     let store = store.to_str().unwrap();
     let report = ledger.dir.join("report.json");
-    let mut holder = Running::start({
-        let mut c = command([
-            "--lock",
-            "job",
-            "--budget-dir",
-            store,
-            "--kill-after",
-            "1s",
-            "--report",
-            report.to_str().unwrap(),
-            "--on-give-up",
-            "sleep 0.3; echo \"gave up: $BACKOFF_REASON\"",
-            "--",
-        ]);
-        c.args(ledger.command(None));
-        c
-    });
-    eventually("the holder holds the lock", || ledger.entered() == 1);
+    let mut holder = ledger.holding(&[
+        "--budget-dir",
+        store,
+        "--kill-after",
+        "1s",
+        "--report",
+        report.to_str().unwrap(),
+        "--on-give-up",
+        "sleep 0.3; echo \"gave up: $BACKOFF_REASON\"",
+    ]);
     backoff(["lock", "reset", "job", "--force", "--budget-dir", store])
         .assert()
         .success()
@@ -650,7 +640,7 @@ fn a_file_lock_reset_with_force_ends_its_holder_before_the_next_run_starts() {
     let (status, _) = holder.wait_exit(PATIENCE);
     assert_eq!(status.code(), Some(75));
     let out = output_within(next);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    exited(&out, 0);
     ledger.check(Duration::from_secs(1));
     // The hook ran to its end, and the report says so.
     let r = report_at(&report);
@@ -693,7 +683,7 @@ fn a_look_at_the_lock_never_keeps_a_run_out() {
     std::thread::sleep(Duration::from_millis(300));
     file.unlock().unwrap();
     let out = output_within(child);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    exited(&out, 0);
     assert_eq!(out.stdout, b"ran\n");
     assert!(started.elapsed() >= Duration::from_millis(300));
     // Looks and runs at once, many times: every run gets the lock.
@@ -745,7 +735,7 @@ fn a_lease_granted_to_a_request_whose_reply_was_lost_is_given_back() {
         Some(0.01),
     ));
     assert_eq!(proxy.cut(), 1);
-    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    exited(&out, 75);
     assert_eq!(ledger.entered(), 0);
     // The lease it was granted was given back: the lock is free, and the
     // next run takes it at once.
@@ -755,7 +745,7 @@ fn a_lease_granted_to_a_request_whose_reply_was_lost_is_given_back() {
         .success()
         .stdout(predicates::str::starts_with("job: free"));
     let out = output_within(run(&ledger, &["--budget-store", &redis.url()], Some(0.01)));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    exited(&out, 0);
     // Within --lock-wait, the same request is made again, and the lease
     // granted unheard of is this run's.
     proxy.set(DROP_ACQUIRE_REPLY);
@@ -772,7 +762,7 @@ fn a_lease_granted_to_a_request_whose_reply_was_lost_is_given_back() {
         Some(0.01),
     ));
     assert_eq!(proxy.cut(), 2);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    exited(&out, 0);
     ledger.check(Duration::ZERO);
     assert_eq!(ledger.entered(), 2);
 }
@@ -823,7 +813,7 @@ fn cut_off_holder(ttl: &str) {
     assert_eq!(status.code(), Some(75));
     for waiter in waiters {
         let out = output_for(waiter, Duration::from_secs(90));
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        exited(&out, 0);
     }
     let held = ledger.check(Duration::ZERO);
     assert_eq!(held.len(), 4);
@@ -881,21 +871,13 @@ fn a_store_that_loses_its_data_hands_out_larger_tokens_and_no_one_runs_beside_th
         // The waiter takes the lock the store forgot only once the holder
         // has seen the loss (its next renewal) and ended.
         let out = output_within(holder);
-        assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+        exited(&out, 75);
         // Told by its next renewal, or by the run that took the lock
         // the store forgot.
-        assert!(
-            stderr(&out).contains("lock 'job' was lost: "),
-            "{}",
-            stderr(&out)
-        );
+        said(&out, "lock 'job' was lost: ");
         let out = output_within(waiter);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        assert!(
-            stderr(&out).contains("the store had no trace of it"),
-            "{}",
-            stderr(&out)
-        );
+        exited(&out, 0);
+        said(&out, "the store had no trace of it");
     }
     let held = ledger.check(Duration::ZERO);
     assert_eq!(held.len(), 4);
@@ -916,12 +898,9 @@ fn a_fencing_token_out_of_bounds_is_corrupt_shown_so_and_repaired_by_reset() {
         .unwrap();
     assert_eq!(out.status.code(), Some(75));
     assert!(out.stdout.is_empty());
-    assert!(
-        stderr(&out).contains(
-            "the lock key has a fencing token out of bounds; backoff lock reset repairs it"
-        ),
-        "{}",
-        stderr(&out)
+    said(
+        &out,
+        "the lock key has a fencing token out of bounds; backoff lock reset repairs it",
     );
     let shown = backoff([
         "lock",
@@ -971,7 +950,7 @@ fn a_fencing_token_out_of_bounds_is_corrupt_shown_so_and_repaired_by_reset() {
     .args(["--", "sh", "-c", "echo $BACKOFF_LOCK_TOKEN"])
     .output()
     .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    exited(&out, 0);
     let token: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     // The store's clock in microseconds: above any token it handed out.
     assert!(token > 1_700_000_000_000_000, "{token}");
@@ -1000,10 +979,10 @@ fn a_cluster_that_loses_its_data_hands_out_larger_tokens_and_no_one_runs_beside_
     std::thread::sleep(Duration::from_millis(200));
     cluster.flush_all();
     let out = output_within(holder);
-    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    exited(&out, 75);
     for waiter in waiters {
         let out = output_within(waiter);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        exited(&out, 0);
     }
     let held = ledger.check(Duration::ZERO);
     assert_eq!(held.len(), 3);
@@ -1032,7 +1011,7 @@ fn a_protection_that_is_off_is_said_past_the_kept_output_and_with_q() {
     .current_dir(TempDir::new("lock-said").path())
     .output()
     .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    exited(&out, 0);
     assert!(out.stdout.is_empty());
     let text = stderr(&out);
     assert_eq!(text.lines().count(), 1, "{text}");
@@ -1079,14 +1058,10 @@ fn a_run_that_ends_during_its_wait_after_a_loss_of_data_leaves_the_rest_of_it_to
         Some(0.05),
     );
     let out = output_within(holder);
-    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    exited(&out, 75);
     let out = output_within(next);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("its last holder may still run"),
-        "{}",
-        stderr(&out)
-    );
+    exited(&out, 0);
+    said(&out, "its last holder may still run");
     let held = ledger.check(Duration::ZERO);
     assert_eq!(held.len(), 2);
 }
@@ -1119,16 +1094,12 @@ fn a_lease_reset_with_force_is_taken_again_only_once_its_holder_has_ended() {
         Some(0.05),
     );
     let out = output_within(holder);
-    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    exited(&out, 75);
     // Told by its next renewal: removed, or already taken by the run
     // that waits out the lease removed.
-    assert!(
-        stderr(&out).contains("was removed (backoff lock reset --force)"),
-        "{}",
-        stderr(&out)
-    );
+    said(&out, "was removed (backoff lock reset --force)");
     let out = output_within(next);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    exited(&out, 0);
     ledger.check(Duration::ZERO);
 }
 
@@ -1172,7 +1143,7 @@ fn a_hook_that_runs_under_a_lock_that_is_lost_is_ended_with_the_run() {
         holder.stderr()
     );
     let out = output_within(next);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    exited(&out, 0);
     ledger.check(Duration::from_secs(1));
 }
 
@@ -1205,7 +1176,7 @@ fn a_frozen_store_holds_the_run_no_longer_than_max_time_nor_past_a_signal() {
             .unwrap(),
         Duration::from_secs(15),
     );
-    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    exited(&out, 75);
     assert!(out.stdout.is_empty());
     assert!(
         started.elapsed() < Duration::from_secs(10),
@@ -1271,20 +1242,7 @@ fn a_lock_file_replaced_makes_the_run_that_takes_it_wait_for_the_old_holder() {
     let ledger = Ledger::new("lock-replaced");
     let store = ledger.dir.join("state");
     let store = store.to_str().unwrap();
-    let mut holder = Running::start({
-        let mut c = command([
-            "--lock",
-            "job",
-            "--budget-dir",
-            store,
-            "--kill-after",
-            "1s",
-            "--",
-        ]);
-        c.args(ledger.command(None));
-        c
-    });
-    eventually("the holder holds the lock", || ledger.entered() == 1);
+    let mut holder = ledger.holding(&["--budget-dir", store, "--kill-after", "1s"]);
     // Another file put in the lock file's place (as a restore, or a tool
     // that writes files by renaming, would).
     let new = format!("{store}/job.new");
@@ -1294,12 +1252,8 @@ fn a_lock_file_replaced_makes_the_run_that_takes_it_wait_for_the_old_holder() {
     // The next run did not make the file, but no run has used it: it
     // waits for a holder of the file it replaced to see it and end.
     let out = output_within(run(&ledger, &["--budget-dir", store, "-v"], Some(0.05)));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("its file is new: waiting 400ms"),
-        "{}",
-        stderr(&out)
-    );
+    exited(&out, 0);
+    said(&out, "its file is new: waiting 400ms");
     holder.wait_for("lock 'job' was lost: its file");
     let (status, _) = holder.wait_exit(PATIENCE);
     assert_eq!(status.code(), Some(75));
@@ -1307,6 +1261,6 @@ fn a_lock_file_replaced_makes_the_run_that_takes_it_wait_for_the_old_holder() {
     // A file that runs have used is no new file: the next run waits for
     // nothing.
     let out = output_within(run(&ledger, &["--budget-dir", store, "-v"], Some(0.01)));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    exited(&out, 0);
     assert!(!stderr(&out).contains("waiting"), "{}", stderr(&out));
 }
