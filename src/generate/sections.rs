@@ -506,6 +506,9 @@ See why jitter matters, with your own policy beside Brooker's.
 \fBbackoff schedule \-\-jitter none \-\-base 100ms \-\-cap 30s\fR
 Show the delays a policy produces, and run nothing.
 .TP
-\fB*/5 * * * * backoff \-q \-\-name sync \-\-metrics\-file /var/lib/node_exporter/sync.prom \-\- /usr/local/bin/sync\fR
+\fB*/5 * * * * /usr/local/bin/backoff \-q \-\-name sync \-\-metrics\-file /var/lib/node_exporter/sync.prom \-\- /usr/local/bin/sync\fR
 In a crontab: quiet unless backoff itself fails, with metrics for Prometheus.
+.TP
+\fB*/10 * * * * /usr/local/bin/backoff \-\-lock sync \-\-lock\-exit 0 \-\-splay 2m \-\-base 30s \-\-cap 5m \-\-max\-time 9m \-\-ping https://hc\-ping.com/UUID \-\-output on\-failure \-\-name sync \-\- /usr/local/bin/sync\fR
+A cron job, named by its path (cron's PATH is /usr/bin:/bin): never two runs at once, a run kept out by the one before being no failure; each host at its own place in the first two minutes; retries spread over the job's ten minutes and done before the next run; the monitor told of the start and the end; and output, so cron's mail, only when the run fails. See CRON JOBS, LOCKS and CHECK\-INS.
 "#;
