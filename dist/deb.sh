@@ -13,7 +13,9 @@
 # in /usr/share/man/man1, the bash, zsh and fish completions where Debian's
 # bash-completion, zsh and fish look for them, and both licence texts in
 # /usr/share/doc/backoff/copyright, with the notices of the third-party code
-# in the binary and the project's changelog (changelog.gz) beside it. Its files are dated by the last commit
+# in the binary and the project's changelog (changelog.gz) beside it, with
+# README.md and the documents of docs/ (the guide, its JSON schemas) laid
+# out as in the sources, so that their links hold. Its files are dated by the last commit
 # (SOURCE_DATE_EPOCH, when set, wins), so that the same sources make the
 # same package. Before it prints the package's path, it checks that the
 # package holds all of that.
@@ -52,6 +54,9 @@ work=$(mktemp -d)
 trap 'rm -rf -- "$work"' EXIT
 dpkg-deb -R "$deb" "$work/pkg"
 sed -i -e '/^Depends: *$/d' -e '/^Homepage: /d' "$work/pkg/DEBIAN/control"
+# The README links to CHANGELOG.md and the licence texts, which the
+# package holds as changelog.gz and copyright.
+sed -i -f dist/debian/doc-links.sed "$work/pkg/usr/share/doc/backoff/README.md"
 (cd "$work/pkg" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z |
     xargs -0 md5sum) >"$work/pkg/DEBIAN/md5sums"
 find "$work/pkg" -exec touch -h -d "@$epoch" {} +
@@ -65,6 +70,8 @@ for path in ./usr/bin/backoff ./usr/share/man/man1/backoff.1.gz \
     ./usr/share/fish/vendor_completions.d/backoff.fish \
     ./usr/share/doc/backoff/copyright ./usr/share/doc/backoff/THIRD-PARTY-NOTICES \
     ./usr/share/doc/backoff/changelog.gz \
+    ./usr/share/doc/backoff/README.md ./usr/share/doc/backoff/docs/guide.md \
+    ./usr/share/doc/backoff/docs/schema/report.json \
     ./usr/share/lintian/overrides/backoff; do
     if ! grep -q " $path\$" <<<"$listing"; then
         echo "dist: $path is missing from $deb" >&2

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::http::{Reply, Server};
 use crate::support::{PATIENCE, Running, TempDir, command, events};
 
 /// `backoff ARGS` as a step of GitHub Actions would run it, with the step's
@@ -789,10 +790,23 @@ impl<'a> StepRunner<'a> {
         }
     }
 
+    /// Runs step `i` as `step_output` does, and checks that it succeeded.
+    fn run(&mut self, i: usize, step: &serde_json::Value) -> Output {
+        let out = self.step_output(i, step);
+        assert!(
+            out.status.success(),
+            "step {i} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
     /// Runs step `i` as a runner runs a composite step's `shell: bash`
     /// (niced, so that the install step's build leaves the timed tests
-    /// beside it their CPU), and returns its output.
-    fn run(&mut self, i: usize, step: &serde_json::Value) -> Output {
+    /// beside it their CPU), and returns its output, whether it succeeded
+    /// or not.
+    fn step_output(&mut self, i: usize, step: &serde_json::Value) -> Output {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         assert_eq!(step["shell"], "bash", "{step}");
         let file = self.files("step", i);
@@ -844,12 +858,6 @@ impl<'a> StepRunner<'a> {
         let started = std::time::Instant::now();
         let out = cmd.output().unwrap();
         say_took(i, started.elapsed());
-        assert!(
-            out.status.success(),
-            "step {i} failed: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
         if let Some(id) = step["id"].as_str() {
             self.outputs
                 .insert(id.to_owned(), outputs(&self.files("output", i)));
@@ -1020,12 +1028,7 @@ fn the_composite_actions_build_is_named_by_every_file_it_is_built_from() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     // What the build reads: the crate's package (Cargo.toml's include
     // list), and the action's own file.
-    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
-    let list = manifest
-        .split_once("\ninclude = [")
-        .and_then(|(_, rest)| rest.split_once(']'))
-        .expect("an include list in Cargo.toml")
-        .0;
+    let list = crate::install::manifest_list("include");
     let mut sources: Vec<String> = list
         .lines()
         .map(|l| l.trim().trim_end_matches(',').trim_matches('"'))
@@ -1191,5 +1194,149 @@ fn a_fold_closes_on_a_line_of_its_own_after_an_unfinished_last_line() {
         for i in halves {
             assert!(lines[i + 1].starts_with(end), "{format}: {lines:#?}");
         }
+    }
+}
+
+/// The action's run step, run with `given` inputs and the binary under
+/// test on PATH (as the install step leaves it): its output and outputs.
+fn run_step_alone(given: &[(&str, &str)]) -> (Output, BTreeMap<String, String>) {
+    let action = action();
+    let cache = Cache(TempDir::new("action-cache"));
+    let mut runner = StepRunner::new(&action, given, &cache);
+    let bin_dir = runner.dir.join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    std::os::unix::fs::symlink(crate::support::bin(), bin_dir.join("backoff")).unwrap();
+    runner.path =
+        std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(&runner.path)))
+            .unwrap();
+    let i = step_of(&action, "run");
+    let out = runner.step_output(i, &action["runs"]["steps"][i]);
+    let got = outputs(&runner.files("output", i));
+    (out, got)
+}
+
+#[test]
+fn the_composite_action_runs_a_simple_command_directly_so_that_its_preset_applies() {
+    // A 404 does not heal: curl's preset tries it once.
+    let server = Server::start(vec![Reply::new(404, "no\n")]);
+    let simple = format!("curl -fsS {}\n", server.url);
+    let (out, got) = run_step_alone(&[("run", &simple), ("base", "1ms"), ("args", "-v")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(22), "{stderr}");
+    assert_eq!(server.requests().len(), 1, "{stderr}");
+    assert_eq!(got, expected(1, 0, 22, "failure", "stopped"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("running curl -fsS {}\n", server.url)),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("::warning title=backoff::the run input"),
+        "{stderr}"
+    );
+
+    // Behind shell syntax curl is bash's: each 404 is retried, which the
+    // action says once, with the fix.
+    let server = Server::cycling(vec![Reply::new(404, "no\n")]);
+    let piped = format!("curl -fsS {} | cat", server.url);
+    let (out, got) = run_step_alone(&[("run", &piped), ("base", "1ms"), ("attempts", "3")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(server.requests().len(), 3, "{stderr}");
+    assert_eq!(got["reason"], "exhausted", "{stderr}");
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("::warning title=backoff::the run input"))
+        .collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(
+        said[0].contains("bash runs it and curl's preset does not apply")
+            && said[0].contains("add --preset curl to args"),
+        "{stderr}"
+    );
+
+    // The fix: the preset asked for applies to what bash prints, and
+    // backoff says what of it cannot.
+    let server = Server::cycling(vec![Reply::new(404, "no\n")]);
+    let piped = format!("curl -fsS {} | cat", server.url);
+    let (out, got) = run_step_alone(&[
+        ("run", &piped),
+        ("base", "1ms"),
+        ("attempts", "3"),
+        ("args", "--preset curl"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(server.requests().len(), 1, "{stderr}");
+    assert_eq!(got["reason"], "stopped", "{stderr}");
+    assert!(
+        !stderr.contains("::warning title=backoff::the run input"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--preset curl cannot read the arguments of 'bash'"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_run_input_with_shell_syntax_or_a_builtin_runs_with_bash() {
+    let dir = TempDir::new("action-shell");
+    let file = dir.join("said");
+    for (run, said) in [
+        // A variable, a redirection, an assignment, a builtin, two lines.
+        ("echo \"$GITHUB_ACTIONS\" > said", "true"),
+        ("X=1 sh -c 'echo $X' > said", "1"),
+        ("cd . && echo here > said", "here"),
+        ("echo one > said\necho two >> said", "one\ntwo"),
+    ] {
+        let run = run.replace("said", &file.display().to_string());
+        let (out, got) = run_step_alone(&[("run", &run)]);
+        assert!(out.status.success(), "{run}: {out:?}");
+        assert_eq!(got["reason"], "success", "{run}");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap().trim_end(),
+            said,
+            "{run}"
+        );
+    }
+    // Plain words run directly: no shell reads them.
+    let (out, _) = run_step_alone(&[("run", "echo a=b,c:d@e%f+g"), ("args", "-v")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "a=b,c:d@e%f+g\n");
+    assert!(stderr.contains("running echo a=b,c:d@e%f+g\n"), "{stderr}");
+}
+
+#[test]
+fn the_composite_actions_reason_names_every_reason_of_the_run_report() {
+    let action = action();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schema/report.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let reasons = schema["properties"]["reason"]["enum"]
+        .as_array()
+        .expect("the report's reasons");
+    let described = action["outputs"]["reason"]["description"].as_str().unwrap();
+    let words: Vec<&str> = described
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .collect();
+    for reason in reasons {
+        let reason = reason.as_str().unwrap();
+        assert!(words.contains(&reason), "{reason} not in: {described}");
+    }
+    // And the outcomes: the breaker's and the lock's skips.
+    let outcome = action["outputs"]["outcome"]["description"]
+        .as_str()
+        .unwrap();
+    for word in [
+        "success",
+        "failure",
+        "cancelled",
+        "skipped",
+        "breaker",
+        "lock",
+    ] {
+        assert!(outcome.contains(word), "{word} not in: {outcome}");
     }
 }

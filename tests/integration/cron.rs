@@ -3,12 +3,20 @@
 //! skipped, and the monitor hears the first run's start and end, nothing of
 //! the skipped one. It needs root (to write /etc/cron.d and run cron);
 //! elsewhere it is skipped with a line.
+//!
+//! The README's cron line runs as written, as cron runs it: `/bin/sh -c`
+//! in cron's environment, with backoff where the README installs it
+//! (root only: the binary is copied to /usr/local/bin for the test).
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use regex::Regex;
+
+use crate::examples::markdown_blocks;
 use crate::pings::Monitor;
-use crate::support::{TempDir, bin, is_root};
+use crate::support::{PATIENCE, Running, TempDir, bin, is_root, output_for};
 
 /// Longer than two minutes of cron and a job of 70 s.
 const CRON_PATIENCE: Duration = Duration::from_mins(4);
@@ -111,4 +119,153 @@ fn the_cron_daemon_skips_the_run_that_would_overlap_and_the_monitor_hears_one_ru
             && got[1].contains("backoff: 1 attempt, reason success, exit status 0"),
         "{got:?}"
     );
+}
+
+/// Where the README installs backoff for cron, and its cron line names it.
+const SYSTEM_BACKOFF: &str = "/usr/local/bin/backoff";
+
+/// The README's crontab line in its "In cron" recipe: the schedule's five
+/// fields, then the command.
+fn readme_cron_line() -> String {
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    let recipe = readme
+        .split_once("### In cron\n")
+        .expect("the README's In cron recipe")
+        .1;
+    let (_, lines) = markdown_blocks(recipe)
+        .into_iter()
+        .next()
+        .expect("a crontab line");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    lines[0].clone()
+}
+
+/// backoff at `SYSTEM_BACKOFF`, removed when dropped.
+struct Installed;
+
+impl Installed {
+    /// Copies the binary under test to `SYSTEM_BACKOFF`, unless something
+    /// is there already (then it is left alone, and `None`).
+    fn new() -> Option<Installed> {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o755)
+            .open(SYSTEM_BACKOFF)
+            .ok()?;
+        let installed = Installed;
+        std::io::copy(&mut std::fs::File::open(bin()).unwrap(), &mut file).unwrap();
+        Some(installed)
+    }
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(SYSTEM_BACKOFF);
+    }
+}
+
+/// `line` run as cron runs a job: `/bin/sh -c` with cron's environment
+/// alone (Debian's cron sets these four), root's but for its home.
+fn as_cron_runs(line: &str, home: &std::path::Path) -> Command {
+    let mut cmd = Command::new("env");
+    cmd.arg("-i")
+        .arg("PATH=/usr/bin:/bin")
+        .arg("SHELL=/bin/sh")
+        .arg(format!("HOME={}", home.display()))
+        .arg("LOGNAME=root")
+        .args(["/bin/sh", "-c", line])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+#[test]
+fn the_readmes_cron_line_runs_under_cron_and_mails_only_a_failure() {
+    let line = readme_cron_line();
+    let schedule = Regex::new(r"^(?:[0-9*/,-]+\s+){5}(.*)$").unwrap();
+    let command = schedule
+        .captures(&line)
+        .unwrap_or_else(|| panic!("not a crontab line: {line}"))[1]
+        .to_owned();
+    // Cron ends a command at a `%` and gives the rest to it as stdin.
+    assert!(!command.contains('%'), "{command}");
+    // Cron's PATH has no /usr/local/bin, nor ~/.cargo/bin.
+    assert!(
+        command.starts_with(&format!("{SYSTEM_BACKOFF} ")),
+        "{command}"
+    );
+    let test = "the_readmes_cron_line_runs_under_cron_and_mails_only_a_failure";
+    if !is_root() {
+        eprintln!("skipped {test}: it needs root, to put backoff in {SYSTEM_BACKOFF}");
+        return;
+    }
+    let Some(_installed) = Installed::new() else {
+        eprintln!("skipped {test}: {SYSTEM_BACKOFF} exists already, and is left alone");
+        return;
+    };
+    let m = Monitor::start("ok");
+    let dir = TempDir::new("cron-readme");
+    let home = dir.join("home");
+    std::fs::create_dir(&home).unwrap();
+    // The job: it succeeds, or fails saying so where a file says.
+    let (job, fails) = (dir.join("sync"), dir.join("fails"));
+    std::fs::write(
+        &job,
+        format!(
+            "#!/bin/sh\nif [ -e '{0}' ]; then echo 'sync: the server is away' >&2; exit 3; fi\n",
+            fails.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&job, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // The monitor and the job are the test's; the splay's window is a
+    // second, as in every example.
+    let splay = Regex::new(r"--splay [0-9a-z]+").unwrap();
+    let command = splay
+        .replace(&command, "--splay 1s")
+        .replace("https://hc-ping.com/UUID", &m.url("uuid"))
+        .replace("/usr/local/bin/sync", &job.display().to_string());
+    let run = |command: &str| output_for(as_cron_runs(command, &home).spawn().unwrap(), PATIENCE);
+
+    // A success: nothing to mail, and the monitor hears its start and end.
+    let out = run(&command);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    let got = m.requests(2);
+    assert!(got[0].starts_with("GET /uuid/start?rid="), "{got:?}");
+    assert!(got[1].starts_with("POST /uuid?rid="), "{got:?}");
+
+    // A run the one before keeps out: nothing to mail either, and no
+    // check-in.
+    let mut holder = Command::new(SYSTEM_BACKOFF);
+    holder
+        .args(["--lock", "sync", "--", "sh", "-c", "echo holding; sleep 60"])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", &home);
+    let mut holder = Running::start(holder);
+    holder.wait_for("holding");
+    let out = run(&command);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    drop(holder);
+    assert_eq!(m.dir_lines().len(), 2, "{:?}", m.dir_lines());
+
+    // A failure is mailed: the job's own line and backoff's, under the
+    // recipe's options with delays of a millisecond in place of its policy's
+    // minutes.
+    std::fs::write(&fails, "").unwrap();
+    let fast = command.replace("--base 30s --cap 5m", "--base 1ms --cap 1ms");
+    assert_ne!(fast, command, "the recipe's policy");
+    let out = run(&fast);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let mail = String::from_utf8_lossy(&out.stderr);
+    assert!(mail.contains("sync: the server is away"), "{mail}");
+    assert!(mail.contains("sync: giving up after 7 attempts"), "{mail}");
+    let got = m.requests(4);
+    assert!(got[3].starts_with("POST /uuid/3?rid="), "{got:?}");
 }

@@ -889,3 +889,34 @@ fn every_relative_link_of_the_packaged_documents_is_packaged() {
         assert!(checked.iter().any(|c| c == file), "{file}: {checked:?}");
     }
 }
+
+#[test]
+fn the_guide_lists_the_sections_of_backoff_1_as_the_page_has_them() {
+    let (_, page) = &man_pages()[0];
+    let headings: Vec<String> = page
+        .lines()
+        .filter_map(|l| l.strip_prefix(".SH "))
+        .map(|h| plain(h).trim_matches('"').to_owned())
+        .collect();
+    let position = |name: &str| {
+        headings
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no {name} in {headings:?}"))
+    };
+    let after_options = &headings[position("OPTIONS") + 1..position("SEE ALSO")];
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guide.md"))
+            .unwrap();
+    let section = guide
+        .split_once("\n## Man pages\n")
+        .and_then(|(_, rest)| rest.split("\n## ").next())
+        .expect("the guide's Man pages");
+    // The list's items: a section's name, then what it holds.
+    let listed: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("- "))
+        .map(|l| l.split_once(": ").map_or(l, |(name, _)| name).trim())
+        .collect();
+    assert_eq!(listed, after_options, "{section}");
+}

@@ -6,7 +6,8 @@
 //! `localhost:4318` by another that takes every export, `budget.internal`
 //! and the Redis of the wait-for recipe by a redis-server of its own, the
 //! paths of a crontab by a temporary directory, a `--splay` window by one
-//! of a second, and the programs an
+//! of a second, `/usr/local/bin/` (where a crontab names backoff and its
+//! job) by the stand-ins' directory on PATH, and the programs an
 //! example wraps (`./deploy.sh`, `pg_isready`, `kubectl`, `cargo`, …) by
 //! scripts that succeed. Each example must exit 0 there; one shown with
 //! its output (`$ backoff …`) must print the same lines, durations aside
@@ -100,6 +101,8 @@ fn command_of(line: &str) -> Option<String> {
         None => l.to_owned(),
     };
     let bare = l.strip_prefix("exec ").unwrap_or(&l);
+    // A crontab names backoff by its absolute path.
+    let bare = bare.strip_prefix("/usr/local/bin/").unwrap_or(bare);
     // A synopsis (`backoff [OPTIONS] …`, `backoff budget show|reset KEY`)
     // shows the form of a command, not one to run.
     let synopsis = Regex::new(r"\[[A-Z]|\|reset\b").unwrap();
@@ -307,7 +310,7 @@ impl Stage {
         let bin_dir = dir.join("bin");
         std::os::unix::fs::symlink(bin(), bin_dir.join("backoff")).unwrap();
         let ok = "exit 0";
-        for name in ["docker", "notify-team", "sync"] {
+        for name in ["docker", "notify-team", "sync", "nightly.sh"] {
             script(&bin_dir.join(name), ok);
         }
         script(
@@ -377,7 +380,7 @@ impl Stage {
             )
             .replace("/var/lib/node_exporter/", &format!("{tmp}/textfile/"))
             .replace("/var/log/", &format!("{tmp}/log/"))
-            .replace("/usr/local/bin/sync", "sync")
+            .replace("/usr/local/bin/", "")
     }
 
     /// Runs one example in `sh -e`, its stderr merged into its stdout as

@@ -6,7 +6,7 @@
 //! lines that install a release run as written too, from a clone's top
 //! directory where `target/dist/` holds its files. The documents' other
 //! examples are run by examples.rs, which leaves these blocks to this
-//! test.
+//! test. The documents the Debian package ships link to what it ships.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -303,4 +303,116 @@ fn the_release_install_lines_run_as_written_from_the_top_directory() {
             "{file}"
         );
     }
+}
+
+/// The lines of the list `name = [ … ]` in Cargo.toml (whose `]` is on
+/// a line of its own).
+pub fn manifest_list(name: &str) -> String {
+    let manifest =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+    manifest
+        .split_once(&format!("\n{name} = ["))
+        .and_then(|(_, rest)| rest.split_once("\n]"))
+        .unwrap_or_else(|| panic!("no list {name} in Cargo.toml"))
+        .0
+        .to_owned()
+}
+
+/// The files of the Debian package's assets (Cargo.toml's
+/// `[package.metadata.deb]`) that go under `under`, each as its source and
+/// its path there; a `*` in a source's file name stands for any name.
+fn deb_assets(under: &str) -> Vec<(PathBuf, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let assets = manifest_list("assets");
+    let asset = regex::Regex::new(r#"^\s*\["([^"]+)", "([^"]+)", "[0-7]+"\],?$"#).unwrap();
+    let mut files = Vec::new();
+    for line in assets.lines().filter(|l| l.trim_start().starts_with('[')) {
+        let c = asset
+            .captures(line)
+            .unwrap_or_else(|| panic!("an asset this test cannot read: {line}"));
+        let (source, dest) = (&c[1], &c[2]);
+        let Some(dest) = dest.strip_prefix(under) else {
+            continue;
+        };
+        let source = Path::new(source);
+        let (dir, name) = (source.parent().unwrap(), source.file_name().unwrap());
+        let pattern = name.to_str().unwrap();
+        let matched: Vec<PathBuf> = match pattern.split_once('*') {
+            Some((head, tail)) => {
+                let mut found: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().into_string().unwrap())
+                    .filter(|n| n.starts_with(head) && n.ends_with(tail))
+                    .map(|n| dir.join(n))
+                    .collect();
+                found.sort();
+                found
+            }
+            None => vec![source.to_owned()],
+        };
+        assert!(!matched.is_empty(), "no file for {line}");
+        for file in matched {
+            // A destination that ends with `/` is a directory.
+            let to = if dest.is_empty() || dest.ends_with('/') {
+                Path::new(dest).join(file.file_name().unwrap())
+            } else {
+                PathBuf::from(dest)
+            };
+            files.push((root.join(&file), to));
+        }
+    }
+    files
+}
+
+#[test]
+fn the_debian_packages_documents_find_what_they_link_to() {
+    // /usr/share/doc/backoff as the package lays it out, with the
+    // README's links mended as dist/deb.sh mends them.
+    let doc = TempDir::new("deb-doc");
+    for (from, to) in deb_assets("usr/share/doc/backoff/") {
+        let to = doc.path().join(to);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&from, &to).unwrap();
+    }
+    // cargo-deb's names for the changelog and the copyright file.
+    for made in ["changelog.gz", "copyright"] {
+        std::fs::write(doc.join(made), "").unwrap();
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = doc.join("README.md");
+    let status = Command::new("sed")
+        .arg("-i")
+        .arg("-f")
+        .arg(root.join("dist/debian/doc-links.sed"))
+        .arg(&readme)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // The guide validates against the schemas: they are shipped.
+    assert!(doc.join("docs/schema/report.json").is_file());
+    let link = regex::Regex::new(r"\]\(([^)#\s]+)(?:#[^)]*)?\)").unwrap();
+    let mut checked = 0;
+    let mut broken = Vec::new();
+    for page in [
+        "README.md",
+        "docs/guide.md",
+        "docs/building.md",
+        "docs/architecture.md",
+    ] {
+        let path = doc.join(page);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("{page} is not shipped"));
+        for c in link.captures_iter(&text) {
+            let target = &c[1];
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            checked += 1;
+            if !path.parent().unwrap().join(target).exists() {
+                broken.push(format!("{page}: {target}"));
+            }
+        }
+    }
+    assert!(checked >= 20, "{checked} links");
+    assert!(broken.is_empty(), "links to nothing: {broken:#?}");
 }
