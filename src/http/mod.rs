@@ -174,6 +174,8 @@ impl Target {
     /// one: an absolute URL, one without a scheme (`//host/path`), an
     /// absolute path or a path relative to this one's.
     fn redirected(&self, location: &str) -> Result<Target, String> {
+        // A fragment is the client's own, never sent.
+        let location = location.split('#').next().unwrap_or_default();
         let scheme = self.uri.scheme_str().unwrap_or("http");
         let authority = self.uri.authority().map_or("", |a| a.as_str());
         let absolute = if location.contains("://") {
@@ -453,7 +455,7 @@ impl Client {
             let status = response.status;
             let Some(location) = response.location else {
                 return Err(fail(
-                    format!("answered {status} without a Location to follow"),
+                    format!("answered {status} with no Location it could follow"),
                     Kind::Final,
                 ));
             };

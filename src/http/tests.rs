@@ -407,7 +407,7 @@ fn a_redirect_that_cannot_be_followed_is_not_tried_again() {
 }
 
 #[test]
-fn https_is_never_left_for_http() {
+fn a_location_is_resolved_against_the_url_it_answers() {
     let https = Target::parse("https://u:p@hc-ping.com/uuid").unwrap();
     let next = https.redirected("http://hc-ping.com/uuid").unwrap();
     assert!(!next.is_https());
@@ -418,6 +418,10 @@ fn https_is_never_left_for_http() {
     assert_eq!(
         https.redirected("//elsewhere:8443/x").unwrap().url(),
         "https://elsewhere:8443/x"
+    );
+    assert_eq!(
+        https.redirected("/x#part").unwrap().url(),
+        "https://u:p@hc-ping.com/x"
     );
     assert_eq!(
         https.redirected("sibling").unwrap().url(),
