@@ -13,7 +13,8 @@
 //!   URL it moved to, and the body is the output); a 303 is followed with
 //!   a GET without the body, as it says. Credentials go along only to the
 //!   same host; `https://` is never left for `http://`. A redirect that
-//!   cannot be followed is a failure that is not tried again.
+//!   cannot be followed is a failure that is not tried again, and so is a
+//!   server's certificate that is not accepted.
 //! - **Time**: a request, redirects and the answer included, ends by its
 //!   deadline; `send_with_retries` tries again, with capped exponential
 //!   backoff and full jitter (and a server's `Retry-After`), only while the
@@ -538,6 +539,8 @@ impl Client {
         let mut response = answer.map_err(|e| {
             if refused(&e) {
                 ("connection refused".to_owned(), Kind::Refused)
+            } else if certificate_refused(&e) {
+                (describe(&e, left), Kind::Final)
             } else {
                 (describe(&e, left), Kind::Passing)
             }
@@ -738,6 +741,18 @@ fn describe(e: &ureq::Error, limit: Duration) -> String {
         ureq::Error::BodyStalled => "the server stopped sending".into(),
         ureq::Error::LargeResponseHeader(..) => "the answer's headers are too large".into(),
         _ => "the exchange failed".into(),
+    }
+}
+
+/// Whether `e` is the server's certificate not accepted: the same at the
+/// next try.
+fn certificate_refused(e: &ureq::Error) -> bool {
+    #[cfg(feature = "tls")]
+    return matches!(rustls_error(e), Some(rustls::Error::InvalidCertificate(_)));
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = e;
+        false
     }
 }
 

@@ -17,12 +17,14 @@ const UUID: &str = "0c9e4f1a-redirected-check";
 /// dropped: `http` redirects with 308 to the same path on the backend
 /// (http://), and `to_https` with 308 to `https`, which has a certificate
 /// of Caddy's local authority (`root_ca`) and passes requests on to the
-/// backend.
+/// backend, but for those under `/down/`, redirected with 308 to the
+/// backend over http://.
 struct Caddy {
     child: Child,
     dir: TempDir,
     http: u16,
     to_https: u16,
+    https: u16,
 }
 
 impl Caddy {
@@ -51,6 +53,7 @@ http://127.0.0.1:{to_https} {{
 }}
 https://127.0.0.1:{https} {{
 	tls internal
+	redir /down/* http://127.0.0.1:{backend}{{uri}} 308
 	reverse_proxy 127.0.0.1:{backend}
 }}
 ",
@@ -80,6 +83,7 @@ https://127.0.0.1:{https} {{
             dir,
             http,
             to_https,
+            https,
         };
         eventually("caddy listens and has made its authority", || {
             caddy.root_ca().exists()
@@ -135,6 +139,8 @@ fn a_308_from_caddy_is_followed_with_the_post_and_its_body_to_http_and_https() {
         let mut cmd = backoff([
             "--ping",
             &format!("http://127.0.0.1:{port}/{UUID}"),
+            "--ping-timeout",
+            "1m",
             "--max-retries",
             "0",
             "--",
@@ -166,7 +172,7 @@ fn a_308_from_caddy_is_followed_with_the_post_and_its_body_to_http_and_https() {
         assert!(end.contains("exit status 3\\nthe final error\\n"), "{end}");
     }
     // Caddy's authority not trusted: one plain sentence, at once (not
-    // tried again until --ping-timeout).
+    // tried again until --ping-timeout, a minute here).
     let started = Instant::now();
     let stderr = run(caddy.to_https, None);
     assert!(
@@ -183,7 +189,37 @@ fn a_308_from_caddy_is_followed_with_the_post_and_its_body_to_http_and_https() {
         "{stderr}"
     );
     assert_eq!(m.dir_lines().len(), 4);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    // From https:// to http://: not followed, and not tried again until
+    // --ping-timeout.
+    let started = Instant::now();
+    let stderr = succeeds_saying(
+        backoff([
+            "--ping",
+            &format!("https://127.0.0.1:{}/down/{UUID}", caddy.https),
+            "--ping-timeout",
+            "1m",
+            "--",
+            "true",
+        ])
+        .env("SSL_CERT_FILE", caddy.root_ca()),
+    );
+    assert!(
+        stderr.contains("check-ins failed: 127.0.0.1:")
+            && stderr.contains("answered 308, to http:// at 127.0.0.1:")
+            && stderr.contains("not followed (an https:// URL is not sent in clear)"),
+        "{stderr}"
+    );
     assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(
+        m.dir_lines().len(),
+        4,
+        "nothing reached the monitor in clear"
+    );
 }
 
 #[test]
