@@ -455,15 +455,15 @@ fn run_configured(
     }
 }
 
-/// Counts a job done when dropped, and wakes the wait for the jobs.
+/// Marks a job done when dropped, and wakes the wait for the jobs.
 struct Done(
-    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
     Option<crate::sys::signals::Waker>,
 );
 
 impl Drop for Done {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(w) = &self.1 {
             w.wake();
         }
@@ -486,7 +486,8 @@ struct Ends {
 /// each in a thread of its own and bounded by its own timeout and by
 /// `ends.by`, while backoff waits for them, or for a terminating signal,
 /// which ends the wait: that signal is returned (the sending is given up,
-/// and backoff dies by it).
+/// each one still under way said so on one line, its pauses between tries
+/// cut short, and backoff dies by it).
 fn send_ends(
     pings: Option<Pings>,
     traces: Option<trace::Traces>,
@@ -495,22 +496,25 @@ fn send_ends(
     warnings: &Warnings,
 ) -> Option<i32> {
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, Ordering};
     let Ends {
         exit,
         attempts,
         reason,
         by,
     } = ends;
+    let cancel = crate::http::Cancel::default();
     let mut jobs: Vec<(&str, Job)> = Vec::new();
     if let Some(mut p) = pings {
         let reason = reason.clone();
+        let cancel = cancel.clone();
         jobs.push((
             "the end check-in",
-            Box::new(move || p.finish(exit, attempts, &reason, by)),
+            Box::new(move || p.finish(exit, attempts, &reason, by, &cancel)),
         ));
     }
     if let Some(t) = traces {
+        let cancel = cancel.clone();
         jobs.push((
             "the trace",
             Box::new(move || {
@@ -520,27 +524,38 @@ fn send_ends(
                     reason: &reason,
                     success: exit == Exit::SUCCESS,
                 };
-                t.finish(end, by);
+                t.finish(end, by, &cancel);
             }),
         ));
     }
-    let left = Arc::new(AtomicUsize::new(jobs.len()));
+    let mut running = Vec::new();
     for (what, job) in jobs {
-        let mine = Arc::clone(&left);
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&done);
         let waker = executor.waker();
         let spawned = std::thread::Builder::new()
             .name("at-end".into())
             .spawn(move || {
-                // Counted done however the job ends, a panic included.
-                let _done = Done(mine, waker);
+                // Marked done however the job ends, a panic included.
+                let _done = Done(flag, waker);
                 job();
             });
-        if let Err(e) = spawned {
-            warnings.warn(&format!("{what} was not sent: {e}"));
-            left.fetch_sub(1, Ordering::SeqCst);
+        match spawned {
+            Ok(_) => running.push((what, done)),
+            Err(e) => warnings.warn(&format!("{what} was not sent: {e}")),
         }
     }
-    executor.wait_until(&|| left.load(Ordering::SeqCst) == 0)
+    let sig = executor.wait_until(&|| running.iter().all(|(_, d)| d.load(Ordering::SeqCst)))?;
+    cancel.cancel();
+    for (what, done) in running {
+        if !done.load(Ordering::SeqCst) {
+            warnings.warn(&format!(
+                "{what} was given up: backoff received {}",
+                crate::signal::full_name(sig)
+            ));
+        }
+    }
+    Some(sig)
 }
 
 /// The run's traces, when the environment asks for them (`trace`):

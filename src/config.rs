@@ -1373,12 +1373,7 @@ fn pings(
                     crate::http::NO_TLS
                 )));
             }
-            if target.cleartext_credentials() {
-                notices.push(format!(
-                "{flag} sends a user name and password in clear over http:// to {}: use https://",
-                target.host()
-            ));
-            }
+            notices.extend(target.cleartext_notice(flag));
             Ok(Some(target))
         };
     Ok(crate::ping::Urls {

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::event::{Event, LockNews, Report};
 use crate::exit::Exit;
-use crate::http::{Client, Method, Request, Target};
+use crate::http::{Cancel, Client, Method, Request, Target};
 use crate::output::Marker;
 use crate::report::Warnings;
 
@@ -89,14 +89,15 @@ fn accepted(status: u16) -> bool {
     (200..300).contains(&status)
 }
 
-/// Sends one check-in, retried within `deadline`; what went wrong, if it
-/// did, in a line naming only the host.
+/// Sends one check-in, retried within `deadline` until `cancel` ends it;
+/// what went wrong, if it did, in a line naming only the host.
 fn check_in(
     client: &Client,
     method: Method,
     target: &Target,
     body: &[u8],
     deadline: Instant,
+    cancel: &Cancel,
 ) -> Result<(), String> {
     let headers = [(
         "Content-Type".to_owned(),
@@ -108,7 +109,7 @@ fn check_in(
         headers: &headers,
         body,
     };
-    match client.send_with_retries(&req, deadline, retryable) {
+    match client.send_with_retries(&req, deadline, retryable, cancel) {
         Ok(r) if accepted(r.status) => Ok(()),
         Ok(r) => Err(format!("{}: answered {}", target.host(), r.status)),
         Err(f) => Err(f.to_string()),
@@ -192,7 +193,16 @@ impl Pings {
         let deadline = self.by.map_or(timeout, |by| by.min(timeout));
         let spawned = std::thread::Builder::new()
             .name("check-in".into())
-            .spawn(move || check_in(&client, Method::Get, &target, &[], deadline));
+            .spawn(move || {
+                check_in(
+                    &client,
+                    Method::Get,
+                    &target,
+                    &[],
+                    deadline,
+                    &Cancel::default(),
+                )
+            });
         match spawned {
             Ok(handle) => self.started = Some(handle),
             Err(e) => self
@@ -205,8 +215,17 @@ impl Pings {
     /// `attempts` attempts for `reason`: the start check-in is waited for
     /// first (the monitor must see it first), and both together take at
     /// most `--ping-timeout` from now, and end by `by` (when backoff must
-    /// have exited) if that comes first.
-    pub fn finish(&mut self, exit: Exit, attempts: u64, reason: &str, by: Option<Instant>) {
+    /// have exited) if that comes first. `cancel` gives the end check-in
+    /// up at its next pause (a terminating signal came): then nothing is
+    /// said here, the caller says it.
+    pub fn finish(
+        &mut self,
+        exit: Exit,
+        attempts: u64,
+        reason: &str,
+        by: Option<Instant>,
+        cancel: &Cancel,
+    ) {
         if !self.began && !self.unrun {
             return;
         }
@@ -216,7 +235,10 @@ impl Pings {
             Some(Ok(Err(why))) => Some(why),
             _ => None,
         };
-        let end = self.end(exit, attempts, reason, deadline);
+        let end = self.end(exit, attempts, reason, deadline, cancel);
+        if cancel.cancelled() {
+            return;
+        }
         match (start, end) {
             (Some(a), Some(b)) if a == b => self
                 .warnings
@@ -233,7 +255,14 @@ impl Pings {
     }
 
     /// Sends the end check-in by `deadline`; why it failed, if it did.
-    fn end(&self, exit: Exit, attempts: u64, reason: &str, deadline: Instant) -> Option<String> {
+    fn end(
+        &self,
+        exit: Exit,
+        attempts: u64,
+        reason: &str,
+        deadline: Instant,
+        cancel: &Cancel,
+    ) -> Option<String> {
         let target = self.urls.end(exit, &self.run_id)?;
         let client = self.client.as_ref()?;
         let mut body = format!(
@@ -252,7 +281,7 @@ impl Pings {
             }
         }
         body.extend(tail);
-        check_in(client, Method::Post, &target, &body, deadline).err()
+        check_in(client, Method::Post, &target, &body, deadline, cancel).err()
     }
 }
 

@@ -7,19 +7,28 @@
 //! - **Proxies**: `ALL_PROXY`, `HTTPS_PROXY`, `HTTP_PROXY` (the first set,
 //!   in that order, each also in lower case) and `NO_PROXY`, as ureq reads
 //!   them.
+//! - **Redirects**: followed here, not by ureq (which refuses a 307 or
+//!   308 to a POST): a 307 or 308 keeps the method and the body (RFC 9110
+//!   §15.4.8–9), and so does a 301 or 302 (a monitor takes a POST at the
+//!   URL it moved to, and the body is the output); a 303 is followed with
+//!   a GET without the body, as it says. Credentials go along only to the
+//!   same host; `https://` is never left for `http://`. A redirect that
+//!   cannot be followed is a failure that is not tried again, and so is a
+//!   server's certificate that is not accepted.
 //! - **Time**: a request, redirects and the answer included, ends by its
 //!   deadline; `send_with_retries` tries again, with capped exponential
 //!   backoff and full jitter (and a server's `Retry-After`), only while the
-//!   deadline leaves time.
+//!   deadline leaves time, and while a `Cancel` does not end it; a refused
+//!   connection (nobody listens) is tried only `REFUSED_TRIES` times.
 //! - **Secrets**: a URL is a credential (a check-in's UUID, a token in its
 //!   query). Nothing here shows more of it than its host and port
 //!   (`Target::host`), errors included.
 
 use std::io::Read;
-#[cfg(feature = "tls")]
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
+use base64::Engine as _;
 use rand::RngExt as _;
 use ureq::http::Uri;
 
@@ -30,6 +39,9 @@ const MAX_BODY: u64 = 64 * 1024;
 /// Redirects followed, at most.
 const MAX_REDIRECTS: u32 = 5;
 
+/// The longest `Location` followed.
+const MAX_LOCATION: usize = 8 * 1024;
+
 /// The first bound of the pause between tries, doubled after each, up to
 /// `MAX_PAUSE`.
 const FIRST_PAUSE: Duration = Duration::from_millis(200);
@@ -37,6 +49,12 @@ const MAX_PAUSE: Duration = Duration::from_secs(2);
 
 /// The longest `Retry-After` obeyed (the deadline bounds it anyway).
 const MAX_HINT: Duration = Duration::from_hours(1);
+
+/// Tries of a request whose connection is refused (nobody listens there,
+/// which a few more tries rarely change), with the usual pauses between
+/// them: about a second in all, where a timeout or a 5xx keeps the whole
+/// deadline.
+const REFUSED_TRIES: u32 = 3;
 
 /// An `http://` or `https://` URL, checked.
 #[derive(Clone, PartialEq, Eq)]
@@ -112,6 +130,69 @@ impl Target {
                 .is_some_and(|a| a.as_str().contains('@'))
     }
 
+    /// What to say once at the start when it sends credentials in clear
+    /// (`cleartext_credentials`), `by` being the option or variable that
+    /// gave it.
+    pub fn cleartext_notice(&self, by: &str) -> Option<String> {
+        self.cleartext_credentials().then(|| {
+            format!(
+                "{by} sends a user name and password in clear over http:// to {}: use https://",
+                self.host()
+            )
+        })
+    }
+
+    /// The URL as sent: without its user information, which goes in an
+    /// `Authorization` header (`basic_auth`).
+    fn wire(&self) -> Uri {
+        let Some(authority) = self.uri.authority() else {
+            return self.uri.clone();
+        };
+        let Some((_, host)) = authority.as_str().rsplit_once('@') else {
+            return self.uri.clone();
+        };
+        let mut parts = self.uri.clone().into_parts();
+        parts.authority = host.parse().ok().or(parts.authority);
+        Uri::from_parts(parts).unwrap_or_else(|_| self.uri.clone())
+    }
+
+    /// The `Authorization` header its user information makes, if it has
+    /// any: `Basic` with the user name and password percent-decoded
+    /// (`user:p%40ss` sends the password `p@ss`, as curl does).
+    fn basic_auth(&self) -> Option<String> {
+        let (userinfo, _) = self.uri.authority()?.as_str().rsplit_once('@')?;
+        let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+        let mut credentials: Vec<u8> = percent_encoding::percent_decode_str(user).collect();
+        credentials.push(b':');
+        credentials.extend(percent_encoding::percent_decode_str(password));
+        Some(format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(credentials)
+        ))
+    }
+
+    /// The target `location` (a redirect's `Location`) names, from this
+    /// one: an absolute URL, one without a scheme (`//host/path`), an
+    /// absolute path or a path relative to this one's.
+    fn redirected(&self, location: &str) -> Result<Target, String> {
+        // A fragment is the client's own, never sent.
+        let location = location.split('#').next().unwrap_or_default();
+        let scheme = self.uri.scheme_str().unwrap_or("http");
+        let authority = self.uri.authority().map_or("", |a| a.as_str());
+        let absolute = if location.contains("://") {
+            location.to_owned()
+        } else if location.starts_with("//") {
+            format!("{scheme}:{location}")
+        } else if location.starts_with('/') {
+            format!("{scheme}://{authority}{location}")
+        } else {
+            let path = self.uri.path();
+            let dir = &path[..path.rfind('/').map_or(0, |i| i + 1)];
+            format!("{scheme}://{authority}{dir}{location}")
+        };
+        Target::parse(&absolute)
+    }
+
     /// This URL with `/segment` added to its path, before its query:
     /// `https://hc-ping.com/UUID` becomes `https://hc-ping.com/UUID/start`.
     #[must_use]
@@ -184,6 +265,8 @@ pub struct Response {
     pub status: u16,
     /// Its `Retry-After`, when it gave a valid one.
     pub retry_after: Option<Duration>,
+    /// Its `Location`, when it gave one of at most `MAX_LOCATION` bytes.
+    pub location: Option<String>,
     /// The start of its body (at most 64 KiB).
     pub body: Vec<u8>,
 }
@@ -196,6 +279,37 @@ pub struct Failure {
     why: String,
     /// The status, when the server answered.
     pub status: Option<u16>,
+    kind: Kind,
+}
+
+/// What a failure says of trying again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Worth another try while time is left: a timeout, a reset, a 5xx.
+    Passing,
+    /// Nobody listens there: worth a few tries only (`REFUSED_TRIES`).
+    Refused,
+    /// The same again whatever the time: a redirect that cannot be
+    /// followed.
+    Final,
+    /// A `Cancel` ended it.
+    Cancelled,
+}
+
+impl Failure {
+    fn new(host: String, why: String, kind: Kind) -> Failure {
+        Failure {
+            host,
+            why,
+            status: None,
+            kind,
+        }
+    }
+
+    /// Whether a `Cancel` ended it (it was given up, not failed).
+    pub fn cancelled(&self) -> bool {
+        self.kind == Kind::Cancelled
+    }
 }
 
 impl std::fmt::Display for Failure {
@@ -204,16 +318,53 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// Ends `Client::send_with_retries` at its next pause, from another
+/// thread: when a terminating signal gives up what is being sent. A clone
+/// shares it.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<(Mutex<bool>, Condvar)>);
+
+impl Cancel {
+    /// Ends the sending it was given to, and wakes its pause.
+    pub fn cancel(&self) {
+        let (flag, woken) = &*self.0;
+        *flag.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        woken.notify_all();
+    }
+
+    /// Whether `cancel` was called.
+    pub fn cancelled(&self) -> bool {
+        *self.0.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits `pause`, or until `cancel` is called; whether it was.
+    fn pause(&self, pause: Duration) -> bool {
+        let (flag, woken) = &*self.0;
+        let guard = flag.lock().unwrap_or_else(PoisonError::into_inner);
+        let (guard, _) = woken
+            .wait_timeout_while(guard, pause, |cancelled| !*cancelled)
+            .unwrap_or_else(PoisonError::into_inner);
+        *guard
+    }
+}
+
 /// backoff's HTTP client; a clone shares its connections.
 #[derive(Clone)]
 pub struct Client {
     agent: ureq::Agent,
+    /// Redirects followed, at most.
+    redirects: u32,
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Client")
     }
+}
+
+/// Whether `status` is a redirect this client follows.
+fn is_redirect(status: u16) -> bool {
+    matches!(status, 301 | 302 | 303 | 307 | 308)
 }
 
 impl Client {
@@ -229,10 +380,8 @@ impl Client {
         Client::with_redirects(extra_ca, https, MAX_REDIRECTS)
     }
 
-    /// The same, following at most `redirects` redirects: with 0, a
-    /// redirect is an answer like any other (a POST redirected with 301,
-    /// 302 or 303 would be sent again as a GET without its body, and
-    /// with the caller's headers to another host).
+    /// The same, following at most `redirects` redirects (see the
+    /// module's notes): with 0, a redirect is an answer like any other.
     ///
     /// # Errors
     ///
@@ -249,34 +398,113 @@ impl Client {
         if https || extra_ca.is_some() {
             return Err(NO_TLS.into());
         }
+        // Redirects are followed by `send`: ureq gives each as an answer.
         let agent = builder
             .proxy(ureq::Proxy::try_from_env())
             .http_status_as_error(false)
-            .max_redirects(redirects)
+            .max_redirects(0)
             .user_agent(concat!("backoff/", env!("CARGO_PKG_VERSION")))
             .build()
             .new_agent();
-        Ok(Client { agent })
+        Ok(Client { agent, redirects })
     }
 
-    /// Sends `req` once; its whole exchange ends by `deadline`.
+    /// Sends `req` once, following redirects; its whole exchange ends by
+    /// `deadline`.
     ///
     /// # Errors
     ///
-    /// When no answer came: why, naming only the host.
+    /// When no answer came, or a redirect could not be followed: why,
+    /// naming only the host (and the one it was redirected to).
     pub fn send(&self, req: &Request<'_>, deadline: Instant) -> Result<Response, Failure> {
         let host = req.target.host();
-        let fail = |why: String| Failure {
-            host: host.clone(),
-            why,
-            status: None,
-        };
+        let mut target = req.target.clone();
+        let mut method = req.method;
+        let mut body = req.body;
+        let mut auth = target.basic_auth();
+        let mut hops = 0;
+        loop {
+            // What is said names the host asked, and the one it led to.
+            let fail = |why: String, kind: Kind| {
+                let why = if target.host() == host {
+                    why
+                } else {
+                    format!("redirected to {}: {why}", target.host())
+                };
+                Failure::new(host.clone(), why, kind)
+            };
+            let response = self
+                .send_once(
+                    method,
+                    &target,
+                    auth.as_deref(),
+                    req.headers,
+                    body,
+                    deadline,
+                )
+                .map_err(|(why, kind)| fail(why, kind))?;
+            if !is_redirect(response.status) || self.redirects == 0 {
+                return Ok(response);
+            }
+            if hops == self.redirects {
+                return Err(fail(
+                    format!("more than {} redirects", self.redirects),
+                    Kind::Final,
+                ));
+            }
+            hops += 1;
+            let status = response.status;
+            let Some(location) = response.location else {
+                return Err(fail(
+                    format!("answered {status} with no Location it could follow"),
+                    Kind::Final,
+                ));
+            };
+            let next = target.redirected(&location).map_err(|why| {
+                fail(
+                    format!("answered {status}, to a URL that cannot be followed ({why})"),
+                    Kind::Final,
+                )
+            })?;
+            if target.is_https() && !next.is_https() {
+                return Err(fail(
+                    format!(
+                        "answered {status}, to http:// at {}: not followed (an https:// URL is not sent in clear)",
+                        next.host()
+                    ),
+                    Kind::Final,
+                ));
+            }
+            if status == 303 {
+                method = Method::Get;
+                body = &[];
+            }
+            // Credentials go to the same host only, unless the new URL
+            // has its own.
+            auth = next
+                .basic_auth()
+                .or_else(|| auth.take().filter(|_| next.uri.host() == target.uri.host()));
+            target = next;
+        }
+    }
+
+    /// Sends one request, redirects not followed; why it failed and what
+    /// that says of trying again.
+    fn send_once(
+        &self,
+        method: Method,
+        target: &Target,
+        auth: Option<&str>,
+        headers: &[(String, String)],
+        body: &[u8],
+        deadline: Instant,
+    ) -> Result<Response, (String, Kind)> {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(fail("no time left".into()));
+            return Err(("no time left".into(), Kind::Passing));
         }
-        let uri = req.target.uri.clone();
-        let answer = match req.method {
+        let uri = target.wire();
+        let answer = match method {
             Method::Get => {
                 let mut r = self
                     .agent
@@ -284,8 +512,11 @@ impl Client {
                     .config()
                     .timeout_global(Some(left))
                     .build();
-                for (k, v) in req.headers {
+                for (k, v) in headers {
                     r = r.header(k, v);
+                }
+                if let Some(auth) = auth {
+                    r = r.header("Authorization", auth);
                 }
                 r.call()
             }
@@ -296,19 +527,34 @@ impl Client {
                     .config()
                     .timeout_global(Some(left))
                     .build();
-                for (k, v) in req.headers {
+                for (k, v) in headers {
                     r = r.header(k, v);
                 }
-                r.send(req.body)
+                if let Some(auth) = auth {
+                    r = r.header("Authorization", auth);
+                }
+                r.send(body)
             }
         };
-        let mut response = answer.map_err(|e| fail(describe(&e, left)))?;
+        let mut response = answer.map_err(|e| {
+            if refused(&e) {
+                ("connection refused".to_owned(), Kind::Refused)
+            } else if certificate_refused(&e) {
+                (describe(&e, left), Kind::Final)
+            } else {
+                (describe(&e, left), Kind::Passing)
+            }
+        })?;
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| retry_after(v, SystemTime::now()));
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let retry_after = header("retry-after").and_then(|v| retry_after(&v, SystemTime::now()));
+        let location = header("location").filter(|l| l.len() <= MAX_LOCATION);
         let mut body = Vec::new();
         let _ = response
             .body_mut()
@@ -318,6 +564,7 @@ impl Client {
         Ok(Response {
             status,
             retry_after,
+            location,
             body,
         })
     }
@@ -325,9 +572,11 @@ impl Client {
     /// Sends `req` until a server answers with a status that is not
     /// `retryable` (a 2xx or a 4xx, for most), trying again after a
     /// connection that failed, a try that timed out, or a `retryable`
-    /// status, while `deadline` leaves time: after a pause drawn with full
-    /// jitter under a bound that doubles from 200 ms to 2 s, or the
-    /// server's `Retry-After` if it fits.
+    /// status, while `deadline` leaves time and `cancel` is not called:
+    /// after a pause drawn with full jitter under a bound that doubles
+    /// from 200 ms to 2 s, or the server's `Retry-After` if it fits. A
+    /// refused connection is tried `REFUSED_TRIES` times at most, and a
+    /// redirect that cannot be followed once.
     ///
     /// # Errors
     ///
@@ -338,23 +587,42 @@ impl Client {
         req: &Request<'_>,
         deadline: Instant,
         retryable: impl Fn(u16) -> bool,
+        cancel: &Cancel,
     ) -> Result<Response, Failure> {
         let mut bound = FIRST_PAUSE;
         // The last failure that was an answer (a status).
         let mut answered: Option<Failure> = None;
+        let mut refusals = 0;
         loop {
             let (failure, hint) = match self.send(req, deadline) {
                 Ok(r) if !retryable(r.status) => return Ok(r),
                 Ok(r) => (
                     Failure {
-                        host: req.target.host(),
-                        why: format!("answered {}", r.status),
                         status: Some(r.status),
+                        ..Failure::new(
+                            req.target.host(),
+                            format!("answered {}", r.status),
+                            Kind::Passing,
+                        )
                     },
                     r.retry_after,
                 ),
                 Err(f) => (f, None),
             };
+            match failure.kind {
+                Kind::Final | Kind::Cancelled => return Err(failure),
+                Kind::Refused => refusals += 1,
+                Kind::Passing => {}
+            }
+            if refusals == REFUSED_TRIES {
+                return Err(Failure {
+                    why: format!(
+                        "{} {REFUSED_TRIES} times (nothing listens there)",
+                        failure.why
+                    ),
+                    ..failure
+                });
+            }
             // A status says more than a timeout that followed it.
             let failure = match (failure.status, answered.take()) {
                 (None, Some(before)) => before,
@@ -370,10 +638,20 @@ impl Client {
             if pause >= left {
                 return Err(failure);
             }
-            std::thread::sleep(pause);
+            if cancel.pause(pause) {
+                return Err(Failure {
+                    kind: Kind::Cancelled,
+                    ..failure
+                });
+            }
             bound = (bound * 2).min(MAX_PAUSE);
         }
     }
+}
+
+/// Whether `e` is a refused connection: nobody listens there.
+fn refused(e: &ureq::Error) -> bool {
+    matches!(e, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused)
 }
 
 /// What TLS trusts: the system's certificate authorities and `extra_ca`'s
@@ -437,20 +715,20 @@ fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     Some(wait.min(MAX_HINT))
 }
 
-/// What a failed TLS handshake says.
+/// What a failed TLS handshake says when nothing more precise is known.
 const TLS_FAILED: &str =
     "TLS failed (is its certificate trusted? SSL_CERT_FILE names the authorities to trust)";
 
 /// Why a request failed, in a few words that hold nothing of its URL.
 fn describe(e: &ureq::Error, limit: Duration) -> String {
+    #[cfg(feature = "tls")]
+    if let Some(tls) = rustls_error(e) {
+        return describe_tls(tls);
+    }
     match e {
         ureq::Error::Timeout(_) => format!("timed out after {}", crate::duration::human(limit)),
         ureq::Error::HostNotFound => "host not found".into(),
         ureq::Error::ConnectionFailed => "connection failed".into(),
-        ureq::Error::TooManyRedirects => format!("more than {MAX_REDIRECTS} redirects"),
-        ureq::Error::RedirectFailed => "a redirect could not be followed".into(),
-        #[cfg(feature = "tls")]
-        ureq::Error::Rustls(_) => TLS_FAILED.into(),
         ureq::Error::Tls(_) => TLS_FAILED.into(),
         ureq::Error::ConnectProxyFailed(_) | ureq::Error::InvalidProxyUrl => {
             "the proxy (HTTPS_PROXY, HTTP_PROXY or ALL_PROXY) failed".into()
@@ -464,6 +742,70 @@ fn describe(e: &ureq::Error, limit: Duration) -> String {
         ureq::Error::LargeResponseHeader(..) => "the answer's headers are too large".into(),
         _ => "the exchange failed".into(),
     }
+}
+
+/// Whether `e` is the server's certificate not accepted: the same at the
+/// next try.
+fn certificate_refused(e: &ureq::Error) -> bool {
+    #[cfg(feature = "tls")]
+    return matches!(rustls_error(e), Some(rustls::Error::InvalidCertificate(_)));
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = e;
+        false
+    }
+}
+
+/// The TLS error behind `e`, if it is one: given as it is, or inside the
+/// I/O error of the handshake.
+#[cfg(feature = "tls")]
+fn rustls_error(e: &ureq::Error) -> Option<&rustls::Error> {
+    match e {
+        ureq::Error::Rustls(tls) => Some(tls),
+        ureq::Error::Io(io) => io.get_ref()?.downcast_ref::<rustls::Error>(),
+        _ => None,
+    }
+}
+
+/// A TLS error as a sentence: what is wrong with the server's certificate
+/// and what to do, for those a user meets; a general one otherwise (never
+/// the library's own words, which are its types' names).
+#[cfg(feature = "tls")]
+fn describe_tls(e: &rustls::Error) -> String {
+    use rustls::CertificateError as C;
+    const TRUST: &str = "SSL_CERT_FILE names the authorities to trust";
+    let rustls::Error::InvalidCertificate(cert) = e else {
+        return match e {
+            rustls::Error::NoCertificatesPresented => {
+                "TLS failed: the server sent no certificate".into()
+            }
+            rustls::Error::AlertReceived(_) => {
+                "TLS failed: the server refused the connection (does it ask for a client certificate, or speak none of the same TLS versions?)".into()
+            }
+            _ => TLS_FAILED.into(),
+        };
+    };
+    let what = match cert {
+        C::UnknownIssuer => {
+            format!("its certificate is signed by an authority that is not trusted ({TRUST})")
+        }
+        C::Expired | C::ExpiredContext { .. } => "its certificate has expired".into(),
+        C::NotValidYet | C::NotValidYetContext { .. } => {
+            "its certificate is not valid yet (is this machine's clock right?)".into()
+        }
+        C::NotValidForName | C::NotValidForNameContext { .. } => {
+            "its certificate is for another name than the URL's host".into()
+        }
+        C::Revoked => "its certificate was revoked".into(),
+        C::BadSignature => "its certificate's signature does not check".into(),
+        C::BadEncoding => "its certificate cannot be read".into(),
+        // Not mapped by rustls to a variant of its own.
+        C::Other(other) if format!("{other:?}").contains("CaUsedAsEndEntity") => format!(
+            "it presents a certificate authority's own certificate, not one issued for it ({TRUST}; the server must use a certificate that authority signed)"
+        ),
+        _ => format!("its certificate is not accepted ({TRUST})"),
+    };
+    format!("TLS failed: {what}")
 }
 
 #[cfg(test)]

@@ -175,9 +175,13 @@ fn a_server_error_is_tried_again_and_a_client_error_is_not() {
         body: &[],
     };
     let retryable = |s: u16| s == 429 || s >= 500;
-    let r = client().send_with_retries(&req, soon(), retryable).unwrap();
+    let r = client()
+        .send_with_retries(&req, soon(), retryable, &Cancel::default())
+        .unwrap();
     assert_eq!(r.status, 200);
-    let r = client().send_with_retries(&req, soon(), retryable).unwrap();
+    let r = client()
+        .send_with_retries(&req, soon(), retryable, &Cancel::default())
+        .unwrap();
     assert_eq!(r.status, 404);
     assert_eq!(requests.try_iter().count(), 4);
 }
@@ -194,7 +198,12 @@ fn a_server_that_never_answers_costs_the_deadline_and_no_more() {
     };
     let started = Instant::now();
     let e = client()
-        .send_with_retries(&req, started + Duration::from_millis(700), |_| true)
+        .send_with_retries(
+            &req,
+            started + Duration::from_millis(700),
+            |_| true,
+            &Cancel::default(),
+        )
         .unwrap_err();
     assert!(
         started.elapsed() < Duration::from_secs(5),
@@ -277,10 +286,218 @@ fn a_retry_after_of_zero_is_no_busy_loop() {
         body: &[],
     };
     let e = client()
-        .send_with_retries(&req, Instant::now() + Duration::from_secs(1), |s| s >= 500)
+        .send_with_retries(
+            &req,
+            Instant::now() + Duration::from_secs(1),
+            |s| s >= 500,
+            &Cancel::default(),
+        )
         .unwrap_err();
     // The status, not a timeout of the last try, is what is said.
     assert!(e.to_string().ends_with("answered 503"), "{e}");
     let sent = requests.try_iter().count();
     assert!(sent < 20, "{sent} requests in a second");
+}
+
+/// A port nothing listens on.
+fn closed_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn post<'a>(target: &'a Target, body: &'a [u8]) -> Request<'a> {
+    Request {
+        method: Method::Post,
+        target,
+        headers: &[],
+        body,
+    }
+}
+
+#[test]
+fn a_307_or_308_to_a_post_is_followed_with_the_post_and_its_body() {
+    let (base, requests) = serve(vec![
+        Some(answer(
+            "308 Permanent Redirect",
+            "Location: /moved/1?rid=r\r\n",
+            "",
+        )),
+        Some(answer("307 Temporary Redirect", "Location: again\r\n", "")),
+        Some(answer("200 OK", "", "")),
+    ]);
+    let target = Target::parse(&format!("{base}/uuid/1?rid=r")).unwrap();
+    let r = client()
+        .send_with_retries(
+            &post(&target, b"the tail"),
+            soon(),
+            |_| false,
+            &Cancel::default(),
+        )
+        .unwrap();
+    assert_eq!(r.status, 200);
+    let got: Vec<String> = requests.try_iter().collect();
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert!(
+        got[1].starts_with("POST /moved/1?rid=r HTTP/1.1"),
+        "{got:?}"
+    );
+    assert!(got[2].starts_with("POST /moved/again HTTP/1.1"), "{got:?}");
+    assert!(
+        got.iter().all(|r| r.ends_with("\r\n\r\nthe tail")),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn a_301_or_302_keeps_the_post_and_a_303_is_a_get_without_the_body() {
+    let (base, requests) = serve(vec![
+        Some(answer("301 Moved Permanently", "Location: /a\r\n", "")),
+        Some(answer("302 Found", "Location: /b\r\n", "")),
+        Some(answer("303 See Other", "Location: /c\r\n", "")),
+        Some(answer("200 OK", "", "")),
+    ]);
+    let target = Target::parse(&base).unwrap();
+    client().send(&post(&target, b"body"), soon()).unwrap();
+    let got: Vec<String> = requests.try_iter().collect();
+    for (i, line) in [(1, "POST /a "), (2, "POST /b ")] {
+        assert!(
+            got[i].starts_with(line) && got[i].ends_with("\r\n\r\nbody"),
+            "{got:?}"
+        );
+    }
+    assert!(
+        got[3].starts_with("GET /c ") && !got[3].ends_with("body"),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn a_redirect_that_cannot_be_followed_is_not_tried_again() {
+    for location in ["Location: ftp://127.0.0.1/secret\r\n", ""] {
+        let (base, requests) = serve(
+            (0..10)
+                .map(|_| Some(answer("308 Permanent Redirect", location, "")))
+                .collect(),
+        );
+        let target = Target::parse(&format!("{base}/secret")).unwrap();
+        let started = Instant::now();
+        let e = client()
+            .send_with_retries(&post(&target, b""), soon(), |_| false, &Cancel::default())
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(requests.try_iter().count(), 1, "{e}");
+        assert!(e.to_string().contains("answered 308"), "{e}");
+        assert!(!e.to_string().contains("secret"), "{e}");
+    }
+    // Endless redirects: the sixth is not followed, and not tried again.
+    let (base, requests) = serve(
+        (0..20)
+            .map(|_| Some(answer("307 Temporary Redirect", "Location: /again\r\n", "")))
+            .collect(),
+    );
+    let target = Target::parse(&base).unwrap();
+    let e = client()
+        .send_with_retries(&post(&target, b""), soon(), |_| false, &Cancel::default())
+        .unwrap_err();
+    assert!(e.to_string().ends_with("more than 5 redirects"), "{e}");
+    assert_eq!(requests.try_iter().count(), 6);
+}
+
+#[test]
+fn a_location_is_resolved_against_the_url_it_answers() {
+    let https = Target::parse("https://u:p@hc-ping.com/uuid").unwrap();
+    let next = https.redirected("http://hc-ping.com/uuid").unwrap();
+    assert!(!next.is_https());
+    assert_eq!(
+        https.redirected("/other?x=1").unwrap().url(),
+        "https://u:p@hc-ping.com/other?x=1"
+    );
+    assert_eq!(
+        https.redirected("//elsewhere:8443/x").unwrap().url(),
+        "https://elsewhere:8443/x"
+    );
+    assert_eq!(
+        https.redirected("/x#part").unwrap().url(),
+        "https://u:p@hc-ping.com/x"
+    );
+    assert_eq!(
+        https.redirected("sibling").unwrap().url(),
+        "https://u:p@hc-ping.com/sibling"
+    );
+}
+
+#[test]
+fn user_information_is_percent_decoded_into_basic_credentials() {
+    let t = Target::parse("https://us%65r:p%40ss@host/x").unwrap();
+    // base64("user:p@ss")
+    assert_eq!(t.basic_auth().as_deref(), Some("Basic dXNlcjpwQHNz"));
+    assert_eq!(t.wire().to_string(), "https://host/x");
+    assert_eq!(Target::parse("https://host/x").unwrap().basic_auth(), None);
+    let (base, requests) = serve(vec![Some(answer("200 OK", "", ""))]);
+    let target = Target::parse(&base.replace("http://", "http://me:p%40ss@")).unwrap();
+    client().send(&post(&target, b""), soon()).unwrap();
+    let got = requests.recv().unwrap();
+    assert!(
+        got.contains("authorization: Basic bWU6cEBzcw==\r\n")
+            || got.contains("Authorization: Basic bWU6cEBzcw==\r\n"),
+        "{got}"
+    );
+}
+
+#[test]
+fn a_refused_connection_is_tried_three_times_only() {
+    let closed = Target::parse(&format!("http://127.0.0.1:{}/x", closed_port())).unwrap();
+    let started = Instant::now();
+    let e = client()
+        .send_with_retries(
+            &post(&closed, b""),
+            Instant::now() + Duration::from_secs(30),
+            |_| true,
+            &Cancel::default(),
+        )
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        e.to_string()
+            .ends_with("connection refused 3 times (nothing listens there)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_cancel_ends_the_pause_between_tries() {
+    let (base, _requests) = serve(
+        (0..50)
+            .map(|_| Some(answer("503 Service Unavailable", "Retry-After: 30\r\n", "")))
+            .collect(),
+    );
+    let target = Target::parse(&base).unwrap();
+    let cancel = Cancel::default();
+    let canceller = cancel.clone();
+    let started = Instant::now();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        canceller.cancel();
+    });
+    let e = client()
+        .send_with_retries(
+            &post(&target, b""),
+            Instant::now() + Duration::from_mins(1),
+            |s| s >= 500,
+            &cancel,
+        )
+        .unwrap_err();
+    assert!(e.cancelled(), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
 }

@@ -144,7 +144,11 @@ fn signal_specific(get: &dyn Fn(&str) -> Option<String>, what: &str) -> Option<(
 /// `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/traces` added to its path.
 fn endpoint(get: &dyn Fn(&str) -> Option<String>, notices: &mut Vec<String>) -> Option<Target> {
     let (name, value) = signal_specific(get, "ENDPOINT")?;
-    match Target::parse(value.trim()) {
+    let target = Target::parse(value.trim());
+    if let Ok(t) = &target {
+        notices.extend(t.cleartext_notice(&name));
+    }
+    match target {
         Ok(t) if name.contains("_TRACES_") => Some(t),
         Ok(t) => Some(t.join("v1/traces")),
         Err(why) => {
@@ -232,23 +236,23 @@ fn headers(name: &str, value: &str, notices: &mut Vec<String>) -> Vec<(String, S
     kept
 }
 
-/// `%XX` sequences decoded; `None` when one is not valid, or the result is
-/// not UTF-8.
+/// `%XX` sequences decoded; `None` when one is not valid (a `%` not
+/// followed by two hexadecimal digits), or the result is not UTF-8.
 fn percent_decode(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
+    let valid = bytes.iter().enumerate().all(|(i, &b)| {
+        b != b'%'
+            || bytes
+                .get(i + 1..i + 3)
+                .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !valid {
+        return None;
     }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode(bytes)
+        .decode_utf8()
+        .ok()
+        .map(std::borrow::Cow::into_owned)
 }
 
 /// `s`, cut to `MAX_VALUE` bytes at a character's boundary.
@@ -468,6 +472,35 @@ mod tests {
         assert!(got.is_none());
         assert!(notices[0].starts_with("OTEL_EXPORTER_OTLP_ENDPOINT: "));
         assert!(!notices[0].contains("tok3n"));
+    }
+
+    #[test]
+    fn percent_escapes_are_decoded_and_a_bad_one_refuses_the_value() {
+        assert_eq!(
+            percent_decode("Bearer%20a%2Cb").as_deref(),
+            Some("Bearer a,b")
+        );
+        assert_eq!(percent_decode("caf%C3%A9").as_deref(), Some("café"));
+        for bad in ["50%", "%2", "%zz", "%G0", "%FF"] {
+            assert_eq!(percent_decode(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn credentials_over_http_are_said_once_by_the_variables_name() {
+        let (got, notices) = read(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://u:s3cret@c:4318")]);
+        assert!(got.is_some());
+        assert_eq!(
+            notices,
+            vec![
+                "OTEL_EXPORTER_OTLP_ENDPOINT sends a user name and password in clear over http:// to c:4318: use https://"
+            ]
+        );
+        let (_, notices) = read(&[(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "https://u:p@c/v1/traces",
+        )]);
+        assert!(notices.is_empty(), "{notices:?}");
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::io::Write as _;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::event::{Event, Report};
-use crate::http::{Client, Method, Request};
+use crate::http::{Cancel, Client, Method, Request};
 use crate::report::Warnings;
 use config::Exporting;
 use spans::{Attr, Attrs, RunEnd, Tracer};
@@ -120,8 +120,9 @@ impl Traces {
 
     /// Ends the run's span and sends the spans, within the timeout and by
     /// `by` (when backoff must have exited) if that comes first: one
-    /// request, retried as OTLP says. What went wrong is one warning.
-    pub fn finish(self, end: RunEnd<'_>, by: Option<Instant>) {
+    /// request, retried as OTLP says, until `cancel` gives it up (then
+    /// the caller says so). What went wrong is one warning.
+    pub fn finish(self, end: RunEnd<'_>, by: Option<Instant>, cancel: &Cancel) {
         let timeout = Instant::now() + self.exporting.timeout;
         let deadline = by.map_or(timeout, |by| by.min(timeout));
         let trace = self.tracer.finish(end);
@@ -142,8 +143,12 @@ impl Traces {
             headers: &headers,
             body: &body,
         };
-        let why = match self.client.send_with_retries(&req, deadline, retryable) {
+        let why = match self
+            .client
+            .send_with_retries(&req, deadline, retryable, cancel)
+        {
             Ok(r) if (200..300).contains(&r.status) => return,
+            Err(_) if cancel.cancelled() => return,
             Ok(r) if (300..400).contains(&r.status) => format!(
                 "{}: answered {} (a redirect, which is not followed: give the URL it names as OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)",
                 self.exporting.endpoint.host(),
