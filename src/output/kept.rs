@@ -246,7 +246,7 @@ impl Cut<'_> {
                     "{} of output cut here: the temporary directory '{}' {state} ({}); what follows is the end of the output",
                     size(bytes),
                     std::env::temp_dir().display(),
-                    crate::exec::describe(why)
+                    crate::classify::describe(why)
                 )
             }
         }

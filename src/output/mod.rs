@@ -299,7 +299,7 @@ impl Delivery {
                     "cannot write {} of the kept output to {}: {}",
                     crate::report::text::plural(*bytes, "byte"),
                     name(*stream),
-                    crate::exec::describe(why)
+                    crate::classify::describe(why)
                 )
             })
             .collect();
