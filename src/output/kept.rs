@@ -3,7 +3,8 @@
 //! bounded by `--output-limit`: the first half of the limit from the start
 //! of the run (the head), the last half up to its end (the tail), and a
 //! count of the bytes cut between them. Memory holds no more than one
-//! chunk, however much the run writes.
+//! chunk, however much the run writes (and `MEMORY_TAIL` bytes more once
+//! the files are full, below).
 //!
 //! Each chunk is a record: the stream (1 byte: 1 stdout, 2 stderr), its
 //! length (4 bytes, little-endian), its bytes. The tail is two files used
@@ -14,8 +15,9 @@
 //! written out.
 //!
 //! When the temporary files cannot take more (a full `TMPDIR`, a quota),
-//! what they hold stays as it is, and the end of the output from then on
-//! is kept in memory (`MEMORY_TAIL` bytes at most): the error a failed run
+//! what they hold stays as it is (a record the disk filled in the middle
+//! of keeps what was written of it), and the end of the output from then
+//! on is kept in memory (`MEMORY_TAIL` bytes at most): the error a failed run
 //! ends with, and backoff's closing lines, are at its end. A line between
 //! them says how much is missing and why.
 

@@ -463,9 +463,10 @@ impl Drop for Capture {
     /// return) writes it out, waiting `STALL` at most for a reader that
     /// is behind: nothing the run printed is lost.
     fn drop(&mut self) {
-        let delivery = self.write_out(&|message| format!("backoff: {message}\n"), &mut patiently);
+        let say = crate::report::Warnings::default();
+        let delivery = self.write_out(&|message| say.line(message), &mut patiently);
         for message in delivery.messages() {
-            crate::report::say(&message);
+            say.warn(&message);
         }
     }
 }
