@@ -11,7 +11,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    PATIENCE, TempDir, Tmpfs, backoff, command, output_within, record_peak_rss, send,
+    PATIENCE, TempDir, Tmpfs, backoff, command, file_size_limit, output_within, record_peak_rss,
+    send,
 };
 
 /// A command that writes to stdout and stderr, then exits with `code`.
@@ -551,4 +552,47 @@ fn a_stdout_whose_reader_went_away_leaves_stderr_its_part() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("ERR\n"), "{stderr}");
     assert!(stderr.contains("giving up after 1 attempt"), "{stderr}");
+}
+
+#[test]
+fn temporary_files_past_the_file_size_limit_keep_what_fit_and_the_end() {
+    // No privilege needed: each temporary file takes 10,000 bytes at most,
+    // and the first chunk backoff reads is larger (one write of 228,894).
+    let dir = TempDir::new("kept-fsize");
+    let lines = dir.join("lines");
+    let all: String = (1..=40_000).map(|i: u32| i.to_string() + "\n").collect();
+    std::fs::write(&lines, &all).unwrap();
+    let script = format!(
+        "dd if='{}' bs=300000 count=1 2>/dev/null; echo the error >&2; exit 3",
+        lines.display()
+    );
+    let mut cmd = command(kept(&["--attempts", "1"], &script));
+    cmd.env("TMPDIR", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    file_size_limit(&mut cmd, 10_000);
+    let out = output_within(cmd.spawn().unwrap());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    // What fit of the chunk the file filled in, and the end.
+    assert!(stdout.starts_with(&all[..9000]), "{stdout:.40}");
+    assert!(stdout.ends_with("39999\n40000\n"), "{stderr}");
+    // The head ends in the middle of a line: the cut line starts its own.
+    let lines: Vec<&str> = stderr.lines().skip(1).collect();
+    assert!(stderr.starts_with('\n'), "{stderr}");
+    assert_eq!(lines.len(), 4, "{stderr}");
+    assert!(
+        lines[0].ends_with(&format!(
+            "of output cut here: the temporary directory '{}' can take no more (File too large); what follows is the end of the output",
+            dir.path().display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(lines[1], "the error");
+    assert!(
+        lines[3].starts_with("backoff: giving up after 1 attempt"),
+        "{stderr}"
+    );
 }
