@@ -18,7 +18,7 @@ use crate::exec::{self, RealExecutor};
 use crate::exit::Exit;
 use crate::fleet::breaker::Breaker;
 use crate::fleet::bucket::{Bucket, show_tokens};
-use crate::output::Capture;
+use crate::output::{self, Capture};
 use crate::ping::Pings;
 use crate::report::json::JsonReport;
 use crate::report::run_report::Recorder;
@@ -255,8 +255,12 @@ fn run_command(
         cfg.warnings.warn(&format!("{e:#}"));
         Exit::USAGE
     });
-    if let Some(capture) = &mut capture {
-        release_output(&cfg, capture, exit);
+    // Left to write only where the run could not be made: no deadline,
+    // no signal to heed then.
+    if let Some(capture) = &mut capture
+        && let Some(sig) = release_output(&cfg, capture, exit, &mut output::patiently)
+    {
+        return Ok(Exit::Signal(sig));
     }
     Ok(exit)
 }
@@ -288,28 +292,26 @@ fn capture(cfg: &RunConfig) -> Option<Capture> {
 }
 
 /// Ends the capture of the output: backoff's stdout and stderr are its
-/// own again, and the output kept is written out unless the run succeeded.
+/// own again, and the output kept is written out unless the run succeeded,
+/// however late its reader takes it: `room` waits while a reader is
+/// behind, and says when to stop. What could not be written is said once.
+/// Returns the terminating signal that ended the writing, if one did.
 /// Once done, doing it again does nothing.
-fn release_output(cfg: &RunConfig, capture: &mut Capture, exit: Exit) {
+fn release_output(
+    cfg: &RunConfig,
+    capture: &mut Capture,
+    exit: Exit,
+    room: &mut dyn FnMut(&crate::sys::fd::Out) -> output::Room,
+) -> Option<i32> {
     if exit == Exit::SUCCESS {
         capture.discard();
-        return;
+        return None;
     }
-    let limit = cfg.keep_output.unwrap_or_default();
-    let lost = capture.write_out(&mut |cut| {
-        cfg.warnings.warn(&format!(
-            "{} of output cut here: --output-limit {} keeps the first and the last {}",
-            report::bytes(cut),
-            report::bytes(limit),
-            report::bytes(limit / 2)
-        ));
-    });
-    if let Some(why) = lost {
-        cfg.warnings.warn(&format!(
-            "cannot keep all of the output in the temporary directory '{}': {why}; what came after was lost",
-            std::env::temp_dir().display()
-        ));
+    let delivery = capture.write_out(&|message| cfg.warnings.line(message), room);
+    for message in delivery.messages() {
+        cfg.warnings.warn(&message);
     }
+    delivery.signal()
 }
 
 /// What the preset adds before the command's own arguments, and the curl
@@ -428,10 +430,16 @@ fn run_configured(
     if let Some(t) = traces.as_mut() {
         reports.push(t);
     }
-    let exit = run::run(&plan, &mut executor, &mut Reports(reports));
-    // The run's files are written to backoff's own stdout and stderr.
-    if let Some(capture) = capture {
-        release_output(cfg, capture, exit);
+    let mut exit = run::run(&plan, &mut executor, &mut Reports(reports));
+    // The run's files are written to backoff's own stdout and stderr. The
+    // kept output is written by the time backoff must have exited; a
+    // signal ends the writing, and backoff dies by it.
+    if let Some(capture) = capture
+        && let Some(sig) = release_output(cfg, capture, exit, &mut |out| {
+            executor.wait_writable(out, exit_by)
+        })
+    {
+        exit = Exit::Signal(sig);
     }
     let ends = Ends {
         exit,

@@ -86,6 +86,14 @@ impl Outcome {
     }
 }
 
+/// An error's message, an OS error's without its ` (os error N)` tail.
+pub fn describe(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(errno) => os_error(errno),
+        None => e.to_string(),
+    }
+}
+
 /// An OS error's message without its ` (os error N)` tail.
 pub fn os_error(errno: i32) -> String {
     let s = std::io::Error::from_raw_os_error(errno).to_string();

@@ -12,12 +12,10 @@ mod unix;
 #[cfg(windows)]
 mod windows;
 
-use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::classify::os_error;
 use crate::report::Warnings;
 use crate::sys::signals::Waker;
 pub use env::variables_set;
@@ -96,9 +94,4 @@ pub struct Options {
 }
 
 /// An OS error without its ` (os error N)` tail.
-pub(crate) fn describe(e: &io::Error) -> String {
-    match e.raw_os_error() {
-        Some(errno) => os_error(errno),
-        None => e.to_string(),
-    }
-}
+pub(crate) use crate::classify::describe;

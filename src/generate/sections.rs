@@ -97,6 +97,26 @@ A fleet's cron jobs all fire at the same minute. \fB\-\-splay\fR \fIDURATION\fR 
 \fB\-\-on\-start\fR runs a hook once the wait is over, before the first attempt (see HOOKS), and \fBBACKOFF_RUN_ID\fR, a UUID new for each run, ties a run's lines together in a log.
 .PP
 Cron mails whatever a job writes. With \fB\-\-output on\-failure\fR backoff keeps the run's output (the command's stdout and stderr, its hooks' and backoff's own lines) in the order it came, in unlinked temporary files in \fBTMPDIR\fR, and writes it out only when the run ends with a status other than 0, each part on the stream it came on (when stdout and stderr are one file, as cron's are, one pipe carries both, so their order is exact); a success prints nothing, so cron mails only failures, as with \fBchronic\fR. Beyond \fB\-\-output\-limit\fR (default 1MiB; B, KiB, MiB or GiB, at most 1GiB) the first and the last half of it are kept, with a line between them saying how much was cut; memory stays flat and the files hold at most one and a half times the limit. A signal that ends the run writes the output out before backoff dies by it; \fB\-\-report\fR, \fB\-\-metrics\-file\fR and the CI files are written after, as always. While the output is kept, the command's stdout and stderr are pipes, not a terminal. \fB\-\-output live\fR (the default) passes the output on as it comes.
+.PP
+The kept output is written whole, however late its reader takes it: a slow pipe or FIFO is waited for, within \fB\-\-max\-time\fR plus \fB\-\-kill\-after\fR (as the end check\-in is) and until a signal; without \fB\-\-max\-time\fR, a reader that never reads holds backoff up as it would hold up the command writing to it. What cannot be written or kept is said once, on stderr; the run's exit status stays the command's:
+.TP
+The reader is slow
+All of it is written; nothing is said.
+.TP
+The time runs out
+What the reader took is written; \fBstdout took no more of the kept output before the time limit; the last 934475 bytes of it were not written\fR.
+.TP
+A signal comes
+What the reader took is written, then \fBinterrupted by SIGTERM while writing the kept output; the last 934574 bytes of it were not written\fR, and backoff dies by the signal.
+.TP
+stdout or stderr fails (a full disk)
+What fit there is written, and the other stream's part; \fBcannot write 43358 bytes of the kept output to stdout: No space left on device\fR.
+.TP
+A reader goes away (\fBhead\fR)
+The other stream gets its part; nothing is said, as for the command's own writes.
+.TP
+\fBTMPDIR\fR fills up
+What the temporary files hold is written, then the last 64 KiB (half of \fB\-\-output\-limit\fR if less), kept in memory: the error and backoff's closing lines. At the cut: \fB4.3 MiB of output cut here: the temporary directory '/tmp' is full (No space left on device); what follows is the end of the output\fR. A full \fBTMPDIR\fR is never blamed on \fB\-\-output\-limit\fR; when the memory holds all that came after, nothing is cut and nothing is said.
 "#;
 
 pub(super) const HOOKS: &str = r".SH HOOKS

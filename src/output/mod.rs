@@ -217,66 +217,267 @@ impl Capture {
     }
 
     /// Writes the kept output out on backoff's stdout and stderr, each
-    /// chunk where it came; `cut` is told the bytes left out between the
-    /// head and the tail, at their place. Returns the error that stopped the
-    /// temporary files from keeping the rest, if one did. Stops the
-    /// capture first, if that is not done; the output is written once.
-    pub fn write_out(&mut self, cut: &mut dyn FnMut(u64)) -> Option<String> {
+    /// chunk where it came, however late its reader takes it: `room` is
+    /// called to wait while a reader is behind, and says when to give up
+    /// (a deadline, a signal). Where some output was left out, the line
+    /// `line` makes of the cut's message goes to stderr at its place.
+    /// Returns what could not be written, and why. Stops the capture
+    /// first, if that is not done; the output is written once.
+    pub fn write_out(
+        &mut self,
+        line: &dyn Fn(&str) -> String,
+        room: &mut dyn FnMut(&fd::Out) -> Room,
+    ) -> Delivery {
         self.stop();
-        let mut kept = self
+        let Some(mut kept) = self
             .passing
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .kept
-            .take()?;
-        // backoff's own stdout and stderr again, written as its own lines
-        // are: a reader that does not read holds it up `STALL` at most.
-        let std_of = |stream| match stream {
-            Stream::Out => crate::report::Std::Out,
-            Stream::Err => crate::report::Std::Err,
+            .take()
+        else {
+            return Delivery::default();
         };
-        // Whether the last byte written ended a line: the line that tells
-        // of a cut starts one of its own.
-        let ended = std::cell::Cell::new(true);
-        // A stream whose reader has gone (`| head`) takes no more; the
-        // other one still gets its part.
-        let gone = std::cell::Cell::new((false, false));
+        // Both the output and the lines of its cuts go through it.
+        let writer = std::cell::RefCell::new(Writer {
+            outs: [fd::Out::stdout().ok(), fd::Out::stderr().ok()],
+            states: [State::Open, State::Open],
+            room,
+            ended: true,
+            given: 0,
+            stop: None,
+        });
         let _ = kept.replay(
             &mut |stream, data| {
-                let (out_gone, err_gone) = gone.get();
-                if (stream == Stream::Out && out_gone) || (stream == Stream::Err && err_gone) {
+                let mut writer = writer.borrow_mut();
+                writer.given += data.len() as u64;
+                writer.write(stream, data)
+            },
+            &mut |cut| writer.borrow_mut().say(line(&cut.message()).as_bytes()),
+        );
+        writer.into_inner().delivery(kept.kept())
+    }
+}
+
+/// Whether a reader that is behind may still be waited for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Room {
+    /// There may be room now: write again.
+    Ready,
+    /// The time to write is up.
+    Late,
+    /// A terminating signal came.
+    Signal(i32),
+}
+
+/// What became of the kept output once written out.
+#[derive(Debug, Default)]
+pub struct Delivery {
+    /// The terminating signal that ended the writing, and the bytes not
+    /// written then.
+    pub interrupted: Option<(i32, u64)>,
+    /// The streams that took no more in time, and the bytes of them not
+    /// written.
+    pub late: Vec<(Stream, u64)>,
+    /// A stream that failed (a full disk), why, and the bytes of it not
+    /// written.
+    pub failed: Vec<(Stream, io::Error, u64)>,
+}
+
+impl Delivery {
+    /// The lines that say what could not be written, and why.
+    pub fn messages(&self) -> Vec<String> {
+        let name = |stream| match stream {
+            Stream::Out => "stdout",
+            Stream::Err => "stderr",
+        };
+        let mut lines: Vec<String> = self
+            .failed
+            .iter()
+            .map(|(stream, why, bytes)| {
+                format!(
+                    "cannot write {} of the kept output to {}: {}",
+                    crate::report::text::plural(*bytes, "byte"),
+                    name(*stream),
+                    crate::classify::describe(why)
+                )
+            })
+            .collect();
+        if !self.late.is_empty() {
+            let names: Vec<&str> = self.late.iter().map(|(s, _)| name(*s)).collect();
+            let bytes = self.late.iter().map(|(_, n)| n).sum();
+            lines.push(format!(
+                "{} took no more of the kept output before the time limit; the last {} of it were not written",
+                names.join(" and "),
+                crate::report::text::plural(bytes, "byte")
+            ));
+        }
+        if let Some((sig, bytes)) = self.interrupted {
+            lines.push(format!(
+                "interrupted by {} while writing the kept output; the last {} of it were not written",
+                crate::signal::full_name(sig),
+                crate::report::text::plural(bytes, "byte")
+            ));
+        }
+        lines
+    }
+
+    /// The terminating signal that ended the writing, if one did.
+    pub fn signal(&self) -> Option<i32> {
+        self.interrupted.map(|(sig, _)| sig)
+    }
+}
+
+/// What has become of a stream while the kept output is written.
+enum State {
+    Open,
+    /// Its reader went away (`| head`): it takes no more, as the command's
+    /// own writes would end there, and that is no error.
+    Gone,
+    /// A write failed: why, and the bytes not written since.
+    Failed(io::Error, u64),
+    /// Its reader took no more in time: the bytes not written since.
+    Late(u64),
+}
+
+/// Writes the kept output to backoff's stdout and stderr.
+struct Writer<'a> {
+    /// Where each stream goes (`None`: closed, or no descriptor to spare).
+    outs: [Option<fd::Out>; 2],
+    states: [State; 2],
+    room: &'a mut dyn FnMut(&fd::Out) -> Room,
+    /// Whether the last byte written ended a line: the line that tells of
+    /// a cut starts one of its own.
+    ended: bool,
+    /// Bytes of the output given to be written so far (not the lines
+    /// that tell of a cut).
+    given: u64,
+    /// The terminating signal that stopped it, and the bytes given to it
+    /// but not written then.
+    stop: Option<(i32, u64)>,
+}
+
+impl Writer<'_> {
+    /// Writes `data` to `stream`, waiting for room as `room` allows. An
+    /// error ends the replay once the writing has stopped.
+    fn write(&mut self, stream: Stream, data: &[u8]) -> io::Result<()> {
+        if self.stop.is_some() {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
+        let i = usize::from(stream == Stream::Err);
+        let state = &mut self.states[i];
+        let Some(out) = self.outs[i].as_ref() else {
+            return Ok(());
+        };
+        match state {
+            State::Open => {}
+            State::Gone => return Ok(()),
+            State::Failed(_, lost) | State::Late(lost) => {
+                *lost += data.len() as u64;
+                return Ok(());
+            }
+        }
+        let mut rest = data;
+        while !rest.is_empty() {
+            match out.write_now(rest) {
+                Ok(0) => {
+                    *state = State::Failed(io::ErrorKind::WriteZero.into(), rest.len() as u64);
                     return Ok(());
                 }
-                ended.set(data.last().is_none_or(|&b| b == b'\n'));
-                if let Err(e) = std_of(stream).write_all(data)
-                    && e.kind() == io::ErrorKind::BrokenPipe
-                {
-                    gone.set(match stream {
-                        Stream::Out => (true, err_gone),
-                        Stream::Err => (out_gone, true),
-                    });
+                Ok(n) => {
+                    self.ended = rest[n - 1] == b'\n';
+                    rest = &rest[n..];
                 }
-                Ok(())
-            },
-            &mut |n| {
-                if !ended.get() {
-                    let _ = crate::report::Std::Err.write_all(b"\n");
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                    *state = State::Gone;
+                    return Ok(());
                 }
-                cut(n);
-                Ok(())
-            },
-        );
-        kept.failure().map(ToString::to_string)
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => match (self.room)(out) {
+                    Room::Ready => {}
+                    // The other stream may still take its part.
+                    Room::Late => {
+                        *state = State::Late(rest.len() as u64);
+                        return Ok(());
+                    }
+                    Room::Signal(sig) => {
+                        self.stop = Some((sig, rest.len() as u64));
+                        return Err(io::ErrorKind::Interrupted.into());
+                    }
+                },
+                Err(e) => {
+                    *state = State::Failed(e, rest.len() as u64);
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `line` to stderr, on a line of its own. It is not output of
+    /// the run's: if the writing stops in it, no byte of it is counted.
+    fn say(&mut self, line: &[u8]) -> io::Result<()> {
+        if self.stop.is_some() {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
+        if !matches!(self.states[1], State::Open) {
+            return Ok(());
+        }
+        let written = if self.ended {
+            self.write(Stream::Err, line)
+        } else {
+            self.write(Stream::Err, b"\n")
+                .and_then(|()| self.write(Stream::Err, line))
+        };
+        if let Some((_, rest)) = &mut self.stop {
+            *rest = 0;
+        }
+        if let State::Failed(_, lost) | State::Late(lost) = &mut self.states[1] {
+            *lost = 0;
+        }
+        written
+    }
+
+    /// What became of the output, `kept` bytes in all.
+    fn delivery(self, kept: u64) -> Delivery {
+        let interrupted = self
+            .stop
+            .map(|(sig, rest)| (sig, rest + kept.saturating_sub(self.given)));
+        let mut delivery = Delivery {
+            interrupted,
+            ..Delivery::default()
+        };
+        for (stream, state) in [Stream::Out, Stream::Err].into_iter().zip(self.states) {
+            match state {
+                State::Failed(why, lost) => delivery.failed.push((stream, why, lost)),
+                State::Late(lost) => delivery.late.push((stream, lost)),
+                State::Open | State::Gone => {}
+            }
+        }
+        delivery
     }
 }
 
 impl Drop for Capture {
     /// A capture dropped with its output still kept (a panic, an early
-    /// return) writes it out: nothing the run printed is lost.
+    /// return) writes it out, waiting `STALL` at most for a reader that
+    /// is behind: nothing the run printed is lost.
     fn drop(&mut self) {
-        self.write_out(&mut |cut| {
-            crate::report::say(&format!("{} of output cut here", crate::report::bytes(cut)));
-        });
+        let say = crate::report::Warnings::default();
+        let delivery = self.write_out(&|message| say.line(message), &mut patiently);
+        for message in delivery.messages() {
+            say.warn(&message);
+        }
+    }
+}
+
+/// Waits `STALL` at most for room in `out`: for a writer that has no
+/// deadline nor signals to heed.
+pub fn patiently(out: &fd::Out) -> Room {
+    if out.wait_writable(std::time::Instant::now() + STALL) {
+        Room::Ready
+    } else {
+        Room::Late
     }
 }
 

@@ -249,10 +249,13 @@ pub fn write(path: &Path, content: &[u8]) -> io::Result<()> {
     if let Some(stream) = Stream::named(path) {
         return stream.write(content);
     }
-    let mut tmp = tempfile::Builder::new()
+    // The temporary file's name is no part of an error: the user gave
+    // `path`, and the file is removed when this returns.
+    let tmp = tempfile::Builder::new()
         .prefix(".backoff-")
-        .tempfile_in(directory(path))?;
-    tmp.write_all(content)?;
+        .tempfile_in(directory(path))
+        .map_err(without_path)?;
+    tmp.as_file().write_all(content)?;
     files::readable_by_all(tmp.as_file())?;
     tmp.as_file().sync_all()?;
     // The path may have changed since the run began: look again, as late
@@ -268,6 +271,20 @@ pub fn write(path: &Path, content: &[u8]) -> io::Result<()> {
     // Nothing is left at the temporary path to remove.
     let _ = tmp.keep();
     Ok(())
+}
+
+/// `e` without the path the tempfile crate adds to its errors (`… at
+/// path "/dir/.backoff-DbExOZ"`): the system's error alone.
+fn without_path(e: io::Error) -> io::Error {
+    let code = e
+        .get_ref()
+        .and_then(std::error::Error::source)
+        .and_then(|inner| inner.downcast_ref::<io::Error>())
+        .and_then(io::Error::raw_os_error);
+    match code {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => e,
+    }
 }
 
 /// Replaces the regular file `path` with what `change` makes of its

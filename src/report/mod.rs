@@ -173,7 +173,7 @@ impl Warnings {
     }
 
     /// The line that tells `message`.
-    fn line(&self, message: &str) -> String {
+    pub fn line(&self, message: &str) -> String {
         match &self.form {
             Form::Text(labels) => {
                 format!("backoff: {}\n", escape_controls(&labels.apply(message)))

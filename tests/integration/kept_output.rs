@@ -2,10 +2,18 @@
 //! succeed writes every attempt's output and backoff's lines, in order,
 //! each on its stream; beyond `--output-limit`, the head and the tail.
 
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
+use std::time::{Duration, Instant};
 
-use crate::support::{TempDir, backoff, command, output_within, record_peak_rss, send};
+use crate::support::{
+    PATIENCE, TempDir, Tmpfs, backoff, command, file_size_limit, output_within, record_peak_rss,
+    send,
+};
 
 /// A command that writes to stdout and stderr, then exits with `code`.
 fn both(code: u8) -> String {
@@ -256,23 +264,269 @@ fn a_limit_without_kept_output_is_refused_with_the_fix() {
     }
 }
 
+/// What the command of the slow readers' tests writes: 1,000,011 bytes
+/// on stdout, the error last; then it fails.
+const A_MILLION: &str = "head -c 1000000 /dev/zero | tr '\\0' x; echo; echo the error; exit 3";
+
+/// backoff's words for a run of `sh -c script` whose output is kept,
+/// with `options` too.
+fn kept<'a>(options: &[&'a str], script: &'a str) -> Vec<&'a str> {
+    let mut args = vec!["--output", "on-failure"];
+    args.extend_from_slice(options);
+    args.extend(["--", "sh", "-c", script]);
+    args
+}
+
+/// A FIFO in `dir` whose reader is the test: its read end (reads wait for
+/// data), and its write end, for backoff's stdout.
+fn fifo(dir: &TempDir) -> (File, File) {
+    let path = dir.join("fifo");
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo reads a valid, NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // The read end first, which then does not wait for a writer.
+    let reader = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&path)
+        .unwrap();
+    let writer = OpenOptions::new().write(true).open(&path).unwrap();
+    // SAFETY: F_SETFL on a descriptor the test owns; reads wait again.
+    assert_eq!(
+        unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_SETFL, 0) },
+        0
+    );
+    (reader, writer)
+}
+
+/// Waits until bytes wait unread in `reader`'s FIFO: backoff writes the
+/// kept output out (during the run it goes to backoff alone).
+fn until_written_to(reader: &File) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let mut unread: libc::c_int = 0;
+        // SAFETY: FIONREAD writes the count of unread bytes into `unread`.
+        unsafe { libc::ioctl(reader.as_raw_fd(), libc::FIONREAD, &raw mut unread) };
+        if unread > 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nothing written within {PATIENCE:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Starts backoff with `args`, stdout `writer` and stderr captured.
+fn with_stdout(args: &[&str], writer: File) -> std::process::Child {
+    let mut cmd = command(args);
+    cmd.stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped());
+    cmd.spawn().unwrap()
+}
+
+/// Everything `reader` gets until backoff, which holds its FIFO's only
+/// write end, has exited; read in a thread so that a reader that would
+/// wait forever fails the test instead.
+fn read_all(reader: File) -> std::sync::mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let _ = { reader }.read_to_end(&mut got);
+        let _ = tx.send(got);
+    });
+    rx
+}
+
 #[test]
-fn a_stdout_nobody_reads_does_not_hold_up_the_end_of_a_failed_run() {
-    let (mut run, unread) = crate::support::Running::start_with_stalled_stdout(command([
-        "--output",
-        "on-failure",
-        "--attempts",
-        "1",
-        "--",
-        "sh",
-        "-c",
-        "head -c 300000 /dev/zero; exit 1",
-    ]));
-    // What the stalled stdout does not take is dropped after a while, as
-    // for backoff's own lines.
-    let (status, _) = run.wait_exit(crate::support::PATIENCE);
-    assert_eq!(status.code(), Some(1), "{:?}", run.seen);
-    drop(unread);
+fn a_reader_that_pauses_gets_all_of_the_kept_output() {
+    let dir = TempDir::new("kept-slow-reader");
+    let (reader, writer) = fifo(&dir);
+    let args = kept(&["--attempts", "1", "--max-time", "60s"], A_MILLION);
+    let child = with_stdout(&args, writer);
+    until_written_to(&reader);
+    // The reader is slow: it takes nothing for a while (longer than
+    // backoff waits for its own lines), then everything.
+    std::thread::sleep(Duration::from_secs(3));
+    let got = read_all(reader);
+    let out = output_within(child);
+    let got = got.recv_timeout(PATIENCE).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(got.len(), 1_000_011, "{stderr}");
+    assert!(got.ends_with(b"x\nthe error\n"));
+    assert!(
+        stderr.ends_with("giving up after 1 attempt in ")
+            || stderr
+                .lines()
+                .last()
+                .unwrap_or("")
+                .contains("giving up after 1 attempt"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("not written"), "{stderr}");
+}
+
+#[test]
+fn a_reader_slower_than_max_time_is_told_how_much_was_not_written() {
+    let dir = TempDir::new("kept-late-reader");
+    let (reader, writer) = fifo(&dir);
+    let options = ["--attempts", "1", "--max-time", "1s", "--kill-after", "1s"];
+    let args = kept(&options, A_MILLION);
+    let child = with_stdout(&args, writer);
+    // The reader takes nothing until backoff has exited, by its deadline.
+    let out = output_within(child);
+    let got = read_all(reader).recv_timeout(PATIENCE).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(got.len() < 1_000_011, "{}", got.len());
+    // backoff's own lines, on a stderr that takes them, are all there.
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines[1].contains("giving up after 1 attempt"), "{stderr}");
+    assert_eq!(
+        lines[2..],
+        [format!(
+            "backoff: stdout took no more of the kept output before the time limit; the last {} bytes of it were not written",
+            1_000_011 - got.len()
+        )],
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_signal_ends_the_writing_for_a_slow_reader_and_says_what_was_not_written() {
+    let dir = TempDir::new("kept-reader-signal");
+    let (reader, writer) = fifo(&dir);
+    let args = kept(&["--attempts", "1"], A_MILLION);
+    let child = with_stdout(&args, writer);
+    until_written_to(&reader);
+    send(i32::try_from(child.id()).unwrap(), libc::SIGTERM);
+    let out = output_within(child);
+    let got = read_all(reader).recv_timeout(PATIENCE).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGTERM), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("backoff: interrupted by SIGTERM while writing the kept output"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    // What stdout did not take, and backoff's two closing lines that
+    // would have followed on stderr.
+    let count: usize = line
+        .strip_prefix("backoff: interrupted by SIGTERM while writing the kept output; the last ")
+        .and_then(|l| l.strip_suffix(" bytes of it were not written"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    let missing = 1_000_011 - got.len();
+    assert!(
+        (missing + 60..missing + 200).contains(&count),
+        "{line}: {missing}"
+    );
+}
+
+#[test]
+fn kept_output_on_a_full_disk_is_said_with_what_was_not_written() {
+    let test = "kept_output_on_a_full_disk_is_said_with_what_was_not_written";
+    let Some(disk) = Tmpfs::mount(test, 64) else {
+        return;
+    };
+    let path = disk.join("out");
+    let args = kept(
+        &["--attempts", "1"],
+        "seq 1 20000; echo the error >&2; exit 3",
+    );
+    let out = output_within(with_stdout(&args, File::create(&path).unwrap()));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    // seq's 108,894 bytes did not fit.
+    let written = std::fs::metadata(&path).unwrap().len();
+    assert!(written < 108_894, "{written}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines[0], "the error", "{stderr}");
+    assert!(lines[2].contains("giving up after 1 attempt"), "{stderr}");
+    assert_eq!(
+        lines[3..],
+        [format!(
+            "backoff: cannot write {} bytes of the kept output to stdout: No space left on device",
+            108_894 - written
+        )],
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_full_temporary_directory_keeps_the_end_and_names_the_cause() {
+    let test = "a_full_temporary_directory_keeps_the_end_and_names_the_cause";
+    let Some(disk) = Tmpfs::mount(test, 64) else {
+        return;
+    };
+    let tmpdir = disk.join("");
+    let tmpdir = tmpdir.to_str().unwrap().trim_end_matches('/');
+    let rss = TempDir::new("kept-full-tmpdir");
+    let run = |script: &str| {
+        let mut cmd = command(kept(&["--attempts", "2", "--base", "1ms"], script));
+        cmd.env("TMPDIR", tmpdir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        output_within(cmd.spawn().unwrap())
+    };
+    // The temporary directory fills during the run: 1.2 MB in each
+    // attempt, far more than it holds (and than --output-limit keeps).
+    let out = run(&format!(
+        "echo start; seq 1 200000; head -c 1000000 /dev/zero >&2; {}; echo \"the error $BACKOFF_ATTEMPT\" >&2; exit 3",
+        record_peak_rss(&rss.join("rss"))
+    ));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stdout.starts_with("start\n1\n2\n"), "{stdout:.20}");
+    assert!(!stderr.contains("--output-limit"), "{stderr}");
+    let cut = stderr
+        .lines()
+        .find(|l| l.contains("of output cut here"))
+        .unwrap_or_else(|| panic!("no cut line"));
+    assert!(
+        cut.ends_with(&format!(
+            "of output cut here: the temporary directory '{tmpdir}' is full (No space left on device); what follows is the end of the output"
+        )),
+        "{cut}"
+    );
+    // The end: the error, then backoff's closing lines.
+    let end: Vec<&str> = stderr.lines().rev().take(3).collect();
+    assert!(
+        end[0].starts_with("backoff: giving up after 2 attempts"),
+        "{end:?}"
+    );
+    assert!(
+        end[1].starts_with("backoff: attempt 2/2 failed (exit 3)"),
+        "{end:?}"
+    );
+    assert!(end[2].ends_with("the error 2"), "{end:?}");
+    let kib: u64 = std::fs::read_to_string(rss.join("rss"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(kib < 16 * 1024, "backoff's peak memory: {kib} KiB");
+
+    // Full from the start: all of a short output, no cut at all.
+    disk.fill("filler");
+    let out = run("echo hello; echo \"the error $BACKOFF_ATTEMPT\" >&2; exit 3");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\nhello\n");
+    assert!(!stderr.contains("cut here"), "{stderr}");
+    assert!(stderr.starts_with("the error 1\n"), "{stderr}");
+    assert!(stderr.contains("\nthe error 2\n"), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("backoff: giving up after 2 attempts"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -298,4 +552,47 @@ fn a_stdout_whose_reader_went_away_leaves_stderr_its_part() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("ERR\n"), "{stderr}");
     assert!(stderr.contains("giving up after 1 attempt"), "{stderr}");
+}
+
+#[test]
+fn temporary_files_past_the_file_size_limit_keep_what_fit_and_the_end() {
+    // No privilege needed: each temporary file takes 10,000 bytes at most,
+    // and the first chunk backoff reads is larger (one write of 228,894).
+    let dir = TempDir::new("kept-fsize");
+    let lines = dir.join("lines");
+    let all: String = (1..=40_000).map(|i: u32| i.to_string() + "\n").collect();
+    std::fs::write(&lines, &all).unwrap();
+    let script = format!(
+        "dd if='{}' bs=300000 count=1 2>/dev/null; echo the error >&2; exit 3",
+        lines.display()
+    );
+    let mut cmd = command(kept(&["--attempts", "1"], &script));
+    cmd.env("TMPDIR", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    file_size_limit(&mut cmd, 10_000);
+    let out = output_within(cmd.spawn().unwrap());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    // What fit of the chunk the file filled in, and the end.
+    assert!(stdout.starts_with(&all[..9000]), "{stdout:.40}");
+    assert!(stdout.ends_with("39999\n40000\n"), "{stderr}");
+    // The head ends in the middle of a line: the cut line starts its own.
+    let lines: Vec<&str> = stderr.lines().skip(1).collect();
+    assert!(stderr.starts_with('\n'), "{stderr}");
+    assert_eq!(lines.len(), 4, "{stderr}");
+    assert!(
+        lines[0].ends_with(&format!(
+            "of output cut here: the temporary directory '{}' can take no more (File too large); what follows is the end of the output",
+            dir.path().display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(lines[1], "the error");
+    assert!(
+        lines[3].starts_with("backoff: giving up after 1 attempt"),
+        "{stderr}"
+    );
 }

@@ -22,10 +22,11 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::classify::{Observed, Outcome, Status};
 use crate::exec::scan::{self, OutputRules};
 use crate::exec::{Options, describe};
+use crate::output::Room;
 use crate::run::{self, AttemptSpec, Ended, Executor, Released, Wait};
 use crate::sys::guard::Guard;
 use crate::sys::signals::{self, SignalWatch};
-use crate::sys::{children, process};
+use crate::sys::{children, fd, process};
 use copy::Copier;
 pub use spool::{Replayed, spool_stdin};
 
@@ -137,6 +138,23 @@ impl RealExecutor {
             if let Some(sig) = Self::pending_termination(got) {
                 return Some(sig);
             }
+        }
+    }
+
+    /// Waits until `out` has room (an error counts), `deadline` passes
+    /// (`Late`) or a terminating signal comes, for a writer whose reader
+    /// is behind.
+    pub fn wait_writable(&mut self, out: &fd::Out, deadline: Option<Instant>) -> Room {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Room::Late;
+        }
+        let (got, _) = self.watch.wait_io(deadline, &[(out.as_fd(), true)]);
+        if got.contains(&libc::SIGCHLD) {
+            self.keep_guard(0);
+        }
+        match Self::pending_termination(got) {
+            Some(sig) => Room::Signal(sig),
+            None => Room::Ready,
         }
     }
 

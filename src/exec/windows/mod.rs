@@ -156,6 +156,16 @@ impl RealExecutor {
         }
     }
 
+    /// For a writer whose reader is behind: never, here, where backoff's
+    /// streams are written with blocking writes.
+    pub fn wait_writable(
+        &mut self,
+        _out: &crate::sys::fd::Out,
+        _deadline: Option<Instant>,
+    ) -> crate::output::Room {
+        crate::output::Room::Ready
+    }
+
     /// Reads the response headers of each attempt from `headers` (the
     /// file curl dumps them to), if given.
     #[must_use]
