@@ -1085,7 +1085,8 @@ pub struct TimeArgs {
     /// (/etc/machine-id, else its host name) and the job (--name, else the
     /// program's name); --seed takes the machine's place. A fleet's cron
     /// jobs that fire at once spread over the window. At most 24h; it
-    /// counts against --max-time, and a signal cuts it.
+    /// counts against --max-time, which must be longer, and a signal cuts
+    /// it.
     #[arg(long, value_name = "DURATION", env = "BACKOFF_SPLAY", hide_env_values = true,
           value_parser = values::duration)]
     pub splay: Option<Duration>,

@@ -638,6 +638,16 @@ fn refusals_quote_the_value_as_given_and_say_where_it_came_from() {
             &[],
             "invalid value '0s' for '--poll': an interval of zero needs --jitter none",
         ),
+        (
+            &["--ping-timeout", "0s"],
+            &[],
+            "invalid value '0s' for '--ping-timeout': must be above zero",
+        ),
+        (
+            &["--splay", "2m"],
+            &[("BACKOFF_MAX_TIME", "1m")],
+            "invalid value '2m' for '--splay': its wait before the first attempt can take all of --max-time (1m, from BACKOFF_MAX_TIME)",
+        ),
     ] {
         let (code, stderr) = run_with(&[args, &["--", "true"]].concat(), env);
         assert_eq!(code, Some(125), "{args:?} {env:?}: {stderr}");
@@ -1054,4 +1064,76 @@ fn output_patterns_before_a_bad_value_do_not_make_it_the_environment_s() {
         "{stderr}"
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn a_splay_as_long_as_max_time_and_lock_options_without_a_lock_are_refused() {
+    refused(&["--splay", "2m", "--max-time", "1m"], "'--splay'");
+    refused(&["--splay", "1m", "--max-time", "1m"], "--max-time (1m)");
+    for flag in [
+        &["--lock-wait", "5s"][..],
+        &["--lock-ttl", "1m"],
+        &["--lock-exit", "0"],
+        &["--lock-fail", "open"],
+    ] {
+        refused(flag, &format!("{} applies to a lock", flag[0]));
+        refused(flag, "add --lock KEY");
+    }
+    // A --splay shorter than --max-time runs; so do the lock's options
+    // with a lock.
+    let dir = TempDir::new("splay-lock");
+    backoff([
+        "--splay",
+        "1ms",
+        "--max-time",
+        "1m",
+        "--budget-dir",
+        dir.path().to_str().unwrap(),
+        "--lock",
+        "job",
+        "--lock-wait",
+        "5s",
+        "--lock-exit",
+        "0",
+        "--lock-fail",
+        "open",
+        "--",
+        "true",
+    ])
+    .assert()
+    .success();
+}
+
+#[test]
+fn backoffs_own_option_after_the_separator_is_told_to_go_before_it() {
+    follow_advice(&[
+        (
+            &["-q", "--", "--max-retries", "0", "sh", "-c", "exit 0"],
+            &[],
+            "'--max-retries' is backoff's own option, which goes before '--': backoff -q --max-retries 0 -- sh -c 'exit 0'",
+            &["-q", "--max-retries", "0", "--", "sh", "-c", "exit 0"],
+        ),
+        (
+            &["--", "--forever", "true"],
+            &[],
+            "'--forever' is backoff's own option, which goes before '--': backoff --forever -- true",
+            &["--forever", "--", "true"],
+        ),
+        (
+            &["--", "-q", "true"],
+            &[],
+            "'-q' is backoff's own option, which goes before '--': backoff -q -- true",
+            &["-q", "--", "true"],
+        ),
+    ]);
+    let (code, stderr) = run_with(&["--", "--max-retries=0"], &[]);
+    assert_eq!(code, Some(127), "{stderr}");
+    assert!(
+        stderr.ends_with("; '--max-retries' is backoff's own option, which goes before '--'\n"),
+        "{stderr}"
+    );
+    // A program named like no option of backoff's gets no such advice.
+    let (code, stderr) = run_with(&["--", "--no-such-option"], &[]);
+    assert_eq!(code, Some(127), "{stderr}");
+    assert!(!stderr.contains("backoff's own option"), "{stderr}");
 }
