@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_backoff_global_optspecs
-    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-start= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= splay= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin output= output-limit= budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= breaker= breaker-failures= breaker-cooldown= breaker-exit= throttle= throttle-window= throttle-k= lock= lock-wait= lock-exit= lock-ttl= lock-fail= ping= ping-start= ping-success= ping-fail= ping-timeout= q/quiet v/verbose name= timestamps log-format= report= metrics-file= foreground generate= h/help V/version
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-start= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= splay= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin output= output-limit= budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= breaker= breaker-failures= breaker-cooldown= breaker-exit= throttle= throttle-window= throttle-k= lock= lock-wait= lock-exit= lock-ttl= lock-fail= ping= ping-start= ping-success= ping-fail= ping-timeout= ping-body-limit= q/quiet v/verbose name= timestamps log-format= report= metrics-file= foreground generate= h/help V/version
 end
 
 function __fish_backoff_needs_command
@@ -10,7 +10,7 @@ function __fish_backoff_needs_command
     argparse -s (__fish_backoff_global_optspecs) -- $cmd 2>/dev/null
     or begin
         # Not parsed yet: an option waits for its value, which is completed.
-        contains -- "$cmd[-1]" --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --lock-ttl --lock-fail --ping --ping-start --ping-success --ping-fail --ping-timeout --name --log-format --report --metrics-file --generate
+        contains -- "$cmd[-1]" --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --lock-ttl --lock-fail --ping --ping-start --ping-success --ping-fail --ping-timeout --ping-body-limit --name --log-format --report --metrics-file --generate
         return
     end
     if set -q argv[1]
@@ -69,7 +69,7 @@ git\t'git\'s transient failures (the network, the server, a connection cut short
 none\t'No preset, not even the one of the program\'s name'"
 complete -c backoff -n "__fish_backoff_needs_command" -l output -d 'on-failure: keep the run\'s output (stdout, stderr, backoff\'s lines) and write it out only if the run does not succeed, for cron' -r -f -a "live\t'Passed on as it comes'
 on-failure\t'Kept, and written out only when the run does not succeed'"
-complete -c backoff -n "__fish_backoff_needs_command" -l output-limit -d 'With --output on-failure: the most output kept, its first and last halves (B, KiB, MiB, GiB)' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l output-limit -d 'With --output on-failure: the most output kept, its first and last halves (B, KB, KiB, MB, MiB, GB, GiB)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l budget -d 'Share a retry budget with the backoff processes of the same KEY' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-ratio -d 'Tokens a success deposits' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r -f
@@ -96,6 +96,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l ping-start -d 'The URL 
 complete -c backoff -n "__fish_backoff_needs_command" -l ping-success -d 'The URL of the check-in of a success, as given (overrides --ping\'s)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l ping-fail -d 'The URL of the check-in of any other end, as given (overrides --ping\'s)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l ping-timeout -d 'The longest the check-ins delay the end of the run, in all, retries included' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l ping-body-limit -d 'The most bytes of the end check-in\'s body: its summary line, then the end of the output, cut at its front' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l name -d 'Name the command in reports (default: the program\'s name)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l log-format -d 'How backoff reports on stderr: text lines, one JSON object per event, GitHub Actions annotations and folds, or GitLab CI sections [default: github when GITHUB_ACTIONS is true, gitlab when GITLAB_CI is true, else text]' -r -f -a "text\t'Lines for people, each starting with \'backoff: \''
 json\t'One JSON object per event, one per line'
@@ -298,7 +299,7 @@ function __fish_backoff_command
                 set -e rest[1]
                 printf '%s\n' $rest
                 return 0
-            case --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --lock-ttl --lock-fail --ping --ping-start --ping-success --ping-fail --ping-timeout --name --log-format --report --metrics-file --generate
+            case --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --lock-ttl --lock-fail --ping --ping-start --ping-success --ping-fail --ping-timeout --ping-body-limit --name --log-format --report --metrics-file --generate
                 set i (math $i + 2)
             case --until-failure
                 set -l next (math $i + 1)

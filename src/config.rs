@@ -218,6 +218,8 @@ pub struct RunConfig {
     pub pings: crate::ping::Urls,
     /// `--ping-timeout`.
     pub ping_timeout: Duration,
+    /// `--ping-body-limit`: the most bytes of the end check-in's body.
+    pub ping_body_limit: usize,
     /// `--lock-wait`.
     pub lock_wait: Duration,
     /// `--lock-exit`.
@@ -1406,12 +1408,21 @@ fn pings(
             }
             Ok(Some(target))
         };
-    Ok(crate::ping::Urls {
+    let urls = crate::ping::Urls {
         base: check("--ping", &args.ping)?,
         start: check("--ping-start", &args.ping_start)?,
         success: check("--ping-success", &args.ping_success)?,
         fail: check("--ping-fail", &args.ping_fail)?,
-    })
+    };
+    // A limit from BACKOFF_PING_BODY_LIMIT, set for many runs, is left
+    // alone.
+    if !urls.any() && given.wrote("--ping-body-limit") {
+        return Err(UsageError(
+            "--ping-body-limit applies to the end check-in, and there is none: add --ping URL"
+                .into(),
+        ));
+    }
+    Ok(urls)
 }
 
 /// The states the run shares with other processes: `--budget`,
@@ -1538,6 +1549,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         lock,
         pings,
         ping_timeout: cli.ping.ping_timeout,
+        ping_body_limit: usize::try_from(cli.ping.ping_body_limit).unwrap_or(usize::MAX),
         lock_wait: cli.lock.lock_wait,
         lock_exit: cli.lock.lock_exit,
         report: cli.output.report,

@@ -787,9 +787,9 @@ pub struct PingArgs {
     ///
     /// A GET of URL/start when the run starts, then a POST of URL when it
     /// succeeds, or URL/N with backoff's exit status N, whose body is a
-    /// summary line and the last 10 KiB of the final attempt's output; each
-    /// with ?rid=BACKOFF_RUN_ID. A check-in never changes the exit status.
-    /// See CHECK-INS.
+    /// summary line and the end of the final attempt's output, within
+    /// --ping-body-limit; each with ?rid=BACKOFF_RUN_ID. A check-in never
+    /// changes the exit status. See CHECK-INS.
     #[arg(long, value_name = "URL", env = "BACKOFF_PING", hide_env_values = true)]
     pub ping: Option<String>,
 
@@ -811,6 +811,18 @@ pub struct PingArgs {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = values::duration,
           allow_hyphen_values = true)]
     pub ping_timeout: Duration,
+
+    /// The most bytes of the end check-in's body: its summary line, then
+    /// the end of the output, cut at its front
+    ///
+    /// What a self-hosted Healthchecks keeps of a body (its first
+    /// PING_BODY_LIMIT bytes, 10000 by default); a smaller Ping-Body-Limit
+    /// in the monitor's answer to the start check-in lowers it. Cut output
+    /// is said in a line after the summary line. 0 sends the summary line
+    /// alone. B, KB (1000), KiB (1024), MB, MiB; at most 10MB.
+    #[arg(long, value_name = "SIZE", default_value = "10000", value_parser = values::ping_body_limit,
+          env = "BACKOFF_PING_BODY_LIMIT", hide_env_values = true)]
+    pub ping_body_limit: u64,
 }
 
 /// `backoff lock show|reset KEY`.
@@ -1183,7 +1195,7 @@ pub struct StreamArgs {
     pub output: crate::output::Mode,
 
     /// With --output on-failure: the most output kept, its first and last
-    /// halves (B, KiB, MiB, GiB)
+    /// halves (B, KB, KiB, MB, MiB, GB, GiB)
     #[arg(long, value_name = "SIZE", value_parser = values::size, default_value = "1MiB",
           env = "BACKOFF_OUTPUT_LIMIT", hide_env_values = true)]
     pub output_limit: u64,

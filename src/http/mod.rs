@@ -186,6 +186,9 @@ pub struct Response {
     pub retry_after: Option<Duration>,
     /// The start of its body (at most 64 KiB).
     pub body: Vec<u8>,
+    /// Its `Ping-Body-Limit` (what a Healthchecks keeps of a check-in's
+    /// body), as sent, when it is text.
+    pub ping_body_limit: Option<String>,
 }
 
 /// Why a request got no answer, or no good one, in a line that names only
@@ -309,6 +312,11 @@ impl Client {
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| retry_after(v, SystemTime::now()));
+        let ping_body_limit = response
+            .headers()
+            .get("ping-body-limit")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let mut body = Vec::new();
         let _ = response
             .body_mut()
@@ -319,6 +327,7 @@ impl Client {
             status,
             retry_after,
             body,
+            ping_body_limit,
         })
     }
 
