@@ -1137,3 +1137,30 @@ fn backoffs_own_option_after_the_separator_is_told_to_go_before_it() {
     assert_eq!(code, Some(127), "{stderr}");
     assert!(!stderr.contains("backoff's own option"), "{stderr}");
 }
+
+#[test]
+fn the_short_help_shows_what_a_cron_job_needs_and_the_long_help_names_75_for_the_lock() {
+    let short = help_text(&["-h"], Some("100"));
+    let listed = listed_options(&short);
+    for option in ["--splay", "--output", "--lock", "--ping"] {
+        assert!(
+            listed.iter().any(|names| names.iter().any(|n| n == option)),
+            "-h lacks {option}:\n{short}"
+        );
+    }
+    let long = help_text(&["--help"], Some("100")).replace('\n', " ");
+    let status = long
+        .split("Exit status: ")
+        .nth(1)
+        .and_then(|s| s.split("Traces:").next())
+        .unwrap_or_default()
+        .to_owned();
+    let seventy_five = status.split("; 75 ").nth(1).unwrap_or_default();
+    let seventy_five = seventy_five.split("; 124 ").next().unwrap_or_default();
+    for named in ["--breaker", "--lock", "--throttle", "--lock-exit"] {
+        assert!(
+            seventy_five.contains(named),
+            "75: {seventy_five:?} lacks {named}"
+        );
+    }
+}
