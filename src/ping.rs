@@ -10,8 +10,9 @@
 //! is a summary line and the end of the final attempt's output, all of it
 //! within `--ping-body-limit`, or the monitor's smaller `Ping-Body-Limit`:
 //! a self-hosted Healthchecks keeps the *first* bytes of a body, so the
-//! output is cut at its front, and said), each with `?rid=RUN_ID`. `--ping-start`, `--ping-success` and
-//! `--ping-fail` name other URLs, used as given. A run that never starts
+//! output is cut at its front, and said), each with `?rid=RUN_ID`.
+//! `--ping-start`, `--ping-success` and `--ping-fail` name other URLs, used
+//! as given. A run that never starts
 //! the command because another run holds its lock, or a circuit is open,
 //! checks in nothing; one that does not run it because its lock could not
 //! be had for certain (`lock_unavailable`) sends the end check-in of that
