@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_backoff_global_optspecs
-    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-start= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= splay= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin output= output-limit= budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= breaker= breaker-failures= breaker-cooldown= breaker-exit= throttle= throttle-window= throttle-k= lock= lock-wait= lock-exit= lock-ttl= lock-fail= ping= ping-start= ping-success= ping-fail= ping-timeout= q/quiet v/verbose name= timestamps log-format= report= metrics-file= foreground generate= h/help V/version
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-start= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= splay= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin output= output-limit= budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= breaker= breaker-failures= breaker-cooldown= breaker-exit= throttle= throttle-window= throttle-k= lock= lock-wait= lock-exit= lock-ttl= lock-fail= ping= ping-start= ping-success= ping-fail= ping-timeout= ping-body-limit= q/quiet v/verbose name= timestamps log-format= report= metrics-file= foreground generate= h/help V/version
 end
 
 function __fish_backoff_needs_command
@@ -10,7 +10,7 @@ function __fish_backoff_needs_command
     argparse -s (__fish_backoff_global_optspecs) -- $cmd 2>/dev/null
     or begin
         # Not parsed yet: an option waits for its value, which is completed.
-        contains -- "$cmd[-1]" --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --lock-ttl --lock-fail --ping --ping-start --ping-success --ping-fail --ping-timeout --name --log-format --report --metrics-file --generate
+        contains -- "$cmd[-1]" --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --lock-ttl --lock-fail --ping --ping-start --ping-success --ping-fail --ping-timeout --ping-body-limit --name --log-format --report --metrics-file --generate
         return
     end
     if set -q argv[1]
@@ -56,8 +56,8 @@ complete -c backoff -n "__fish_backoff_needs_command" -l timeout -d 'Time limit 
 complete -c backoff -n "__fish_backoff_needs_command" -l signal -d 'Signal sent when an attempt times out (name or number)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l kill-after -d 'How long a timed-out attempt may take to end before it is killed' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l idle-timeout -d 'An attempt that writes nothing to stdout or stderr for this long times out (outcome "timeout", limit idle), with --signal and --kill-after as for --timeout' -r -f
-complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Time limit of the whole run; backoff exits by it plus --kill-after' -r -f
-complete -c backoff -n "__fish_backoff_needs_command" -l splay -d 'Wait before the first attempt, in [0, DURATION): the same on every run of a host and job, different from host to host' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l max-time -d 'Time limit of the whole run' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l splay -d 'Wait in [0, DURATION) first, fixed per host' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-if-output -d 'Retry an attempt that printed a line (stdout or stderr) matching REGEX; repeatable. The output still reaches you live, unchanged' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l stop-if-output -d 'Never retry an attempt that printed a line matching REGEX; beats every retry rule; repeatable' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-pattern -d 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)' -r -f
@@ -67,9 +67,9 @@ complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'The retry ru
 wget\t'The same for wget: network failures (exit 4), protocol errors (7), and server errors (8) of HTTP 408, 425, 429 and 5xx are retried'
 git\t'git\'s transient failures (the network, the server, a connection cut short, HTTP 429 and 5xx) are retried; a missing repository, failed authentication or a conflict is not'
 none\t'No preset, not even the one of the program\'s name'"
-complete -c backoff -n "__fish_backoff_needs_command" -l output -d 'on-failure: keep the run\'s output (stdout, stderr, backoff\'s lines) and write it out only if the run does not succeed, for cron' -r -f -a "live\t'Passed on as it comes'
+complete -c backoff -n "__fish_backoff_needs_command" -l output -d 'on-failure: the output only if the run fails, for cron' -r -f -a "live\t'Passed on as it comes'
 on-failure\t'Kept, and written out only when the run does not succeed'"
-complete -c backoff -n "__fish_backoff_needs_command" -l output-limit -d 'With --output on-failure: the most output kept, its first and last halves (B, KiB, MiB, GiB)' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l output-limit -d 'With --output on-failure: the most output kept, its first and last halves (B, KB, KiB, MB, MiB, GB, GiB)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l budget -d 'Share a retry budget with the backoff processes of the same KEY' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-ratio -d 'Tokens a success deposits' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l budget-burst -d 'Most tokens a budget holds, and starts with' -r -f
@@ -85,17 +85,18 @@ complete -c backoff -n "__fish_backoff_needs_command" -l breaker-exit -d 'Exit s
 complete -c backoff -n "__fish_backoff_needs_command" -l throttle -d 'Share an adaptive throttle with the backoff processes of the same KEY' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l throttle-window -d 'The span of time the throttle counts over (from 1s to 30d)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l throttle-k -d 'K: nothing is skipped while the backend accepts more than one attempt in K, and the fleet sends about K times what it accepts (from 1 to 1000, at most three decimals)' -r -f
-complete -c backoff -n "__fish_backoff_needs_command" -l lock -d 'At most one run of the same KEY at a time: a run that finds it held does not run the command' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l lock -d 'At most one run of the same KEY at a time' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l lock-wait -d 'How long a run waits in turn for a held lock before it gives up' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l lock-exit -d 'Exit status of a run that finds the lock held (75, EX_TEMPFAIL)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l lock-ttl -d 'How long a lease in Redis lasts unless renewed; the run renews it every third of that' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l lock-fail -d 'When the lock cannot be had for certain (its store cannot be reached, trusted or used): do not run the command and exit 75 (closed), or run it without the lock (open); either is said on a line that no output mode hides' -r -f -a "closed\t'Do not run the command: exit 75, reason lock_unavailable'
 open\t'Run the command without the lock, and say so'"
-complete -c backoff -n "__fish_backoff_needs_command" -l ping -d 'Check in with a monitor that speaks the healthchecks.io protocol: URL/start, then URL or URL/STATUS with the run\'s output\'s end' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l ping -d 'Tell a monitor (healthchecks.io) the run\'s start and end' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l ping-start -d 'The URL of the start check-in, as given (overrides --ping\'s)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l ping-success -d 'The URL of the check-in of a success, as given (overrides --ping\'s)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l ping-fail -d 'The URL of the check-in of any other end, as given (overrides --ping\'s)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l ping-timeout -d 'The longest the check-ins delay the end of the run, in all, retries included' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l ping-body-limit -d 'The most bytes of the end check-in\'s body: its summary line, then the end of the output, cut at its front' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l name -d 'Name the command in reports (default: the program\'s name)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l log-format -d 'How backoff reports on stderr: text lines, one JSON object per event, GitHub Actions annotations and folds, or GitLab CI sections [default: github when GITHUB_ACTIONS is true, gitlab when GITLAB_CI is true, else text]' -r -f -a "text\t'Lines for people, each starting with \'backoff: \''
 json\t'One JSON object per event, one per line'
@@ -298,7 +299,7 @@ function __fish_backoff_command
                 set -e rest[1]
                 printf '%s\n' $rest
                 return 0
-            case --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --lock-ttl --lock-fail --ping --ping-start --ping-success --ping-fail --ping-timeout --name --log-format --report --metrics-file --generate
+            case --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --lock-ttl --lock-fail --ping --ping-start --ping-success --ping-fail --ping-timeout --ping-body-limit --name --log-format --report --metrics-file --generate
                 set i (math $i + 2)
             case --until-failure
                 set -l next (math $i + 1)

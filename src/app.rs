@@ -269,14 +269,15 @@ fn run_command(
 /// `--output on-failure`; passed on as it comes, with its end kept for the
 /// check-in that ends the run, with `--ping` (not at a terminal: a person
 /// who watches keeps the command's own terminal, and the check-in carries
-/// the summary line alone). When that cannot be, it is passed on as it
-/// comes, and said.
+/// the summary line alone; nor with `--ping-body-limit 0`, which sends
+/// that line alone). When that cannot be, it is passed on as it comes, and
+/// said.
 fn capture(cfg: &RunConfig) -> Option<Capture> {
     let at_terminal = std::io::stdout().is_terminal() || std::io::stderr().is_terminal();
-    if cfg.keep_output.is_none() && (!cfg.pings.any() || at_terminal) {
+    if cfg.keep_output.is_none() && (!cfg.pings.any() || at_terminal || cfg.ping_body_limit == 0) {
         return None;
     }
-    Capture::start(cfg.keep_output)
+    Capture::start(cfg.keep_output, cfg.ping_body_limit)
         .map_err(|e| {
             let why = exec::describe(&e);
             cfg.warnings.warn(&match cfg.keep_output {
@@ -417,6 +418,7 @@ fn run_configured(
         Pings::new(
             cfg.pings.clone(),
             cfg.ping_timeout,
+            cfg.ping_body_limit,
             &run_id,
             capture.as_ref().map(|c| c.marker()),
             cfg.warnings.clone(),

@@ -123,6 +123,19 @@ pub fn limits(args: &TimeArgs, given: &Given) -> Result<Limits, UsageError> {
             "must be at most 24h (a job that runs less often than daily has no herd to spread)",
         ));
     }
+    if let (Some(splay), Some(max_time)) = (args.splay, args.max_time)
+        && splay >= max_time
+    {
+        return Err(invalid(
+            given,
+            show(splay),
+            "--splay",
+            format_args!(
+                "its wait before the first attempt can take all of {}, leaving the command no time; give a --splay shorter than --max-time, or a longer --max-time",
+                flag_as_given(given, "--max-time", max_time)
+            ),
+        ));
+    }
     Ok(Limits {
         splay: args.splay.filter(|d| !d.is_zero()),
         timeout: args.timeout,
@@ -205,6 +218,8 @@ pub struct RunConfig {
     pub pings: crate::ping::Urls,
     /// `--ping-timeout`.
     pub ping_timeout: Duration,
+    /// `--ping-body-limit`: the most bytes of the end check-in's body.
+    pub ping_body_limit: usize,
     /// `--lock-wait`.
     pub lock_wait: Duration,
     /// `--lock-exit`.
@@ -360,6 +375,13 @@ impl Given {
     pub fn gave(&self, flag: &str) -> bool {
         self.typed(flag)
             .is_some_and(|(_, source)| source != ValueSource::DefaultValue)
+    }
+
+    /// Whether the command line itself gave `flag`'s value (not the
+    /// environment, nor its default).
+    pub fn wrote(&self, flag: &str) -> bool {
+        self.typed(flag)
+            .is_some_and(|(_, source)| source == ValueSource::CommandLine)
     }
 
     /// The text of `flag`'s value as it was given, and where from.
@@ -1064,6 +1086,11 @@ fn throttle(
     open_store::<Throttles>(key, place, throttle_limits(&args.limits), given, warnings).map(Some)
 }
 
+/// The options that tune `--lock`, refused without it when the command
+/// line gives them (a value from the environment, set for many runs, is
+/// left alone).
+const LOCK_TUNING: [&str; 4] = ["--lock-wait", "--lock-ttl", "--lock-exit", "--lock-fail"];
+
 /// Opens `--lock`. `--lock-ttl` given on the command line for a lock in a
 /// file, which the kernel holds and no lease limits, is said once. A lease
 /// too short for `--kill-after` is refused: a holder cut off from the store
@@ -1077,14 +1104,19 @@ fn lock(
     notices: &mut Vec<String>,
 ) -> Result<Option<LockStore>, UsageError> {
     let Some(key) = &args.lock else {
-        return Ok(None);
+        return match LOCK_TUNING.into_iter().find(|flag| given.wrote(flag)) {
+            Some(flag) => Err(UsageError(format!(
+                "{flag} applies to a lock, and there is none: add --lock KEY (at most one run of the same KEY at a time), or leave {flag} out"
+            ))),
+            None => Ok(None),
+        };
     };
     let lease = crate::fleet::lock::Lease {
         ttl: args.lock_ttl,
         kill_after,
     };
     if place.budget_store.is_none() {
-        if given.gave("--lock-ttl") && !given.from_environment("lock_ttl") {
+        if given.wrote("--lock-ttl") {
             notices.push(
                 "--lock-ttl applies to a lease in Redis (--budget-store); a lock in a file is the kernel's, released whenever backoff ends".into(),
             );
@@ -1337,13 +1369,9 @@ fn holds_stdout(streams: &crate::cli::StreamArgs, curl_preset: bool, command: &[
 fn keep_output(streams: &crate::cli::StreamArgs, given: &Given) -> Result<Option<u64>, UsageError> {
     match streams.output {
         crate::output::Mode::OnFailure => Ok(Some(streams.output_limit)),
-        crate::output::Mode::Live
-            if given.gave("--output-limit") && !given.from_environment("output_limit") =>
-        {
-            Err(UsageError(
-                "--output-limit applies to kept output: add --output on-failure".into(),
-            ))
-        }
+        crate::output::Mode::Live if given.wrote("--output-limit") => Err(UsageError(
+            "--output-limit applies to kept output: add --output on-failure".into(),
+        )),
         crate::output::Mode::Live => Ok(None),
     }
 }
@@ -1352,12 +1380,11 @@ fn keep_output(streams: &crate::cli::StreamArgs, given: &Given) -> Result<Option
 /// said once. A refusal never repeats a URL, which is a credential.
 fn pings(
     args: &crate::cli::PingArgs,
+    given: &Given,
     notices: &mut Vec<String>,
 ) -> Result<crate::ping::Urls, UsageError> {
     if args.ping_timeout.is_zero() {
-        return Err(UsageError(
-            "invalid value '0' for '--ping-timeout': must be above zero".into(),
-        ));
+        return Err(invalid(given, "0", "--ping-timeout", "must be above zero"));
     }
     let mut check =
         |flag: &str, url: &Option<String>| -> Result<Option<crate::http::Target>, UsageError> {
@@ -1376,12 +1403,21 @@ fn pings(
             notices.extend(target.cleartext_notice(flag));
             Ok(Some(target))
         };
-    Ok(crate::ping::Urls {
+    let urls = crate::ping::Urls {
         base: check("--ping", &args.ping)?,
         start: check("--ping-start", &args.ping_start)?,
         success: check("--ping-success", &args.ping_success)?,
         fail: check("--ping-fail", &args.ping_fail)?,
-    })
+    };
+    // A limit from BACKOFF_PING_BODY_LIMIT, set for many runs, is left
+    // alone.
+    if !urls.any() && given.wrote("--ping-body-limit") {
+        return Err(UsageError(
+            "--ping-body-limit applies to the end check-in, and there is none: add --ping URL"
+                .into(),
+        ));
+    }
+    Ok(urls)
 }
 
 /// The states the run shares with other processes: `--budget`,
@@ -1474,7 +1510,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     let mut notices = notices;
     let (budget, breaker, throttle, lock) =
         shared_states(&cli, goal, given, &warnings, &mut notices)?;
-    let pings = pings(&cli.ping, &mut notices)?;
+    let pings = pings(&cli.ping, given, &mut notices)?;
     Ok(RunConfig {
         policy,
         rules,
@@ -1508,6 +1544,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         lock,
         pings,
         ping_timeout: cli.ping.ping_timeout,
+        ping_body_limit: usize::try_from(cli.ping.ping_body_limit).unwrap_or(usize::MAX),
         lock_wait: cli.lock.lock_wait,
         lock_exit: cli.lock.lock_exit,
         report: cli.output.report,

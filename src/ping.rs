@@ -7,9 +7,12 @@
 //! With `--ping URL`: `URL/start` when the run starts (a GET, sent in the
 //! background, so the job does not wait for it), then when it ends `URL`
 //! on success, else `URL/N` with backoff's exit status (a POST whose body
-//! is a summary line and the last 10 KiB of the final attempt's output),
-//! each with `?rid=RUN_ID`. `--ping-start`, `--ping-success` and
-//! `--ping-fail` name other URLs, used as given. A run that never starts
+//! is a summary line and the end of the final attempt's output, all of it
+//! within `--ping-body-limit`, or the monitor's smaller `Ping-Body-Limit`:
+//! a self-hosted Healthchecks keeps the *first* bytes of a body, so the
+//! output is cut at its front, and said), each with `?rid=RUN_ID`.
+//! `--ping-start`, `--ping-success` and `--ping-fail` name other URLs, used
+//! as given. A run that never starts
 //! the command because another run holds its lock, or a circuit is open,
 //! checks in nothing; one that does not run it because its lock could not
 //! be had for certain (`lock_unavailable`) sends the end check-in of that
@@ -89,8 +92,9 @@ fn accepted(status: u16) -> bool {
     (200..300).contains(&status)
 }
 
-/// Sends one check-in, retried within `deadline` until `cancel` ends it;
-/// what went wrong, if it did, in a line naming only the host.
+/// Sends one check-in, retried within `deadline` until `cancel` ends it:
+/// the `Ping-Body-Limit` of its answer, if it has a valid one, or what went
+/// wrong, in a line naming only the host.
 fn check_in(
     client: &Client,
     method: Method,
@@ -98,7 +102,7 @@ fn check_in(
     body: &[u8],
     deadline: Instant,
     cancel: &Cancel,
-) -> Result<(), String> {
+) -> Result<Option<usize>, String> {
     let headers = [(
         "Content-Type".to_owned(),
         "text/plain; charset=utf-8".to_owned(),
@@ -110,10 +114,57 @@ fn check_in(
         body,
     };
     match client.send_with_retries(&req, deadline, retryable, cancel) {
-        Ok(r) if accepted(r.status) => Ok(()),
+        Ok(r) if accepted(r.status) => Ok(r.ping_body_limit.as_deref().and_then(monitor_limit)),
         Ok(r) => Err(format!("{}: answered {}", target.host(), r.status)),
         Err(f) => Err(f.to_string()),
     }
+}
+
+/// A monitor's `Ping-Body-Limit`: a whole number of bytes, in digits;
+/// anything else (a sign, a unit, a number too large to be meant) is not
+/// one.
+fn monitor_limit(value: &str) -> Option<usize> {
+    let digits = value.trim();
+    if digits.is_empty() || digits.len() > 12 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The end check-in's body: `head` (the summary line and backoff's own
+/// lines), then as much of the end of `tail` (the output, after
+/// `forgotten` bytes no longer kept) as fits in `limit` bytes in all,
+/// behind a line that says what was cut and why (`source`). The output is
+/// cut at its front, on a UTF-8 boundary, for a monitor keeps the first
+/// bytes of a body; when not even that line fits, `head` goes alone.
+fn end_body(head: &[u8], tail: &[u8], forgotten: u64, limit: usize, source: &str) -> Vec<u8> {
+    let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    let mut body = head.to_vec();
+    if forgotten == 0 && head.len() + tail.len() <= limit {
+        body.extend_from_slice(tail);
+        return body;
+    }
+    let notice = |cut: u64| {
+        format!(
+            "backoff: {cut} byte{} of output cut here: the check-in carries at most {limit} bytes ({source})\n",
+            if cut == 1 { "" } else { "s" }
+        )
+    };
+    // The longest the notice can be: with all of the output cut.
+    let most = forgotten.saturating_add(count(tail.len()));
+    let room = limit.saturating_sub(head.len() + notice(most).len());
+    if room == 0 || tail.is_empty() {
+        return body;
+    }
+    let first = tail.len().saturating_sub(room);
+    let mut from = first;
+    // Not inside a character: at most 3 bytes more go.
+    while from < tail.len().min(first + 3) && (tail[from] & 0xC0) == 0x80 {
+        from += 1;
+    }
+    body.extend(notice(forgotten.saturating_add(count(from))).into_bytes());
+    body.extend_from_slice(&tail[from..]);
+    body
 }
 
 /// The check-ins of one run: a receiver of its events.
@@ -121,12 +172,15 @@ pub struct Pings {
     urls: Urls,
     client: Option<Client>,
     timeout: Duration,
+    /// `--ping-body-limit`.
+    body_limit: usize,
     run_id: String,
     /// Marks where each attempt's output starts, when the output passes
     /// through backoff.
     marker: Option<Marker>,
-    /// The start check-in, on its way.
-    started: Option<std::thread::JoinHandle<Result<(), String>>>,
+    /// The start check-in, on its way: the monitor's `Ping-Body-Limit`,
+    /// or why it failed.
+    started: Option<std::thread::JoinHandle<Result<Option<usize>, String>>>,
     /// Whether the run started the command's part (the `start` event).
     began: bool,
     /// Whether the run ended before it because its lock could not be had
@@ -143,11 +197,12 @@ pub struct Pings {
 
 impl Pings {
     /// The check-ins to `urls` of the run `run_id`, each within `timeout`
-    /// in all; `marker` gives the final attempt's output, when it passes
-    /// through backoff.
+    /// in all, the end one's body within `body_limit` bytes; `marker`
+    /// gives the final attempt's output, when it passes through backoff.
     pub fn new(
         urls: Urls,
         timeout: Duration,
+        body_limit: usize,
         run_id: &str,
         marker: Option<Marker>,
         warnings: Warnings,
@@ -171,6 +226,7 @@ impl Pings {
             urls,
             client,
             timeout,
+            body_limit,
             run_id: run_id.to_owned(),
             marker,
             started: None,
@@ -231,11 +287,12 @@ impl Pings {
         }
         let timeout = Instant::now() + self.timeout;
         let deadline = by.map_or(timeout, |by| by.min(timeout));
-        let start = match self.started.take().map(std::thread::JoinHandle::join) {
-            Some(Ok(Err(why))) => Some(why),
-            _ => None,
+        let (start, monitor_limit) = match self.started.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(Err(why))) => (Some(why), None),
+            Some(Ok(Ok(limit))) => (None, limit),
+            _ => (None, None),
         };
-        let end = self.end(exit, attempts, reason, deadline, cancel);
+        let end = self.end(exit, attempts, reason, monitor_limit, deadline, cancel);
         if cancel.cancelled() {
             return;
         }
@@ -254,12 +311,15 @@ impl Pings {
         }
     }
 
-    /// Sends the end check-in by `deadline`; why it failed, if it did.
+    /// Sends the end check-in by `deadline`, its body within the monitor's
+    /// `monitor_limit` when it is below `--ping-body-limit`; why it failed,
+    /// if it did.
     fn end(
         &self,
         exit: Exit,
         attempts: u64,
         reason: &str,
+        monitor_limit: Option<usize>,
         deadline: Instant,
         cancel: &Cancel,
     ) -> Option<String> {
@@ -272,7 +332,7 @@ impl Pings {
             exit.shell_code()
         )
         .into_bytes();
-        let tail = self.marker.as_ref().map(Marker::tail).unwrap_or_default();
+        let (tail, forgotten) = self.marker.as_ref().map(Marker::tail).unwrap_or_default();
         // A line the end of the output already holds (said there, before
         // any attempt) is not said twice.
         for (line, why) in &self.said {
@@ -280,7 +340,11 @@ impl Pings {
                 body.extend(format!("backoff: {line}\n").into_bytes());
             }
         }
-        body.extend(tail);
+        let (limit, source) = match monitor_limit {
+            Some(limit) if limit < self.body_limit => (limit, "the monitor's Ping-Body-Limit"),
+            _ => (self.body_limit, "--ping-body-limit"),
+        };
+        let body = end_body(&body, &tail, forgotten, limit, source);
         check_in(client, Method::Post, &target, &body, deadline, cancel).err()
     }
 }
@@ -316,6 +380,64 @@ impl Report for Pings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const HEAD: &[u8] = b"backoff: 1 attempt, reason exhausted, exit status 1\n";
+
+    #[test]
+    fn a_body_that_fits_is_sent_whole_and_one_too_long_loses_the_front_of_the_output() {
+        let tail = b"line 1\nline 2\n";
+        let whole = end_body(HEAD, tail, 0, 10_000, "--ping-body-limit");
+        assert_eq!(whole, [HEAD, tail].concat());
+        let tail: Vec<u8> = (0..2000)
+            .flat_map(|n| format!("line {n}\n").into_bytes())
+            .collect();
+        let cut = end_body(HEAD, &tail, 0, 10_000, "--ping-body-limit");
+        assert!(cut.len() <= 10_000 && cut.len() > 9_900, "{}", cut.len());
+        let text = String::from_utf8(cut).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next().unwrap().as_bytes(), HEAD.trim_ascii_end());
+        let notice = lines.next().unwrap();
+        let kept = text.len() - HEAD.len() - notice.len() - 1;
+        assert_eq!(
+            notice,
+            format!(
+                "backoff: {} bytes of output cut here: the check-in carries at most 10000 bytes (--ping-body-limit)",
+                tail.len() - kept
+            )
+        );
+        assert!(text.ends_with("line 1999\n"));
+        // Bytes no longer kept before the tail count as cut too.
+        let cut = end_body(HEAD, b"end\n", 70_000, 200, "the monitor's Ping-Body-Limit");
+        let text = String::from_utf8(cut).unwrap();
+        assert!(
+            text.contains("backoff: 70000 bytes of output cut here: the check-in carries at most 200 bytes (the monitor's Ping-Body-Limit)\nend\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_body_is_cut_between_characters_and_too_small_a_limit_sends_the_summary_alone() {
+        let tail = "é".repeat(10_000).into_bytes();
+        for limit in 300..304 {
+            let cut = end_body(HEAD, &tail, 0, limit, "--ping-body-limit");
+            assert!(cut.len() <= limit);
+            String::from_utf8(cut).unwrap();
+        }
+        for limit in [0, 1, HEAD.len(), HEAD.len() + 60] {
+            assert_eq!(end_body(HEAD, &tail, 0, limit, "--ping-body-limit"), HEAD);
+        }
+        assert_eq!(end_body(HEAD, b"", 0, 0, "--ping-body-limit"), HEAD);
+    }
+
+    #[test]
+    fn a_monitors_limit_is_a_plain_number_of_bytes() {
+        assert_eq!(monitor_limit("5000"), Some(5000));
+        assert_eq!(monitor_limit(" 100000 "), Some(100_000));
+        assert_eq!(monitor_limit("0"), Some(0));
+        for nonsense in ["", "-1", "5k", "1e4", "10 000", "9999999999999", "+5"] {
+            assert_eq!(monitor_limit(nonsense), None, "{nonsense}");
+        }
+    }
 
     #[test]
     fn the_urls_follow_the_healthchecks_protocol_and_given_ones_win() {

@@ -57,6 +57,9 @@ pub fn not_found(options: &[OsString], command: &[OsString]) -> Option<String> {
             quote_command(&words)
         ));
     }
+    if let Some(advice) = own_option(options, command) {
+        return Some(advice);
+    }
     let text = program.to_str()?;
     if !text.contains(char::is_whitespace) {
         return None;
@@ -84,6 +87,42 @@ pub fn not_found(options: &[OsString], command: &[OsString]) -> Option<String> {
         "did you mean to run it with a shell? {}",
         quote_command(&line)
     ))
+}
+
+/// What to tell when the program not found (`command`'s first word) is
+/// one of backoff's own options (`--max-retries`, `--max-retries=3`, `-q`),
+/// given after `--`, which makes it the command: the command line with it
+/// (and its value) among `options`, before `--`.
+fn own_option(options: &[OsString], command: &[OsString]) -> Option<String> {
+    let (program, rest) = command.split_first()?;
+    let word = program.to_str()?;
+    let (name, joined) = word
+        .split_once('=')
+        .map_or((word, false), |(n, _)| (n, true));
+    let cli = Cli::command();
+    // `--long`, or `-s`: one letter.
+    let (long, mut letters) = (
+        name.strip_prefix("--"),
+        name.strip_prefix('-').unwrap_or_default().chars(),
+    );
+    let short = letters.next().filter(|_| letters.next().is_none());
+    let arg = cli.get_arguments().find(|a| match long {
+        Some(long) => a.get_long() == Some(long),
+        None => short.is_some() && a.get_short() == short,
+    })?;
+    let taken = usize::from(!joined && arg.get_action().takes_values());
+    let said = format!("'{name}' is backoff's own option, which goes before '--'");
+    if rest.len() <= taken {
+        return Some(said);
+    }
+    let (value, rest) = rest.split_at(taken);
+    let mut line = vec![OsString::from("backoff")];
+    line.extend(options.iter().cloned());
+    line.push(program.clone());
+    line.extend(value.iter().cloned());
+    line.push("--".into());
+    line.extend(rest.iter().cloned());
+    Some(format!("{said}: {}", quote_command(&line)))
 }
 
 /// What to refuse when the command's first words are the rest of a

@@ -27,9 +27,11 @@ Exit status: 0 if an attempt succeeded; the last attempt's exit code when
 retries run out or a stop rule matches (with --until-failure, the failure
 found's); 1 when an --until-output condition or a --consecutive streak was
 not met; death by the same signal when the last attempt was killed by one
-(or backoff was interrupted); 75 an open --breaker circuit did not let the
-command run; 124 timeout; 125 backoff itself failed (bad usage); 126 command
-cannot be run; 127 command not found.
+(or backoff was interrupted); 75 an open --breaker circuit or the --lock
+(held by another run, unavailable, or lost) stopped the command, or
+--throttle skipped every attempt (--breaker-exit and --lock-exit change
+it); 124 timeout; 125 backoff itself failed (bad usage); 126 command cannot
+be run; 127 command not found.
 
 Traces: with OTEL_EXPORTER_OTLP_ENDPOINT set, the run and each attempt are
 OpenTelemetry spans sent over OTLP/HTTP, and each attempt's command sees
@@ -43,16 +45,13 @@ Examples:
 
 /// What `-h` ends with: a few examples, and where the rest is.
 const AFTER_SHORT_HELP: &str = "\
-Options go before the command: backoff --attempts 4 -- curl -fsS https://api.example.test/
+Options go before the command: backoff --max-retries 3 -- curl -fsS https://api.example.test/
 A short list: 'backoff --help' gives every option, 'man backoff' the details.";
 
 /// The options `-h` shows, by id: those most runs need. `--help` and the
 /// man page show every option.
 pub const SHORT_HELP: &[&str] = &[
     "max_retries",
-    "attempts",
-    "forever",
-    "poll",
     "base",
     "cap",
     "jitter",
@@ -61,15 +60,18 @@ pub const SHORT_HELP: &[&str] = &[
     "until_output",
     "timeout",
     "max_time",
+    "splay",
     "preset",
+    "output",
     "budget",
     "breaker",
     "throttle",
+    "lock",
+    "ping",
     "quiet",
     "verbose",
     "name",
     "report",
-    "metrics_file",
 ];
 
 /// `arg` as `-h` shows it: hidden unless it is one of `SHORT_HELP`. A
@@ -730,10 +732,9 @@ pub enum ThrottleCommand {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Lock")]
 pub struct LockArgs {
-    /// At most one run of the same KEY at a time: a run that finds it held
-    /// does not run the command
+    /// At most one run of the same KEY at a time
     ///
-    /// In the store of the budgets: a file locked by the kernel on this
+    /// A run that finds it held does not run the command. In the store of the budgets: a file locked by the kernel on this
     /// host (--budget-dir), or a lease in Redis for a fleet
     /// (--budget-store), held from the end of --splay to the end of the
     /// run. A run that finds it held says who holds it and exits
@@ -782,14 +783,14 @@ pub enum LockFail {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Check-ins")]
 pub struct PingArgs {
-    /// Check in with a monitor that speaks the healthchecks.io protocol:
-    /// URL/start, then URL or URL/STATUS with the run's output's end
+    /// Tell a monitor (healthchecks.io) the run's start and end
     ///
-    /// A GET of URL/start when the run starts, then a POST of URL when it
+    /// URL is that of a check of a monitor that speaks the
+    /// healthchecks.io protocol. A GET of URL/start when the run starts, then a POST of URL when it
     /// succeeds, or URL/N with backoff's exit status N, whose body is a
-    /// summary line and the last 10 KiB of the final attempt's output; each
-    /// with ?rid=BACKOFF_RUN_ID. A check-in never changes the exit status.
-    /// See CHECK-INS.
+    /// summary line and the end of the final attempt's output, within
+    /// --ping-body-limit; each with ?rid=BACKOFF_RUN_ID. A check-in never
+    /// changes the exit status. See CHECK-INS.
     #[arg(long, value_name = "URL", env = "BACKOFF_PING", hide_env_values = true)]
     pub ping: Option<String>,
 
@@ -811,6 +812,18 @@ pub struct PingArgs {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = values::duration,
           allow_hyphen_values = true)]
     pub ping_timeout: Duration,
+
+    /// The most bytes of the end check-in's body: its summary line, then
+    /// the end of the output, cut at its front
+    ///
+    /// What a self-hosted Healthchecks keeps of a body (its first
+    /// PING_BODY_LIMIT bytes, 10000 by default); a smaller Ping-Body-Limit
+    /// in the monitor's answer to the start check-in lowers it. Cut output
+    /// is said in a line after the summary line. 0 sends the summary line
+    /// alone. B, KB (1000), KiB (1024), MB, MiB; at most 10MB.
+    #[arg(long, value_name = "SIZE", default_value = "10000", value_parser = values::ping_body_limit,
+          env = "BACKOFF_PING_BODY_LIMIT", hide_env_values = true)]
+    pub ping_body_limit: u64,
 }
 
 /// `backoff lock show|reset KEY`.
@@ -1066,9 +1079,10 @@ pub struct TimeArgs {
           allow_hyphen_values = true)]
     pub idle_timeout: Option<Duration>,
 
-    /// Time limit of the whole run; backoff exits by it plus --kill-after
+    /// Time limit of the whole run
     ///
-    /// A deadline from the run's start: no attempt starts after it, a delay
+    /// backoff exits by it plus --kill-after. A deadline from the run's
+    /// start: no attempt starts after it, a delay
     /// that would pass it is not slept, and the running attempt is bounded
     /// by the time left. backoff exits at the latest --kill-after after the
     /// deadline: the attempt gets --signal at the deadline and SIGKILL
@@ -1078,14 +1092,14 @@ pub struct TimeArgs {
           value_parser = values::duration, allow_hyphen_values = true)]
     pub max_time: Option<Duration>,
 
-    /// Wait before the first attempt, in [0, DURATION): the same on every
-    /// run of a host and job, different from host to host
+    /// Wait in [0, DURATION) first, fixed per host
     ///
-    /// This host's place in the window comes from its machine id
-    /// (/etc/machine-id, else its host name) and the job (--name, else the
-    /// program's name); --seed takes the machine's place. A fleet's cron
-    /// jobs that fire at once spread over the window. At most 24h; it
-    /// counts against --max-time, and a signal cuts it.
+    /// Before the first attempt: the same wait on every run of a host and
+    /// job, another on each host, from its machine id (/etc/machine-id,
+    /// else its host name) and the job (--name, else the program's name);
+    /// --seed takes the machine's place. A fleet's cron jobs spread over
+    /// the window. At most 24h, and shorter than --max-time, which it
+    /// counts against; a signal cuts it.
     #[arg(long, value_name = "DURATION", env = "BACKOFF_SPLAY", hide_env_values = true,
           value_parser = values::duration)]
     pub splay: Option<Duration>,
@@ -1164,10 +1178,10 @@ pub struct StreamArgs {
     #[arg(long)]
     pub replay_stdin: bool,
 
-    /// on-failure: keep the run's output (stdout, stderr, backoff's lines)
-    /// and write it out only if the run does not succeed, for cron
+    /// on-failure: the output only if the run fails, for cron
     ///
-    /// live (the default) passes the output on as it comes. on-failure keeps
+    /// on-failure keeps the run's output (stdout, stderr, backoff's lines)
+    /// and writes it out only if the run does not succeed. live (the default) passes the output on as it comes. on-failure keeps
     /// it, in order, in a temporary file, and writes each part to its stream
     /// when the run ends with a status other than 0: a success prints
     /// nothing. See CRON JOBS.
@@ -1182,7 +1196,7 @@ pub struct StreamArgs {
     pub output: crate::output::Mode,
 
     /// With --output on-failure: the most output kept, its first and last
-    /// halves (B, KiB, MiB, GiB)
+    /// halves (B, KB, KiB, MB, MiB, GB, GiB)
     #[arg(long, value_name = "SIZE", value_parser = values::size, default_value = "1MiB",
           env = "BACKOFF_OUTPUT_LIMIT", hide_env_values = true)]
     pub output_limit: u64,

@@ -645,38 +645,78 @@ fn code(s: &str, item: &str) -> Result<u32, String> {
 /// something to read in a mail.
 pub const MAX_OUTPUT_LIMIT: u64 = 1 << 30;
 
-/// Parses a size in bytes: a whole number with an optional unit, `B`, `K`
-/// or `KiB` (1024), `M` or `MiB`, `G` or `GiB`, from 2 bytes to 1 GiB
-/// (`--output-limit`).
+/// Parses a size in bytes: a whole number with an optional unit (see
+/// `bytes`), from 2 bytes to 1 GiB (`--output-limit`).
 pub fn size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-    let (number, unit) = t.split_at(digits);
-    let shift = match unit.trim() {
-        "" | "B" => 0,
-        "K" | "KiB" | "k" => 10,
-        "M" | "MiB" => 20,
-        "G" | "GiB" => 30,
-        other => {
-            return Err(format!(
-                "'{}' is not a unit of size: use B, KiB, MiB or GiB, as in 512KiB",
-                crate::cli::quotable(other)
-            ));
-        }
-    };
-    let Ok(n) = number.parse::<u64>() else {
-        return Err("a size is a whole number of bytes, KiB, MiB or GiB, as in 512KiB".into());
-    };
-    match n.checked_mul(1 << shift) {
+    match bytes(s)? {
         Some(bytes) if (2..=MAX_OUTPUT_LIMIT).contains(&bytes) => Ok(bytes),
         Some(bytes) if bytes < 2 => Err("at least 2 bytes: the head and the tail".into()),
         _ => Err("at most 1GiB".into()),
     }
 }
 
+/// The largest `--ping-body-limit`: the most a monitor is known to keep of
+/// a check-in's body is far less.
+pub const MAX_PING_BODY_LIMIT: u64 = 10_000_000;
+
+/// Parses `--ping-body-limit`: a size (as `size` reads it) from 0 to
+/// `MAX_PING_BODY_LIMIT`.
+pub fn ping_body_limit(s: &str) -> Result<u64, String> {
+    match bytes(s)? {
+        Some(bytes) if bytes <= MAX_PING_BODY_LIMIT => Ok(bytes),
+        _ => Err("at most 10MB (10000000 bytes)".into()),
+    }
+}
+
+/// A whole number of bytes, or of KB, KiB, MB, MiB, GB or GiB (K, M and G
+/// alone are KiB, MiB and GiB); `None` when it overflows.
+fn bytes(s: &str) -> Result<Option<u64>, String> {
+    let t = s.trim();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, unit) = t.split_at(digits);
+    let unit: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KB" | "kB" => 1000,
+        "K" | "KiB" | "k" => 1 << 10,
+        "MB" => 1_000_000,
+        "M" | "MiB" => 1 << 20,
+        "GB" => 1_000_000_000,
+        "G" | "GiB" => 1 << 30,
+        other => {
+            return Err(format!(
+                "'{}' is not a unit of size: use B, KB, KiB, MB, MiB, GB or GiB, as in 512KiB",
+                crate::cli::quotable(other)
+            ));
+        }
+    };
+    let Ok(n) = number.parse::<u64>() else {
+        return Err(
+            "a size is a whole number of bytes, KB, KiB, MB, MiB, GB or GiB, as in 512KiB".into(),
+        );
+    };
+    Ok(n.checked_mul(unit))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_count_kb_in_thousands_and_kib_in_1024s() {
+        assert_eq!(size("10KB"), Ok(10_000));
+        assert_eq!(size("10KiB"), Ok(10_240));
+        assert_eq!(size("2MB"), Ok(2_000_000));
+        assert_eq!(ping_body_limit("10000"), Ok(10_000));
+        assert_eq!(ping_body_limit("0"), Ok(0));
+        assert_eq!(ping_body_limit("10MB"), Ok(MAX_PING_BODY_LIMIT));
+        assert!(ping_body_limit("10MiB").is_err());
+        assert!(ping_body_limit("99999999999999999999").is_err());
+        assert!(
+            ping_body_limit("5 parsecs")
+                .unwrap_err()
+                .contains("not a unit of size")
+        );
+    }
 
     #[test]
     fn a_pattern_is_charged_the_smallest_limit_it_fits_in() {

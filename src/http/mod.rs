@@ -269,6 +269,9 @@ pub struct Response {
     pub location: Option<String>,
     /// The start of its body (at most 64 KiB).
     pub body: Vec<u8>,
+    /// Its `Ping-Body-Limit` (what a Healthchecks keeps of a check-in's
+    /// body), as sent, when it is text.
+    pub ping_body_limit: Option<String>,
 }
 
 /// Why a request got no answer, or no good one, in a line that names only
@@ -555,6 +558,7 @@ impl Client {
         };
         let retry_after = header("retry-after").and_then(|v| retry_after(&v, SystemTime::now()));
         let location = header("location").filter(|l| l.len() <= MAX_LOCATION);
+        let ping_body_limit = header("ping-body-limit");
         let mut body = Vec::new();
         let _ = response
             .body_mut()
@@ -566,6 +570,7 @@ impl Client {
             retry_after,
             location,
             body,
+            ping_body_limit,
         })
     }
 

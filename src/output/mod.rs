@@ -28,9 +28,6 @@ use kept::{Kept, Stream};
 /// to a reader that does not take it (as `report::Std` waits).
 const STALL: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The bytes of the output's end a check-in sends.
-pub const TAIL: usize = 10 * 1024;
-
 /// `--output`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {
@@ -45,8 +42,12 @@ pub enum Mode {
 struct Passing {
     /// `--output on-failure`: all of it, within its limit.
     kept: Option<Kept>,
-    /// The last `TAIL` bytes, for a check-in.
+    /// The last `tail` bytes since the last mark, for a check-in.
     last: VecDeque<u8>,
+    /// How many bytes `last` keeps.
+    tail: usize,
+    /// How many bytes since the last mark `last` no longer holds.
+    forgotten: u64,
     /// `--output live`: what is read and still to be passed on, which the
     /// reading thread writes out once it lets go of the lock (a reader that
     /// does not read holds up that thread alone, never a mark).
@@ -64,12 +65,15 @@ impl Passing {
         self.remember(data);
     }
 
-    /// Keeps `data` in the last `TAIL` bytes, for a check-in.
+    /// Keeps `data` in the last `tail` bytes, for a check-in.
     fn remember(&mut self, data: &[u8]) {
-        let drop = (self.last.len() + data.len()).saturating_sub(TAIL);
+        let drop = (self.last.len() + data.len()).saturating_sub(self.tail);
         self.last.drain(..drop.min(self.last.len()));
-        let from = data.len().saturating_sub(TAIL);
+        let from = data.len().saturating_sub(self.tail);
         self.last.extend(&data[from..]);
+        self.forgotten = self
+            .forgotten
+            .saturating_add(u64::try_from(drop).unwrap_or(u64::MAX));
     }
 }
 
@@ -104,14 +108,14 @@ pub struct Capture {
 
 impl Capture {
     /// Captures backoff's stdout and stderr: kept within `keep` bytes
-    /// (`--output on-failure`), or passed on live (`None`), the last bytes
-    /// kept for a check-in either way.
+    /// (`--output on-failure`), or passed on live (`None`), the last
+    /// `tail` bytes kept for a check-in either way.
     ///
     /// # Errors
     ///
     /// When the pipes, the temporary files or the thread cannot be made;
     /// then nothing has changed.
-    pub fn start(keep: Option<u64>) -> io::Result<Capture> {
+    pub fn start(keep: Option<u64>, tail: usize) -> io::Result<Capture> {
         let targets = Targets {
             out: Arc::new(fd::dup_stdout()?),
             err: Arc::new(fd::dup_stderr()?),
@@ -137,6 +141,8 @@ impl Capture {
         let passing = Arc::new(Mutex::new(Passing {
             kept,
             last: VecDeque::new(),
+            tail,
+            forgotten: 0,
             live: keep.is_none().then(Vec::new),
         }));
         let shared = Arc::clone(&passing);
@@ -500,16 +506,18 @@ impl Marker {
             drain(read, *stream, &mut buffer, &mut passing);
         }
         passing.last.clear();
+        passing.forgotten = 0;
         // What it read is passed on by the reading thread.
         if passing.live.as_ref().is_some_and(|b| !b.is_empty()) {
             let _ = (&*self.control).write_all(WAKE);
         }
     }
 
-    /// The output since the last mark, at most its last `TAIL` bytes.
-    pub fn tail(&self) -> Vec<u8> {
+    /// The output since the last mark, at most its last `tail` bytes, and
+    /// how many bytes came before those.
+    pub fn tail(&self) -> (Vec<u8>, u64) {
         let passing = self.passing.lock().unwrap_or_else(PoisonError::into_inner);
-        passing.last.iter().copied().collect()
+        (passing.last.iter().copied().collect(), passing.forgotten)
     }
 }
 

@@ -13,9 +13,12 @@ use crate::support::{
 };
 
 /// A check-in server: each request is a line `METHOD PATH BODY` (the body
-/// as a Python bytes literal) in `log`; `mode` is `ok`, `fail` (500), or
-/// `hang` (never answers); with `tls`, HTTPS with `cert.pem`/`key.pem` of
-/// its directory.
+/// as a Python bytes literal) in `log`; `mode` is `ok`, `fail` (500),
+/// `hang` (never answers), or `limit=N`, which answers as a self-hosted
+/// Healthchecks does, with `Ping-Body-Limit: N`, and keeps the first 10,000
+/// bytes of a POST's body (its default `PING_BODY_LIMIT`) in `kept`, and
+/// its length in `sent`; with `tls`, HTTPS with `cert.pem`/`key.pem` of its
+/// directory.
 const SERVER: &str = r#"
 import http.server, os, socketserver, ssl, sys, time
 port_file, log, mode, tls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "tls"
@@ -24,11 +27,19 @@ class H(http.server.BaseHTTPRequestHandler):
     def answer(self, method):
         n = int(self.headers.get("Content-Length", 0))
         body = self.rfile.read(n) if n else b""
+        limit = mode.startswith("limit=")
+        if limit and method == "POST":
+            with open("kept", "wb") as f:
+                f.write(body[:10000])
+            with open("sent", "w") as f:
+                f.write(str(len(body)))
         with open(log, "a") as f:
             f.write("%s %s %r\n" % (method, self.path, body))
         if mode == "hang":
             time.sleep(60)
         self.send_response(500 if mode == "fail" else 200)
+        if limit:
+            self.send_header("Ping-Body-Limit", mode[len("limit="):])
         self.send_header("Content-Length", "2")
         self.end_headers()
         self.wfile.write(b"OK")
@@ -498,4 +509,108 @@ fn the_check_ins_end_by_backoffs_own_deadline() {
         "{:?}",
         started.elapsed()
     );
+}
+
+/// A job that prints some 60 kB, then its error, and fails.
+const LONG_FAILURE: &str =
+    "seq -f 'progress line %g' 3000; echo 'error: the disk is full' >&2; exit 1";
+
+/// Runs `LONG_FAILURE` once with the check-ins of a stand-in Healthchecks
+/// that answers `Ping-Body-Limit: header`, with `args` besides; the end
+/// check-in's body as sent (its length) and as the monitor kept it.
+fn end_body_kept(header: &str, args: &[&str]) -> (usize, String) {
+    let m = Monitor::start(&format!("limit={header}"));
+    backoff(["--ping", &m.url(UUID), "--max-retries", "0"])
+        .args(args)
+        .args(["--", "sh", "-c", LONG_FAILURE])
+        .env_remove("BACKOFF_PING_BODY_LIMIT")
+        .assert()
+        .code(1);
+    let got = m.requests(2);
+    assert!(got[0].starts_with(&format!("GET /{UUID}/start")), "{got:?}");
+    assert!(
+        got[1].starts_with(&format!("POST /{UUID}/1?rid=")),
+        "{got:?}"
+    );
+    let dir = &m.server.dir;
+    let sent = std::fs::read_to_string(dir.join("sent")).unwrap();
+    let kept = std::fs::read(dir.join("kept")).unwrap();
+    (sent.parse().unwrap(), String::from_utf8(kept).unwrap())
+}
+
+/// The checks of a body cut to fit `limit`, which `source` set: the summary
+/// line first, then a line that says what was cut, and the end of the
+/// output, the command's error and backoff's closing line, kept whole.
+fn cut_to_fit(sent: usize, kept: &str, limit: usize, source: &str) {
+    assert!(sent <= limit, "{sent} bytes sent: {kept}");
+    assert!(sent > limit - 200, "{sent} bytes sent, room for {limit}");
+    assert_eq!(kept.len(), sent, "the monitor kept it all");
+    let lines: Vec<&str> = kept.lines().collect();
+    assert_eq!(
+        lines[0], "backoff: 1 attempt, reason exhausted, exit status 1",
+        "{kept}"
+    );
+    assert!(
+        lines[1].starts_with("backoff: ")
+            && lines[1].ends_with(&format!(
+                " bytes of output cut here: the check-in carries at most {limit} bytes ({source})"
+            )),
+        "{}",
+        lines[1]
+    );
+    let end = &lines[lines.len() - 3..];
+    assert_eq!(end[0], "error: the disk is full", "{kept}");
+    assert!(end[1].starts_with("backoff: attempt 1/1 failed"), "{kept}");
+    assert!(
+        end[2].starts_with("backoff: giving up after 1 attempt"),
+        "{kept}"
+    );
+    assert!(lines[3].starts_with("progress line "), "{kept}");
+}
+
+#[test]
+fn the_end_check_in_fits_what_healthchecks_keeps_with_the_output_s_end_whole() {
+    // Healthchecks' default: 10,000 bytes, and its header says so.
+    let (sent, kept) = end_body_kept("10000", &[]);
+    cut_to_fit(sent, &kept, 10_000, "--ping-body-limit");
+    // A header that is no number of bytes is ignored.
+    let (sent, kept) = end_body_kept("lots", &[]);
+    cut_to_fit(sent, &kept, 10_000, "--ping-body-limit");
+}
+
+#[test]
+fn a_smaller_ping_body_limit_from_the_monitor_or_the_option_cuts_more() {
+    let (sent, kept) = end_body_kept("3000", &[]);
+    cut_to_fit(sent, &kept, 3000, "the monitor's Ping-Body-Limit");
+    // The header never raises the option's limit.
+    let (sent, kept) = end_body_kept("100000", &["--ping-body-limit", "2KB"]);
+    cut_to_fit(sent, &kept, 2000, "--ping-body-limit");
+    // 0: the summary line alone.
+    let (sent, kept) = end_body_kept("10000", &["--ping-body-limit", "0"]);
+    assert_eq!(
+        kept,
+        "backoff: 1 attempt, reason exhausted, exit status 1\n"
+    );
+    assert_eq!(sent, kept.len());
+}
+
+#[test]
+fn a_ping_body_limit_without_a_check_in_is_refused_unless_the_environment_gave_it() {
+    backoff(["--ping-body-limit", "5000", "--", "true"])
+        .assert()
+        .code(125)
+        .stderr(
+            "backoff: --ping-body-limit applies to the end check-in, and there is none: add --ping URL\n",
+        );
+    backoff(["--", "true"])
+        .env("BACKOFF_PING_BODY_LIMIT", "5000")
+        .assert()
+        .success()
+        .stderr("");
+    backoff(["--ping-body-limit", "11MB", "--", "true"])
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains(
+            "invalid value '11MB' for '--ping-body-limit': at most 10MB",
+        ));
 }

@@ -6,6 +6,7 @@
 #![allow(clippy::float_cmp)]
 
 use std::process::ExitStatus;
+use std::time::Duration;
 
 use crate::schema::Doc;
 use crate::support::{PATIENCE, Running, TempDir, backoff, command, json_of};
@@ -109,15 +110,31 @@ fn a_signal_during_the_splay_ends_the_run_at_once_and_nothing_runs() {
 
 #[test]
 fn the_splay_counts_against_max_time() {
+    // --seed 36 puts the job `sleep` at 9.08s of a 10s window: the attempt
+    // has what is left of --max-time, some 1.4s, and the run ends by it.
     let started = std::time::Instant::now();
-    let out = backoff(["--splay", "24h", "--max-time", "300ms", "--", "true"])
-        .timeout(PATIENCE)
-        .output()
-        .unwrap();
+    let out = backoff([
+        "--seed",
+        "36",
+        "--splay",
+        "10s",
+        "--max-time",
+        "10500ms",
+        "--",
+        "sleep",
+        "30",
+    ])
+    .timeout(PATIENCE)
+    .output()
+    .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(124), "{err}");
-    assert!(err.contains("giving up after 0 attempts"), "{err}");
-    assert!(started.elapsed() < PATIENCE);
+    assert!(err.contains("giving up after 1 attempt"), "{err}");
+    let took = started.elapsed();
+    assert!(
+        (Duration::from_secs(9)..Duration::from_secs(15)).contains(&took),
+        "{took:?}"
+    );
 }
 
 #[test]

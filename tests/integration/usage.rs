@@ -638,6 +638,16 @@ fn refusals_quote_the_value_as_given_and_say_where_it_came_from() {
             &[],
             "invalid value '0s' for '--poll': an interval of zero needs --jitter none",
         ),
+        (
+            &["--ping-timeout", "0s"],
+            &[],
+            "invalid value '0s' for '--ping-timeout': must be above zero",
+        ),
+        (
+            &["--splay", "2m"],
+            &[("BACKOFF_MAX_TIME", "1m")],
+            "invalid value '2m' for '--splay': its wait before the first attempt can take all of --max-time (1m, from BACKOFF_MAX_TIME)",
+        ),
     ] {
         let (code, stderr) = run_with(&[args, &["--", "true"]].concat(), env);
         assert_eq!(code, Some(125), "{args:?} {env:?}: {stderr}");
@@ -1054,4 +1064,103 @@ fn output_patterns_before_a_bad_value_do_not_make_it_the_environment_s() {
         "{stderr}"
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn a_splay_as_long_as_max_time_and_lock_options_without_a_lock_are_refused() {
+    refused(&["--splay", "2m", "--max-time", "1m"], "'--splay'");
+    refused(&["--splay", "1m", "--max-time", "1m"], "--max-time (1m)");
+    for flag in [
+        &["--lock-wait", "5s"][..],
+        &["--lock-ttl", "1m"],
+        &["--lock-exit", "0"],
+        &["--lock-fail", "open"],
+    ] {
+        refused(flag, &format!("{} applies to a lock", flag[0]));
+        refused(flag, "add --lock KEY");
+    }
+    // A --splay shorter than --max-time runs; so do the lock's options
+    // with a lock.
+    let dir = TempDir::new("splay-lock");
+    backoff([
+        "--splay",
+        "1ms",
+        "--max-time",
+        "1m",
+        "--budget-dir",
+        dir.path().to_str().unwrap(),
+        "--lock",
+        "job",
+        "--lock-wait",
+        "5s",
+        "--lock-exit",
+        "0",
+        "--lock-fail",
+        "open",
+        "--",
+        "true",
+    ])
+    .assert()
+    .success();
+}
+
+#[test]
+fn backoffs_own_option_after_the_separator_is_told_to_go_before_it() {
+    follow_advice(&[
+        (
+            &["-q", "--", "--max-retries", "0", "sh", "-c", "exit 0"],
+            &[],
+            "'--max-retries' is backoff's own option, which goes before '--': backoff -q --max-retries 0 -- sh -c 'exit 0'",
+            &["-q", "--max-retries", "0", "--", "sh", "-c", "exit 0"],
+        ),
+        (
+            &["--", "--forever", "true"],
+            &[],
+            "'--forever' is backoff's own option, which goes before '--': backoff --forever -- true",
+            &["--forever", "--", "true"],
+        ),
+        (
+            &["--", "-q", "true"],
+            &[],
+            "'-q' is backoff's own option, which goes before '--': backoff -q -- true",
+            &["-q", "--", "true"],
+        ),
+    ]);
+    let (code, stderr) = run_with(&["--", "--max-retries=0"], &[]);
+    assert_eq!(code, Some(127), "{stderr}");
+    assert!(
+        stderr.ends_with("; '--max-retries' is backoff's own option, which goes before '--'\n"),
+        "{stderr}"
+    );
+    // A program named like no option of backoff's gets no such advice.
+    let (code, stderr) = run_with(&["--", "--no-such-option"], &[]);
+    assert_eq!(code, Some(127), "{stderr}");
+    assert!(!stderr.contains("backoff's own option"), "{stderr}");
+}
+
+#[test]
+fn the_short_help_shows_what_a_cron_job_needs_and_the_long_help_names_75_for_the_lock() {
+    let short = help_text(&["-h"], Some("100"));
+    let listed = listed_options(&short);
+    for option in ["--splay", "--output", "--lock", "--ping"] {
+        assert!(
+            listed.iter().any(|names| names.iter().any(|n| n == option)),
+            "-h lacks {option}:\n{short}"
+        );
+    }
+    let long = help_text(&["--help"], Some("100")).replace('\n', " ");
+    let status = long
+        .split("Exit status: ")
+        .nth(1)
+        .and_then(|s| s.split("Traces:").next())
+        .unwrap_or_default()
+        .to_owned();
+    let seventy_five = status.split("; 75 ").nth(1).unwrap_or_default();
+    let seventy_five = seventy_five.split("; 124 ").next().unwrap_or_default();
+    for named in ["--breaker", "--lock", "--throttle", "--lock-exit"] {
+        assert!(
+            seventy_five.contains(named),
+            "75: {seventy_five:?} lacks {named}"
+        );
+    }
 }
