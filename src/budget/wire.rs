@@ -117,15 +117,12 @@ fn connect_tcp(host: &str, port: u16, deadline: Option<Instant>) -> RedisResult<
 }
 
 /// What TLS trusts: the system's certificate authorities (`SSL_CERT_FILE`
-/// and `SSL_CERT_DIR` override them), as the redis crate's connection does.
+/// and `SSL_CERT_DIR` override them), as for HTTPS (`http::roots`).
 fn tls_config() -> RedisResult<rustls::ClientConfig> {
-    let found = rustls_native_certs::load_native_certs();
-    if let Some(e) = found.errors.into_iter().next() {
-        let why = format!("cannot load the certificate authorities: {e}");
-        return Err(RedisError::from(io::Error::other(why)));
-    }
+    let found =
+        crate::http::roots::system().map_err(|why| RedisError::from(io::Error::other(why)))?;
     let mut roots = rustls::RootCertStore::empty();
-    roots.add_parsable_certificates(found.certs);
+    roots.add_parsable_certificates(found.iter().cloned());
     Ok(rustls::ClientConfig::builder()
         .with_root_certificates(roots)
         .with_no_client_auth())
