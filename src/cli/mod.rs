@@ -1082,8 +1082,9 @@ pub struct TimeArgs {
     /// run of a host and job, different from host to host
     ///
     /// This host's place in the window comes from its machine id
-    /// (/etc/machine-id, else its host name) and the job (--name, else the
-    /// program's name); --seed takes the machine's place. A fleet's cron
+    /// (/etc/machine-id) and host name together, which keeps hosts cloned
+    /// from one image apart, and the job (--name, else the program's name);
+    /// --seed N takes the machine's place. A fleet's cron
     /// jobs that fire at once spread over the window. At most 24h; it
     /// counts against --max-time, and a signal cuts it.
     #[arg(long, value_name = "DURATION", env = "BACKOFF_SPLAY", hide_env_values = true,

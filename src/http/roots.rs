@@ -123,31 +123,7 @@ fn read(path: &Path, var: &str, left: &mut u64) -> Result<Option<Vec<u8>>, Strin
 
 /// What the path that is not a regular file is, in a few words.
 fn kind(path: &Path) -> &'static str {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return "it is gone";
-    };
-    let ty = meta.file_type();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt as _;
-        if ty.is_fifo() {
-            return "a FIFO";
-        }
-        if ty.is_char_device() {
-            return "a character device";
-        }
-        if ty.is_block_device() {
-            return "a block device";
-        }
-        if ty.is_socket() {
-            return "a socket";
-        }
-    }
-    if ty.is_dir() {
-        "a directory"
-    } else {
-        "a special file"
-    }
+    std::fs::metadata(path).map_or("gone", |meta| crate::sys::fd::kind_of(&meta))
 }
 
 /// The paths of the directory `dir`'s entries, at most `MAX_ENTRIES`, in

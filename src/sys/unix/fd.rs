@@ -521,6 +521,27 @@ pub fn dup_stderr() -> io::Result<File> {
     Ok(File::from(io::stderr().as_fd().try_clone_to_owned()?))
 }
 
+/// What a file that is not a regular file is, in a few words ("a FIFO").
+pub fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    let ty = meta.file_type();
+    if ty.is_file() {
+        "a regular file"
+    } else if ty.is_dir() {
+        "a directory"
+    } else if ty.is_fifo() {
+        "a FIFO"
+    } else if ty.is_char_device() {
+        "a character device"
+    } else if ty.is_block_device() {
+        "a block device"
+    } else if ty.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    }
+}
+
 /// The first `max` bytes of the regular file at `path`, read without ever
 /// waiting: a FIFO, a device or a terminal (`/dev/stdin`, which is the
 /// command's input) is refused before anything is read of it.
