@@ -555,7 +555,8 @@ pub struct StoreArgs {
     pub budget_dir: Option<PathBuf>,
 
     /// Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts:
-    /// redis://[user:password@]host[:port][/db], rediss:// for TLS, or
+    /// redis://[user:password@]host[:port][/db], rediss:// for TLS,
+    /// redis+unix:///path/to/socket[?db=N] for a Unix socket, or
     /// redis+cluster://host:port,host:port for a Redis Cluster (better given
     /// in the environment, where the password does not show in process
     /// lists).
@@ -1081,10 +1082,9 @@ pub struct TimeArgs {
     /// Wait before the first attempt, in [0, DURATION): the same on every
     /// run of a host and job, different from host to host
     ///
-    /// This host's place in the window comes from its machine id
-    /// (/etc/machine-id) and host name together, which keeps hosts cloned
-    /// from one image apart, and the job (--name, else the program's name);
-    /// --seed N takes the machine's place. A fleet's cron
+    /// This host's place comes from its machine id and host name (which
+    /// keeps clones of one image apart) and the job (--name, else the
+    /// program's name); --seed N takes the machine's place. A fleet's cron
     /// jobs that fire at once spread over the window. At most 24h; it
     /// counts against --max-time, and a signal cuts it.
     #[arg(long, value_name = "DURATION", env = "BACKOFF_SPLAY", hide_env_values = true,

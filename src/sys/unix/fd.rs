@@ -521,6 +521,33 @@ pub fn dup_stderr() -> io::Result<File> {
     Ok(File::from(io::stderr().as_fd().try_clone_to_owned()?))
 }
 
+/// A connection to the Unix stream socket at `path`, made within
+/// `limit`: a server whose queue of connections is full is waited for that
+/// long at most (Linux bounds connect(2) on such a socket by the send
+/// timeout).
+///
+/// # Errors
+///
+/// As socket(2) and connect(2); `TimedOut` (`WouldBlock` on some systems)
+/// when the limit passed.
+pub fn connect_unix(
+    path: &std::path::Path,
+    limit: Option<std::time::Duration>,
+) -> io::Result<std::os::unix::net::UnixStream> {
+    use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
+    let socket = rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
+    // At least a millisecond: a timeout of zero would be none.
+    let limit = limit.map(|l| l.max(std::time::Duration::from_millis(1)));
+    rustix::net::sockopt::set_socket_timeout(&socket, rustix::net::sockopt::Timeout::Send, limit)?;
+    rustix::net::connect(&socket, &SocketAddrUnix::new(path)?)?;
+    Ok(std::os::unix::net::UnixStream::from(socket))
+}
+
 /// What a file that is not a regular file is, in a few words ("a FIFO").
 pub fn kind_of(meta: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt as _;
