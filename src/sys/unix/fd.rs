@@ -595,3 +595,47 @@ pub fn read_regular(path: &std::path::Path, max: u64) -> io::Result<Vec<u8>> {
     file.take(max).read_to_end(&mut out)?;
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unix_socket_whose_queue_is_full_is_waited_for_no_longer_than_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        // A server that never accepts, with room for no waiting connection
+        // beyond the one the first client takes.
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        rustix::net::listen(&listener, 0).unwrap();
+        let _first = connect_unix(&path, None).unwrap();
+        let limit = std::time::Duration::from_millis(200);
+        let started = std::time::Instant::now();
+        // On a thread of its own, so that a connect that waits on is a
+        // failure of the test, not a test that never ends.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let to = path.clone();
+        std::thread::spawn(move || tx.send(connect_unix(&to, Some(limit))));
+        let e = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("the connect ends by its limit")
+            .unwrap_err();
+        let took = started.elapsed();
+        assert!(
+            matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ),
+            "{e}"
+        );
+        assert!(
+            took >= limit / 2 && took < std::time::Duration::from_secs(5),
+            "{took:?}"
+        );
+        let gone = dir.path().join("gone.sock");
+        assert_eq!(
+            connect_unix(&gone, Some(limit)).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+    }
+}
