@@ -515,6 +515,24 @@ fn rediss_urls_reach_a_redis_that_speaks_only_tls() {
         .unwrap();
     assert_eq!(out.status.code(), Some(125));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("tlspw"));
+    // Nor is one when SSL_CERT_FILE names a FIFO, which is not opened:
+    // the store error says so at once.
+    let fifo = redis.dir.join("fifo");
+    crate::support::make_fifo(&fifo);
+    let out = backoff(["budget", "show", "tls", "--budget-store", &url])
+        .env("SSL_CERT_FILE", &fifo)
+        .timeout(PATIENCE)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(125)
+            && err.contains(&format!(
+                "SSL_CERT_FILE '{}' is not a regular file (a FIFO)",
+                fifo.display()
+            )),
+        "{err}"
+    );
 }
 
 #[test]
