@@ -80,6 +80,11 @@ fn named(file: Option<&Path>, dirs: &[PathBuf]) -> Result<Vec<CertificateDer<'st
     for dir in dirs.iter().filter(|d| !d.as_os_str().is_empty()) {
         let before = certs.len();
         for path in entries(dir)? {
+            // A link that leads nowhere (a hashed name left behind) is
+            // passed over, as something that is not a regular file is.
+            if !std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+                continue;
+            }
             if let Some(pem) = read(&path, "SSL_CERT_DIR", &mut left)? {
                 certs.extend(parse(&pem));
             }
@@ -218,6 +223,7 @@ MFowETEPMA0GA1UEAwwGdGVzdGNhMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE
         rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RUSR).unwrap();
         std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero")).unwrap();
         std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("gone.pem"), dir.path().join("ffff.0")).unwrap();
         let dirs = [dir.path().to_owned()];
         // The link to the same file adds nothing.
         assert_eq!(named(None, &dirs).unwrap().len(), 1);
