@@ -57,7 +57,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail'
             cand --breaker 'Share a circuit breaker with the backoff processes of the same KEY'
@@ -163,7 +163,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail'
             cand --format 'Output format'
@@ -174,7 +174,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-ratio 'Tokens a success deposits'
             cand --budget-burst 'Most tokens a budget holds, and starts with'
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail'
             cand --format 'Output format: a line on stderr, or one JSON object on stdout'
@@ -189,7 +189,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
         }
         &'backoff;breaker;show'= {
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail'
             cand --format 'Output format'
@@ -198,7 +198,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
         }
         &'backoff;breaker;reset'= {
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail'
             cand --format 'Output format: a line on stderr, or one JSON object on stdout'
@@ -213,7 +213,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
         }
         &'backoff;throttle;show'= {
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail'
             cand --throttle-window 'The span of time the throttle counts over (from 1s to 30d)'
@@ -224,7 +224,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
         }
         &'backoff;throttle;reset'= {
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail'
             cand --format 'Output format: a line on stderr, or one JSON object on stdout'
@@ -239,7 +239,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
         }
         &'backoff;lock;show'= {
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail'
             cand --format 'Output format'
@@ -248,7 +248,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
         }
         &'backoff;lock;reset'= {
             cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
-            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
             cand --budget-store-timeout 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)'
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail'
             cand --format 'Output format: a line on stderr, or one JSON object on stdout'

@@ -641,7 +641,17 @@ fn splay_of(cfg: &RunConfig) -> Option<(Duration, Duration)> {
     cfg.limits.splay.map(|window| {
         let source = match cfg.policy.seed {
             Some(seed) => splay::Source::Seed(seed),
-            None => splay::Source::Machine(crate::sys::machine::id()),
+            None => splay::Source::Machine {
+                id: crate::sys::machine::id()
+                    .unwrap_or_else(|why| {
+                        cfg.warnings.warn(&format!(
+                            "--splay: {why}: the host name alone places this host in the window (systemd-machine-id-setup writes a machine id; --seed N places it by N)"
+                        ));
+                        None
+                    })
+                    .unwrap_or_default(),
+                host: crate::sys::machine::host_name().into_bytes(),
+            },
         };
         let job = config::job_name(cfg.name.as_ref(), &cfg.command);
         (splay::offset(window, &source, &job), window)

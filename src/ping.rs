@@ -208,14 +208,7 @@ impl Pings {
         warnings: Warnings,
         by: Option<Instant>,
     ) -> Pings {
-        // The authorities are loaded for an http:// URL too: a monitor may
-        // redirect it to https://.
-        let https = cfg!(feature = "tls")
-            || [&urls.base, &urls.start, &urls.success, &urls.fail]
-                .into_iter()
-                .flatten()
-                .any(Target::is_https);
-        let client = match Client::new(None, https) {
+        let client = match Client::new(None) {
             Ok(c) => Some(c),
             Err(why) => {
                 warnings.warn(&format!("no check-in will be sent: {why}"));

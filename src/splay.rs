@@ -2,8 +2,10 @@
 //! the same on every run of one job on one host and different from host
 //! to host, so that a fleet's cron jobs that all fire at :00 spread over
 //! the window, each host keeping its own start time (systemd's
-//! `RandomizedDelaySec` with `FixedRandomDelay`). Pure: the machine's id
-//! is read by `sys::machine`.
+//! `RandomizedDelaySec` with `FixedRandomDelay`). A host is its machine
+//! id and its host name together: hosts cloned from one image share the
+//! id, and their names keep them apart. Pure: both are read by
+//! `sys::machine`.
 
 use std::time::Duration;
 
@@ -12,26 +14,32 @@ use std::time::Duration;
 /// likely be a mistyped unit.
 pub const MAX_WINDOW: Duration = Duration::from_hours(24);
 
-/// Where a host's place in the window comes from: its machine id (or host
-/// name), or `--seed`.
+/// Where a host's place in the window comes from: its machine id and host
+/// name, or `--seed`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
-    /// The machine's id, `/etc/machine-id`, or else its host name.
-    Machine(Vec<u8>),
+    /// The machine's id (`/etc/machine-id`; empty where there is none) and
+    /// its host name.
+    Machine {
+        /// The machine's id.
+        id: Vec<u8>,
+        /// Its host name.
+        host: Vec<u8>,
+    },
     /// `--seed`: the same wait wherever the run is.
     Seed(u64),
 }
 
 /// The wait before the first attempt of the job `job` (`--name`, else the
 /// program's name) on the host `source` names: the same for the same
-/// inputs, in every version of backoff, and spread evenly over `[0,
-/// window)` across hosts and jobs.
+/// inputs, in every version of backoff since the host name was mixed in,
+/// and spread evenly over `[0, window)` across hosts and jobs.
 pub fn offset(window: Duration, source: &Source, job: &str) -> Duration {
+    // A byte no name holds keeps "ab"+"c" and "a"+"bc" apart.
     let key = match source {
-        Source::Machine(id) => fnv1a(FNV_OFFSET, id),
+        Source::Machine { id, host } => fnv1a(fnv1a(fnv1a(FNV_OFFSET, id), &[0xff]), host),
         Source::Seed(seed) => fnv1a(FNV_OFFSET, &seed.to_le_bytes()),
     };
-    // A byte no name holds keeps "ab"+"c" and "a"+"bc" apart.
     let key = fnv1a(fnv1a(key, &[0xff]), job.as_bytes());
     window.mul_f64(fraction(mix(key)))
 }
@@ -68,7 +76,14 @@ mod tests {
     const WINDOW: Duration = Duration::from_mins(2);
 
     fn machine(id: &str) -> Source {
-        Source::Machine(id.as_bytes().to_vec())
+        on(id, "web1")
+    }
+
+    fn on(id: &str, host: &str) -> Source {
+        Source::Machine {
+            id: id.as_bytes().to_vec(),
+            host: host.as_bytes().to_vec(),
+        }
     }
 
     #[test]
@@ -85,11 +100,30 @@ mod tests {
     #[test]
     fn the_values_are_fixed_for_every_version() {
         // A fleet upgraded host by host keeps its spread: these are the
-        // published FNV-1a and SplitMix64 values, and one host's wait.
+        // published FNV-1a and SplitMix64 values, and one host's wait
+        // (24,490 ms before the host name was mixed in).
         assert_eq!(fnv1a(FNV_OFFSET, b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(mix(1), 0x5692_161d_100b_05e5);
         let host = machine("4f1c9a0d2b7e4c6a8e5f3d2c1b0a9f8e");
-        assert_eq!(offset(WINDOW, &host, "sync").as_millis(), 24_490);
+        assert_eq!(offset(WINDOW, &host, "sync").as_millis(), 70_795);
+    }
+
+    #[test]
+    fn hosts_cloned_from_one_image_are_kept_apart_by_their_names() {
+        let id = "4f1c9a0d2b7e4c6a8e5f3d2c1b0a9f8e";
+        let a = offset(WINDOW, &on(id, "web1"), "sync");
+        assert_eq!(a, offset(WINDOW, &on(id, "web1"), "sync"));
+        assert_ne!(a, offset(WINDOW, &on(id, "web2"), "sync"));
+        // The id and the name do not run into each other.
+        assert_ne!(
+            offset(WINDOW, &on("ab", "c"), "sync"),
+            offset(WINDOW, &on("a", "bc"), "sync")
+        );
+        // A host with no id is placed by its name.
+        assert_ne!(
+            offset(WINDOW, &on("", "web1"), "sync"),
+            offset(WINDOW, &on("", "web2"), "sync")
+        );
     }
 
     #[test]

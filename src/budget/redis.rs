@@ -401,7 +401,7 @@ impl std::fmt::Debug for RedisBudget {
 /// What connects to the store: one server, or a Redis Cluster.
 #[derive(Clone)]
 enum Backend {
-    /// A server (`redis://`, `rediss://`).
+    /// A server (`redis://`, `rediss://`, `redis+unix://`, `unix://`).
     Single(Box<redis::ConnectionInfo>),
     /// A cluster (`redis+cluster://`, `rediss+cluster://`), by the URLs of
     /// its nodes: each call goes to the node that serves its key's slot.
@@ -826,9 +826,12 @@ impl Server {
     /// The server at `url`, of its own. Checks the URL only.
     pub(super) fn open(url: &str) -> Result<Server, String> {
         let cluster = url.starts_with("redis+cluster://") || url.starts_with("rediss+cluster://");
-        if !cluster && !url.starts_with("redis://") && !url.starts_with("rediss://") {
+        let single = ["redis://", "rediss://", "redis+unix://", "unix://"]
+            .iter()
+            .any(|scheme| url.starts_with(scheme));
+        if !cluster && !single {
             return Err(
-                "expected a redis://[user:password@]host[:port][/db] URL (rediss:// for TLS, redis+cluster://host:port,host:port for a cluster)"
+                "expected a redis://[user:password@]host[:port][/db] URL (rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, redis+cluster://host:port,host:port for a cluster)"
                     .into(),
             );
         }

@@ -1,6 +1,6 @@
-//! backoff's own connection to one Redis node: its socket (TCP, or TLS by
-//! rustls with the system's certificate authorities, as the redis crate's
-//! own connection has them), its handshake (AUTH or HELLO, then SELECT),
+//! backoff's own connection to one Redis node: its socket (TCP, TLS by
+//! rustls with the system's certificate authorities, or a Unix socket on
+//! the same host), its handshake (AUTH or HELLO, then SELECT),
 //! and each reply read within bounds. The redis crate builds the commands,
 //! parses the replies, runs the scripts and follows a cluster's slots over
 //! this connection; what it would not bound is bounded here:
@@ -44,14 +44,24 @@ const CHUNK: usize = 16 * 1024;
 enum Socket {
     Tcp(TcpStream),
     Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+    #[cfg(unix)]
+    Unix(std::os::unix::net::UnixStream),
 }
 
 impl Socket {
-    fn tcp(&self) -> &TcpStream {
-        match self {
+    /// Sets how long a read and a write may wait.
+    fn set_timeouts(&self, read: Option<Duration>, write: Option<Duration>) -> io::Result<()> {
+        let tcp = match self {
             Socket::Tcp(s) => s,
             Socket::Tls(s) => s.get_ref(),
-        }
+            #[cfg(unix)]
+            Socket::Unix(s) => {
+                s.set_read_timeout(read)?;
+                return s.set_write_timeout(write);
+            }
+        };
+        tcp.set_read_timeout(read)?;
+        tcp.set_write_timeout(write)
     }
 }
 
@@ -117,15 +127,12 @@ fn connect_tcp(host: &str, port: u16, deadline: Option<Instant>) -> RedisResult<
 }
 
 /// What TLS trusts: the system's certificate authorities (`SSL_CERT_FILE`
-/// and `SSL_CERT_DIR` override them), as the redis crate's connection does.
+/// and `SSL_CERT_DIR` override them), as for HTTPS (`http::roots`).
 fn tls_config() -> RedisResult<rustls::ClientConfig> {
-    let found = rustls_native_certs::load_native_certs();
-    if let Some(e) = found.errors.into_iter().next() {
-        let why = format!("cannot load the certificate authorities: {e}");
-        return Err(RedisError::from(io::Error::other(why)));
-    }
+    let found =
+        crate::http::roots::system().map_err(|why| RedisError::from(io::Error::other(why)))?;
     let mut roots = rustls::RootCertStore::empty();
-    roots.add_parsable_certificates(found.certs);
+    roots.add_parsable_certificates(found.iter().cloned());
     Ok(rustls::ClientConfig::builder()
         .with_root_certificates(roots)
         .with_no_client_auth())
@@ -138,8 +145,8 @@ impl Wire {
     /// # Errors
     ///
     /// When the node cannot be reached in time, refuses the handshake, or
-    /// is one this connection cannot reach (a Unix socket, TLS without
-    /// checking the certificate).
+    /// is one this connection cannot reach (TLS without checking the
+    /// certificate).
     pub fn connect(info: &ConnectionInfo, timeout: Option<Duration>) -> RedisResult<Wire> {
         let deadline = deadline_of(timeout);
         let socket = match info.addr() {
@@ -161,7 +168,12 @@ impl Wire {
                     "TLS that does not check the server's certificate (#insecure) is not supported: give its certificate authority in SSL_CERT_FILE",
                 ));
             }
-            _ => return Err(config_error("not a TCP address")),
+            #[cfg(unix)]
+            ConnectionAddr::Unix(path) => {
+                Socket::Unix(crate::sys::fd::connect_unix(path, left(deadline)?)?)
+            }
+            #[allow(unreachable_patterns)]
+            _ => return Err(config_error("not an address backoff can reach")),
         };
         let mut wire = Wire {
             socket,
@@ -224,9 +236,8 @@ impl Wire {
     /// Sets the socket's timeouts to the time left before the deadlines,
     /// before a read or a write (a TLS connection may do both for either).
     fn arm(&self) -> io::Result<()> {
-        let tcp = self.socket.tcp();
-        tcp.set_read_timeout(left(self.read_by.get())?)?;
-        tcp.set_write_timeout(left(self.write_by.get())?)
+        self.socket
+            .set_timeouts(left(self.read_by.get())?, left(self.write_by.get())?)
     }
 
     /// Sends a command, whole.
@@ -234,6 +245,8 @@ impl Wire {
         let sent = self.arm().and_then(|()| match &mut self.socket {
             Socket::Tcp(s) => s.write_all(bytes),
             Socket::Tls(s) => s.write_all(bytes).and_then(|()| s.flush()),
+            #[cfg(unix)]
+            Socket::Unix(s) => s.write_all(bytes),
         });
         sent.map_err(|e| self.broken(e))
     }
@@ -246,6 +259,8 @@ impl Wire {
         let got = match &mut self.socket {
             Socket::Tcp(s) => s.read(chunk),
             Socket::Tls(s) => s.read(chunk),
+            #[cfg(unix)]
+            Socket::Unix(s) => s.read(chunk),
         }?;
         self.read.extend_from_slice(&chunk[..got]);
         Ok(got)

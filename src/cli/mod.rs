@@ -557,7 +557,8 @@ pub struct StoreArgs {
     pub budget_dir: Option<PathBuf>,
 
     /// Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts:
-    /// redis://[user:password@]host[:port][/db], rediss:// for TLS, or
+    /// redis://[user:password@]host[:port][/db], rediss:// for TLS,
+    /// redis+unix:///path/to/socket[?db=N] for a Unix socket, or
     /// redis+cluster://host:port,host:port for a Redis Cluster (better given
     /// in the environment, where the password does not show in process
     /// lists).
@@ -1094,12 +1095,11 @@ pub struct TimeArgs {
 
     /// Wait in [0, DURATION) first, fixed per host
     ///
-    /// Before the first attempt: the same wait on every run of a host and
-    /// job, another on each host, from its machine id (/etc/machine-id,
-    /// else its host name) and the job (--name, else the program's name);
-    /// --seed takes the machine's place. A fleet's cron jobs spread over
-    /// the window. At most 24h, and shorter than --max-time, which it
-    /// counts against; a signal cuts it.
+    /// This host's place comes from its machine id and host name (which
+    /// keeps clones of one image apart) and the job (--name, else the
+    /// program's name); --seed N takes the machine's place. A fleet's cron
+    /// jobs that fire at once spread over the window. At most 24h, and
+    /// shorter than --max-time, which it counts against; a signal cuts it.
     #[arg(long, value_name = "DURATION", env = "BACKOFF_SPLAY", hide_env_values = true,
           value_parser = values::duration)]
     pub splay: Option<Duration>,

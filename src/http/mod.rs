@@ -3,7 +3,8 @@
 //!
 //! - **Trust**: the system's certificate authorities (`SSL_CERT_FILE` and
 //!   `SSL_CERT_DIR` override them, as for OpenSSL), plus the caller's own
-//!   when given.
+//!   when given, loaded by `roots` when the first `https://` connection
+//!   needs them.
 //! - **Proxies**: `ALL_PROXY`, `HTTPS_PROXY`, `HTTP_PROXY` (the first set,
 //!   in that order, each also in lower case) and `NO_PROXY`, as ureq reads
 //!   them.
@@ -26,11 +27,19 @@
 
 use std::io::Read;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
+#[cfg(feature = "tls")]
+use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine as _;
 use rand::RngExt as _;
+#[cfg(feature = "tls")]
+use rustls::pki_types::{CertificateDer, pem::PemObject as _};
 use ureq::http::Uri;
+use ureq::unversioned::transport::{ConnectionDetails, Connector, Transport};
+
+#[cfg(feature = "tls")]
+pub mod roots;
 
 /// The most of an answer's body read: what a check-in's answer says is
 /// of no use beyond its status.
@@ -372,15 +381,16 @@ fn is_redirect(status: u16) -> bool {
 
 impl Client {
     /// A client that trusts the system's certificate authorities, and
-    /// those of `extra_ca` (PEM) when given; without `https`, one for
-    /// `http://` alone, which loads none (a few milliseconds saved).
+    /// those of `extra_ca` (PEM) when given. They are loaded when the first
+    /// `https://` connection is made (see `roots`): a client that reaches
+    /// `http://` URLs alone loads none, and cannot be held up by what
+    /// `SSL_CERT_FILE` names.
     ///
     /// # Errors
     ///
-    /// When no certificate authority can be loaded at all, or `extra_ca`
-    /// holds none.
-    pub fn new(extra_ca: Option<&[u8]>, https: bool) -> Result<Client, String> {
-        Client::with_redirects(extra_ca, https, MAX_REDIRECTS)
+    /// When `extra_ca` holds no certificate.
+    pub fn new(extra_ca: Option<&[u8]>) -> Result<Client, String> {
+        Client::with_redirects(extra_ca, MAX_REDIRECTS)
     }
 
     /// The same, following at most `redirects` redirects (see the
@@ -389,26 +399,19 @@ impl Client {
     /// # Errors
     ///
     /// As `new`.
-    pub fn with_redirects(
-        extra_ca: Option<&[u8]>,
-        https: bool,
-        redirects: u32,
-    ) -> Result<Client, String> {
-        let builder = ureq::Agent::config_builder();
-        #[cfg(feature = "tls")]
-        let builder = builder.tls_config(tls_config(extra_ca, https)?);
-        #[cfg(not(feature = "tls"))]
-        if https || extra_ca.is_some() {
-            return Err(NO_TLS.into());
-        }
+    pub fn with_redirects(extra_ca: Option<&[u8]>, redirects: u32) -> Result<Client, String> {
         // Redirects are followed by `send`: ureq gives each as an answer.
-        let agent = builder
+        let config = ureq::Agent::config_builder()
             .proxy(ureq::Proxy::try_from_env())
             .http_status_as_error(false)
             .max_redirects(0)
             .user_agent(concat!("backoff/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .new_agent();
+            .build();
+        let agent = ureq::Agent::with_parts(
+            config,
+            connector(extra_ca)?,
+            ureq::unversioned::resolver::DefaultResolver::default(),
+        );
         Ok(Client { agent, redirects })
     }
 
@@ -542,7 +545,7 @@ impl Client {
         let mut response = answer.map_err(|e| {
             if refused(&e) {
                 ("connection refused".to_owned(), Kind::Refused)
-            } else if certificate_refused(&e) {
+            } else if certificate_refused(&e) || untrusted(&e) {
                 (describe(&e, left), Kind::Final)
             } else {
                 (describe(&e, left), Kind::Passing)
@@ -659,41 +662,161 @@ fn refused(e: &ureq::Error) -> bool {
     matches!(e, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused)
 }
 
-/// What TLS trusts: the system's certificate authorities and `extra_ca`'s
-/// (see `Client::new`), on ring.
+/// How a connection is made: through a proxy when one is set, over TCP,
+/// then TLS for `https://` with the authorities loaded at that moment.
 #[cfg(feature = "tls")]
-fn tls_config(extra_ca: Option<&[u8]>, https: bool) -> Result<ureq::tls::TlsConfig, String> {
-    let found = if https {
-        rustls_native_certs::load_native_certs()
-    } else {
-        rustls_native_certs::CertificateResult::default()
-    };
-    let mut roots: Vec<ureq::tls::Certificate<'static>> = found
-        .certs
-        .iter()
-        .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
-        .collect();
-    if let Some(pem) = extra_ca {
-        let before = roots.len();
-        for item in ureq::tls::parse_pem(pem) {
-            if let Ok(ureq::tls::PemItem::Certificate(cert)) = item {
-                roots.push(cert);
+fn connector(extra_ca: Option<&[u8]>) -> Result<impl Connector, String> {
+    use ureq::unversioned::transport::{ConnectProxyConnector, TcpConnector};
+    let extra: Vec<CertificateDer<'static>> = match extra_ca {
+        None => Vec::new(),
+        Some(pem) => {
+            let certs: Vec<_> = CertificateDer::pem_slice_iter(pem)
+                .filter_map(Result::ok)
+                .collect();
+            if certs.is_empty() {
+                return Err("the certificate file holds no PEM certificate".into());
             }
+            certs
         }
-        if roots.len() == before {
-            return Err("the certificate file holds no PEM certificate".into());
+    };
+    Ok(
+        ().chain(ConnectProxyConnector::default())
+            .chain(TcpConnector::default())
+            .chain(LazyTls {
+                extra,
+                config: OnceLock::new(),
+                tls: ureq::unversioned::transport::RustlsConnector::default(),
+            }),
+    )
+}
+
+/// How a connection is made in a build without TLS: an `https://` URL,
+/// given or redirected to, is refused.
+#[cfg(not(feature = "tls"))]
+fn connector(extra_ca: Option<&[u8]>) -> Result<impl Connector, String> {
+    use ureq::unversioned::transport::{ConnectProxyConnector, TcpConnector};
+    if extra_ca.is_some() {
+        return Err(NO_TLS.into());
+    }
+    Ok(
+        ().chain(ConnectProxyConnector::default())
+            .chain(TcpConnector::default())
+            .chain(NoTls),
+    )
+}
+
+/// TLS for `https://` connections (ureq's rustls connector), with a
+/// configuration made when the first one is: the authorities `roots`
+/// loads, and the client's own.
+#[cfg(feature = "tls")]
+#[derive(Debug)]
+struct LazyTls {
+    extra: Vec<CertificateDer<'static>>,
+    config: OnceLock<Result<ureq::config::Config, String>>,
+    tls: ureq::unversioned::transport::RustlsConnector,
+}
+
+#[cfg(feature = "tls")]
+impl LazyTls {
+    /// The configuration the TLS connector reads (its authorities and
+    /// crypto, and ureq's default buffers), made once.
+    fn config(&self) -> Result<&ureq::config::Config, String> {
+        self.config
+            .get_or_init(|| {
+                let roots: Vec<ureq::tls::Certificate<'static>> = roots::system()?
+                    .iter()
+                    .chain(&self.extra)
+                    .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
+                    .collect();
+                let tls = ureq::tls::TlsConfig::builder()
+                    .root_certs(ureq::tls::RootCerts::Specific(Arc::new(roots)))
+                    .unversioned_rustls_crypto_provider(Arc::new(
+                        rustls::crypto::ring::default_provider(),
+                    ))
+                    .build();
+                Ok(ureq::Agent::config_builder().tls_config(tls).build())
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+#[cfg(feature = "tls")]
+impl<In: Transport> Connector<In> for LazyTls {
+    type Out = <ureq::unversioned::transport::RustlsConnector as Connector<In>>::Out;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<In>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        let Some(transport) = chained else {
+            return Ok(None);
+        };
+        if !details.needs_tls() || transport.is_tls() {
+            return self.tls.connect(details, Some(transport));
         }
+        let config = self
+            .config()
+            .map_err(|why| ureq::Error::Io(std::io::Error::other(Untrusted(why))))?;
+        let details = ConnectionDetails {
+            uri: details.uri,
+            addrs: details.addrs.clone(),
+            config,
+            request_level: details.request_level,
+            resolver: details.resolver,
+            now: details.now,
+            timeout: details.timeout,
+            current_time: details.current_time.clone(),
+            run_connector: details.run_connector.clone(),
+            register_shutdown: details.register_shutdown.clone(),
+        };
+        self.tls.connect(&details, Some(transport))
     }
-    if https
-        && roots.is_empty()
-        && let Some(e) = found.errors.first()
-    {
-        return Err(format!("cannot load the certificate authorities: {e}"));
+}
+
+/// Why no authority can be trusted (`roots`): a line of its own.
+#[derive(Debug)]
+struct Untrusted(String);
+
+impl std::fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
-    Ok(ureq::tls::TlsConfig::builder()
-        .root_certs(ureq::tls::RootCerts::Specific(Arc::new(roots)))
-        .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .build())
+}
+
+impl std::error::Error for Untrusted {}
+
+/// Whether `e` says that no certificate authority can be trusted.
+fn untrusted(e: &ureq::Error) -> bool {
+    let ureq::Error::Io(io) = e else {
+        return false;
+    };
+    io.get_ref()
+        .is_some_and(<dyn std::error::Error + Send + Sync>::is::<Untrusted>)
+}
+
+/// Refuses `https://` in a build without TLS.
+#[cfg(not(feature = "tls"))]
+#[derive(Debug)]
+struct NoTls;
+
+#[cfg(not(feature = "tls"))]
+impl<In: Transport> Connector<In> for NoTls {
+    type Out = In;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<In>,
+    ) -> Result<Option<In>, ureq::Error> {
+        if details.needs_tls() {
+            return Err(ureq::Error::Io(std::io::Error::other(Untrusted(
+                NO_TLS.into(),
+            ))));
+        }
+        Ok(chained)
+    }
 }
 
 /// Why a build without TLS cannot reach an `https://` URL.
@@ -738,6 +861,7 @@ fn describe(e: &ureq::Error, limit: Duration) -> String {
         ureq::Error::ConnectProxyFailed(_) | ureq::Error::InvalidProxyUrl => {
             "the proxy (HTTPS_PROXY, HTTP_PROXY or ALL_PROXY) failed".into()
         }
+        ureq::Error::Io(io) if untrusted(e) => io.to_string(),
         ureq::Error::Io(io) if io.to_string().contains("certificate") => format!(
             "{} (SSL_CERT_FILE names the authorities to trust)",
             crate::exec::describe(io)

@@ -73,7 +73,7 @@ fn answer(status: &str, headers: &str, body: &str) -> String {
 }
 
 fn client() -> Client {
-    Client::new(None, false).unwrap()
+    Client::new(None).unwrap()
 }
 
 fn soon() -> Instant {

@@ -226,7 +226,7 @@ fn client(exporting: &Exporting) -> Result<Client, String> {
     // A collector is reached where it is configured: no redirect is
     // followed (the spans would go as a GET without them, and the headers,
     // which hold credentials, to another host).
-    Client::with_redirects(pem.as_deref(), exporting.endpoint.is_https(), 0)
+    Client::with_redirects(pem.as_deref(), 0)
         .map_err(|why| format!("{} ({})", why, exporting.endpoint.host()))
 }
 

@@ -12,6 +12,8 @@ pub struct Redis {
     child: Child,
     port: u16,
     dir: TempDir,
+    /// The Unix socket it listens on instead of a port, if it does.
+    socket: Option<std::path::PathBuf>,
 }
 
 impl Redis {
@@ -84,7 +86,43 @@ impl Redis {
             assert!(Instant::now() < deadline, "redis-server did not start");
             std::thread::sleep(Duration::from_millis(10));
         }
-        Some(Redis { child, port, dir })
+        Some(Redis {
+            child,
+            port,
+            dir,
+            socket: None,
+        })
+    }
+
+    /// A server that listens on a Unix socket of its directory alone (no
+    /// TCP port), with `password` when given; ready when this returns.
+    pub fn start_unix(password: Option<&str>) -> Redis {
+        let dir = TempDir::new("redis-unix");
+        let socket = dir.join("redis.sock");
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", "0", "--unixsocketperm", "700"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--unixsocket")
+            .arg(&socket)
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(p) = password {
+            cmd.args(["--requirepass", p]);
+        }
+        let child = cmd
+            .spawn()
+            .expect("redis-server is needed for these tests (.ci/run installs it)");
+        eventually("redis-server listens on its Unix socket", || {
+            std::os::unix::net::UnixStream::connect(&socket).is_ok()
+        });
+        Redis {
+            child,
+            port: 0,
+            dir,
+            socket: Some(socket),
+        }
     }
 
     pub fn port(&self) -> u16 {
@@ -92,7 +130,10 @@ impl Redis {
     }
 
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        match &self.socket {
+            Some(socket) => format!("redis+unix://{}", socket.display()),
+            None => format!("redis://127.0.0.1:{}", self.port),
+        }
     }
 
     /// Stops the server (SIGSTOP): the kernel still accepts connections
@@ -383,6 +424,53 @@ fn bad_store_urls_are_refused() {
 }
 
 #[test]
+fn a_budget_lives_in_a_redis_reached_over_its_unix_socket() {
+    let redis = Redis::start_unix(Some("sockpw"));
+    let url = format!("{}?db=3&pass=sockpw", redis.url());
+    let out = backoff(["--budget", "local", "--budget-store", &url])
+        .args(["--base", "1ms", "--max-retries", "2"])
+        .args(LIVE)
+        .args(["--", "false"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("backoff: retry budget"),
+        "{out:?}"
+    );
+    // unix:// is the same; the password shows as ***.
+    let socket = redis.socket.as_ref().unwrap().display().to_string();
+    let shown = backoff(["budget", "show", "local", "--budget-store"])
+        .arg(format!("unix://{socket}?db=3&pass=sockpw"))
+        .args(LIVE)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.status.success(), "{shown:?}");
+    assert!(
+        text.contains(&format!("local: 8 of 10 tokens, 0.1 a success (unix://{socket}?db=3&pass=*** key backoff:budget:local)")),
+        "{text}"
+    );
+    assert_eq!(
+        redis_cli(
+            &redis,
+            &["-a", "sockpw", "--no-auth-warning", "-n", "3", "keys", "*"]
+        ),
+        "backoff:budget:local"
+    );
+    // A socket that is not there is a store error, which names no password.
+    let out = backoff(["budget", "show", "local", "--budget-store"])
+        .arg(format!("redis+unix://{socket}.gone?pass=sockpw"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(125) && err.contains(".gone?pass=***") && !err.contains("sockpw"),
+        "{err}"
+    );
+}
+
+#[test]
 fn rediss_urls_reach_a_redis_that_speaks_only_tls() {
     let redis = Redis::start_with(Some("tlspw"), true);
     let url = format!("rediss://:tlspw@127.0.0.1:{}", redis.port);
@@ -427,6 +515,24 @@ fn rediss_urls_reach_a_redis_that_speaks_only_tls() {
         .unwrap();
     assert_eq!(out.status.code(), Some(125));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("tlspw"));
+    // Nor is one when SSL_CERT_FILE names a FIFO, which is not opened:
+    // the store error says so at once.
+    let fifo = redis.dir.join("fifo");
+    crate::support::make_fifo(&fifo);
+    let out = backoff(["budget", "show", "tls", "--budget-store", &url])
+        .env("SSL_CERT_FILE", &fifo)
+        .timeout(PATIENCE)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(125)
+            && err.contains(&format!(
+                "SSL_CERT_FILE '{}' is not a regular file (a FIFO)",
+                fifo.display()
+            )),
+        "{err}"
+    );
 }
 
 #[test]
@@ -566,8 +672,12 @@ fn a_signal_ends_a_decision_of_a_frozen_store_at_once() {
 
 /// Runs `redis-cli ARGS` against the test's server; returns its output.
 pub fn redis_cli(redis: &Redis, args: &[&str]) -> String {
-    let out = Command::new("redis-cli")
-        .args(["-h", "127.0.0.1", "-p", &redis.port.to_string()])
+    let mut cli = Command::new("redis-cli");
+    match &redis.socket {
+        Some(socket) => cli.arg("-s").arg(socket),
+        None => cli.args(["-h", "127.0.0.1", "-p", &redis.port.to_string()]),
+    };
+    let out = cli
         .args(args)
         .output()
         .expect("redis-cli comes with redis-server");

@@ -85,14 +85,23 @@ fn one_at_a_time_with_growing_tokens(url: &str) {
     }
 }
 
-#[test]
-fn runs_of_two_hosts_hold_a_lease_in_redis_one_at_a_time_with_growing_tokens() {
-    let redis = Redis::start(None);
+/// `one_at_a_time_with_growing_tokens` on `redis`, which keeps the last
+/// token with nobody holding the lock once all are done.
+fn one_at_a_time_and_released(redis: &Redis) {
     one_at_a_time_with_growing_tokens(&redis.url());
-    // Released by each: nobody holds it, and the last token stays.
-    let fields = redis_cli(&redis, &["hgetall", "backoff:lock:job"]);
+    let fields = redis_cli(redis, &["hgetall", "backoff:lock:job"]);
     assert!(fields.contains("fence\n1"), "{fields}");
     assert!(!fields.contains("token"), "{fields}");
+}
+
+#[test]
+fn runs_of_two_hosts_hold_a_lease_in_redis_one_at_a_time_with_growing_tokens() {
+    one_at_a_time_and_released(&Redis::start(None));
+}
+
+#[test]
+fn runs_hold_a_lease_in_a_redis_reached_over_its_unix_socket_one_at_a_time() {
+    one_at_a_time_and_released(&Redis::start_unix(None));
 }
 
 #[test]

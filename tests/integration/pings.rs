@@ -297,15 +297,86 @@ fn https_trusts_the_authorities_ssl_cert_file_names() {
             || stderr.contains("cannot load the certificate authorities"),
         "{stderr}"
     );
-    // A file of no authority at all is said so.
-    backoff(["--ping", &m.url(UUID), "--", "true"])
+    // A file that is not there is said so, and fails the check-ins at
+    // once: trying again cannot help.
+    let started = Instant::now();
+    let out = backoff(["--ping", &m.url(UUID), "--", "true"])
         .env("SSL_CERT_FILE", "/nonexistent/ca.pem")
         .env("SSL_CERT_DIR", "/nonexistent")
         .assert()
         .success()
-        .stderr(predicates::str::contains(
-            "no check-in will be sent: cannot load the certificate authorities",
-        ));
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(
+            "the start and end check-ins failed: 127.0.0.1:"
+        ) && stderr.contains(
+            ": SSL_CERT_FILE '/nonexistent/ca.pem' cannot be read (No such file or directory): name a PEM file of certificate authorities, or unset SSL_CERT_FILE to trust the system's"
+        ),
+        "{stderr}"
+    );
+    crate::support::took_less_than(started, Duration::from_secs(5));
+}
+
+/// Runs `backoff --ping URL -- true` with `SSL_CERT_FILE` set to `file`,
+/// its stdin a pipe the test holds open and never writes to, and its
+/// address space limited to 1 GiB (a file read without end fails there
+/// rather than taking the machine's memory); its output, once it exited,
+/// within `PATIENCE`.
+fn checked_in_with_certificate_file(url: &str, file: &std::path::Path) -> std::process::Output {
+    let mut cmd = crate::support::command_after("ulimit -v 1048576", ["--ping", url, "--", "true"]);
+    cmd.env("SSL_CERT_FILE", file)
+        .env_remove("SSL_CERT_DIR")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn backoff");
+    let held = child.stdin.take();
+    let out = crate::support::output_within(child);
+    drop(held);
+    out
+}
+
+#[test]
+fn a_certificate_file_that_is_not_a_regular_file_holds_up_no_check_in() {
+    let dir = TempDir::new("cert-fifo");
+    let fifo = dir.join("fifo");
+    crate::support::make_fifo(&fifo);
+    let files = [fifo.clone(), "/dev/stdin".into(), "/dev/zero".into()];
+    // http:// needs no certificate authority: nothing is read, the
+    // check-ins arrive, nothing is said.
+    let m = Monitor::start("ok");
+    for (n, file) in files.iter().enumerate() {
+        let started = Instant::now();
+        let out = checked_in_with_certificate_file(&m.url(UUID), file);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{}: {stderr}", file.display());
+        assert_eq!(stderr, "", "{}", file.display());
+        assert_eq!(m.requests(2 * (n + 1)).len(), 2 * (n + 1));
+        crate::support::took_less_than(started, Duration::from_secs(10));
+    }
+    // https:// does: one line says what the file is and what to do, at
+    // once (no try again), and the job's status is its own.
+    let m = Monitor::start_with("ok", true);
+    for (file, is) in files.iter().zip(["a FIFO", "a FIFO", "a character device"]) {
+        let started = Instant::now();
+        let out = checked_in_with_certificate_file(&m.url(UUID), file);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{}: {stderr}", file.display());
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "the start and end check-ins failed: 127.0.0.1:{}: SSL_CERT_FILE '{}' is not a regular file ({is}): name a PEM file of certificate authorities, or unset SSL_CERT_FILE to trust the system's",
+                m.server.port,
+                file.display()
+            )),
+            "{stderr}"
+        );
+        crate::support::took_less_than(started, Duration::from_secs(5));
+    }
+    assert!(m.dir_lines().is_empty(), "{:?}", m.dir_lines());
 }
 
 #[test]

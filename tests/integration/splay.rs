@@ -148,3 +148,95 @@ fn a_splay_beyond_a_day_is_refused() {
         "{err}"
     );
 }
+
+/// `backoff --log-format json --splay 1h --name sync -- true` started by
+/// `sh` in mount and UTS namespaces of its own, after the shell commands
+/// `setup` (which may bind a file over /etc/machine-id or set the host
+/// name without touching the machine's); `None` where namespaces cannot
+/// be made (not root) or there is no /etc/machine-id, said on one line
+/// naming `test`.
+fn drawn_in_namespaces(test: &str, setup: &str) -> Option<Running> {
+    let probe = std::process::Command::new("unshare")
+        .args(["--mount", "--uts", "true"])
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("skipped {test}: unshare --mount --uts fails here (it needs root)");
+        return None;
+    }
+    if !std::path::Path::new("/etc/machine-id").exists() {
+        eprintln!("skipped {test}: this system has no /etc/machine-id to bind a file over");
+        return None;
+    }
+    let mut cmd = std::process::Command::new("unshare");
+    crate::support::plain(&mut cmd);
+    cmd.args(["--mount", "--uts", "--propagation", "private", "sh", "-c"])
+        .arg(format!("set -e\n{setup}\nexec \"$0\" \"$@\""))
+        .arg(crate::support::bin())
+        .args(["--log-format", "json", "--splay", "1h", "--name", "sync"])
+        .args(["--", "true"]);
+    Some(Running::start(cmd))
+}
+
+/// The wait a run in namespaces drew after `setup`, and the lines it
+/// wrote before; the run is ended.
+fn drawn_after(test: &str, setup: &str) -> Option<(f64, Vec<String>)> {
+    let mut run = drawn_in_namespaces(test, setup)?;
+    let delay = delay_of(&mut run);
+    let lines = run.stderr().iter().map(|l| (*l).to_owned()).collect();
+    terminated(&mut run);
+    Some((delay, lines))
+}
+
+#[test]
+fn hosts_cloned_from_one_image_wait_apart_by_their_host_names() {
+    let test = "hosts_cloned_from_one_image_wait_apart_by_their_host_names";
+    let dir = TempDir::new("cloned");
+    let id = dir.join("machine-id");
+    std::fs::write(&id, "4f1c9a0d2b7e4c6a8e5f3d2c1b0a9f8e\n").unwrap();
+    let clone = |host: &str| {
+        format!(
+            "mount --bind '{}' /etc/machine-id\nhostname {host}",
+            id.display()
+        )
+    };
+    let Some((web1, said)) = drawn_after(test, &clone("web1")) else {
+        return;
+    };
+    assert_eq!(said.len(), 1, "only the splay event: {said:?}");
+    let (again, _) = drawn_after(test, &clone("web1")).unwrap();
+    let (web2, _) = drawn_after(test, &clone("web2")).unwrap();
+    assert_eq!(web1, again, "one host, one place");
+    assert_ne!(web1, web2, "two clones, two places");
+}
+
+#[test]
+fn a_machine_id_that_is_a_fifo_holds_up_nothing_and_is_said_once() {
+    let test = "a_machine_id_that_is_a_fifo_holds_up_nothing_and_is_said_once";
+    let dir = TempDir::new("machine-id-fifo");
+    let fifo = dir.join("fifo");
+    crate::support::make_fifo(&fifo);
+    let setup = format!(
+        "mount --bind '{}' /etc/machine-id\nhostname web1",
+        fifo.display()
+    );
+    let Some((delay, said)) = drawn_after(test, &setup) else {
+        return;
+    };
+    assert!((0.0..3600.0).contains(&delay), "{delay}");
+    let warnings: Vec<&String> = said.iter().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{said:?}");
+    assert!(
+        warnings[0].contains(
+            "--splay: /etc/machine-id is not a regular file (a FIFO): the host name alone places this host in the window"
+        ),
+        "{said:?}"
+    );
+    // The same place as any host of that name without a machine id.
+    let (none, _) = drawn_after(
+        test,
+        "mount --bind /dev/null /etc/machine-id\nhostname web1",
+    )
+    .unwrap();
+    assert_eq!(delay, none);
+}

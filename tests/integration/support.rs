@@ -491,6 +491,18 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Makes a FIFO at `path`, which nothing writes to.
+pub fn make_fifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", path.display());
+}
+
+/// Checks that what began at `started` took less than `limit`.
+pub fn took_less_than(started: Instant, limit: Duration) {
+    let took = started.elapsed();
+    assert!(took < limit, "took {took:?}, not less than {limit:?}");
+}
+
 /// Sends `sig` to `pid`.
 pub fn send(pid: i32, sig: i32) {
     // SAFETY: kill only sends a signal to a process the test started.

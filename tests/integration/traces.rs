@@ -659,6 +659,28 @@ fn an_https_collector_is_trusted_through_the_certificate_variable() {
     let out = succeeds(traced(&r.endpoint(), &["--", "true"]).env("SSL_CERT_FILE", "/dev/null"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("the trace was not exported"), "{stderr}");
+    // A FIFO named there is not opened for reading: said at once, in one
+    // line, however long the export may take.
+    let fifo = r.server.dir.join("fifo");
+    crate::support::make_fifo(&fifo);
+    let started = Instant::now();
+    let out = succeeds(
+        traced(&r.endpoint(), &["--", "true"])
+            .env("SSL_CERT_FILE", &fifo)
+            .env("OTEL_EXPORTER_OTLP_TIMEOUT", "30000")
+            .timeout(crate::support::PATIENCE),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("the trace was not exported")
+            && stderr.contains(&format!(
+                "SSL_CERT_FILE '{}' is not a regular file (a FIFO)",
+                fifo.display()
+            )),
+        "{stderr}"
+    );
+    crate::support::took_less_than(started, Duration::from_secs(10));
 }
 
 /// The collector, stopped however the test ends.

@@ -521,6 +521,54 @@ pub fn dup_stderr() -> io::Result<File> {
     Ok(File::from(io::stderr().as_fd().try_clone_to_owned()?))
 }
 
+/// A connection to the Unix stream socket at `path`, made within
+/// `limit`: a server whose queue of connections is full is waited for that
+/// long at most (Linux bounds connect(2) on such a socket by the send
+/// timeout).
+///
+/// # Errors
+///
+/// As socket(2) and connect(2); `TimedOut` (`WouldBlock` on some systems)
+/// when the limit passed.
+pub fn connect_unix(
+    path: &std::path::Path,
+    limit: Option<std::time::Duration>,
+) -> io::Result<std::os::unix::net::UnixStream> {
+    use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
+    let socket = rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
+    // At least a millisecond: a timeout of zero would be none.
+    let limit = limit.map(|l| l.max(std::time::Duration::from_millis(1)));
+    rustix::net::sockopt::set_socket_timeout(&socket, rustix::net::sockopt::Timeout::Send, limit)?;
+    rustix::net::connect(&socket, &SocketAddrUnix::new(path)?)?;
+    Ok(std::os::unix::net::UnixStream::from(socket))
+}
+
+/// What a file that is not a regular file is, in a few words ("a FIFO").
+pub fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    let ty = meta.file_type();
+    if ty.is_file() {
+        "a regular file"
+    } else if ty.is_dir() {
+        "a directory"
+    } else if ty.is_fifo() {
+        "a FIFO"
+    } else if ty.is_char_device() {
+        "a character device"
+    } else if ty.is_block_device() {
+        "a block device"
+    } else if ty.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    }
+}
+
 /// The first `max` bytes of the regular file at `path`, read without ever
 /// waiting: a FIFO, a device or a terminal (`/dev/stdin`, which is the
 /// command's input) is refused before anything is read of it.
@@ -546,4 +594,48 @@ pub fn read_regular(path: &std::path::Path, max: u64) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     file.take(max).read_to_end(&mut out)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unix_socket_whose_queue_is_full_is_waited_for_no_longer_than_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        // A server that never accepts, with room for no waiting connection
+        // beyond the one the first client takes.
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        rustix::net::listen(&listener, 0).unwrap();
+        let _first = connect_unix(&path, None).unwrap();
+        let limit = std::time::Duration::from_millis(200);
+        let started = std::time::Instant::now();
+        // On a thread of its own, so that a connect that waits on is a
+        // failure of the test, not a test that never ends.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let to = path.clone();
+        std::thread::spawn(move || tx.send(connect_unix(&to, Some(limit))));
+        let e = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("the connect ends by its limit")
+            .unwrap_err();
+        let took = started.elapsed();
+        assert!(
+            matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ),
+            "{e}"
+        );
+        assert!(
+            took >= limit / 2 && took < std::time::Duration::from_secs(5),
+            "{took:?}"
+        );
+        let gone = dir.path().join("gone.sock");
+        assert_eq!(
+            connect_unix(&gone, Some(limit)).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+    }
 }

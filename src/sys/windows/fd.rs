@@ -289,6 +289,17 @@ pub fn reserve(_file: &File, _from: u64, _len: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// What a file that is not a regular file is, in a few words.
+pub fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    if meta.is_file() {
+        "a regular file"
+    } else if meta.is_dir() {
+        "a directory"
+    } else {
+        "a special file"
+    }
+}
+
 /// The first `max` bytes of the regular file at `path`; anything else (a
 /// device, a pipe, a directory) is refused before it is read.
 ///
