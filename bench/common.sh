@@ -37,7 +37,7 @@ bench_args() {
         esac
     done
     runs=200
-    $quick && runs=30
+    if $quick; then runs=30; fi
 }
 
 bench_cleanup() {

@@ -13,7 +13,9 @@
 # true`, `retry -- true` (Debian's retry) and `attempt -- true` (crate
 # attempt-cli), and, when BACKOFF_BASELINE names one, an earlier build of
 # backoff beside this one (the figures before a change). A peer that is not
-# installed is skipped, and the report says so.
+# installed is skipped, and the report says so. Every binary is dropped
+# from the page cache first, to be read back from disk as an installed
+# program is (as bench/run.sh does).
 #
 # Then, where the pages of `backoff -- true` are: backoff's own mappings,
 # read from /proc/PID/smaps by its command (`sh -c 'cat /proc/$PPID/smaps'`)
@@ -73,7 +75,7 @@ report="bench/results/$stamp-$suffix.txt"
 BENCH_ROUNDS=$runs BENCH_BACKOFF=$backoff \
     BENCH_BASELINE=$baseline BENCH_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown) \
     python3 -u - <<'EOF' | tee "$report"
-import os, statistics, subprocess, sys, time
+import os, shutil, statistics, subprocess, sys, time
 
 # bench.py's way of finding the peers and of reading a peak.
 sys.path.insert(0, "bench")
@@ -125,6 +127,15 @@ print(f"  method:    {rounds} rounds, each command once per round in a rotated o
       f"under `{gnu_time} -f %M` (KiB, children included)")
 print()
 
+# Each binary is read back from disk as an installed one is after a reboot:
+# how the page cache holds a file (in the pieces the linker wrote, or in
+# the large blocks of a read) changes how many of its pages a fault maps.
+settled = bench.settle([shutil.which(argv[0]) or argv[0] for argv in commands.values()])
+if "could not" in settled or "as it is" in settled:
+    print(f"  {settled}")
+else:
+    print("  page cache: every binary measured was dropped from it, to be read back from disk")
+print()
 names = list(commands)
 peaks = {name: [] for name in names}
 for r in range(rounds):
