@@ -1309,7 +1309,10 @@ pub fn value_from_environment(e: &clap::Error, args: &[OsString]) -> bool {
                 .all(|k| other.get(k) == e.get(k))
     };
     values::parsing_afresh();
-    match without_env(<Cli as clap::CommandFactory>::command()).try_get_matches_from(args) {
+    // Every subcommand's options built, so that none reads its variable.
+    let mut command = <Cli as clap::CommandFactory>::command();
+    command.build();
+    match without_env(command).try_get_matches_from(args) {
         Ok(_) => true,
         Err(other) => !same(&other),
     }
