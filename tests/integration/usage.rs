@@ -403,7 +403,6 @@ fn short_help_is_the_readme_table_on_one_screen() {
 
 #[test]
 fn long_help_names_every_option_of_every_command() {
-    use clap::CommandFactory;
     fn check(cmd: &clap::Command, path: &[&str]) {
         let args = [path, &["--help"]].concat();
         let help = help_text(&args, Some("80"));
@@ -420,7 +419,7 @@ fn long_help_names_every_option_of_every_command() {
             check(sub, &[path, &[sub.get_name()]].concat());
         }
     }
-    let mut cmd = backoff_cli::cli::Cli::command();
+    let mut cmd = backoff_cli::cli::command();
     cmd.build();
     assert!(option_names(&cmd).len() > 50);
     check(&cmd, &[]);
