@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
-use clap::FromArgMatches;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::budget::{Breakers, Refill, Throttles};
 use crate::cli::{self, Cli, Format, SimFormat, Sub};
@@ -175,7 +175,7 @@ pub fn main_with_args(args: &[OsString]) -> Exit {
 /// gave, for the errors that name them; and what to tell of `BACKOFF_*`
 /// variables of the environment that backoff does not know.
 fn parse(args: Vec<OsString>) -> Result<(Cli, Given, Vec<String>), clap::Error> {
-    let (mut command, outer_timeout) = timeout_from_outer(cli::command());
+    let (mut command, outer_timeout) = timeout_from_outer(Cli::command());
     cli::values::parsing_afresh();
     let mut matches = command.try_get_matches_from_mut(args)?;
     let set: Vec<&str> = exec::variables_set().collect();
@@ -782,7 +782,7 @@ fn generate_command(
         cli::Generate::CompletePowerShell => Item::Completion(Shell::PowerShell),
         cli::Generate::CompleteElvish => Item::Completion(Shell::Elvish),
     };
-    let text = generate(&cli::command(), item).context("cannot generate it")?;
+    let text = generate(&Cli::command(), item).context("cannot generate it")?;
     print(text.as_bytes())?;
     Ok(Exit::SUCCESS)
 }

@@ -7,8 +7,12 @@
 
 use std::ffi::{OsStr, OsString};
 
+use clap::CommandFactory;
+
 use crate::report::text::quote_command;
 use crate::sys::process;
+
+use super::Cli;
 
 /// The first of the command's arguments (`command`, the program first) that
 /// is one of backoff's own long options (`--max-retries`, or
@@ -29,7 +33,7 @@ pub fn misplaced_option(command: &[OsString]) -> Option<String> {
     // Most commands have no long option at all: backoff's own are not
     // built for them.
     names.peek()?;
-    let cli = super::command();
+    let cli = Cli::command();
     names
         .find(|name| cli.get_arguments().any(|a| a.get_long() == Some(name)))
         .map(|name| format!("--{name}"))
@@ -46,7 +50,7 @@ pub fn not_found(options: &[OsString], command: &[OsString]) -> Option<String> {
     if program == "help" {
         let topic = args
             .first()
-            .filter(|a| super::command().find_subcommand(a).is_some());
+            .filter(|a| Cli::command().find_subcommand(a).is_some());
         let mut words = vec![OsString::from("backoff")];
         words.extend(topic.cloned());
         words.push("--help".into());
@@ -108,7 +112,7 @@ pub fn split_duration(
         Some((flag, value)) if flag.starts_with("--") => (flag, value, "="),
         _ => (options.iter().nth_back(1)?.to_str()?, last, " "),
     };
-    let takes_duration = super::command().get_arguments().any(|a| {
+    let takes_duration = Cli::command().get_arguments().any(|a| {
         a.get_long()
             .is_some_and(|l| flag.strip_prefix("--") == Some(l))
             && a.get_value_names()
@@ -328,7 +332,7 @@ mod tests {
     #[test]
     fn a_mistyped_variable_is_told_with_the_one_it_is_nearest_among_those_read() {
         let told = |args: &[&str], names: &[&str]| {
-            let mut command = crate::cli::command();
+            let mut command = Cli::command();
             let matches = command.try_get_matches_from_mut(args).unwrap();
             unknown_variables(
                 &mut command,
@@ -362,7 +366,7 @@ mod tests {
             1
         );
         assert!(told(&["backoff", "simulate"], &["BACKOFF_CAPS"]).is_empty());
-        let read: Vec<String> = crate::cli::command()
+        let read: Vec<String> = Cli::command()
             .get_arguments()
             .filter_map(clap::Arg::get_env)
             .map(|e| e.to_string_lossy().into_owned())

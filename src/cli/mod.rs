@@ -85,20 +85,6 @@ fn in_short_help(arg: clap::Arg) -> clap::Arg {
     }
 }
 
-/// backoff's command line as clap sees it: `Cli`'s, with `-h` showing the
-/// options of `SHORT_HELP` alone. Build it with this, not `command()`.
-pub fn command() -> clap::Command {
-    let command = <Cli as clap::CommandFactory>::command();
-    // One option at a time: clap's `mut_args` would hold a second copy of
-    // the whole list of options while it changes them.
-    let ids: Vec<clap::Id> = command
-        .get_arguments()
-        .map(|a| a.get_id().clone())
-        .collect();
-    ids.iter()
-        .fold(command, |command, id| command.mut_arg(id, in_short_help))
-}
-
 /// The heading of `--budget`, `--breaker` and `--throttle`, which `-h`
 /// shows without the options that tune them.
 const SHARED: &str = "Shared by processes";
@@ -126,7 +112,8 @@ backoff [OPTIONS] [--] COMMAND [ARGS]...
     subcommand_negates_reqs = true,
     subcommand_value_name = "SUBCOMMAND",
     subcommand_help_heading = "Subcommands",
-    override_usage = USAGE
+    override_usage = USAGE,
+    mut_args = in_short_help
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -1284,7 +1271,7 @@ pub fn flag_source(flag: &str, from_environment: impl Fn(&str) -> bool) -> Strin
     let Some(long) = flag.strip_prefix("--") else {
         return format!("'{flag}'");
     };
-    let mut command = command();
+    let mut command = <Cli as clap::CommandFactory>::command();
     command.build();
     let env = std::iter::once(&command)
         .chain(command.get_subcommands())
@@ -1323,7 +1310,7 @@ pub fn value_from_environment(e: &clap::Error, args: &[OsString]) -> bool {
     };
     values::parsing_afresh();
     // Every subcommand's options built, so that none reads its variable.
-    let mut command = command();
+    let mut command = <Cli as clap::CommandFactory>::command();
     command.build();
     match without_env(command).try_get_matches_from(args) {
         Ok(_) => true,
@@ -1334,6 +1321,7 @@ pub fn value_from_environment(e: &clap::Error, args: &[OsString]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     #[test]
     fn a_long_value_is_quoted_by_its_start_and_its_length() {
@@ -1346,9 +1334,9 @@ mod tests {
 
     #[test]
     fn the_command_line_definition_is_consistent() {
-        command().debug_assert();
+        Cli::command().debug_assert();
         for name in ["schedule", "simulate", "budget", "breaker", "throttle"] {
-            assert!(command().find_subcommand(name).is_some(), "{name}");
+            assert!(Cli::command().find_subcommand(name).is_some(), "{name}");
         }
     }
 
@@ -1363,7 +1351,7 @@ mod tests {
             .collect();
         let mut expected = vec!["man".to_owned()];
         expected.extend(
-            command()
+            Cli::command()
                 .get_subcommands()
                 .map(|s| format!("man-{}", s.get_name())),
         );
@@ -1379,13 +1367,13 @@ mod tests {
                 .filter(|a| !a.is_positional() && a.get_id() != "help")
                 .count()
         };
-        let mut cmd = command();
+        let mut cmd = Cli::command();
         cmd.try_get_matches_from_mut(["backoff", "--max-retries", "2", "--", "true"])
             .unwrap();
         for sub in cmd.get_subcommands() {
             assert_eq!(built(&cmd, sub.get_name()), 0, "{}", sub.get_name());
         }
-        let mut cmd = command();
+        let mut cmd = Cli::command();
         cmd.try_get_matches_from_mut(["backoff", "simulate", "--seed", "1"])
             .unwrap();
         assert!(built(&cmd, "simulate") > 10);
@@ -1403,7 +1391,7 @@ mod tests {
 
     #[test]
     fn the_short_help_names_options_that_exist_and_hides_the_others() {
-        let mut cmd = command();
+        let mut cmd = Cli::command();
         cmd.build();
         for id in SHORT_HELP {
             let arg = cmd.get_arguments().find(|a| a.get_id() == id);

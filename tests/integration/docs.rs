@@ -14,7 +14,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use backoff_cli::cli::Cli;
 use backoff_cli::generate::{self, Shell, complete, man};
+use clap::CommandFactory;
 
 use crate::support::{PATIENCE, TempDir, backoff};
 
@@ -104,7 +106,7 @@ fn dates_file(dates: &[(String, String)]) -> String {
 /// expected content: each page dated as the binary dates it, or, to
 /// regenerate them, as `dated` says.
 fn man_page_files(root: &Path, regenerate: bool) -> Vec<(PathBuf, Vec<u8>)> {
-    let cmd = backoff_cli::cli::command();
+    let cmd = Cli::command();
     let mut files = Vec::new();
     let mut dates = Vec::new();
     for name in man::page_names(&cmd) {
@@ -132,7 +134,7 @@ fn generated(regenerate: bool) -> Vec<(PathBuf, Vec<u8>)> {
     for (file, shell, _) in COMPLETIONS {
         files.push((
             root.join("completions").join(file),
-            complete::script(&backoff_cli::cli::command(), *shell)
+            complete::script(&Cli::command(), *shell)
                 .unwrap()
                 .into_bytes(),
         ));
@@ -224,7 +226,7 @@ fn the_binary_prints_the_generated_files() {
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files: Vec<(PathBuf, String)> = man::page_names(&backoff_cli::cli::command())
+    let mut files: Vec<(PathBuf, String)> = man::page_names(&Cli::command())
         .iter()
         .map(|name| (root.join(format!("man/{name}.1")), kind_of_page(name)))
         .collect();
@@ -378,7 +380,7 @@ pub fn usage_names(text: &str, sub: &str) -> bool {
 #[test]
 fn the_usage_names_every_subcommand() {
     let page = man_pages().remove(0).1;
-    for sub in backoff_cli::cli::command().get_subcommands() {
+    for sub in Cli::command().get_subcommands() {
         assert!(
             usage_names(backoff_cli::cli::USAGE, sub.get_name()),
             "{}",
@@ -407,7 +409,7 @@ fn the_usage_names_every_subcommand() {
 /// The man pages as `backoff --generate` prints them, by name
 /// (`backoff-budget`), backoff(1) first.
 fn man_pages() -> Vec<(String, String)> {
-    man::page_names(&backoff_cli::cli::command())
+    man::page_names(&Cli::command())
         .into_iter()
         .map(|name| {
             let page = String::from_utf8(printed(&kind_of_page(&name))).unwrap();
@@ -481,7 +483,7 @@ fn each_page_has_the_synopsis_of_the_commands_it_tells_of() {
 
 #[test]
 fn a_subcommands_page_lists_its_commands_and_every_option() {
-    let mut cmd = backoff_cli::cli::command();
+    let mut cmd = Cli::command();
     cmd.build();
     let pages = man_pages();
     for sub in cmd.get_subcommands() {
@@ -641,7 +643,7 @@ fn pages_named(text: &str) -> Vec<String> {
 #[test]
 fn the_guide_names_every_page() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut pages = man::page_names(&backoff_cli::cli::command());
+    let mut pages = man::page_names(&Cli::command());
     pages.sort();
     let guide = std::fs::read_to_string(root.join("docs/guide.md")).unwrap();
     let section = guide

@@ -11,7 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use backoff_cli::cli::Cli;
 use backoff_cli::generate::man;
+use clap::CommandFactory;
 
 use crate::examples::markdown_blocks;
 use crate::support::{PATIENCE, TempDir, bin, checked_by, output_for};
@@ -109,7 +111,7 @@ fn the_install_lines_put_the_man_pages_and_completions_where_they_are_found() {
     }
 
     // man finds every page, from the PATH alone.
-    for name in man::page_names(&backoff_cli::cli::command()) {
+    for name in man::page_names(&Cli::command()) {
         let Some(out) = checked_by(
             "the_install_lines_put_the_man_pages_and_completions_where_they_are_found",
             "man-db",
@@ -188,7 +190,7 @@ fn the_install_lines_put_the_man_pages_and_completions_where_they_are_found() {
 fn help_on_generate_names_the_places_the_install_lines_use() {
     // `backoff --help` is all a user of a bare binary has: it must send
     // the pages and the completion where the README's lines do.
-    let help = backoff_cli::cli::command().render_long_help().to_string();
+    let help = Cli::command().render_long_help().to_string();
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     for place in [

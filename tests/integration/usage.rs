@@ -403,6 +403,7 @@ fn short_help_is_the_readme_table_on_one_screen() {
 
 #[test]
 fn long_help_names_every_option_of_every_command() {
+    use clap::CommandFactory;
     fn check(cmd: &clap::Command, path: &[&str]) {
         let args = [path, &["--help"]].concat();
         let help = help_text(&args, Some("80"));
@@ -419,7 +420,7 @@ fn long_help_names_every_option_of_every_command() {
             check(sub, &[path, &[sub.get_name()]].concat());
         }
     }
-    let mut cmd = backoff_cli::cli::command();
+    let mut cmd = backoff_cli::cli::Cli::command();
     cmd.build();
     assert!(option_names(&cmd).len() > 50);
     check(&cmd, &[]);
