@@ -1,5 +1,6 @@
-# What bench/lock.sh and bench/traces.sh share, sourced by them after
-# `set -euo pipefail` and `cd` to the repository: `bench_setup NAME ARGS...`
+# What bench/lock.sh, bench/traces.sh and bench/rss.sh share, sourced by
+# them after `set -euo pipefail` and `cd` to the repository:
+# `bench_setup NAME ARGS...`
 # reads --quick (sets $quick and $runs: 200, or 30), checks for hyperfine,
 # builds `cargo build --release` (sets $backoff) and makes a work directory
 # ($work) removed at exit with the processes listed in $pids;
@@ -7,6 +8,22 @@
 # GET and POST (its body read) and sets $server to its http://127.0.0.1:PORT.
 
 bench_setup() {
+    bench_args "$@"
+    local name=$1
+    command -v hyperfine >/dev/null || {
+        echo "bench/$name.sh: hyperfine is needed (apt-get install hyperfine)" >&2
+        exit 2
+    }
+    cargo build --locked --release >&2
+    backoff=$(realpath "${CARGO_TARGET_DIR:-target}/release/backoff")
+    work=$(mktemp -d "${TMPDIR:-/tmp}/backoff-$name-bench.XXXXXX")
+    pids=()
+    trap bench_cleanup EXIT
+}
+
+# `bench_args NAME ARGS...` reads --quick alone: sets $quick and $runs
+# (200, or 30).
+bench_args() {
     local name=$1
     shift
     quick=false
@@ -20,16 +37,7 @@ bench_setup() {
         esac
     done
     runs=200
-    $quick && runs=30
-    command -v hyperfine >/dev/null || {
-        echo "bench/$name.sh: hyperfine is needed (apt-get install hyperfine)" >&2
-        exit 2
-    }
-    cargo build --locked --release >&2
-    backoff=$(realpath "${CARGO_TARGET_DIR:-target}/release/backoff")
-    work=$(mktemp -d "${TMPDIR:-/tmp}/backoff-$name-bench.XXXXXX")
-    pids=()
-    trap bench_cleanup EXIT
+    if $quick; then runs=30; fi
 }
 
 bench_cleanup() {

@@ -180,7 +180,7 @@ fn parse(args: Vec<OsString>) -> Result<(Cli, Given, Vec<String>), clap::Error> 
     let mut matches = command.try_get_matches_from_mut(args)?;
     let set: Vec<&str> = exec::variables_set().collect();
     let unknown = cli::advice::unknown_variables(
-        &command,
+        &mut command,
         &matches,
         std::env::vars_os().map(|(name, _)| name),
         &set,

@@ -20,12 +20,7 @@ use super::Cli;
 /// `--version` aside, which nearly every program has too. Short options
 /// (`-q`, `-v`) are not looked for: most programs have the same letters.
 pub fn misplaced_option(command: &[OsString]) -> Option<String> {
-    let cli = Cli::command();
-    let own = |name: &str| {
-        !matches!(name, "help" | "version")
-            && cli.get_arguments().any(|a| a.get_long() == Some(name))
-    };
-    command
+    let mut names = command
         .iter()
         .skip(1)
         .map(|w| w.as_encoded_bytes())
@@ -33,7 +28,14 @@ pub fn misplaced_option(command: &[OsString]) -> Option<String> {
         .filter_map(|w| w.strip_prefix(b"--"))
         .filter_map(|w| std::str::from_utf8(w).ok())
         .map(|w| w.split_once('=').map_or(w, |(name, _)| name))
-        .find(|name| own(name))
+        .filter(|name| !matches!(*name, "help" | "version"))
+        .peekable();
+    // Most commands have no long option at all: backoff's own are not
+    // built for them.
+    names.peek()?;
+    let cli = Cli::command();
+    names
+        .find(|name| cli.get_arguments().any(|a| a.get_long() == Some(name)))
         .map(|name| format!("--{name}"))
 }
 
@@ -179,7 +181,7 @@ pub fn split_duration(
 /// enough to be what was meant. Nothing is looked up (not even the
 /// options) when no variable is unknown at a glance.
 pub fn unknown_variables(
-    command: &clap::Command,
+    command: &mut clap::Command,
     matches: &clap::ArgMatches,
     names: impl IntoIterator<Item = OsString>,
     set_by_backoff: &[&str],
@@ -193,6 +195,9 @@ pub fn unknown_variables(
     if candidates.is_empty() {
         return Vec::new();
     }
+    // Every subcommand's options, not only those of the one at hand.
+    command.build();
+    let command = &*command;
     // The (sub)command at hand, and what it reads itself.
     let (mut at, mut m) = (command, matches);
     while let Some((name, sub)) = m.subcommand() {
@@ -365,11 +370,11 @@ mod tests {
 
     #[test]
     fn a_mistyped_variable_is_told_with_the_one_it_is_nearest_among_those_read() {
-        let command = Cli::command();
         let told = |args: &[&str], names: &[&str]| {
-            let matches = Cli::command().try_get_matches_from(args).unwrap();
+            let mut command = Cli::command();
+            let matches = command.try_get_matches_from_mut(args).unwrap();
             unknown_variables(
-                &command,
+                &mut command,
                 &matches,
                 names.iter().map(OsString::from),
                 &["BACKOFF_ATTEMPT", "BACKOFF_REASON"],
@@ -400,7 +405,7 @@ mod tests {
             1
         );
         assert!(told(&["backoff", "simulate"], &["BACKOFF_CAPS"]).is_empty());
-        let read: Vec<String> = command
+        let read: Vec<String> = Cli::command()
             .get_arguments()
             .filter_map(clap::Arg::get_env)
             .map(|e| e.to_string_lossy().into_owned())

@@ -218,7 +218,15 @@ pub enum Generate {
 
 /// backoff's subcommands. A program of the same name runs with `backoff --
 /// NAME`.
+///
+/// Their options are built only for the subcommand a command line names
+/// (and for the man pages and completions, which build them all): a run
+/// does not pay for them. Inspect a subcommand's options after
+/// `Command::build`. The structs of options that a subcommand holds have
+/// plain comments, not doc comments: clap would make a doc comment the
+/// subcommand's description when it builds them, in place of the one here.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Sub {
     /// Print the delays a policy produces, and run nothing
     ///
@@ -256,7 +264,7 @@ pub enum Sub {
     Lock(LockCommand),
 }
 
-/// Options of `backoff simulate`.
+// Options of `backoff simulate`.
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
     /// The model: Brooker's experiment, or a server past its capacity
@@ -315,8 +323,8 @@ pub struct SimulateArgs {
     pub overload: OverloadArgs,
 }
 
-/// The options of `backoff simulate --model overload` (see the man page's
-/// SIMULATION for the model). Each defaults to its --scenario's value.
+// The options of `backoff simulate --model overload` (see the man page's
+// SIMULATION for the model). Each defaults to its --scenario's value.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Overload model")]
 pub struct OverloadArgs {
@@ -495,6 +503,7 @@ pub enum SimFormat {
 
 /// `backoff budget show|reset KEY`.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum BudgetCommand {
     /// Print the tokens left in a budget, and the burst and ratio its state
     /// records (else those of the options, said to be theirs).
@@ -532,7 +541,7 @@ pub enum BudgetFormat {
     Json,
 }
 
-/// Where a budget lives and how big it is.
+// Where a budget lives and how big it is.
 #[derive(Debug, Clone, Args)]
 pub struct BudgetStore {
     /// Tokens a success deposits
@@ -547,8 +556,8 @@ pub struct BudgetStore {
     pub place: StoreArgs,
 }
 
-/// Where budgets, breakers and throttles live, and what to do when that
-/// store cannot be used.
+// Where budgets, breakers and throttles live, and what to do when that
+// store cannot be used.
 #[derive(Debug, Clone, Args)]
 pub struct StoreArgs {
     /// Directory of the budgets', breakers' and throttles' state files
@@ -636,6 +645,7 @@ pub struct BreakerArgs {
 
 /// `backoff breaker show|reset KEY`.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum BreakerCommand {
     /// Print a circuit's state: closed, open (since and until when) or
     /// half-open.
@@ -681,7 +691,7 @@ pub struct ThrottleArgs {
     pub limits: ThrottleLimits,
 }
 
-/// The window and K of an adaptive throttle.
+// The window and K of an adaptive throttle.
 #[derive(Debug, Clone, Args)]
 pub struct ThrottleLimits {
     /// The span of time the throttle counts over (from 1s to 30d)
@@ -699,6 +709,7 @@ pub struct ThrottleLimits {
 
 /// `backoff throttle show|reset KEY`.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum ThrottleCommand {
     /// Print a throttle's counts over its window (requests, of which
     /// skipped, and accepts), and the probability that the next attempt is
@@ -829,6 +840,7 @@ pub struct PingArgs {
 
 /// `backoff lock show|reset KEY`.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum LockCommand {
     /// Print whether a lock is held, and by whom (pid, host, since when).
     Show {
@@ -861,7 +873,7 @@ pub enum LockCommand {
     },
 }
 
-/// Options of `backoff schedule`.
+// Options of `backoff schedule`.
 #[derive(Debug, Args)]
 pub struct ScheduleArgs {
     #[command(flatten)]
@@ -883,7 +895,7 @@ pub enum Format {
     Csv,
 }
 
-/// The delay policy.
+// The delay policy.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Policy")]
 pub struct PolicyArgs {
@@ -1273,7 +1285,8 @@ pub fn flag_source(flag: &str, from_environment: impl Fn(&str) -> bool) -> Strin
     let Some(long) = flag.strip_prefix("--") else {
         return format!("'{flag}'");
     };
-    let command = <Cli as clap::CommandFactory>::command();
+    let mut command = <Cli as clap::CommandFactory>::command();
+    command.build();
     let env = std::iter::once(&command)
         .chain(command.get_subcommands())
         .flat_map(clap::Command::get_arguments)
@@ -1310,7 +1323,10 @@ pub fn value_from_environment(e: &clap::Error, args: &[OsString]) -> bool {
                 .all(|k| other.get(k) == e.get(k))
     };
     values::parsing_afresh();
-    match without_env(<Cli as clap::CommandFactory>::command()).try_get_matches_from(args) {
+    // Every subcommand's options built, so that none reads its variable.
+    let mut command = <Cli as clap::CommandFactory>::command();
+    command.build();
+    match without_env(command).try_get_matches_from(args) {
         Ok(_) => true,
         Err(other) => !same(&other),
     }
@@ -1357,8 +1373,40 @@ mod tests {
     }
 
     #[test]
+    fn a_run_builds_no_subcommands_options_and_a_subcommand_only_its_own() {
+        let built = |cmd: &clap::Command, name: &str| {
+            cmd.find_subcommand(name)
+                .unwrap()
+                .get_arguments()
+                .filter(|a| !a.is_positional() && a.get_id() != "help")
+                .count()
+        };
+        let mut cmd = Cli::command();
+        cmd.try_get_matches_from_mut(["backoff", "--max-retries", "2", "--", "true"])
+            .unwrap();
+        for sub in cmd.get_subcommands() {
+            assert_eq!(built(&cmd, sub.get_name()), 0, "{}", sub.get_name());
+        }
+        let mut cmd = Cli::command();
+        cmd.try_get_matches_from_mut(["backoff", "simulate", "--seed", "1"])
+            .unwrap();
+        assert!(built(&cmd, "simulate") > 10);
+        assert_eq!(built(&cmd, "schedule"), 0);
+        // Built on demand, every subcommand has its options.
+        cmd.build();
+        assert!(built(&cmd, "schedule") > 0);
+        let budget = cmd.find_subcommand("budget").unwrap();
+        assert!(
+            budget
+                .get_subcommands()
+                .all(|s| built(budget, s.get_name()) > 0)
+        );
+    }
+
+    #[test]
     fn the_short_help_names_options_that_exist_and_hides_the_others() {
-        let cmd = Cli::command();
+        let mut cmd = Cli::command();
+        cmd.build();
         for id in SHORT_HELP {
             let arg = cmd.get_arguments().find(|a| a.get_id() == id);
             assert!(arg.is_some_and(|a| !a.is_hide_short_help_set()), "{id}");

@@ -375,7 +375,10 @@ fn values_are_no_files(cmd: clap::Command) -> clap::Command {
 /// clap definition gives it): `clap_complete`'s, with the part that
 /// completes the wrapped command.
 pub fn script(cmd: &clap::Command, shell: Shell) -> anyhow::Result<String> {
-    let mut cmd = values_are_no_files(cmd.clone());
+    // The subcommands' options are built on demand: all of them first.
+    let mut cmd = cmd.clone();
+    cmd.build();
+    let mut cmd = values_are_no_files(cmd);
     let name = cmd.get_name().to_owned();
     let mut out = Vec::new();
     let generator = match shell {

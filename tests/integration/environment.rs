@@ -80,6 +80,9 @@ fn a_bad_environment_value_is_refused_naming_the_variable_that_gave_it() {
         with_command.extend(["--", "true"]);
         refused_naming_the_variable(name, value, &with_command, why);
     }
+    // So does a subcommand's, whose options are built when it is named.
+    refused_naming_the_variable("BACKOFF_BASE", "x", &["schedule"], "expected number");
+    refused_naming_the_variable("BACKOFF_JITTER", "some", &["simulate"], "expected one of");
     // The flag that was given is named, not the variable it overrides.
     backoff(["--max-retries", "abc", "--", "true"])
         .env("BACKOFF_MAX_RETRIES", "abc")

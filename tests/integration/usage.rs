@@ -420,7 +420,8 @@ fn long_help_names_every_option_of_every_command() {
             check(sub, &[path, &[sub.get_name()]].concat());
         }
     }
-    let cmd = backoff_cli::cli::Cli::command();
+    let mut cmd = backoff_cli::cli::Cli::command();
+    cmd.build();
     assert!(option_names(&cmd).len() > 50);
     check(&cmd, &[]);
     // The exit statuses are in --help, not in -h.
