@@ -10,6 +10,9 @@ use crate::duration::MAX_DURATION;
 use crate::exit::code_text;
 use crate::signal;
 
+/// How an error reads in a line (kept beside the OS layer it reads).
+pub use crate::sys::{describe, os_error};
+
 /// How a process ended, as its parent saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -84,26 +87,6 @@ impl Outcome {
             Outcome::Throttled => "throttled".to_owned(),
         }
     }
-}
-
-/// An error's message, an OS error's without its ` (os error N)` tail.
-pub fn describe(e: &std::io::Error) -> String {
-    match e.raw_os_error() {
-        Some(errno) => os_error(errno),
-        None => e.to_string(),
-    }
-}
-
-/// An OS error's message without its ` (os error N)` tail.
-pub fn os_error(errno: i32) -> String {
-    let s = std::io::Error::from_raw_os_error(errno).to_string();
-    let s = match s.find(" (os error") {
-        Some(i) => &s[..i],
-        None => &s,
-    };
-    // Windows' messages are sentences, which a line of backoff's quotes
-    // inside its own.
-    s.trim_end_matches(['.', ' ', '\r', '\n']).to_owned()
 }
 
 /// Which time limit an attempt ran past.

@@ -13,6 +13,26 @@ mod windows;
 #[cfg(windows)]
 pub use windows::*;
 
+/// An error's message, an OS error's without its ` (os error N)` tail.
+pub fn describe(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(errno) => os_error(errno),
+        None => e.to_string(),
+    }
+}
+
+/// An OS error's message without its ` (os error N)` tail.
+pub fn os_error(errno: i32) -> String {
+    let s = std::io::Error::from_raw_os_error(errno).to_string();
+    let s = match s.find(" (os error") {
+        Some(i) => &s[..i],
+        None => &s,
+    };
+    // Windows' messages are sentences, which a line of backoff's quotes
+    // inside its own.
+    s.trim_end_matches(['.', ' ', '\r', '\n']).to_owned()
+}
+
 /// The locks that order the processes sharing a state file (a budget, a
 /// lock, a metrics file): flock(2) on Unix; on Windows `LockFileEx` on one
 /// byte past every record (`sys::files`).

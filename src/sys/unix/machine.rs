@@ -32,7 +32,7 @@ fn read_id(path: &Path) -> Result<Option<Vec<u8>>, String> {
         Err(e) => {
             return Err(format!(
                 "{shown} cannot be read ({})",
-                crate::exec::describe(&e)
+                crate::sys::describe(&e)
             ));
         }
         Ok(meta) if !meta.is_file() => {
@@ -44,7 +44,7 @@ fn read_id(path: &Path) -> Result<Option<Vec<u8>>, String> {
         Ok(_) => {}
     }
     let bytes = super::fd::read_regular(path, ID_MAX + 1)
-        .map_err(|e| format!("{shown} cannot be read ({})", crate::exec::describe(&e)))?;
+        .map_err(|e| format!("{shown} cannot be read ({})", crate::sys::describe(&e)))?;
     let id = bytes.trim_ascii();
     let fits =
         bytes.len() as u64 <= ID_MAX && !id.is_empty() && id.iter().all(u8::is_ascii_graphic);
