@@ -945,11 +945,17 @@ fn describe(e: &ureq::Error, limit: Duration) -> String {
     }
 }
 
-/// Whether `e` is the server's certificate not accepted: the same at the
-/// next try.
+/// Whether `e` is the server's certificate not accepted, or a server
+/// that does not speak TLS: the same at the next try.
 fn certificate_refused(e: &ureq::Error) -> bool {
     #[cfg(feature = "tls")]
-    return matches!(rustls_error(e), Some(rustls::Error::InvalidCertificate(_)));
+    return matches!(
+        rustls_error(e),
+        Some(
+            rustls::Error::InvalidCertificate(_)
+                | rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)
+        )
+    );
     #[cfg(not(feature = "tls"))]
     {
         let _ = e;
@@ -979,6 +985,9 @@ fn describe_tls(e: &rustls::Error) -> String {
         return match e {
             rustls::Error::NoCertificatesPresented => {
                 "TLS failed: the server sent no certificate".into()
+            }
+            rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType) => {
+                "TLS failed: the server does not speak TLS there (is its URL http://?)".into()
             }
             rustls::Error::AlertReceived(_) => {
                 "TLS failed: the server refused the connection (does it ask for a client certificate, or speak none of the same TLS versions?)".into()

@@ -542,3 +542,29 @@ fn a_cancel_ends_the_pause_between_tries() {
         started.elapsed()
     );
 }
+
+#[test]
+fn a_server_that_does_not_speak_tls_is_said_so_and_not_tried_again() {
+    // A plain HTTP server: it answers what it cannot read (a TLS
+    // handshake) with a 400 at once.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, connections) = mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(10) {
+            let Ok(mut stream) = stream else { return };
+            let _ = stream.write_all(answer("400 Bad Request", "", "plain http").as_bytes());
+            let _ = tx.send(());
+        }
+    });
+    let target = Target::parse(&format!("https://127.0.0.1:{port}/")).unwrap();
+    let e = client()
+        .send_with_retries(&post(&target, b""), soon(), |_| false, &Cancel::default())
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("TLS failed: the server does not speak TLS there (is its URL http://?)"),
+        "{e}"
+    );
+    assert_eq!(connections.try_iter().count(), 1);
+}

@@ -321,10 +321,10 @@ fn recording(count: usize) -> (u16, std::sync::mpsc::Receiver<String>) {
 }
 
 #[test]
-fn a_caddy_redirect_is_resolved_as_rfc_3986_says_and_credentials_stay_on_their_port() {
+fn relative_redirects_credentials_and_plain_http_through_caddy() {
     let (backend, heads) = recording(6);
     let Some(caddy) = Caddy::start(
-        "a_caddy_redirect_is_resolved_as_rfc_3986_says_and_credentials_stay_on_their_port",
+        "relative_redirects_credentials_and_plain_http_through_caddy",
         backend,
     ) else {
         return;
@@ -339,6 +339,22 @@ fn a_caddy_redirect_is_resolved_as_rfc_3986_says_and_credentials_stay_on_their_p
         let stderr = succeeds_saying(&mut backoff(["--ping", &url, "--", "true"]));
         assert!(!stderr.contains("check-in"), "{stderr}");
     }
+    // https:// to a server that speaks plain HTTP: said so, at once.
+    let started = Instant::now();
+    let url = format!("https://127.0.0.1:{}/q/{UUID}", caddy.relative);
+    let stderr = succeeds_saying(&mut backoff([
+        "--ping",
+        &url,
+        "--ping-timeout",
+        "1m",
+        "--",
+        "true",
+    ]));
+    assert!(
+        stderr.contains("TLS failed: the server does not speak TLS there (is its URL http://?)"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
     let got: Vec<String> = (0..6)
         .map(|_| heads.recv_timeout(PATIENCE).unwrap())
         .collect();
