@@ -471,6 +471,45 @@ fn a_budget_lives_in_a_redis_reached_over_its_unix_socket() {
 }
 
 #[test]
+fn a_redis_url_that_asks_for_what_it_would_not_get_is_refused_at_once() {
+    let redis = Redis::start_unix(Some("sockpw"));
+    let socket = redis.socket.as_ref().unwrap().display().to_string();
+    // Each would have reached the server: a misspelt parameter (database
+    // 0 used, with others' keys), a database no server has, a database in
+    // the query of a TCP URL.
+    for (url, says) in [
+        (
+            format!("redis+unix://{socket}?database=3&pass=sockpw"),
+            "a Unix socket's URL takes db, user, pass and protocol, not 'database'",
+        ),
+        (
+            format!("unix://{socket}?db=-1&pass=sockpw"),
+            "the database is a number from 0",
+        ),
+        (
+            "redis://127.0.0.1:1/?db=3".to_owned(),
+            "a redis:// URL names its database in its path, not in ?db= (redis://host:port/N)",
+        ),
+        (
+            format!("redis+unix://{socket}?db=abc&pass=sockpw"),
+            "the database is a number from 0 (a Redis has 16, 0 to 15, unless its `databases` says more), in ?db=",
+        ),
+    ] {
+        let out = backoff(["--lock", "job", "--budget-store", &url, "--", "true"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{url}: {err}");
+        assert!(err.contains(says), "{url}: {err}");
+        assert!(
+            !err.contains("sockpw") && !err.contains("InvalidClientConfig"),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
 fn rediss_urls_reach_a_redis_that_speaks_only_tls() {
     let redis = Redis::start_with(Some("tlspw"), true);
     let url = format!("rediss://:tlspw@127.0.0.1:{}", redis.port);
