@@ -510,6 +510,28 @@ fn a_redis_url_that_asks_for_what_it_would_not_get_is_refused_at_once() {
 }
 
 #[test]
+fn a_unix_socket_path_that_is_no_socket_is_said_so() {
+    let dir = TempDir::new("no-socket");
+    let fifo = dir.join("redis.sock");
+    crate::support::make_fifo(&fifo);
+    let file = dir.join("redis.file");
+    std::fs::write(&file, "").unwrap();
+    for (path, what) in [(&fifo, "a FIFO"), (&file, "a regular file")] {
+        let url = format!("redis+unix://{}", path.display());
+        let out = backoff(["--lock", "job", "--budget-store", &url, "--", "true"])
+            .timeout(PATIENCE)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(75), "{err}");
+        assert!(
+            err.contains(&format!("unavailable (the path is {what}, not a socket)")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 fn rediss_urls_reach_a_redis_that_speaks_only_tls() {
     let redis = Redis::start_with(Some("tlspw"), true);
     let url = format!("rediss://:tlspw@127.0.0.1:{}", redis.port);
