@@ -495,12 +495,7 @@ fn a_redis_url_that_asks_for_what_it_would_not_get_is_refused_at_once() {
             "the database is a number from 0 (a Redis has 16, 0 to 15, unless its `databases` says more), in ?db=",
         ),
     ] {
-        let out = backoff(["--lock", "job", "--budget-store", &url, "--", "true"])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(125), "{url}: {err}");
-        assert!(err.contains(says), "{url}: {err}");
+        let err = locked_run_says(&url, 125, says);
         assert!(
             !err.contains("sockpw") && !err.contains("InvalidClientConfig"),
             "{err}"
@@ -518,17 +513,25 @@ fn a_unix_socket_path_that_is_no_socket_is_said_so() {
     std::fs::write(&file, "").unwrap();
     for (path, what) in [(&fifo, "a FIFO"), (&file, "a regular file")] {
         let url = format!("redis+unix://{}", path.display());
-        let out = backoff(["--lock", "job", "--budget-store", &url, "--", "true"])
-            .timeout(PATIENCE)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(75), "{err}");
-        assert!(
-            err.contains(&format!("unavailable (the path is {what}, not a socket)")),
-            "{err}"
+        locked_run_says(
+            &url,
+            75,
+            &format!("unavailable (the path is {what}, not a socket)"),
         );
     }
+}
+
+/// What a run of `true` under `--lock` kept in the store `url` said, once
+/// it is checked to have exited with `code` and said `says`.
+fn locked_run_says(url: &str, code: i32, says: &str) -> String {
+    let out = backoff(["--lock", "job", "--budget-store", url, "--", "true"])
+        .timeout(PATIENCE)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{url}: {err}");
+    assert!(err.contains(says), "{url}: {err}");
+    err
 }
 
 #[test]
