@@ -14,9 +14,9 @@
 //!   URL it moved to, and the body is the output); a 303 is followed with
 //!   a GET without the body, as it says. Credentials go along only to the
 //!   same host and port (or its `https://` from `http://`); `https://` is
-//!   never left for `http://`. A redirect that
-//!   cannot be followed is a failure that is not tried again, and so is a
-//!   server's certificate that is not accepted.
+//!   never left for `http://`. A redirect that cannot be followed is a
+//!   failure that is not tried again, and so is a server's certificate
+//!   that is not accepted, or a server that does not speak TLS.
 //! - **Time**: a request, redirects and the answer included, ends by its
 //!   deadline; `send_with_retries` tries again, with capped exponential
 //!   backoff and full jitter (and a server's `Retry-After`), only while the
