@@ -844,9 +844,11 @@ impl Server {
                     .map_err(|e| e.to_string())
             })
         } else {
-            redis::Client::open(url)
-                .map(|client| Backend::Single(Box::new(client.get_connection_info().clone())))
-                .map_err(|e| e.to_string())
+            single_url_checked(url).and_then(|()| {
+                redis::Client::open(url)
+                    .map(|client| Backend::Single(Box::new(client.get_connection_info().clone())))
+                    .map_err(|e| plain_error(&e))
+            })
         };
         let backend = opened.map_err(|e| {
             let why = scrub(&e, url);
@@ -1735,10 +1737,114 @@ impl ThrottleBackend for RedisThrottle {
     }
 }
 
+/// Parameters a Unix socket's URL takes (`redis+unix:///path?db=N`).
+const UNIX_PARAMETERS: [&str; 4] = ["db", "user", "pass", "protocol"];
+
+/// What a single server's URL asks that would not be done as written,
+/// in a line that quotes nothing of it (it may hold a password): a
+/// database that is not a number from 0, a parameter the client does not
+/// read (`?database=2` would use database 0), a database in the query of
+/// a TCP URL (`redis://host/?db=2` would too).
+fn single_url_checked(url: &str) -> Result<(), String> {
+    const DB: &str = "the database is a number from 0 (a Redis has 16, 0 to 15, unless its `databases` says more)";
+    let unix = url.starts_with("redis+unix://") || url.starts_with("unix://");
+    let (_, rest) = url.split_once("://").unwrap_or_default();
+    let rest = rest.split('#').next().unwrap_or_default();
+    let (before, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if unix && !before.starts_with('/') {
+        return Err(
+            "a Unix socket's URL names the socket by its absolute path (redis+unix:///path/to/socket)"
+                .into(),
+        );
+    }
+    let digits = |v: &str| !v.is_empty() && v.len() <= 9 && v.bytes().all(|b| b.is_ascii_digit());
+    for (key, value) in query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').unwrap_or((p, "")))
+    {
+        if unix && !UNIX_PARAMETERS.contains(&key) {
+            return Err(format!(
+                "a Unix socket's URL takes db, user, pass and protocol, not '{}' (redis+unix:///path/to/socket?db=N&user=NAME&pass=PASSWORD)",
+                key.chars().take(32).collect::<String>()
+            ));
+        }
+        if !unix && key == "db" {
+            return Err(
+                "a redis:// URL names its database in its path, not in ?db= (redis://host:port/N)"
+                    .into(),
+            );
+        }
+        if unix && key == "db" && !digits(value) {
+            return Err(format!("{DB}, in ?db="));
+        }
+    }
+    if !unix {
+        // The path after the host, if any, is the database.
+        let path = before.split_once('/').map_or("", |(_, path)| path);
+        let path = path.trim_matches('/');
+        if !path.is_empty() && !digits(path) {
+            return Err(format!("{DB}, in the path (redis://host:port/N)"));
+        }
+    }
+    Ok(())
+}
+
+/// A client's error as a sentence: without the name of its kind, which
+/// the client adds to what it says of a URL (`Missing path -
+/// InvalidClientConfig`).
+fn plain_error(e: &redis::RedisError) -> String {
+    let text = e.to_string();
+    let kind = format!(" - {:?}", e.kind());
+    match text.split_once(&kind) {
+        Some((said, "")) => said.to_owned(),
+        Some((said, detail)) => format!("{said}{}", detail.trim_start_matches(':')),
+        None => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_single_servers_url_asks_for_nothing_it_would_not_get() {
+        for ok in [
+            "redis://127.0.0.1",
+            "redis://127.0.0.1:6379/",
+            "redis://u:p%2Fw@host:6379/15",
+            "rediss://host/0?protocol=resp3",
+            "redis+unix:///run/redis.sock",
+            "unix:///run/redis.sock?db=3&user=me&pass=s3cret",
+        ] {
+            assert_eq!(single_url_checked(ok), Ok(()), "{ok}");
+        }
+        for (bad, says) in [
+            ("redis://host/abc", "the database is a number from 0"),
+            ("redis://host/-1", "in the path"),
+            ("redis://host/?db=2", "names its database in its path"),
+            ("redis+unix:///run/redis.sock?db=-1", ", in ?db="),
+            ("redis+unix:///run/redis.sock?db=abc", ", in ?db="),
+            (
+                "redis+unix:///run/redis.sock?db=99999999999999999999",
+                ", in ?db=",
+            ),
+            ("unix:///run/redis.sock?database=2", "not 'database'"),
+            ("unix:///run/redis.sock?password=s3cret", "not 'password'"),
+        ] {
+            let e = single_url_checked(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+            assert!(!e.contains("s3cret"), "{e}");
+        }
+        for no_path in ["redis+unix://", "unix://host/run/redis.sock"] {
+            let e = single_url_checked(no_path).unwrap_err();
+            assert!(e.contains("by its absolute path"), "{e}");
+        }
+        assert_eq!(single_url_checked("rediss://host/2#insecure"), Ok(()));
+        let e = redis::Client::open("rediss://host:70000").err().unwrap();
+        assert!(!plain_error(&e).contains("InvalidClientConfig"), "{e}");
+    }
 
     #[test]
     fn the_expiry_is_the_cutoff_on_the_servers_clock_never_later() {

@@ -834,7 +834,7 @@ pub struct PingArgs {
     /// is said in a line after the summary line. 0 sends the summary line
     /// alone. B, KB (1000), KiB (1024), MB, MiB; at most 10MB.
     #[arg(long, value_name = "SIZE", default_value = "10000", value_parser = values::ping_body_limit,
-          env = "BACKOFF_PING_BODY_LIMIT", hide_env_values = true)]
+          env = "BACKOFF_PING_BODY_LIMIT", hide_env_values = true, allow_hyphen_values = true)]
     pub ping_body_limit: u64,
 }
 
@@ -1210,7 +1210,7 @@ pub struct StreamArgs {
     /// With --output on-failure: the most output kept, its first and last
     /// halves (B, KB, KiB, MB, MiB, GB, GiB)
     #[arg(long, value_name = "SIZE", value_parser = values::size, default_value = "1MiB",
-          env = "BACKOFF_OUTPUT_LIMIT", hide_env_values = true)]
+          env = "BACKOFF_OUTPUT_LIMIT", hide_env_values = true, allow_hyphen_values = true)]
     pub output_limit: u64,
 }
 

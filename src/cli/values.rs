@@ -672,6 +672,9 @@ pub fn ping_body_limit(s: &str) -> Result<u64, String> {
 /// alone are KiB, MiB and GiB); `None` when it overflows.
 fn bytes(s: &str) -> Result<Option<u64>, String> {
     let t = s.trim();
+    if t.starts_with('-') {
+        return Err("a size cannot be negative".into());
+    }
     let digits = t.bytes().take_while(u8::is_ascii_digit).count();
     let (number, unit) = t.split_at(digits);
     let unit: u64 = match unit.trim() {
@@ -711,6 +714,7 @@ mod tests {
         assert_eq!(ping_body_limit("10MB"), Ok(MAX_PING_BODY_LIMIT));
         assert!(ping_body_limit("10MiB").is_err());
         assert!(ping_body_limit("99999999999999999999").is_err());
+        assert_eq!(size("-1KB"), Err("a size cannot be negative".into()));
         assert!(
             ping_body_limit("5 parsecs")
                 .unwrap_err()

@@ -13,9 +13,10 @@
 //!   §15.4.8–9), and so does a 301 or 302 (a monitor takes a POST at the
 //!   URL it moved to, and the body is the output); a 303 is followed with
 //!   a GET without the body, as it says. Credentials go along only to the
-//!   same host; `https://` is never left for `http://`. A redirect that
-//!   cannot be followed is a failure that is not tried again, and so is a
-//!   server's certificate that is not accepted.
+//!   same host and port (or its `https://` from `http://`); `https://` is
+//!   never left for `http://`. A redirect that cannot be followed is a
+//!   failure that is not tried again, and so is a server's certificate
+//!   that is not accepted, or a server that does not speak TLS.
 //! - **Time**: a request, redirects and the answer included, ends by its
 //!   deadline; `send_with_retries` tries again, with capped exponential
 //!   backoff and full jitter (and a server's `Retry-After`), only while the
@@ -181,25 +182,56 @@ impl Target {
     }
 
     /// The target `location` (a redirect's `Location`) names, from this
-    /// one: an absolute URL, one without a scheme (`//host/path`), an
-    /// absolute path or a path relative to this one's.
+    /// one, as RFC 3986 §5.2 resolves a reference: an absolute URL, one
+    /// without a scheme (`//host/path`), an absolute path, a path relative
+    /// to this one's, or a query alone (this path with another query);
+    /// `.` and `..` segments are taken out of the path.
     fn redirected(&self, location: &str) -> Result<Target, String> {
         // A fragment is the client's own, never sent.
         let location = location.split('#').next().unwrap_or_default();
         let scheme = self.uri.scheme_str().unwrap_or("http");
         let authority = self.uri.authority().map_or("", |a| a.as_str());
-        let absolute = if location.contains("://") {
+        let absolute = if has_scheme(location) {
             location.to_owned()
         } else if location.starts_with("//") {
             format!("{scheme}:{location}")
-        } else if location.starts_with('/') {
-            format!("{scheme}://{authority}{location}")
         } else {
-            let path = self.uri.path();
-            let dir = &path[..path.rfind('/').map_or(0, |i| i + 1)];
-            format!("{scheme}://{authority}{dir}{location}")
+            let (path, query) = match location.split_once('?') {
+                Some((path, query)) => (path, Some(query)),
+                None => (location, None),
+            };
+            let path = if path.is_empty() {
+                self.uri.path().to_owned()
+            } else if path.starts_with('/') {
+                path.to_owned()
+            } else {
+                let base = self.uri.path();
+                format!("{}{path}", &base[..base.rfind('/').map_or(0, |i| i + 1)])
+            };
+            let query = query.map(|q| format!("?{q}")).unwrap_or_default();
+            format!(
+                "{scheme}://{authority}{}{query}",
+                without_dot_segments(&path)
+            )
         };
         Target::parse(&absolute)
+    }
+
+    /// Whether credentials given for this URL may go on to `next`, where
+    /// a redirect leads: the same host and port (as curl has it), or the
+    /// same host's `https://` from its `http://` on their default ports
+    /// (a proxy's redirect to HTTPS).
+    fn shares_credentials_with(&self, next: &Target) -> bool {
+        let port = |t: &Target| {
+            t.uri
+                .port_u16()
+                .unwrap_or(if t.is_https() { 443 } else { 80 })
+        };
+        let same_host = match (self.uri.host(), next.uri.host()) {
+            (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+            _ => false,
+        };
+        same_host && (port(self) == port(next) || (port(self), port(next)) == (80, 443))
     }
 
     /// This URL with `/segment` added to its path, before its query:
@@ -274,7 +306,8 @@ pub struct Response {
     pub status: u16,
     /// Its `Retry-After`, when it gave a valid one.
     pub retry_after: Option<Duration>,
-    /// Its `Location`, when it gave one of at most `MAX_LOCATION` bytes.
+    /// Its `Location`, when it gave one, not empty, of at most
+    /// `MAX_LOCATION` bytes.
     pub location: Option<String>,
     /// The start of its body (at most 64 KiB).
     pub body: Vec<u8>,
@@ -372,6 +405,41 @@ impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Client")
     }
+}
+
+/// Whether `reference` begins with a scheme (`https:`, `mailto:`): RFC
+/// 3986's letter, then letters, digits, `+`, `-` or `.`, then `:`, before
+/// any `/`, `?` or `#` (a relative path's first segment has no `:`).
+fn has_scheme(reference: &str) -> bool {
+    let Some((scheme, _)) = reference.split_once(':') else {
+        return false;
+    };
+    scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+}
+
+/// `path` (absolute) without its `.` and `..` segments (RFC 3986
+/// §5.2.4): `/a/b/../c` is `/a/c`, and `..` never goes above `/`.
+fn without_dot_segments(path: &str) -> String {
+    let mut kept: Vec<&str> = Vec::new();
+    let mut dot_last = false;
+    for segment in path.split('/').skip(1) {
+        dot_last = matches!(segment, "." | "..");
+        match segment {
+            "." => {}
+            ".." => {
+                kept.pop();
+            }
+            _ => kept.push(segment),
+        }
+    }
+    let mut out = format!("/{}", kept.join("/"));
+    if dot_last && !out.ends_with('/') {
+        out.push('/');
+    }
+    out
 }
 
 /// Whether `status` is a redirect this client follows.
@@ -485,11 +553,12 @@ impl Client {
                 method = Method::Get;
                 body = &[];
             }
-            // Credentials go to the same host only, unless the new URL
-            // has its own.
-            auth = next
-                .basic_auth()
-                .or_else(|| auth.take().filter(|_| next.uri.host() == target.uri.host()));
+            // Credentials go to the same host and port only, unless the
+            // new URL has its own.
+            auth = next.basic_auth().or_else(|| {
+                auth.take()
+                    .filter(|_| target.shares_credentials_with(&next))
+            });
             target = next;
         }
     }
@@ -560,7 +629,10 @@ impl Client {
                 .map(str::to_owned)
         };
         let retry_after = header("retry-after").and_then(|v| retry_after(&v, SystemTime::now()));
-        let location = header("location").filter(|l| l.len() <= MAX_LOCATION);
+        // An empty one names this same URL again: none to follow.
+        let location = header("location")
+            .map(|l| l.trim().to_owned())
+            .filter(|l| !l.is_empty() && l.len() <= MAX_LOCATION);
         let ping_body_limit = header("ping-body-limit");
         let mut body = Vec::new();
         let _ = response
@@ -873,11 +945,17 @@ fn describe(e: &ureq::Error, limit: Duration) -> String {
     }
 }
 
-/// Whether `e` is the server's certificate not accepted: the same at the
-/// next try.
+/// Whether `e` is the server's certificate not accepted, or a server
+/// that does not speak TLS: the same at the next try.
 fn certificate_refused(e: &ureq::Error) -> bool {
     #[cfg(feature = "tls")]
-    return matches!(rustls_error(e), Some(rustls::Error::InvalidCertificate(_)));
+    return matches!(
+        rustls_error(e),
+        Some(
+            rustls::Error::InvalidCertificate(_)
+                | rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)
+        )
+    );
     #[cfg(not(feature = "tls"))]
     {
         let _ = e;
@@ -907,6 +985,9 @@ fn describe_tls(e: &rustls::Error) -> String {
         return match e {
             rustls::Error::NoCertificatesPresented => {
                 "TLS failed: the server sent no certificate".into()
+            }
+            rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType) => {
+                "TLS failed: the server does not speak TLS there (is its URL http://?)".into()
             }
             rustls::Error::AlertReceived(_) => {
                 "TLS failed: the server refused the connection (does it ask for a client certificate, or speak none of the same TLS versions?)".into()

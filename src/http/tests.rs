@@ -427,6 +427,47 @@ fn a_location_is_resolved_against_the_url_it_answers() {
         https.redirected("sibling").unwrap().url(),
         "https://u:p@hc-ping.com/sibling"
     );
+    // As RFC 3986 §5.2 resolves them: a query alone keeps the path, dot
+    // segments go, and a scheme is one with no "//" too.
+    let deep = Target::parse("http://host/ping/uuid/fail?rid=1").unwrap();
+    for (location, want) in [
+        ("?rid=2", "http://host/ping/uuid/fail?rid=2"),
+        ("../up", "http://host/ping/up"),
+        ("./same", "http://host/ping/uuid/same"),
+        ("../../../../top", "http://host/top"),
+        ("/a/b/../c/./d", "http://host/a/c/d"),
+        ("/a/b/..", "http://host/a/"),
+        (
+            "/next?to=https://elsewhere/x",
+            "http://host/next?to=https://elsewhere/x",
+        ),
+        ("HTTPS://Host/x", "https://Host/x"),
+    ] {
+        assert_eq!(deep.redirected(location).unwrap().url(), want, "{location}");
+    }
+    for other_scheme in ["mailto:ops@example.com", "javascript:x"] {
+        let e = deep.redirected(other_scheme).unwrap_err();
+        assert!(e.contains("expected an http:// or https:// URL"), "{e}");
+    }
+}
+
+#[test]
+fn credentials_follow_a_redirect_to_the_same_host_and_port_only() {
+    let from = Target::parse("http://u:p@monitor:8000/uuid").unwrap();
+    for (to, shared) in [
+        ("http://monitor:8000/elsewhere", true),
+        ("http://MONITOR:8000/elsewhere", true),
+        ("https://monitor:8000/uuid", true),
+        ("http://monitor:9000/uuid", false),
+        ("http://other:8000/uuid", false),
+    ] {
+        let to = Target::parse(to).unwrap();
+        assert_eq!(from.shares_credentials_with(&to), shared, "{to:?}");
+    }
+    // A proxy's redirect to HTTPS on the default ports keeps them.
+    let plain = Target::parse("http://u:p@monitor/uuid").unwrap();
+    assert!(plain.shares_credentials_with(&Target::parse("https://monitor/uuid").unwrap()));
+    assert!(!plain.shares_credentials_with(&Target::parse("https://monitor:8443/uuid").unwrap()));
 }
 
 #[test]
@@ -500,4 +541,30 @@ fn a_cancel_ends_the_pause_between_tries() {
         "{:?}",
         started.elapsed()
     );
+}
+
+#[test]
+fn a_server_that_does_not_speak_tls_is_said_so_and_not_tried_again() {
+    // A plain HTTP server: it answers what it cannot read (a TLS
+    // handshake) with a 400 at once.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, connections) = mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(10) {
+            let Ok(mut stream) = stream else { return };
+            let _ = stream.write_all(answer("400 Bad Request", "", "plain http").as_bytes());
+            let _ = tx.send(());
+        }
+    });
+    let target = Target::parse(&format!("https://127.0.0.1:{port}/")).unwrap();
+    let e = client()
+        .send_with_retries(&post(&target, b""), soon(), |_| false, &Cancel::default())
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("TLS failed: the server does not speak TLS there (is its URL http://?)"),
+        "{e}"
+    );
+    assert_eq!(connections.try_iter().count(), 1);
 }

@@ -471,6 +471,70 @@ fn a_budget_lives_in_a_redis_reached_over_its_unix_socket() {
 }
 
 #[test]
+fn a_redis_url_that_asks_for_what_it_would_not_get_is_refused_at_once() {
+    let redis = Redis::start_unix(Some("sockpw"));
+    let socket = redis.socket.as_ref().unwrap().display().to_string();
+    // Each would have reached the server: a misspelt parameter (database
+    // 0 used, with others' keys), a database no server has, a database in
+    // the query of a TCP URL.
+    for (url, says) in [
+        (
+            format!("redis+unix://{socket}?database=3&pass=sockpw"),
+            "a Unix socket's URL takes db, user, pass and protocol, not 'database'",
+        ),
+        (
+            format!("unix://{socket}?db=-1&pass=sockpw"),
+            "the database is a number from 0",
+        ),
+        (
+            "redis://127.0.0.1:1/?db=3".to_owned(),
+            "a redis:// URL names its database in its path, not in ?db= (redis://host:port/N)",
+        ),
+        (
+            format!("redis+unix://{socket}?db=abc&pass=sockpw"),
+            "the database is a number from 0 (a Redis has 16, 0 to 15, unless its `databases` says more), in ?db=",
+        ),
+    ] {
+        let err = locked_run_says(&url, 125, says);
+        assert!(
+            !err.contains("sockpw") && !err.contains("InvalidClientConfig"),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn a_unix_socket_path_that_is_no_socket_is_said_so() {
+    let dir = TempDir::new("no-socket");
+    let fifo = dir.join("redis.sock");
+    crate::support::make_fifo(&fifo);
+    let file = dir.join("redis.file");
+    std::fs::write(&file, "").unwrap();
+    for (path, what) in [(&fifo, "a FIFO"), (&file, "a regular file")] {
+        let url = format!("redis+unix://{}", path.display());
+        locked_run_says(
+            &url,
+            75,
+            &format!("unavailable (the path is {what}, not a socket)"),
+        );
+    }
+}
+
+/// What a run of `true` under `--lock` kept in the store `url` said, once
+/// it is checked to have exited with `code` and said `says`.
+fn locked_run_says(url: &str, code: i32, says: &str) -> String {
+    let out = backoff(["--lock", "job", "--budget-store", url, "--", "true"])
+        .timeout(PATIENCE)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{url}: {err}");
+    assert!(err.contains(says), "{url}: {err}");
+    err
+}
+
+#[test]
 fn rediss_urls_reach_a_redis_that_speaks_only_tls() {
     let redis = Redis::start_with(Some("tlspw"), true);
     let url = format!("rediss://:tlspw@127.0.0.1:{}", redis.port);

@@ -18,13 +18,16 @@ const UUID: &str = "0c9e4f1a-redirected-check";
 /// (http://), and `to_https` with 308 to `https`, which has a certificate
 /// of Caddy's local authority (`root_ca`) and passes requests on to the
 /// backend, but for those under `/down/`, redirected with 308 to the
-/// backend over http://.
+/// backend over http://; `relative` redirects with a relative `Location`
+/// (a query alone under `/q/`, `../../up` and the path under `/d/`) and
+/// passes on the rest to the backend, its path as it came.
 struct Caddy {
     child: Child,
     dir: TempDir,
     http: u16,
     to_https: u16,
     https: u16,
+    relative: u16,
 }
 
 impl Caddy {
@@ -32,7 +35,8 @@ impl Caddy {
     /// on one line naming `test`, where caddy is not installed.
     fn start(test: &str, backend: u16) -> Option<Caddy> {
         let dir = TempDir::new("caddy");
-        let (http, to_https, https) = (free_port(), free_port(), free_port());
+        let (http, to_https, https, relative) =
+            (free_port(), free_port(), free_port(), free_port());
         let config = format!(
             "{{
 	admin off
@@ -54,6 +58,15 @@ http://127.0.0.1:{to_https} {{
 https://127.0.0.1:{https} {{
 	tls internal
 	redir /down/* http://127.0.0.1:{backend}{{uri}} 308
+	reverse_proxy 127.0.0.1:{backend}
+}}
+http://127.0.0.1:{relative} {{
+	@query {{
+		path /q/*
+		not query moved=1
+	}}
+	redir @query ?moved=1 308
+	redir /d/* ../../up{{path}} 308
 	reverse_proxy 127.0.0.1:{backend}
 }}
 ",
@@ -84,10 +97,11 @@ https://127.0.0.1:{https} {{
             http,
             to_https,
             https,
+            relative,
         };
         eventually("caddy listens and has made its authority", || {
             caddy.root_ca().exists()
-                && [http, to_https, https]
+                && [http, to_https, https, relative]
                     .iter()
                     .all(|p| std::net::TcpStream::connect(("127.0.0.1", *p)).is_ok())
         });
@@ -304,6 +318,65 @@ fn recording(count: usize) -> (u16, std::sync::mpsc::Receiver<String>) {
         }
     });
     (port, rx)
+}
+
+#[test]
+fn relative_redirects_credentials_and_plain_http_through_caddy() {
+    let (backend, heads) = recording(6);
+    let Some(caddy) = Caddy::start(
+        "relative_redirects_credentials_and_plain_http_through_caddy",
+        backend,
+    ) else {
+        return;
+    };
+    // To another port of the same host: another service, which gets the
+    // check-ins and not the credentials.
+    let url = format!("http://backup:s3cret@127.0.0.1:{}/{UUID}", caddy.http);
+    succeeds_saying(&mut backoff(["--ping", &url, "--", "true"]));
+    // A query alone keeps the path; "../" goes up from it, not sent as is.
+    for under in ["q", "d"] {
+        let url = format!("http://127.0.0.1:{}/{under}/{UUID}", caddy.relative);
+        let stderr = succeeds_saying(&mut backoff(["--ping", &url, "--", "true"]));
+        assert!(!stderr.contains("check-in"), "{stderr}");
+    }
+    // https:// to a server that speaks plain HTTP: said so, at once.
+    let started = Instant::now();
+    let url = format!("https://127.0.0.1:{}/q/{UUID}", caddy.relative);
+    let stderr = succeeds_saying(&mut backoff([
+        "--ping",
+        &url,
+        "--ping-timeout",
+        "1m",
+        "--",
+        "true",
+    ]));
+    assert!(
+        stderr.contains("TLS failed: the server does not speak TLS there (is its URL http://?)"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let got: Vec<String> = (0..6)
+        .map(|_| heads.recv_timeout(PATIENCE).unwrap())
+        .collect();
+    let first_lines: Vec<&str> = got.iter().map(|h| h.lines().next().unwrap()).collect();
+    for (i, want) in [
+        format!("GET /{UUID}/start?rid="),
+        format!("POST /{UUID}?rid="),
+        format!("GET /q/{UUID}/start?moved=1 "),
+        format!("POST /q/{UUID}?moved=1 "),
+        format!("GET /up/d/{UUID}/start "),
+        format!("POST /up/d/{UUID} "),
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(first_lines[i].starts_with(want.as_str()), "{first_lines:?}");
+    }
+    assert!(
+        got.iter()
+            .all(|h| !h.to_ascii_lowercase().contains("authorization")),
+        "{got:?}"
+    );
 }
 
 #[test]

@@ -684,4 +684,14 @@ fn a_ping_body_limit_without_a_check_in_is_refused_unless_the_environment_gave_i
         .stderr(predicates::str::contains(
             "invalid value '11MB' for '--ping-body-limit': at most 10MB",
         ));
+    // A negative size is said so, for --output-limit too (it was
+    // "unexpected argument '-1'").
+    for option in ["--ping-body-limit", "--output-limit"] {
+        backoff([option, "-1", "--", "true"])
+            .assert()
+            .code(125)
+            .stderr(predicates::str::contains(format!(
+                "invalid value '-1' for '{option}': a size cannot be negative\n"
+            )));
+    }
 }

@@ -529,7 +529,8 @@ pub fn dup_stderr() -> io::Result<File> {
 /// # Errors
 ///
 /// As socket(2) and connect(2); `TimedOut` (`WouldBlock` on some systems)
-/// when the limit passed.
+/// when the limit passed; `ConnectionRefused` that names what the path is
+/// when it is not a socket.
 pub fn connect_unix(
     path: &std::path::Path,
     limit: Option<std::time::Duration>,
@@ -544,8 +545,21 @@ pub fn connect_unix(
     // At least a millisecond: a timeout of zero would be none.
     let limit = limit.map(|l| l.max(std::time::Duration::from_millis(1)));
     rustix::net::sockopt::set_socket_timeout(&socket, rustix::net::sockopt::Timeout::Send, limit)?;
-    rustix::net::connect(&socket, &SocketAddrUnix::new(path)?)?;
-    Ok(std::os::unix::net::UnixStream::from(socket))
+    match rustix::net::connect(&socket, &SocketAddrUnix::new(path)?) {
+        Ok(()) => Ok(std::os::unix::net::UnixStream::from(socket)),
+        // What is there is no socket at all (a FIFO, a regular file), not
+        // a server that is down: said so.
+        Err(rustix::io::Errno::CONNREFUSED) => match std::fs::metadata(path) {
+            Ok(meta) if !std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()) => {
+                Err(io::Error::new(
+                    io::ErrorKind::ConnectionRefused,
+                    format!("the path is {}, not a socket", kind_of(&meta)),
+                ))
+            }
+            _ => Err(rustix::io::Errno::CONNREFUSED.into()),
+        },
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// What a file that is not a regular file is, in a few words ("a FIFO").
