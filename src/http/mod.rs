@@ -26,9 +26,9 @@
 //!   (`Target::host`), errors included.
 
 use std::io::Read;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
 #[cfg(feature = "tls")]
 use std::sync::OnceLock;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine as _;

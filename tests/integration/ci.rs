@@ -1277,6 +1277,33 @@ fn the_composite_action_runs_a_simple_command_directly_so_that_its_preset_applie
 }
 
 #[test]
+fn a_run_input_that_execs_a_simple_command_runs_it_directly() {
+    // `exec` is what bash would do with it: curl's preset still applies,
+    // with spaces or a tab after the word.
+    for run in ["exec curl -fsS URL", "  exec\tcurl -fsS URL\n"] {
+        let server = Server::cycling(vec![Reply::new(404, "no\n")]);
+        let run = run.replace("URL", &server.url);
+        let (out, got) = run_step_alone(&[("run", &run), ("base", "1ms"), ("args", "-v")]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(server.requests().len(), 1, "{run:?}: {stderr}");
+        assert_eq!(got["reason"], "stopped", "{run:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("running curl -fsS {}\n", server.url)),
+            "{run:?}: {stderr}"
+        );
+    }
+    // Behind shell syntax, the warning names curl, not exec.
+    let server = Server::cycling(vec![Reply::new(404, "no\n")]);
+    let run = format!("exec curl -fsS {} | cat", server.url);
+    let (out, _) = run_step_alone(&[("run", &run), ("base", "1ms"), ("attempts", "2")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("bash runs it and curl's preset does not apply"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_run_input_with_shell_syntax_or_a_builtin_runs_with_bash() {
     let dir = TempDir::new("action-shell");
     let file = dir.join("said");
