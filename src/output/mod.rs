@@ -249,7 +249,7 @@ impl Capture {
             outs: [fd::Out::stdout().ok(), fd::Out::stderr().ok()],
             states: [State::Open, State::Open],
             room,
-            ended: true,
+            ended: [true, true],
             given: 0,
             stop: None,
         });
@@ -352,9 +352,10 @@ struct Writer<'a> {
     outs: [Option<fd::Out>; 2],
     states: [State; 2],
     room: &'a mut dyn FnMut(&fd::Out) -> Room,
-    /// Whether the last byte written ended a line: the line that tells of
-    /// a cut starts one of its own.
-    ended: bool,
+    /// Whether the last byte written to each stream (stdout, stderr)
+    /// ended a line: the line that tells of a cut starts one of its own on
+    /// stderr, whatever stdout's last line was.
+    ended: [bool; 2],
     /// Bytes of the output given to be written so far (not the lines
     /// that tell of a cut).
     given: u64,
@@ -391,7 +392,7 @@ impl Writer<'_> {
                     return Ok(());
                 }
                 Ok(n) => {
-                    self.ended = rest[n - 1] == b'\n';
+                    self.ended[i] = rest[n - 1] == b'\n';
                     rest = &rest[n..];
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -429,7 +430,7 @@ impl Writer<'_> {
         if !matches!(self.states[1], State::Open) {
             return Ok(());
         }
-        let written = if self.ended {
+        let written = if self.ended[1] {
             self.write(Stream::Err, line)
         } else {
             self.write(Stream::Err, b"\n")

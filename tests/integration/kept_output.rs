@@ -596,3 +596,59 @@ fn temporary_files_past_the_file_size_limit_keep_what_fit_and_the_end() {
         "{stderr}"
     );
 }
+
+/// A command that writes `partial` to stderr with no newline, waits until
+/// backoff has read it (its pipe is empty again), then writes 100 lines
+/// on stdout and exits 3: stderr's last line is unfinished when stdout's
+/// ends.
+const STDERR_UNFINISHED: &str = r#"
+import fcntl, os, struct, sys, termios, time
+os.write(2, b"partial")
+deadline = time.monotonic() + 60
+while struct.unpack("i", fcntl.ioctl(2, termios.FIONREAD, b"\0\0\0\0"))[0] > 0:
+    if time.monotonic() > deadline:
+        sys.exit(99)
+    time.sleep(0.01)
+os.write(1, b"o\n" * 100)
+sys.exit(3)
+"#;
+
+#[test]
+fn the_cut_line_starts_a_line_of_stderr_after_an_unfinished_one() {
+    let test = "the_cut_line_starts_a_line_of_stderr_after_an_unfinished_one";
+    if crate::support::checked_by(
+        test,
+        "python3",
+        std::process::Command::new("python3").arg("--version"),
+    )
+    .is_none()
+    {
+        return;
+    }
+    // The head is "partial" on stderr and "o\n" on stdout, which ends a
+    // line of stdout, not of stderr.
+    let out = backoff([
+        "--output",
+        "on-failure",
+        "--output-limit",
+        "18",
+        "--attempts",
+        "1",
+        "--",
+        "python3",
+        "-c",
+        STDERR_UNFINISHED,
+    ])
+    .assert()
+    .code(3)
+    .get_output()
+    .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines[0], "partial", "{stderr}");
+    assert!(
+        lines[1].starts_with("backoff: ") && lines[1].contains(" of output cut here: "),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("o\n"));
+}
