@@ -229,12 +229,20 @@ impl Cut<'_> {
     pub fn message(&self) -> String {
         use crate::report::bytes as size;
         match *self {
-            Cut::Limit { bytes, limit } => format!(
-                "{} of output cut here: --output-limit {} keeps the first and the last {}",
-                size(bytes),
-                size(limit),
-                size(limit / 2)
-            ),
+            Cut::Limit { bytes, limit } => {
+                // An odd limit gives the tail the byte more.
+                let (head, tail) = (limit / 2, limit - limit / 2);
+                let shares = if head == tail {
+                    format!("the first and the last {}", size(head))
+                } else {
+                    format!("the first {} and the last {}", size(head), size(tail))
+                };
+                format!(
+                    "{} of output cut here: --output-limit {} keeps {shares}",
+                    size(bytes),
+                    size(limit)
+                )
+            }
             Cut::Full { bytes, why } => {
                 let state = if matches!(
                     why.kind(),
@@ -476,6 +484,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_cut_line_names_each_share_of_the_limit_as_kept() {
+        let line = |limit| Cut::Limit { bytes: 10, limit }.message();
+        assert!(
+            line(18).ends_with("--output-limit 18 bytes keeps the first and the last 9 bytes"),
+            "{}",
+            line(18)
+        );
+        assert!(
+            line(3).ends_with("--output-limit 3 bytes keeps the first 1 byte and the last 2 bytes"),
+            "{}",
+            line(3)
+        );
     }
 
     #[test]
