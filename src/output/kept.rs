@@ -268,15 +268,34 @@ impl Kept {
     ///
     /// # Errors
     ///
-    /// When the temporary files cannot be made.
+    /// When the temporary files cannot be made: the error names the
+    /// directory, and says how to give another.
     pub fn new(limit: u64) -> io::Result<Kept> {
         let limit = limit.max(2);
         let head_share = limit / 2;
+        let made = || -> io::Result<(Part, [Part; 2])> {
+            Ok((Part::new()?, [Part::new()?, Part::new()?]))
+        };
+        let (head, tail) = made().map_err(|e| {
+            let from = if std::env::var_os("TMPDIR").is_some() {
+                " (TMPDIR)"
+            } else {
+                ""
+            };
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot make a temporary file in '{}'{from}: {}; set TMPDIR to a directory backoff can write to",
+                    std::env::temp_dir().display(),
+                    crate::classify::describe(&e)
+                ),
+            )
+        })?;
         Ok(Kept {
             head_share,
             tail_share: limit - head_share,
-            head: Part::new()?,
-            tail: [Part::new()?, Part::new()?],
+            head,
+            tail,
             current: 0,
             seen: 0,
             spooled: 0,

@@ -652,3 +652,31 @@ fn the_cut_line_starts_a_line_of_stderr_after_an_unfinished_one() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("o\n"));
 }
+
+#[test]
+fn a_temporary_directory_that_cannot_be_used_is_named_at_the_start() {
+    let dir = TempDir::new("kept-tmpdir");
+    let fifo = dir.join("fifo");
+    crate::support::make_fifo(&fifo);
+    for tmpdir in [dir.join("gone"), fifo] {
+        let out = backoff(kept(&["--attempts", "1"], "echo out; exit 3"))
+            .env("TMPDIR", &tmpdir)
+            .assert()
+            .code(3)
+            .get_output()
+            .clone();
+        // Passed on as it comes, and said first, with the directory.
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let first = stderr.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with(&format!(
+                "backoff: cannot keep the output for --output on-failure: cannot make a temporary file in '{}' (TMPDIR): ",
+                tmpdir.display()
+            )) && first.ends_with(
+                "; set TMPDIR to a directory backoff can write to; it is passed on as it comes"
+            ),
+            "{stderr}"
+        );
+    }
+}
