@@ -112,6 +112,16 @@ fn own_option(options: &[OsString], command: &[OsString]) -> Option<String> {
     })?;
     let taken = usize::from(!joined && arg.get_action().takes_values());
     let said = format!("'{name}' is backoff's own option, which goes before '--'");
+    // Given there once more, it would be refused.
+    let repeats = matches!(
+        arg.get_action(),
+        clap::ArgAction::Append | clap::ArgAction::Count
+    );
+    if !repeats && given_already(options, arg.get_id()) {
+        return Some(format!(
+            "{said} and is given there already: take it out of the command"
+        ));
+    }
     if rest.len() <= taken {
         return Some(said);
     }
@@ -123,6 +133,17 @@ fn own_option(options: &[OsString], command: &[OsString]) -> Option<String> {
     line.push("--".into());
     line.extend(rest.iter().cloned());
     Some(format!("{said}: {}", quote_command(&line)))
+}
+
+/// Whether `options`, backoff's own words before the command, give the
+/// option `id` on the command line (not from the environment).
+fn given_already(options: &[OsString], id: &clap::Id) -> bool {
+    let words = std::iter::once(OsString::from("backoff"))
+        .chain(options.iter().cloned())
+        .chain(["--".into(), "true".into()]);
+    Cli::command()
+        .try_get_matches_from(words)
+        .is_ok_and(|m| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
 }
 
 /// What to refuse when the command's first words are the rest of a

@@ -1139,6 +1139,33 @@ fn backoffs_own_option_after_the_separator_is_told_to_go_before_it() {
 }
 
 #[test]
+fn backoffs_own_option_after_the_separator_and_before_it_too_is_told_to_be_taken_out() {
+    // Put before '--' once more, it would be refused: the advice is to take
+    // it out of the command, which then runs.
+    follow_advice(&[
+        (
+            &["-q", "--", "--quiet", "true"],
+            &[],
+            "'--quiet' is backoff's own option, which goes before '--' and is given there already: take it out of the command",
+            &["-q", "--", "true"],
+        ),
+        (
+            &["--max-retries=2", "--", "--max-retries", "0", "true"],
+            &[],
+            "'--max-retries' is backoff's own option, which goes before '--' and is given there already: take it out of the command",
+            &["--max-retries=2", "--", "true"],
+        ),
+    ]);
+    // From the environment it is no repeat: the line moves it.
+    follow_advice(&[(
+        &["--", "--max-retries", "0", "true"],
+        &[("BACKOFF_MAX_RETRIES", "2")],
+        "'--max-retries' is backoff's own option, which goes before '--': backoff --max-retries 0 -- true",
+        &["--max-retries", "0", "--", "true"],
+    )]);
+}
+
+#[test]
 fn the_short_help_shows_what_a_cron_job_needs_and_the_long_help_names_75_for_the_lock() {
     let short = help_text(&["-h"], Some("100"));
     let listed = listed_options(&short);
