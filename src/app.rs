@@ -309,9 +309,7 @@ fn release_output(
         return None;
     }
     let delivery = capture.write_out(&|message| cfg.warnings.line(message), room);
-    for message in delivery.messages() {
-        cfg.warnings.warn(&message);
-    }
+    delivery.tell(&cfg.warnings);
     delivery.signal()
 }
 

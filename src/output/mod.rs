@@ -288,6 +288,9 @@ pub struct Delivery {
     /// A stream that failed (a full disk), why, and the bytes of it not
     /// written.
     pub failed: Vec<(Stream, io::Error, u64)>,
+    /// Whether the last byte written to stderr left a line unfinished:
+    /// the lines that follow start one of their own.
+    pub unfinished: bool,
 }
 
 impl Delivery {
@@ -326,6 +329,17 @@ impl Delivery {
             ));
         }
         lines
+    }
+
+    /// Says `messages` with `say`, the first on a line of its own.
+    pub fn tell(&self, say: &crate::report::Warnings) {
+        for (i, message) in self.messages().iter().enumerate() {
+            if i == 0 && self.unfinished {
+                say.warn_on_a_line_of_its_own(message);
+            } else {
+                say.warn(message);
+            }
+        }
     }
 
     /// The terminating signal that ended the writing, if one did.
@@ -452,6 +466,7 @@ impl Writer<'_> {
             .map(|(sig, rest)| (sig, rest + kept.saturating_sub(self.given)));
         let mut delivery = Delivery {
             interrupted,
+            unfinished: !self.ended[1],
             ..Delivery::default()
         };
         for (stream, state) in [Stream::Out, Stream::Err].into_iter().zip(self.states) {
@@ -472,9 +487,7 @@ impl Drop for Capture {
     fn drop(&mut self) {
         let say = crate::report::Warnings::default();
         let delivery = self.write_out(&|message| say.line(message), &mut patiently);
-        for message in delivery.messages() {
-            say.warn(&message);
-        }
+        delivery.tell(&say);
     }
 }
 

@@ -681,3 +681,28 @@ fn a_temporary_directory_that_cannot_be_used_is_named_at_the_start() {
         );
     }
 }
+
+#[test]
+fn what_could_not_be_written_is_said_on_a_line_of_its_own_after_an_unfinished_one() {
+    let test = "what_could_not_be_written_is_said_on_a_line_of_its_own_after_an_unfinished_one";
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("skipped {test}: there is no /dev/full");
+        return;
+    }
+    // -q: the command's stderr, unfinished, is the last of the output;
+    // stdout refuses every write.
+    let mut cmd = command(kept(
+        &["-q", "--attempts", "1"],
+        "echo out; printf partial >&2; exit 3",
+    ));
+    cmd.stdin(Stdio::null())
+        .stdout(File::create("/dev/full").unwrap())
+        .stderr(Stdio::piped());
+    let out = output_within(cmd.spawn().unwrap());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(
+        stderr,
+        "partial\nbackoff: cannot write 4 bytes of the kept output to stdout: No space left on device\n"
+    );
+}
