@@ -1305,15 +1305,19 @@ fn a_run_input_that_execs_a_simple_command_runs_it_directly() {
             "{run:?}: {stderr}"
         );
     }
-    // Behind shell syntax, the warning names curl, not exec.
-    let server = Server::cycling(vec![Reply::new(404, "no\n")]);
-    let run = format!("exec curl -fsS {} | cat", server.url);
-    let (out, _) = run_step_alone(&[("run", &run), ("base", "1ms"), ("attempts", "2")]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("bash runs it and curl's preset does not apply"),
-        "{stderr}"
-    );
+    // Behind shell syntax, the warning names curl, not exec, nor the
+    // assignments before it.
+    for run in ["exec curl -fsS URL | cat", "A=1 B=2\tcurl -fsS URL"] {
+        let server = Server::cycling(vec![Reply::new(404, "no\n")]);
+        let run = run.replace("URL", &server.url);
+        let (out, _) = run_step_alone(&[("run", &run), ("base", "1ms"), ("attempts", "2")]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(server.requests().len(), 2, "{run:?}: {stderr}");
+        assert!(
+            stderr.contains("bash runs it and curl's preset does not apply"),
+            "{run:?}: {stderr}"
+        );
+    }
 }
 
 #[test]
