@@ -1291,31 +1291,38 @@ fn the_composite_action_runs_a_simple_command_directly_so_that_its_preset_applie
 
 #[test]
 fn a_run_input_that_execs_a_simple_command_runs_it_directly() {
+    // `run` (URL in it the server's, which answers 404) run with `given`
+    // and -v: the requests made, what was said, and the reason.
+    let request = |run: &str, given: &[(&str, &str)]| {
+        let server = Server::cycling(vec![Reply::new(404, "no\n")]);
+        let run = run.replace("URL", &server.url);
+        let mut inputs = vec![("run", run.as_str()), ("base", "1ms"), ("args", "-v")];
+        inputs.extend_from_slice(given);
+        let (out, got) = run_step_alone(&inputs);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let said = format!("{run:?}: {stderr}");
+        (
+            server.requests().len(),
+            stderr.replace(&server.url, "URL"),
+            got["reason"].clone(),
+            said,
+        )
+    };
     // `exec` is what bash would do with it: curl's preset still applies,
     // with spaces or a tab after the word.
     for run in ["exec curl -fsS URL", "  exec\tcurl -fsS URL\n"] {
-        let server = Server::cycling(vec![Reply::new(404, "no\n")]);
-        let run = run.replace("URL", &server.url);
-        let (out, got) = run_step_alone(&[("run", &run), ("base", "1ms"), ("args", "-v")]);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(server.requests().len(), 1, "{run:?}: {stderr}");
-        assert_eq!(got["reason"], "stopped", "{run:?}: {stderr}");
-        assert!(
-            stderr.contains(&format!("running curl -fsS {}\n", server.url)),
-            "{run:?}: {stderr}"
-        );
+        let (requests, stderr, reason, said) = request(run, &[]);
+        assert_eq!((requests, reason.as_str()), (1, "stopped"), "{said}");
+        assert!(stderr.contains("running curl -fsS URL\n"), "{said}");
     }
     // Behind shell syntax, the warning names curl, not exec, nor the
     // assignments before it.
     for run in ["exec curl -fsS URL | cat", "A=1 B=2\tcurl -fsS URL"] {
-        let server = Server::cycling(vec![Reply::new(404, "no\n")]);
-        let run = run.replace("URL", &server.url);
-        let (out, _) = run_step_alone(&[("run", &run), ("base", "1ms"), ("attempts", "2")]);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(server.requests().len(), 2, "{run:?}: {stderr}");
+        let (requests, stderr, _, said) = request(run, &[("attempts", "2")]);
+        assert_eq!(requests, 2, "{said}");
         assert!(
             stderr.contains("bash runs it and curl's preset does not apply"),
-            "{run:?}: {stderr}"
+            "{said}"
         );
     }
 }
