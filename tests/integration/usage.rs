@@ -402,6 +402,17 @@ fn short_help_is_the_readme_table_on_one_screen() {
 }
 
 #[test]
+fn the_short_helps_example_is_one_line_at_80_columns() {
+    // A terminal's usual width: the example is copied whole from one line.
+    let help = help_text(&["-h"], Some("80"));
+    assert!(
+        help.lines()
+            .any(|l| l == "Options go before the command: backoff --max-retries 3 -- curl -fsS URL"),
+        "{help}"
+    );
+}
+
+#[test]
 fn long_help_names_every_option_of_every_command() {
     use clap::CommandFactory;
     fn check(cmd: &clap::Command, path: &[&str]) {
