@@ -1167,6 +1167,13 @@ fn backoffs_own_option_after_the_separator_and_before_it_too_is_told_to_be_taken
             &["--max-retries=2", "--", "true"],
         ),
     ]);
+    // A flag given a value goes without it.
+    follow_advice(&[(
+        &["--", "--quiet=1", "true"],
+        &[],
+        "'--quiet' is backoff's own option, which goes before '--' and takes no value: backoff --quiet -- true",
+        &["--quiet", "--", "true"],
+    )]);
     // From the environment it is no repeat: the line moves it.
     follow_advice(&[(
         &["--", "--max-retries", "0", "true"],
