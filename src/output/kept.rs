@@ -29,6 +29,13 @@ use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 /// more (less with a smaller `--output-limit`: half of it).
 pub const MEMORY_TAIL: u64 = 64 * 1024;
 
+/// The variable that names the temporary directory (Windows reads TMP
+/// first).
+#[cfg(not(windows))]
+const TEMP_VARIABLE: &str = "TMPDIR";
+#[cfg(windows)]
+const TEMP_VARIABLE: &str = "TMP";
+
 /// Which of the command's streams a chunk came on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
@@ -277,15 +284,15 @@ impl Kept {
             Ok((Part::new()?, [Part::new()?, Part::new()?]))
         };
         let (head, tail) = made().map_err(|e| {
-            let from = if std::env::var_os("TMPDIR").is_some() {
-                " (TMPDIR)"
+            let from = if std::env::var_os(TEMP_VARIABLE).is_some() {
+                format!(" ({TEMP_VARIABLE})")
             } else {
-                ""
+                String::new()
             };
             io::Error::new(
                 e.kind(),
                 format!(
-                    "cannot make a temporary file in '{}'{from}: {}; set TMPDIR to a directory backoff can write to",
+                    "cannot make a temporary file in '{}'{from}: {}; set {TEMP_VARIABLE} to a directory backoff can write to",
                     std::env::temp_dir().display(),
                     crate::classify::describe(&e)
                 ),
