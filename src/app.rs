@@ -282,7 +282,7 @@ fn capture(cfg: &RunConfig) -> Option<Capture> {
             let why = exec::describe(&e);
             cfg.warnings.warn(&match cfg.keep_output {
                 Some(_) => format!(
-                    "cannot keep the output for --output on-failure ({why}): it is passed on as it comes"
+                    "cannot keep the output for --output on-failure: {why}; it is passed on as it comes"
                 ),
                 None => format!(
                     "cannot read the output for the check-in ({why}): it carries the summary line alone"
@@ -309,9 +309,7 @@ fn release_output(
         return None;
     }
     let delivery = capture.write_out(&|message| cfg.warnings.line(message), room);
-    for message in delivery.messages() {
-        cfg.warnings.warn(&message);
-    }
+    delivery.tell(&cfg.warnings);
     delivery.signal()
 }
 

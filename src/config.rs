@@ -1417,6 +1417,11 @@ fn pings(
                 .into(),
         ));
     }
+    if !urls.any() && given.wrote("--ping-timeout") {
+        return Err(UsageError(
+            "--ping-timeout applies to the check-ins, and there are none: add --ping URL".into(),
+        ));
+    }
     Ok(urls)
 }
 

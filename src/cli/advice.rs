@@ -112,19 +112,48 @@ fn own_option(options: &[OsString], command: &[OsString]) -> Option<String> {
         Some(long) => a.get_long() == Some(long),
         None => short.is_some() && a.get_short() == short,
     })?;
-    let taken = usize::from(!joined && arg.get_action().takes_values());
-    let said = format!("'{name}' is backoff's own option, which goes before '--'");
+    let takes_values = arg.get_action().takes_values();
+    let taken = usize::from(!joined && takes_values);
+    let mut said = format!("'{name}' is backoff's own option, which goes before '--'");
+    // Given there once more, it would be refused.
+    let repeats = matches!(
+        arg.get_action(),
+        clap::ArgAction::Append | clap::ArgAction::Count
+    );
+    if !repeats && given_already(options, arg.get_id()) {
+        return Some(format!(
+            "{said} and is given there already: take it out of the command"
+        ));
+    }
+    // `--quiet=1`: a flag given a value, which it would refuse.
+    let program = if joined && !takes_values {
+        said.push_str(" and takes no value");
+        OsString::from(name)
+    } else {
+        program.clone()
+    };
     if rest.len() <= taken {
         return Some(said);
     }
     let (value, rest) = rest.split_at(taken);
     let mut line = vec![OsString::from("backoff")];
     line.extend(options.iter().cloned());
-    line.push(program.clone());
+    line.push(program);
     line.extend(value.iter().cloned());
     line.push("--".into());
     line.extend(rest.iter().cloned());
     Some(format!("{said}: {}", quote_command(&line)))
+}
+
+/// Whether `options`, backoff's own words before the command, give the
+/// option `id` on the command line (not from the environment).
+fn given_already(options: &[OsString], id: &clap::Id) -> bool {
+    let words = std::iter::once(OsString::from("backoff"))
+        .chain(options.iter().cloned())
+        .chain(["--".into(), "true".into()]);
+    Cli::command()
+        .try_get_matches_from(words)
+        .is_ok_and(|m| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
 }
 
 /// What to refuse when the command's first words are the rest of a

@@ -45,7 +45,7 @@ Examples:
 
 /// What `-h` ends with: a few examples, and where the rest is.
 const AFTER_SHORT_HELP: &str = "\
-Options go before the command: backoff --max-retries 3 -- curl -fsS https://api.example.test/
+Options go before the command: backoff --max-retries 3 -- curl -fsS URL
 A short list: 'backoff --help' gives every option, 'man backoff' the details.";
 
 /// The options `-h` shows, by id: those most runs need. `--help` and the

@@ -692,12 +692,14 @@ fn bytes(s: &str) -> Result<Option<u64>, String> {
             ));
         }
     };
-    let Ok(n) = number.parse::<u64>() else {
-        return Err(
+    match number.parse::<u64>() {
+        Ok(n) => Ok(n.checked_mul(unit)),
+        // Digits past u64: too large, as an overflow of the unit is.
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Ok(None),
+        Err(_) => Err(
             "a size is a whole number of bytes, KB, KiB, MB, MiB, GB or GiB, as in 512KiB".into(),
-        );
-    };
-    Ok(n.checked_mul(unit))
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -713,7 +715,11 @@ mod tests {
         assert_eq!(ping_body_limit("0"), Ok(0));
         assert_eq!(ping_body_limit("10MB"), Ok(MAX_PING_BODY_LIMIT));
         assert!(ping_body_limit("10MiB").is_err());
-        assert!(ping_body_limit("99999999999999999999").is_err());
+        assert_eq!(
+            ping_body_limit("99999999999999999999"),
+            Err("at most 10MB (10000000 bytes)".into())
+        );
+        assert_eq!(size("99999999999999999999KB"), Err("at most 1GiB".into()));
         assert_eq!(size("-1KB"), Err("a size cannot be negative".into()));
         assert!(
             ping_body_limit("5 parsecs")

@@ -115,6 +115,9 @@ What fit there is written, and the other stream's part; \fBcannot write 43358 by
 A reader goes away (\fBhead\fR)
 The other stream gets its part; nothing is said, as for the command's own writes.
 .TP
+\fBTMPDIR\fR cannot be used (missing, not a directory)
+All of it is passed on as it comes, as with \fB\-\-output live\fR; at the start: \fBcannot keep the output for \-\-output on\-failure: cannot make a temporary file in '/tmp/gone' (TMPDIR): No such file or directory; set TMPDIR to a directory backoff can write to; it is passed on as it comes\fR.
+.TP
 \fBTMPDIR\fR fills up
 What the temporary files hold is written, then the last 64 KiB (half of \fB\-\-output\-limit\fR if less), kept in memory: the error and backoff's closing lines. At the cut: \fB4.3 MiB of output cut here: the temporary directory '/tmp' is full (No space left on device); what follows is the end of the output\fR. A full \fBTMPDIR\fR is never blamed on \fB\-\-output\-limit\fR; when the memory holds all that came after, nothing is cut and nothing is said.
 "#;

@@ -29,6 +29,13 @@ use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 /// more (less with a smaller `--output-limit`: half of it).
 pub const MEMORY_TAIL: u64 = 64 * 1024;
 
+/// The variable that names the temporary directory (Windows reads TMP
+/// first).
+#[cfg(not(windows))]
+const TEMP_VARIABLE: &str = "TMPDIR";
+#[cfg(windows)]
+const TEMP_VARIABLE: &str = "TMP";
+
 /// Which of the command's streams a chunk came on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
@@ -229,12 +236,20 @@ impl Cut<'_> {
     pub fn message(&self) -> String {
         use crate::report::bytes as size;
         match *self {
-            Cut::Limit { bytes, limit } => format!(
-                "{} of output cut here: --output-limit {} keeps the first and the last {}",
-                size(bytes),
-                size(limit),
-                size(limit / 2)
-            ),
+            Cut::Limit { bytes, limit } => {
+                // An odd limit gives the tail the byte more.
+                let (head, tail) = (limit / 2, limit - limit / 2);
+                let shares = if head == tail {
+                    format!("the first and the last {}", size(head))
+                } else {
+                    format!("the first {} and the last {}", size(head), size(tail))
+                };
+                format!(
+                    "{} of output cut here: --output-limit {} keeps {shares}",
+                    size(bytes),
+                    size(limit)
+                )
+            }
             Cut::Full { bytes, why } => {
                 let state = if matches!(
                     why.kind(),
@@ -260,15 +275,34 @@ impl Kept {
     ///
     /// # Errors
     ///
-    /// When the temporary files cannot be made.
+    /// When the temporary files cannot be made: the error names the
+    /// directory, and says how to give another.
     pub fn new(limit: u64) -> io::Result<Kept> {
         let limit = limit.max(2);
         let head_share = limit / 2;
+        let made = || -> io::Result<(Part, [Part; 2])> {
+            Ok((Part::new()?, [Part::new()?, Part::new()?]))
+        };
+        let (head, tail) = made().map_err(|e| {
+            let from = if std::env::var_os(TEMP_VARIABLE).is_some() {
+                format!(" ({TEMP_VARIABLE})")
+            } else {
+                String::new()
+            };
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot make a temporary file in '{}'{from}: {}; set {TEMP_VARIABLE} to a directory backoff can write to",
+                    std::env::temp_dir().display(),
+                    crate::classify::describe(&e)
+                ),
+            )
+        })?;
         Ok(Kept {
             head_share,
             tail_share: limit - head_share,
-            head: Part::new()?,
-            tail: [Part::new()?, Part::new()?],
+            head,
+            tail,
             current: 0,
             seen: 0,
             spooled: 0,
@@ -476,6 +510,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_cut_line_names_each_share_of_the_limit_as_kept() {
+        let line = |limit| Cut::Limit { bytes: 10, limit }.message();
+        assert!(
+            line(18).ends_with("--output-limit 18 bytes keeps the first and the last 9 bytes"),
+            "{}",
+            line(18)
+        );
+        assert!(
+            line(3).ends_with("--output-limit 3 bytes keeps the first 1 byte and the last 2 bytes"),
+            "{}",
+            line(3)
+        );
     }
 
     #[test]

@@ -249,7 +249,7 @@ impl Capture {
             outs: [fd::Out::stdout().ok(), fd::Out::stderr().ok()],
             states: [State::Open, State::Open],
             room,
-            ended: true,
+            ended: [true, true],
             given: 0,
             stop: None,
         });
@@ -288,6 +288,9 @@ pub struct Delivery {
     /// A stream that failed (a full disk), why, and the bytes of it not
     /// written.
     pub failed: Vec<(Stream, io::Error, u64)>,
+    /// Whether the last byte written to stderr left a line unfinished:
+    /// the lines that follow start one of their own.
+    pub unfinished: bool,
 }
 
 impl Delivery {
@@ -328,6 +331,17 @@ impl Delivery {
         lines
     }
 
+    /// Says `messages` with `say`, the first on a line of its own.
+    pub fn tell(&self, say: &crate::report::Warnings) {
+        for (i, message) in self.messages().iter().enumerate() {
+            if i == 0 && self.unfinished {
+                say.warn_on_a_line_of_its_own(message);
+            } else {
+                say.warn(message);
+            }
+        }
+    }
+
     /// The terminating signal that ended the writing, if one did.
     pub fn signal(&self) -> Option<i32> {
         self.interrupted.map(|(sig, _)| sig)
@@ -352,9 +366,10 @@ struct Writer<'a> {
     outs: [Option<fd::Out>; 2],
     states: [State; 2],
     room: &'a mut dyn FnMut(&fd::Out) -> Room,
-    /// Whether the last byte written ended a line: the line that tells of
-    /// a cut starts one of its own.
-    ended: bool,
+    /// Whether the last byte written to each stream (stdout, stderr)
+    /// ended a line: the line that tells of a cut starts one of its own on
+    /// stderr, whatever stdout's last line was.
+    ended: [bool; 2],
     /// Bytes of the output given to be written so far (not the lines
     /// that tell of a cut).
     given: u64,
@@ -391,7 +406,7 @@ impl Writer<'_> {
                     return Ok(());
                 }
                 Ok(n) => {
-                    self.ended = rest[n - 1] == b'\n';
+                    self.ended[i] = rest[n - 1] == b'\n';
                     rest = &rest[n..];
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -429,7 +444,7 @@ impl Writer<'_> {
         if !matches!(self.states[1], State::Open) {
             return Ok(());
         }
-        let written = if self.ended {
+        let written = if self.ended[1] {
             self.write(Stream::Err, line)
         } else {
             self.write(Stream::Err, b"\n")
@@ -451,6 +466,7 @@ impl Writer<'_> {
             .map(|(sig, rest)| (sig, rest + kept.saturating_sub(self.given)));
         let mut delivery = Delivery {
             interrupted,
+            unfinished: !self.ended[1],
             ..Delivery::default()
         };
         for (stream, state) in [Stream::Out, Stream::Err].into_iter().zip(self.states) {
@@ -471,9 +487,7 @@ impl Drop for Capture {
     fn drop(&mut self) {
         let say = crate::report::Warnings::default();
         let delivery = self.write_out(&|message| say.line(message), &mut patiently);
-        for message in delivery.messages() {
-            say.warn(&message);
-        }
+        delivery.tell(&say);
     }
 }
 

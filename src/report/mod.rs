@@ -155,6 +155,12 @@ impl Warnings {
         let _ = Std::Err.write_all(self.line(message).as_bytes());
     }
 
+    /// Writes `message` as `warn` does, after a line of stderr left
+    /// unfinished: a newline first, in the same write.
+    pub fn warn_on_a_line_of_its_own(&self, message: &str) {
+        let _ = Std::Err.write_all(format!("\n{}", self.line(message)).as_bytes());
+    }
+
     /// Writes `message` as `warn` does, where no output mode hides it: a
     /// protection asked for that is off, or a command not run because of
     /// one. While the output is kept (`--output on-failure`), it goes to

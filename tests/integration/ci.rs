@@ -653,6 +653,8 @@ struct StepRunner<'a> {
     cache: &'a Cache,
     /// The outputs of the steps so far, by the step's id.
     outputs: BTreeMap<String, BTreeMap<String, String>>,
+    /// `RUNNER_OS`.
+    os: &'static str,
 }
 
 impl<'a> StepRunner<'a> {
@@ -664,6 +666,7 @@ impl<'a> StepRunner<'a> {
             path: std::env::var_os("PATH").unwrap_or_default(),
             cache,
             outputs: BTreeMap::new(),
+            os: "Linux",
         }
     }
 
@@ -839,7 +842,7 @@ impl<'a> StepRunner<'a> {
             .env("GITHUB_ACTION_PATH", &self.action_path)
             .env("GITHUB_WORKSPACE", self.workspace())
             .env("RUNNER_TEMP", self.runner_temp())
-            .env("RUNNER_OS", "Linux")
+            .env("RUNNER_OS", self.os)
             .env("RUNNER_ARCH", arch)
             .env("PATH", &self.path)
             // The build is kept, so that the suite's next run reuses it,
@@ -1200,15 +1203,25 @@ fn a_fold_closes_on_a_line_of_its_own_after_an_unfinished_last_line() {
 /// The action's run step, run with `given` inputs and the binary under
 /// test on PATH (as the install step leaves it): its output and outputs.
 fn run_step_alone(given: &[(&str, &str)]) -> (Output, BTreeMap<String, String>) {
+    run_step_on("Linux", None, given)
+}
+
+/// The action's run step on a runner of `os` (`RUNNER_OS`), with `more` on
+/// PATH after backoff, run with `given` inputs.
+fn run_step_on(
+    os: &'static str,
+    more: Option<&Path>,
+    given: &[(&str, &str)],
+) -> (Output, BTreeMap<String, String>) {
     let action = action();
     let cache = Cache(TempDir::new("action-cache"));
     let mut runner = StepRunner::new(&action, given, &cache);
+    runner.os = os;
     let bin_dir = runner.dir.join("bin");
     std::fs::create_dir_all(&bin_dir).unwrap();
     std::os::unix::fs::symlink(crate::support::bin(), bin_dir.join("backoff")).unwrap();
-    runner.path =
-        std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(&runner.path)))
-            .unwrap();
+    let first = std::iter::once(bin_dir).chain(more.map(Path::to_owned));
+    runner.path = std::env::join_paths(first.chain(std::env::split_paths(&runner.path))).unwrap();
     let i = step_of(&action, "run");
     let out = runner.step_output(i, &action["runs"]["steps"][i]);
     let got = outputs(&runner.files("output", i));
@@ -1274,6 +1287,78 @@ fn the_composite_action_runs_a_simple_command_directly_so_that_its_preset_applie
         stderr.contains("--preset curl cannot read the arguments of 'bash'"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_run_input_that_execs_a_simple_command_runs_it_directly() {
+    // `run` (URL in it the server's, which answers 404) run with `given`
+    // and -v: the requests made, what was said, and the reason.
+    let request = |run: &str, given: &[(&str, &str)]| {
+        let server = Server::cycling(vec![Reply::new(404, "no\n")]);
+        let run = run.replace("URL", &server.url);
+        let mut inputs = vec![("run", run.as_str()), ("base", "1ms"), ("args", "-v")];
+        inputs.extend_from_slice(given);
+        let (out, got) = run_step_alone(&inputs);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let said = format!("{run:?}: {stderr}");
+        (
+            server.requests().len(),
+            stderr.replace(&server.url, "URL"),
+            got["reason"].clone(),
+            said,
+        )
+    };
+    // `exec` is what bash would do with it: curl's preset still applies,
+    // with spaces or a tab after the word.
+    for run in ["exec curl -fsS URL", "  exec\tcurl -fsS URL\n"] {
+        let (requests, stderr, reason, said) = request(run, &[]);
+        assert_eq!((requests, reason.as_str()), (1, "stopped"), "{said}");
+        assert!(stderr.contains("running curl -fsS URL\n"), "{said}");
+    }
+    // Behind shell syntax, the warning names curl, not exec, nor the
+    // assignments before it.
+    for run in ["exec curl -fsS URL | cat", "A=1 B=2\tcurl -fsS URL"] {
+        let (requests, stderr, _, said) = request(run, &[("attempts", "2")]);
+        assert_eq!(requests, 2, "{said}");
+        assert!(
+            stderr.contains("bash runs it and curl's preset does not apply"),
+            "{said}"
+        );
+    }
+}
+
+#[test]
+fn on_windows_a_simple_command_runs_directly_only_when_it_is_an_exe() {
+    // Git Bash finds scripts and npm's shell script beside npm.cmd, which
+    // Windows' backoff cannot start: those stay bash's. Here `tool` has a
+    // `tool.exe` beside it, as Git Bash's programs have; `npm` has none.
+    let dir = TempDir::new("action-windows");
+    for (name, body) in [
+        ("tool", "#!/bin/sh\necho tool ran\n"),
+        ("tool.exe", ""),
+        ("npm", "#!/bin/sh\necho npm ran\n"),
+    ] {
+        std::fs::write(dir.join(name), body).unwrap();
+        std::fs::set_permissions(
+            dir.join(name),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    for (os, run, how) in [
+        ("Windows", "tool x", "running tool x\n"),
+        (
+            "Windows",
+            "npm ci",
+            "running bash -eo pipefail -c 'npm ci'\n",
+        ),
+        ("Linux", "npm ci", "running npm ci\n"),
+    ] {
+        let (out, got) = run_step_on(os, Some(dir.path()), &[("run", run), ("args", "-v")]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(got["reason"], "success", "{os}, {run}: {stderr}");
+        assert!(stderr.contains(how), "{os}, {run}: {stderr}");
+    }
 }
 
 #[test]

@@ -269,3 +269,87 @@ fn the_readmes_cron_line_runs_under_cron_and_mails_only_a_failure() {
     let got = m.requests(4);
     assert!(got[3].starts_with("POST /uuid/3?rid="), "{got:?}");
 }
+
+#[test]
+fn the_readmes_cron_line_as_a_user_without_a_home_says_so_and_runs_with_budget_dir() {
+    let test = "the_readmes_cron_line_as_a_user_without_a_home_says_so_and_runs_with_budget_dir";
+    if !is_root() {
+        eprintln!("skipped {test}: it needs root, to run the line as nobody");
+        return;
+    }
+    // SAFETY: a C string of the test's, and the entry read at once.
+    let nobody =
+        unsafe { libc::getpwnam(c"nobody".as_ptr()).as_ref() }.map(|p| (p.pw_uid, p.pw_gid));
+    let Some((uid, gid)) = nobody else {
+        eprintln!("skipped {test}: there is no user nobody");
+        return;
+    };
+    // backoff installed for the whole system, as Install says, here in a
+    // directory of the test's that every user can read.
+    let dir = TempDir::new("cron-nobody");
+    let closed = dir.path().ancestors().skip(1).find(|p| {
+        std::fs::metadata(p)
+            .is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o001 == 0)
+    });
+    if let Some(closed) = closed {
+        eprintln!("skipped {test}: nobody cannot enter {}", closed.display());
+        return;
+    }
+    let open = |path: &std::path::Path, mode| {
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+    };
+    open(dir.path(), 0o755);
+    let installed = dir.join("backoff");
+    std::fs::copy(bin(), &installed).unwrap();
+    open(&installed, 0o755);
+    let m = Monitor::start("ok");
+    let splay = Regex::new(r"--splay [0-9a-z]+").unwrap();
+    let line = readme_cron_line();
+    let command = splay
+        .replace(&line, "--splay 1s")
+        .replace("https://hc-ping.com/UUID", &m.url("uuid"))
+        .replace("/usr/local/bin/sync", "/bin/true");
+    let command = &command[command.find(SYSTEM_BACKOFF).expect("backoff's path")..];
+    let run = |command: &str| {
+        let mut cmd = as_cron_runs(command, std::path::Path::new("/nonexistent"));
+        std::os::unix::process::CommandExt::uid(&mut cmd, uid);
+        std::os::unix::process::CommandExt::gid(&mut cmd, gid);
+        output_for(cmd.spawn().unwrap(), PATIENCE)
+    };
+
+    // No home: the lock cannot be had, which is said with the fix.
+    let as_written = command.replacen(SYSTEM_BACKOFF, &installed.display().to_string(), 1);
+    let out = run(&as_written);
+    let mail = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(75), "{mail}");
+    assert!(
+        mail.contains(
+            "lock 'sync' unavailable (no budget directory: HOME '/nonexistent' does not exist"
+        ) && mail.contains("give --budget-dir DIR"),
+        "{mail}"
+    );
+
+    // The guide's fix: a directory of the user's.
+    let state = dir.join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::os::unix::fs::chown(&state, Some(uid), Some(gid)).unwrap();
+    let fixed = command.replacen(
+        SYSTEM_BACKOFF,
+        &format!("{} --budget-dir {}", installed.display(), state.display()),
+        1,
+    );
+    let out = run(&fixed);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    assert!(state.join("sync.lock").exists());
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/guide.md"))
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        guide.contains("`--lock` then runs nothing and exits 75")
+            && guide.contains("`--budget-dir /var/lib/sync`"),
+        "the guide's In cron says it"
+    );
+}

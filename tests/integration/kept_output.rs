@@ -579,9 +579,10 @@ fn temporary_files_past_the_file_size_limit_keep_what_fit_and_the_end() {
     // What fit of the chunk the file filled in, and the end.
     assert!(stdout.starts_with(&all[..9000]), "{stdout:.40}");
     assert!(stdout.ends_with("39999\n40000\n"), "{stderr}");
-    // The head ends in the middle of a line: the cut line starts its own.
-    let lines: Vec<&str> = stderr.lines().skip(1).collect();
-    assert!(stderr.starts_with('\n'), "{stderr}");
+    // The head ends in the middle of a line of stdout, which is no line of
+    // stderr's: the cut line is stderr's first, with no empty line above.
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(stderr.starts_with("backoff: "), "{stderr}");
     assert_eq!(lines.len(), 4, "{stderr}");
     assert!(
         lines[0].ends_with(&format!(
@@ -594,5 +595,114 @@ fn temporary_files_past_the_file_size_limit_keep_what_fit_and_the_end() {
     assert!(
         lines[3].starts_with("backoff: giving up after 1 attempt"),
         "{stderr}"
+    );
+}
+
+/// A command that writes `partial` to stderr with no newline, waits until
+/// backoff has read it (its pipe is empty again), then writes 100 lines
+/// on stdout and exits 3: stderr's last line is unfinished when stdout's
+/// ends.
+const STDERR_UNFINISHED: &str = r#"
+import fcntl, os, struct, sys, termios, time
+os.write(2, b"partial")
+deadline = time.monotonic() + 60
+while struct.unpack("i", fcntl.ioctl(2, termios.FIONREAD, b"\0\0\0\0"))[0] > 0:
+    if time.monotonic() > deadline:
+        sys.exit(99)
+    time.sleep(0.01)
+os.write(1, b"o\n" * 100)
+sys.exit(3)
+"#;
+
+#[test]
+fn the_cut_line_starts_a_line_of_stderr_after_an_unfinished_one() {
+    let test = "the_cut_line_starts_a_line_of_stderr_after_an_unfinished_one";
+    if crate::support::checked_by(
+        test,
+        "python3",
+        std::process::Command::new("python3").arg("--version"),
+    )
+    .is_none()
+    {
+        return;
+    }
+    // The head is "partial" on stderr and "o\n" on stdout, which ends a
+    // line of stdout, not of stderr.
+    let out = backoff([
+        "--output",
+        "on-failure",
+        "--output-limit",
+        "18",
+        "--attempts",
+        "1",
+        "--",
+        "python3",
+        "-c",
+        STDERR_UNFINISHED,
+    ])
+    .assert()
+    .code(3)
+    .get_output()
+    .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines[0], "partial", "{stderr}");
+    assert!(
+        lines[1].starts_with("backoff: ") && lines[1].contains(" of output cut here: "),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("o\n"));
+}
+
+#[test]
+fn a_temporary_directory_that_cannot_be_used_is_named_at_the_start() {
+    let dir = TempDir::new("kept-tmpdir");
+    let fifo = dir.join("fifo");
+    crate::support::make_fifo(&fifo);
+    for tmpdir in [dir.join("gone"), fifo] {
+        let out = backoff(kept(&["--attempts", "1"], "echo out; exit 3"))
+            .env("TMPDIR", &tmpdir)
+            .assert()
+            .code(3)
+            .get_output()
+            .clone();
+        // Passed on as it comes, and said first, with the directory.
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let first = stderr.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with(&format!(
+                "backoff: cannot keep the output for --output on-failure: cannot make a temporary file in '{}' (TMPDIR): ",
+                tmpdir.display()
+            )) && first.ends_with(
+                "; set TMPDIR to a directory backoff can write to; it is passed on as it comes"
+            ),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn what_could_not_be_written_is_said_on_a_line_of_its_own_after_an_unfinished_one() {
+    let test = "what_could_not_be_written_is_said_on_a_line_of_its_own_after_an_unfinished_one";
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("skipped {test}: there is no /dev/full");
+        return;
+    }
+    // -q: the command's stderr, unfinished, is the last of the output;
+    // stdout refuses every write.
+    let mut cmd = command(kept(
+        &["-q", "--attempts", "1"],
+        "echo out; printf partial >&2; exit 3",
+    ));
+    cmd.stdin(Stdio::null())
+        .stdout(File::create("/dev/full").unwrap())
+        .stderr(Stdio::piped());
+    let out = output_within(cmd.spawn().unwrap());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(
+        stderr,
+        "partial\nbackoff: cannot write 4 bytes of the kept output to stdout: No space left on device\n"
     );
 }

@@ -666,6 +666,22 @@ fn a_smaller_ping_body_limit_from_the_monitor_or_the_option_cuts_more() {
 }
 
 #[test]
+fn a_ping_timeout_without_a_check_in_is_refused() {
+    backoff(["--ping-timeout", "5s", "--", "true"])
+        .assert()
+        .code(125)
+        .stderr("backoff: --ping-timeout applies to the check-ins, and there are none: add --ping URL\n");
+    // With a check-in from the environment, it applies.
+    let m = Monitor::start("ok");
+    backoff(["--ping-timeout=5s", "--", "true"])
+        .env("BACKOFF_PING", m.url("uuid"))
+        .assert()
+        .success()
+        .stderr("");
+    assert_eq!(m.requests(2).len(), 2);
+}
+
+#[test]
 fn a_ping_body_limit_without_a_check_in_is_refused_unless_the_environment_gave_it() {
     backoff(["--ping-body-limit", "5000", "--", "true"])
         .assert()

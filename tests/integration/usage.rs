@@ -402,6 +402,17 @@ fn short_help_is_the_readme_table_on_one_screen() {
 }
 
 #[test]
+fn the_short_helps_example_is_one_line_at_80_columns() {
+    // A terminal's usual width: the example is copied whole from one line.
+    let help = help_text(&["-h"], Some("80"));
+    assert!(
+        help.lines()
+            .any(|l| l == "Options go before the command: backoff --max-retries 3 -- curl -fsS URL"),
+        "{help}"
+    );
+}
+
+#[test]
 fn long_help_names_every_option_of_every_command() {
     use clap::CommandFactory;
     fn check(cmd: &clap::Command, path: &[&str]) {
@@ -1137,6 +1148,40 @@ fn backoffs_own_option_after_the_separator_is_told_to_go_before_it() {
     let (code, stderr) = run_with(&["--", "--no-such-option"], &[]);
     assert_eq!(code, Some(127), "{stderr}");
     assert!(!stderr.contains("backoff's own option"), "{stderr}");
+}
+
+#[test]
+fn backoffs_own_option_after_the_separator_and_before_it_too_is_told_to_be_taken_out() {
+    // Put before '--' once more, it would be refused: the advice is to take
+    // it out of the command, which then runs.
+    follow_advice(&[
+        (
+            &["-q", "--", "--quiet", "true"],
+            &[],
+            "'--quiet' is backoff's own option, which goes before '--' and is given there already: take it out of the command",
+            &["-q", "--", "true"],
+        ),
+        (
+            &["--max-retries=2", "--", "--max-retries", "0", "true"],
+            &[],
+            "'--max-retries' is backoff's own option, which goes before '--' and is given there already: take it out of the command",
+            &["--max-retries=2", "--", "true"],
+        ),
+    ]);
+    // A flag given a value goes without it.
+    follow_advice(&[(
+        &["--", "--quiet=1", "true"],
+        &[],
+        "'--quiet' is backoff's own option, which goes before '--' and takes no value: backoff --quiet -- true",
+        &["--quiet", "--", "true"],
+    )]);
+    // From the environment it is no repeat: the line moves it.
+    follow_advice(&[(
+        &["--", "--max-retries", "0", "true"],
+        &[("BACKOFF_MAX_RETRIES", "2")],
+        "'--max-retries' is backoff's own option, which goes before '--': backoff --max-retries 0 -- true",
+        &["--max-retries", "0", "--", "true"],
+    )]);
 }
 
 #[test]
