@@ -535,13 +535,22 @@ pub fn connect_unix(
     path: &std::path::Path,
     limit: Option<std::time::Duration>,
 ) -> io::Result<std::os::unix::net::UnixStream> {
-    use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
+    use rustix::net::{AddressFamily, SocketAddrUnix, SocketType};
+    #[cfg(not(target_vendor = "apple"))]
     let socket = rustix::net::socket_with(
         AddressFamily::UNIX,
         SocketType::STREAM,
-        SocketFlags::CLOEXEC,
+        rustix::net::SocketFlags::CLOEXEC,
         None,
     )?;
+    // macOS has no SOCK_CLOEXEC: the flag is set on the new descriptor at
+    // once, as the standard library does there.
+    #[cfg(target_vendor = "apple")]
+    let socket = {
+        let socket = rustix::net::socket(AddressFamily::UNIX, SocketType::STREAM, None)?;
+        rustix::io::fcntl_setfd(&socket, rustix::io::FdFlags::CLOEXEC)?;
+        socket
+    };
     // At least a millisecond: a timeout of zero would be none.
     let limit = limit.map(|l| l.max(std::time::Duration::from_millis(1)));
     rustix::net::sockopt::set_socket_timeout(&socket, rustix::net::sockopt::Timeout::Send, limit)?;
