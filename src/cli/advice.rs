@@ -101,6 +101,11 @@ fn own_option(options: &[OsString], command: &[OsString]) -> Option<String> {
     let (name, joined) = word
         .split_once('=')
         .map_or((word, false), |(n, _)| (n, true));
+    // This runs before every run's first attempt: backoff's options are
+    // built only for a program that could be one of them.
+    if !name.starts_with('-') {
+        return None;
+    }
     let cli = Cli::command();
     // `--long`, or `-s`: one letter.
     let (long, mut letters) = (
