@@ -25,16 +25,11 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 
+use crate::sys::fd::TEMP_VARIABLE;
+
 /// The most output kept in memory once the temporary files can take no
 /// more (less with a smaller `--output-limit`: half of it).
 pub const MEMORY_TAIL: u64 = 64 * 1024;
-
-/// The variable that names the temporary directory (Windows reads TMP
-/// first).
-#[cfg(not(windows))]
-const TEMP_VARIABLE: &str = "TMPDIR";
-#[cfg(windows)]
-const TEMP_VARIABLE: &str = "TMP";
 
 /// Which of the command's streams a chunk came on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

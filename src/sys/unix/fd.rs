@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fs::{Mode, OFlags, fcntl_getfl, fcntl_setfl};
 
+/// The variable that names the directory for temporary files: `TMPDIR`.
+pub const TEMP_VARIABLE: &str = "TMPDIR";
+
 /// Makes reads and writes of `fd` (a descriptor backoff owns alone) return at
 /// once instead of waiting.
 ///

@@ -70,6 +70,9 @@ impl Out {
     }
 }
 
+/// The variable that names the directory for temporary files: `TMP` (read before `TEMP`).
+pub const TEMP_VARIABLE: &str = "TMP";
+
 /// Whether backoff's stderr may be drawn on: a console has no background
 /// jobs.
 pub fn stderr_in_foreground() -> bool {
