@@ -43,17 +43,17 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use backoff_cli::budget::file::StateDir;
-use backoff_cli::budget::{
-    BreakerStore, FailMode, Kind as Shareable, Location, LockLimits, LockStore, Refill, Settings,
-    Shared, Store, ThrottleStore, Unwatched,
-};
 use backoff_cli::event::{BreakerNews, LockNews};
 use backoff_cli::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
 use backoff_cli::fleet::bucket::{Bucket, UNIT};
 use backoff_cli::fleet::throttle::Throttle;
 use backoff_cli::report::Warnings;
 use backoff_cli::run::{CircuitBreaker, RunLock};
+use backoff_cli::store::file::StateDir;
+use backoff_cli::store::{
+    BreakerStore, FailMode, Kind as Shareable, Location, LockLimits, LockStore, Refill, Settings,
+    Shared, Store, ThrottleStore, Unwatched,
+};
 
 /// Long enough that a call waits out any queue rather than fail.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -170,7 +170,7 @@ impl Opened {
                         ttl: Duration::from_secs(30),
                         kill_after: Duration::from_secs(5),
                     },
-                    fail: backoff_cli::budget::FailMode::Closed,
+                    fail: backoff_cli::store::FailMode::Closed,
                 };
                 Opened::Lock(open(place, &own, limits)?)
             }

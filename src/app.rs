@@ -10,7 +10,6 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::budget::{Breakers, Refill, Throttles};
 use crate::cli::{self, Cli, Format, SimFormat, Sub};
 use crate::config::{self, Given, RunConfig, UsageError};
 use crate::event::{Report, Reports};
@@ -29,6 +28,7 @@ use crate::report::{
 use crate::run::Executor as _;
 use crate::simulate::{self, svg, table};
 use crate::splay;
+use crate::store::{Breakers, Refill, Throttles};
 use crate::sys::signals::SignalWatch;
 use crate::{run, schedule, trace};
 
@@ -975,7 +975,7 @@ fn throttle_command(command: &cli::ThrottleCommand, given: &Given) -> anyhow::Re
 
 /// `backoff lock show|reset KEY`.
 fn lock_command(command: &cli::LockCommand, given: &Given) -> anyhow::Result<Exit> {
-    use crate::budget::{LockLimits, Locks};
+    use crate::store::{LockLimits, Locks};
     // Showing and clearing a lock needs no lease, and is never run
     // without it.
     let limits = LockLimits {
@@ -983,7 +983,7 @@ fn lock_command(command: &cli::LockCommand, given: &Given) -> anyhow::Result<Exi
             ttl: Duration::from_secs(1),
             kill_after: Duration::ZERO,
         },
-        fail: crate::budget::FailMode::Closed,
+        fail: crate::store::FailMode::Closed,
     };
     match command {
         cli::LockCommand::Show { key, store, format } => {

@@ -9,11 +9,6 @@ use std::time::{Duration, SystemTime};
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 
-use crate::budget::file;
-use crate::budget::{
-    BreakerStore, Breakers, Budgets, Kind, Location, LockLimits, LockStore, Locks,
-    MAX_STORE_TIMEOUT, OpenError, Settings, Shared, Store, ThrottleStore, Throttles, redact,
-};
 use crate::classify::{Applied, Preset, Rule, Rules};
 use crate::cli::values::RuleList;
 use crate::cli::{
@@ -32,6 +27,11 @@ use crate::report::ci::StepFiles;
 use crate::report::{Labels, LogFormat, Verbosity, Warnings};
 use crate::run::{Goal, Hints, Hooks};
 use crate::simulate::{self, overload};
+use crate::store::file;
+use crate::store::{
+    BreakerStore, Breakers, Budgets, Kind, Location, LockLimits, LockStore, Locks,
+    MAX_STORE_TIMEOUT, OpenError, Settings, Shared, Store, ThrottleStore, Throttles, redact,
+};
 use clap::ValueEnum as _;
 
 /// backoff's own failure: bad usage or a bad value. Exit 125.
@@ -1136,8 +1136,8 @@ fn lock(
     let limits = LockLimits {
         lease,
         fail: match args.lock_fail {
-            crate::cli::LockFail::Closed => crate::budget::FailMode::Closed,
-            crate::cli::LockFail::Open => crate::budget::FailMode::Open,
+            crate::cli::LockFail::Closed => crate::store::FailMode::Closed,
+            crate::cli::LockFail::Open => crate::store::FailMode::Open,
         },
     };
     open_store::<Locks>(key, place, limits, given, warnings).map(Some)

@@ -13,13 +13,12 @@
 //! event-driven wait, copying and scanning output), `output` (the run's
 //! output kept back until the run fails, or its end kept for a check-in), `sys` (every system
 //! call std lacks, and every `unsafe`), `report` (every line and file
-//! backoff writes), `budget` (where budgets and breakers are stored), `simulate`
+//! backoff writes), `store` (where budgets, breakers, throttles and locks are kept), `simulate`
 //! (the jitter experiment), `generate` (the man pages and completions that
 //! `--generate` prints), `exit` (exit statuses) and `app` (the wiring).
 
 pub mod app;
 pub mod argv;
-pub mod budget;
 pub mod classify;
 pub mod cli;
 pub mod config;
@@ -42,6 +41,7 @@ pub mod schedule;
 pub mod signal;
 pub mod simulate;
 pub mod splay;
+pub mod store;
 pub mod sys;
 pub mod trace;
 pub mod wget;

@@ -12,10 +12,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 use regex::bytes::Regex;
 
-use crate::budget::FailMode;
 use crate::classify::Preset;
 use crate::jitter::Jitter;
 use crate::report::LogFormat;
+use crate::store::FailMode;
 
 pub mod advice;
 pub mod values;

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use backoff_cli::budget::redis::{REDIS_IDLE_TTL, REDIS_THROTTLE_PREFIX, RedisThrottle};
-use backoff_cli::budget::{FailMode, StoreError, ThrottleBackend, Unwatched};
 use backoff_cli::fleet::throttle::{Decision, MAX_COUNT, SLOTS, Slot, Throttle, Window};
 use backoff_cli::report::Warnings;
+use backoff_cli::store::redis::{REDIS_IDLE_TTL, REDIS_THROTTLE_PREFIX, RedisThrottle};
+use backoff_cli::store::{FailMode, StoreError, ThrottleBackend, Unwatched};
 
 use crate::fleet::{Redis, redis_cli};
 

@@ -11,6 +11,8 @@
 //! file that does not hold a valid state is replaced by a fresh bucket or
 //! left alone, as the fail mode says, and never stops the command.
 
+pub(super) mod lock;
+
 use std::ffi::OsString;
 use std::fs::{File, TryLockError};
 use std::io::{self, PipeReader, PipeWriter, Read, Seek, SeekFrom, Write};
@@ -18,16 +20,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, mpsc};
 use std::time::Duration;
 
-use crate::budget::{
-    Backend, BreakerBackend, BudgetBackend, FailMode, Found, Level, Refill, StoreError,
-    ThrottleBackend, deadline_after,
-};
 use crate::duration::human;
 use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
 use crate::fleet::bucket::{Bucket, MAX_BURST, UNIT, check_key};
 use crate::fleet::throttle::{self, SLOTS, Slot, Throttle, Window};
 use crate::report::Warnings;
 use crate::run::{Wait, Waited};
+use crate::store::{
+    Backend, BreakerBackend, BudgetBackend, FailMode, Found, Level, Refill, StoreError,
+    ThrottleBackend, deadline_after,
+};
 use crate::sys::fd::{open_dir, open_in};
 use crate::sys::files::{self, StateLock};
 
@@ -1368,7 +1370,7 @@ mod tests {
             Warnings::default(),
         )?;
         budget
-            .deposit(&mut crate::budget::Unwatched)
+            .deposit(&mut crate::store::Unwatched)
             .map_err(|e| e.to_string())?;
         // Another open description of the file: its lock conflicts as
         // another process's would.
@@ -1406,12 +1408,12 @@ mod tests {
         // A wait let go of is not taken over; the level is untouched.
         assert!(
             budget
-                .take(&mut crate::budget::Unwatched)
+                .take(&mut crate::store::Unwatched)
                 .map_err(|e| e.to_string())?
         );
         assert_eq!(
             budget
-                .level(&mut crate::budget::Unwatched)
+                .level(&mut crate::store::Unwatched)
                 .map_err(|e| e.to_string())?
                 .micros,
             9 * UNIT
@@ -1622,7 +1624,7 @@ mod tests {
         let dir = tempfile::tempdir().said()?;
         let store = dir.path().join("store");
         let t = file_throttle(&store, FailMode::Open)?;
-        let wait = &mut crate::budget::Unwatched;
+        let wait = &mut crate::store::Unwatched;
         let (shown, _) = t.show(wait).said()?;
         assert_eq!(shown, Window::default());
         assert!(!store.exists(), "show creates nothing");
@@ -1651,7 +1653,7 @@ mod tests {
     fn a_corrupt_throttle_file_is_a_fresh_window_or_left_alone() -> Result<(), String> {
         let dir = tempfile::tempdir().said()?;
         let file = dir.path().join("t.throttle");
-        let wait = &mut crate::budget::Unwatched;
+        let wait = &mut crate::store::Unwatched;
         std::fs::write(&file, "garbage\n").said()?;
         let closed = file_throttle(dir.path(), FailMode::Closed)?;
         let refused = closed.admit(0.5, wait).err().ok_or("no error")?;

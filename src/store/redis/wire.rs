@@ -24,8 +24,8 @@ use redis::{
     RedisConnectionInfo, RedisError, RedisResult, Value,
 };
 
-use crate::budget::deadline_after;
-use crate::budget::resp::{Framer, Scan};
+use crate::store::deadline_after;
+use crate::store::redis::resp::{Framer, Scan};
 
 /// The longest reply read, in bytes: a script's reply is at most a few
 /// KiB (the throttle's window, 49 numbers), and what a server says past

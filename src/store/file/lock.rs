@@ -45,14 +45,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 
-use crate::budget::file::{Access, StateDir, StateFile, failed, refuse, why};
-use crate::budget::{
-    Acquired, Alarm, Backend, LockBackend, LockState, Loss, StoreError, deadline_after,
-};
 use crate::fleet::bucket::check_key;
 use crate::fleet::lock::{Forgotten, Holder, MAX_RECORD, Settle};
 use crate::report::Warnings;
 use crate::run::{Wait, Waited};
+use crate::store::file::{Access, StateDir, StateFile, failed, refuse, why};
+use crate::store::{
+    Acquired, Alarm, Backend, LockBackend, LockState, Loss, StoreError, deadline_after,
+};
 use crate::sys::files::{self, StateLock};
 
 /// How often the holder looks at its lock file's path.

@@ -6,16 +6,9 @@
 //! reads each reply within bounds, framed by `resp`).
 
 pub mod file;
-mod file_lock;
 #[cfg(feature = "redis")]
 pub mod redis;
-#[cfg(feature = "redis")]
-mod redis_lock;
-#[cfg(feature = "redis")]
-mod resp;
 pub mod secret;
-#[cfg(feature = "redis")]
-mod wire;
 
 pub use crate::fleet::Found;
 pub use crate::fleet::bucket::Level;
@@ -26,7 +19,6 @@ use std::io::PipeReader;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::budget::file::{FileBreaker, FileBudget, FileThrottle, StateDir};
 use crate::event::{BreakerNews, LockNews, ThrottleNews};
 use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
 use crate::fleet::bucket::Bucket;
@@ -35,6 +27,7 @@ pub use crate::fleet::lock::{Forgotten, LockState, Settle};
 use crate::fleet::throttle::{self, Throttle, Window};
 use crate::report::Warnings;
 use crate::run::{Decision, Wait, Waited};
+use crate::store::file::{FileBreaker, FileBudget, FileThrottle, StateDir};
 
 /// What to do when the budget store cannot be reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -528,7 +521,7 @@ impl Kind for Locks {
         _: LockLimits,
         s: Settings,
     ) -> Result<Box<dyn LockBackend>, String> {
-        let f = file_lock::FileLock::open(dir, key, s.timeout, s.warnings)?;
+        let f = file::lock::FileLock::open(dir, key, s.timeout, s.warnings)?;
         Ok(Box::new(f))
     }
     #[cfg(feature = "redis")]
@@ -538,7 +531,7 @@ impl Kind for Locks {
         limits: LockLimits,
         s: Settings,
     ) -> Result<Box<dyn LockBackend>, String> {
-        let r = redis_lock::RedisLock::new(url, key, limits.lease, s.timeout)?;
+        let r = redis::lock::RedisLock::new(url, key, limits.lease, s.timeout)?;
         Ok(Box::new(r))
     }
 }
@@ -892,7 +885,7 @@ impl crate::run::RunLock for Shared<Locks> {
         let started = Instant::now();
         let me = Holder {
             pid: std::process::id(),
-            since_ms: crate::budget::file::now_ms(),
+            since_ms: crate::store::file::now_ms(),
             token: None,
             run_id: run_id.to_owned(),
             host: crate::sys::machine::host_name(),

@@ -38,17 +38,15 @@
 //! redirection ran the script, so following them never applies a decision
 //! twice; nothing else is tried again.
 
+pub(super) mod lock;
+mod resp;
+mod wire;
+
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use crate::budget::secret::{redact, scrub};
-use crate::budget::wire::Wire;
-use crate::budget::{
-    Backend as StoreBackend, BreakerBackend, BudgetBackend, FailMode, Found, Level, Refill,
-    StoreError, ThrottleBackend, deadline_after,
-};
 use crate::duration::human;
 use crate::fleet::breaker::{Admission, Breaker, Circuit, LATEST_MS, RunEnd};
 use crate::fleet::bucket::{Bucket, MAX_BURST, UNIT};
@@ -58,6 +56,12 @@ use crate::fleet::throttle::{
 };
 use crate::report::{Warnings, cut_quote};
 use crate::run::{Wait, Waited};
+use crate::store::redis::wire::Wire;
+use crate::store::secret::{redact, scrub};
+use crate::store::{
+    Backend as StoreBackend, BreakerBackend, BudgetBackend, FailMode, Found, Level, Refill,
+    StoreError, ThrottleBackend, deadline_after,
+};
 
 /// The most of what a server says (an error, an unexpected reply) that a
 /// message quotes, in bytes as the line shows them.

@@ -48,13 +48,13 @@ use std::rc::Rc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::budget::redis::{Lua, Server};
-use crate::budget::{
-    Acquired, Alarm, Backend as StoreBackend, LockBackend, LockState, Loss, StoreError, Unwatched,
-};
 use crate::duration::human;
 use crate::fleet::lock::{Forgotten, Holder, Lease, MAX_RECORD, Settle};
 use crate::run::{Wait, Waited};
+use crate::store::redis::{Lua, Server};
+use crate::store::{
+    Acquired, Alarm, Backend as StoreBackend, LockBackend, LockState, Loss, StoreError, Unwatched,
+};
 use crate::sys::since_boot;
 
 /// The namespace of lock keys in Redis.
