@@ -55,7 +55,7 @@ impl Carried {
 /// What a lock's store calls when the run's lease is lost: sets `lost`,
 /// and wakes the executor's wait with `waker`. Without one, the loss is
 /// seen when the wait next ends.
-fn lease_alarm(lost: &Arc<AtomicBool>, waker: Option<Waker>) -> crate::store::Alarm {
+fn lease_alarm(lost: &Arc<AtomicBool>, waker: Option<Waker>) -> crate::fleet::lock::Alarm {
     let lost = Arc::clone(lost);
     Box::new(move || {
         lost.store(true, Ordering::SeqCst);

@@ -1,6 +1,6 @@
 //! The rules of `--lock`: who holds a lock, as its holder records it for
 //! the runs it keeps out (`backoff lock show`, the line of a run that finds
-//! it held). Pure: the stores are in `budget`.
+//! it held). Pure: the stores are in `store`.
 //!
 //! A record is one line of at most `MAX_RECORD` bytes:
 //!
@@ -20,6 +20,11 @@
 //! follow `next_fence`.
 
 use std::time::Duration;
+
+/// What a lock's store calls, from a thread of its own, when the run's
+/// hold on the lock is lost: it wakes the run. Its type is here, below both
+/// the stores that call it and the executor that makes it.
+pub type Alarm = Box<dyn Fn() + Send + Sync>;
 
 /// The longest record read or written.
 pub const MAX_RECORD: usize = 512;

@@ -936,9 +936,9 @@ fn describe(e: &ureq::Error, limit: Duration) -> String {
         ureq::Error::Io(io) if untrusted(e) => io.to_string(),
         ureq::Error::Io(io) if io.to_string().contains("certificate") => format!(
             "{} (SSL_CERT_FILE names the authorities to trust)",
-            crate::exec::describe(io)
+            crate::classify::describe(io)
         ),
-        ureq::Error::Io(io) => crate::exec::describe(io),
+        ureq::Error::Io(io) => crate::classify::describe(io),
         ureq::Error::BodyStalled => "the server stopped sending".into(),
         ureq::Error::LargeResponseHeader(..) => "the answer's headers are too large".into(),
         _ => "the exchange failed".into(),

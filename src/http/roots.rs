@@ -105,13 +105,13 @@ fn read(path: &Path, var: &str, left: &mut u64) -> Result<Option<Vec<u8>>, Strin
         Ok(meta) if !meta.is_file() => return Ok(None),
         Ok(_) => {}
         Err(e) => {
-            let why = format!("cannot be read ({})", crate::exec::describe(&e));
+            let why = format!("cannot be read ({})", crate::classify::describe(&e));
             return Err(unusable(var, path, &why));
         }
     }
     // One byte more than is left tells a file too large from one that fits.
     let bytes = crate::sys::fd::read_regular(path, *left + 1).map_err(|e| {
-        let why = format!("cannot be read ({})", crate::exec::describe(&e));
+        let why = format!("cannot be read ({})", crate::classify::describe(&e));
         unusable(var, path, &why)
     })?;
     let read = bytes.len() as u64;
@@ -137,7 +137,7 @@ fn entries(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let listing = std::fs::read_dir(dir).map_err(|e| {
         let why = format!(
             "cannot be read as a directory ({})",
-            crate::exec::describe(&e)
+            crate::classify::describe(&e)
         );
         unusable("SSL_CERT_DIR", dir, &why)
     })?;

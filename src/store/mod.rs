@@ -23,7 +23,7 @@ use crate::event::{BreakerNews, LockNews, ThrottleNews};
 use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
 use crate::fleet::bucket::Bucket;
 use crate::fleet::lock::Holder;
-pub use crate::fleet::lock::{Forgotten, LockState, Settle};
+pub use crate::fleet::lock::{Alarm, Forgotten, LockState, Settle};
 use crate::fleet::throttle::{self, Throttle, Window};
 use crate::report::Warnings;
 use crate::run::{Decision, Wait, Waited};
@@ -234,10 +234,6 @@ pub enum Acquired {
     /// Another run holds it (its record, when it could be read).
     Busy(Option<Holder>),
 }
-
-/// What a lock's store calls, from a thread of its own, when the run's
-/// hold on the lock is lost: it wakes the run.
-pub type Alarm = Box<dyn Fn() + Send + Sync>;
 
 /// How a run's hold on its lock was lost, once it was, shared with the
 /// thread that watches it (a lease's renewals, a lock file's path), which

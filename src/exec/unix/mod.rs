@@ -111,7 +111,7 @@ impl RealExecutor {
     /// What a lock's store calls, from any thread, when the run's lease on
     /// the lock is lost: the running attempt ends as for a timeout, a delay
     /// ends, and the run finds the lease lost.
-    pub fn alarm(&self) -> crate::store::Alarm {
+    pub fn alarm(&self) -> crate::fleet::lock::Alarm {
         crate::exec::lease_alarm(&self.lease_lost, self.watch.waker().ok())
     }
 
