@@ -2,7 +2,7 @@
 //! follow, as pure arithmetic on the state they share: the token bucket
 //! (`bucket`), the breaker's state machine (`breaker`), the adaptive
 //! throttle (`throttle`) and the record of a `--lock`'s holder (`lock`). Where that state lives, and how it is read and
-//! written, is the stores' business (`budget`); what a reset found there
+//! written, is the stores' business (`store`); what a reset found there
 //! (`Found`) is told here, for the stores and the reports alike.
 
 pub mod breaker;

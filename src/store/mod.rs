@@ -1,9 +1,11 @@
-//! Where the retry budgets, circuit breakers and adaptive throttles shared
-//! by processes live (their rules are pure, in `fleet`): a file per key for
-//! the processes of
-//! one machine (`file`), or Redis for a fleet (`redis`, behind the cargo
-//! feature of that name, over a connection of backoff's own, `wire`, that
-//! reads each reply within bounds, framed by `resp`).
+//! Where the retry budgets, circuit breakers, adaptive throttles and locks
+//! shared by processes live (their rules are pure, in `fleet`): a file per
+//! key for the processes of one machine (`file`), or Redis for a fleet
+//! (`redis`, behind the cargo feature of that name, over a connection of
+//! backoff's own that reads each reply within bounds). Each store keeps a
+//! file per kind of record; this module holds what every kind shares: the
+//! kinds (`Kind`), a state wherever it lives (`Shared<K>`), the errors and
+//! the fail modes.
 
 pub mod file;
 #[cfg(feature = "redis")]
