@@ -1270,7 +1270,7 @@ pub struct OutputArgs {
     /// replaces the group, a POST after any other end, which keeps the
     /// group's backoff_last_success_timestamp_seconds. Within
     /// --metrics-push-timeout; a push that fails is one warning and never
-    /// changes the exit status. See METRICS.
+    /// changes the exit status. See REPORTS AND METRICS.
     #[arg(
         long,
         value_name = "URL",

@@ -22,11 +22,11 @@ Set for the command and the hooks: the run's id, a random UUID (version 4), new 
 \fBBACKOFF_LOCK_TOKEN\fR
 Set for the command and the hooks of a run that holds a lock in Redis (\fB\-\-lock\fR with \fB\-\-budget\-store\fR): the fencing token of its acquisition, larger than every one taken of that lock before (see LOCKS).
 .TP
-\fBBACKOFF_OUTPUT\fR, \fBBACKOFF_OUTPUT_LIMIT\fR, \fBBACKOFF_SPLAY\fR, \fBBACKOFF_PING\fR
-Defaults for \fB\-\-output\fR, \fB\-\-output\-limit\fR, \fB\-\-splay\fR and \fB\-\-ping\fR (a URL that is a credential is better given there than on the command line, where process lists show it).
+\fBBACKOFF_OUTPUT\fR, \fBBACKOFF_OUTPUT_LIMIT\fR, \fBBACKOFF_SPLAY\fR, \fBBACKOFF_PING\fR, \fBBACKOFF_METRICS_PUSH\fR
+Defaults for \fB\-\-output\fR, \fB\-\-output\-limit\fR, \fB\-\-splay\fR, \fB\-\-ping\fR and \fB\-\-metrics\-push\fR (a URL that is a credential is better given there than on the command line, where process lists show it; \fBBACKOFF_PING\fR and \fBBACKOFF_METRICS_PUSH\fR are removed from the environment of the command and of the hooks, as \fBBACKOFF_BUDGET_STORE\fR is).
 .TP
 \fBSSL_CERT_FILE\fR, \fBSSL_CERT_DIR\fR, \fBALL_PROXY\fR, \fBHTTPS_PROXY\fR, \fBHTTP_PROXY\fR, \fBNO_PROXY\fR
-What the check\-ins' HTTP client trusts and goes through (see CHECK\-INS); \fBSSL_CERT_FILE\fR and \fBSSL_CERT_DIR\fR also for \fBrediss://\fR stores.
+What the HTTP client of the check\-ins and the metrics push trusts and goes through (see CHECK\-INS); \fBSSL_CERT_FILE\fR and \fBSSL_CERT_DIR\fR also for \fBrediss://\fR stores.
 .TP
 \fBOTEL_EXPORTER_OTLP_ENDPOINT\fR, \fBOTEL_EXPORTER_OTLP_TRACES_ENDPOINT\fR
 Turn the export of traces on (see TRACES): the collector, to which \fB/v1/traces\fR is added, or the traces' URL as it is.

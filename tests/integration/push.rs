@@ -439,6 +439,16 @@ fn a_push_url_that_is_not_http_or_a_timeout_without_a_push_is_refused_in_one_lin
         )
     );
     assert_eq!(gateway.requests().len(), 1);
+    // The URL is a credential, which the command is not given: a backoff
+    // it runs does not push for this run.
+    let out = backoff(["--", "sh", "-c", "echo \"${BACKOFF_METRICS_PUSH-unset}\""])
+        .env("BACKOFF_METRICS_PUSH", origin)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "unset\n");
+    assert_eq!(gateway.requests().len(), 2);
 }
 
 #[test]
