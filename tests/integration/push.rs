@@ -25,15 +25,35 @@ const LAST_SUCCESS: &str = "backoff_last_success_timestamp_seconds";
 struct Pushgateway {
     child: Child,
     port: u16,
+    /// The `Authorization` it asks of every request, if any.
+    auth: Option<&'static str>,
+    _dir: TempDir,
 }
 
+/// The one user of a Pushgateway that asks for basic authentication, her
+/// password, her bcrypt hash (cost 4, quick to check) and her header.
+const USER: &str = "ci";
+const PASSWORD: &str = "s3cret";
+const PASSWORD_HASH: &str = "$2b$04$oYgA29vFWm9px9u4LVm.iemvEiYpEnuEYEk/w7ypXq.ChfJWy5.Ny";
+const BASIC_AUTH: &str = "Basic Y2k6czNjcmV0";
+
 impl Pushgateway {
-    /// Started on a free port; `None`, said on one line naming `test`,
-    /// where it is not installed.
-    fn start(test: &str) -> Option<Pushgateway> {
+    /// Started on a free port, asking for `USER`'s basic authentication
+    /// when `auth`; `None`, said on one line naming `test`, where it is
+    /// not installed.
+    fn start(test: &str, auth: bool) -> Option<Pushgateway> {
         let port = free_port();
+        let dir = TempDir::new("pushgateway-web");
+        let web = dir.join("web.yml");
+        let users = if auth {
+            format!("basic_auth_users:\n  {USER}: {PASSWORD_HASH}\n")
+        } else {
+            String::new()
+        };
+        std::fs::write(&web, users).unwrap();
         let spawned = Command::new("prometheus-pushgateway")
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg(format!("--web.config.file={}", web.display()))
             // Nothing kept on disk: what it holds is what was pushed.
             .arg("--persistence.file=")
             .stdin(Stdio::null())
@@ -50,9 +70,14 @@ impl Pushgateway {
             }
             Err(e) => panic!("prometheus-pushgateway: {e}"),
         };
-        let gateway = Pushgateway { child, port };
+        let gateway = Pushgateway {
+            child,
+            port,
+            auth: auth.then_some(BASIC_AUTH),
+            _dir: dir,
+        };
         eventually("the Pushgateway answers", || {
-            get(port, "/-/ready").is_some_and(|r| r.starts_with("HTTP/1.0 200"))
+            get(port, "/-/ready", gateway.auth).is_some_and(|r| r.starts_with("HTTP/1.0 200"))
         });
         Some(gateway)
     }
@@ -63,7 +88,7 @@ impl Pushgateway {
 
     /// Its `/metrics`: the exposition text of every group.
     fn metrics(&self) -> String {
-        let answer = get(self.port, "/metrics").expect("the Pushgateway's /metrics");
+        let answer = get(self.port, "/metrics", self.auth).expect("the Pushgateway's /metrics");
         let (head, body) = answer.split_once("\r\n\r\n").unwrap();
         assert!(head.starts_with("HTTP/1.0 200"), "{head}");
         body.to_owned()
@@ -78,11 +103,15 @@ impl Drop for Pushgateway {
 }
 
 /// The whole answer to a GET of `path` on 127.0.0.1:`port` (HTTP/1.0, so
-/// that the server closes the connection), or `None` if none came.
-fn get(port: u16, path: &str) -> Option<String> {
+/// that the server closes the connection), with `auth` as its
+/// `Authorization`, or `None` if none came.
+fn get(port: u16, path: &str, auth: Option<&str>) -> Option<String> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(PATIENCE)).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let auth = auth
+        .map(|a| format!("Authorization: {a}\r\n"))
+        .unwrap_or_default();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n{auth}\r\n").ok()?;
     let mut answer = String::new();
     s.read_to_string(&mut answer).ok()?;
     Some(answer)
@@ -152,7 +181,7 @@ fn guide_rule() -> String {
 #[test]
 fn a_pushed_group_reads_back_keeps_its_last_success_after_a_failure_and_fires_the_guides_alert() {
     let test = "a_pushed_group_reads_back_keeps_its_last_success_after_a_failure_and_fires_the_guides_alert";
-    let Some(gateway) = Pushgateway::start(test) else {
+    let Some(gateway) = Pushgateway::start(test, false) else {
         return;
     };
     let push = ["--name", "nightly", "--metrics-push", &gateway.url()];
@@ -264,6 +293,42 @@ tests:
     assert!(tested.status.success(), "promtool test rules: {tested:?}");
 }
 
+#[test]
+fn a_pushgateway_that_asks_for_a_password_takes_the_one_in_the_url_and_refuses_a_wrong_one() {
+    let test =
+        "a_pushgateway_that_asks_for_a_password_takes_the_one_in_the_url_and_refuses_a_wrong_one";
+    let Some(gateway) = Pushgateway::start(test, true) else {
+        return;
+    };
+    let port = gateway.port;
+    let notice = format!(
+        "backoff: secured: --metrics-push sends a user name and password in clear over http:// to 127.0.0.1:{port}: use https://\n"
+    );
+    let with = |password: &str| {
+        let url = format!("http://{USER}:{password}@127.0.0.1:{port}");
+        let out = backoff(["--name", "secured", "--metrics-push", &url, "--", "true"])
+            .assert()
+            .success()
+            .get_output()
+            .clone();
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let stderr = with("wrong");
+    assert_eq!(
+        stderr,
+        format!(
+            "{notice}backoff: secured: the metrics were not pushed: 127.0.0.1:{port}: answered 401\n"
+        )
+    );
+    assert!(!gateway.metrics().contains("job=\"secured\""));
+    assert_eq!(with(PASSWORD), notice);
+    let held = gateway.metrics();
+    assert!(
+        held.contains(&format!("{LAST_SUCCESS}{{instance=")) && held.contains("job=\"secured\""),
+        "{held}"
+    );
+}
+
 /// A listener that takes connections and never answers; each accepted
 /// connection is told on the channel.
 fn hanging() -> (String, mpsc::Receiver<()>) {
@@ -355,6 +420,31 @@ fn a_pushgateway_that_hangs_refuses_or_fails_costs_a_bounded_time_and_one_warnin
     assert!(
         took < Duration::from_secs(8),
         "bounded by the timeout: {took:?}"
+    );
+}
+
+#[test]
+fn a_push_that_waits_ends_when_backoffs_time_is_up() {
+    let (url, _accepted) = hanging();
+    let began = Instant::now();
+    let out = backoff(["-q", "--metrics-push", &url, "--metrics-push-timeout", "1m"])
+        .args(["--max-time", "1s", "--kill-after", "1s", "--", "true"])
+        .timeout(PATIENCE)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let took = began.elapsed();
+    assert!(
+        took < Duration::from_secs(8),
+        "bounded by --max-time: {took:?}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "backoff: the metrics were not pushed: {}: no answer before backoff's time (--max-time plus --kill-after) ran out\n",
+            url.trim_start_matches("http://")
+        )
     );
 }
 
