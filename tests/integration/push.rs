@@ -294,6 +294,36 @@ tests:
 }
 
 #[test]
+fn a_success_replaces_the_group_and_any_other_end_adds_to_it() {
+    let test = "a_success_replaces_the_group_and_any_other_end_adds_to_it";
+    let Some(gateway) = Pushgateway::start(test, false) else {
+        return;
+    };
+    let dir = TempDir::new("push-breaker");
+    let push = ["--name", "grouped", "--metrics-push", &gateway.url()];
+    let breaker = "backoff_breaker_state{";
+    let in_group = |text: &str| {
+        text.lines()
+            .any(|l| l.starts_with(breaker) && l.contains("job=\"grouped\""))
+    };
+    backoff(push)
+        .args(["--breaker", "db", "--budget-dir"])
+        .arg(dir.path())
+        .args(["--", "true"])
+        .assert()
+        .success();
+    assert!(in_group(&gateway.metrics()), "{}", gateway.metrics());
+    // A failure without the breaker adds to the group: its series stays.
+    backoff(push).args(exiting(5)).assert().code(5);
+    assert!(in_group(&gateway.metrics()), "{}", gateway.metrics());
+    // A success without it replaces the group: its series goes.
+    backoff(push).args(["--", "true"]).assert().success();
+    let held = gateway.metrics();
+    assert!(!in_group(&held), "{held}");
+    assert!(held.contains("backoff_last_success{instance="), "{held}");
+}
+
+#[test]
 fn a_pushgateway_that_asks_for_a_password_takes_the_one_in_the_url_and_refuses_a_wrong_one() {
     let test =
         "a_pushgateway_that_asks_for_a_password_takes_the_one_in_the_url_and_refuses_a_wrong_one";
