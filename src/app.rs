@@ -513,11 +513,11 @@ impl Ends {
 }
 
 /// Sends what goes out when the run ends, the end check-in, the spans and
-/// the metrics push, each in a thread of its own and bounded by its own timeout and by
-/// `ends.by`, while backoff waits for them, or for a terminating signal,
-/// which ends the wait: that signal is returned (the sending is given up,
-/// each one still under way said so on one line, its pauses between tries
-/// cut short, and backoff dies by it).
+/// the metrics push, each in a thread of its own and bounded by its own
+/// timeout and by `ends.by`, while backoff waits for them, or for a
+/// terminating signal, which ends the wait: that signal is returned (the
+/// sending is given up, each one still under way said so on one line, its
+/// pauses between tries cut short, and backoff dies by it).
 fn send_ends(
     pings: Option<Pings>,
     traces: Option<trace::Traces>,
