@@ -82,6 +82,8 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --log-format 'How backoff reports on stderr: text lines, one JSON object per event, GitHub Actions annotations and folds, or GitLab CI sections [default: github when GITHUB_ACTIONS is true, gitlab when GITLAB_CI is true, else text]'
             cand --report 'At exit, write a JSON summary of the run to FILE'
             cand --metrics-file 'At exit, write Prometheus metrics of the run to FILE'
+            cand --metrics-push 'At exit, push the run''s metrics to a Prometheus Pushgateway at URL'
+            cand --metrics-push-timeout 'The longest the metrics push delays the end of the run, retries included'
             cand --generate 'Print a man page or a shell''s completion script, and run nothing'
             cand --forever 'No retry limit: retry until success or a stop rule'
             cand --preserve-status 'When the last attempt timed out, exit with the command''s own status instead of 124'

@@ -85,6 +85,8 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'How backoff reports on stderr: text lines, one JSON object per event, GitHub Actions annotations and folds, or GitLab CI sections [default: github when GITHUB_ACTIONS is true, gitlab when GITLAB_CI is true, else text]')
             [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'At exit, write a JSON summary of the run to FILE')
             [CompletionResult]::new('--metrics-file', '--metrics-file', [CompletionResultType]::ParameterName, 'At exit, write Prometheus metrics of the run to FILE')
+            [CompletionResult]::new('--metrics-push', '--metrics-push', [CompletionResultType]::ParameterName, 'At exit, push the run''s metrics to a Prometheus Pushgateway at URL')
+            [CompletionResult]::new('--metrics-push-timeout', '--metrics-push-timeout', [CompletionResultType]::ParameterName, 'The longest the metrics push delays the end of the run, retries included')
             [CompletionResult]::new('--generate', '--generate', [CompletionResultType]::ParameterName, 'Print a man page or a shell''s completion script, and run nothing')
             [CompletionResult]::new('--forever', '--forever', [CompletionResultType]::ParameterName, 'No retry limit: retry until success or a stop rule')
             [CompletionResult]::new('--preserve-status', '--preserve-status', [CompletionResultType]::ParameterName, 'When the last attempt timed out, exit with the command''s own status instead of 124')

@@ -441,12 +441,7 @@ fn run_configured(
     {
         exit = Exit::Signal(sig);
     }
-    let ends = Ends {
-        exit,
-        attempts: recorder.attempts(),
-        reason: recorder.reason().to_owned(),
-        by: exit_by,
-    };
+    let ends = Ends::of(cfg, &recorder, exit, exit_by);
     // A signal that ended the wait for what goes out at the end ends
     // backoff as any signal does: the files say so, without waiting for a
     // lock, and backoff dies by it.
@@ -481,6 +476,10 @@ impl Drop for Done {
 /// Something sent at the end of the run, in a thread of its own.
 type Job = Box<dyn FnOnce() + Send>;
 
+/// The metrics push (`--metrics-push`), given up at its next pause when
+/// its `Cancel` is.
+type Push = Box<dyn FnOnce(&crate::http::Cancel) + Send>;
+
 /// How a run ended, for what goes out at its end.
 struct Ends {
     exit: Exit,
@@ -488,14 +487,37 @@ struct Ends {
     reason: String,
     /// When backoff must have exited (`exit_by`).
     by: Option<Instant>,
+    /// The metrics push, with `--metrics-push`.
+    push: Option<Push>,
 }
 
-/// Sends what goes out when the run ends, the end check-in and the spans,
-/// each in a thread of its own and bounded by its own timeout and by
-/// `ends.by`, while backoff waits for them, or for a terminating signal,
-/// which ends the wait: that signal is returned (the sending is given up,
-/// each one still under way said so on one line, its pauses between tries
-/// cut short, and backoff dies by it).
+impl Ends {
+    /// The end of the run `recorder` recorded, which exits with `exit`
+    /// and must have exited by `by`.
+    fn of(cfg: &RunConfig, recorder: &Recorder, exit: Exit, by: Option<Instant>) -> Ends {
+        let push = cfg.metrics_push.clone().map(|push| -> Push {
+            let body = metrics::pushed(recorder, exit).into_bytes();
+            let job = recorder.name().to_owned();
+            let success = recorder.succeeded();
+            let warnings = cfg.warnings.clone();
+            Box::new(move |cancel| push.send(&job, &body, success, by, cancel, &warnings))
+        });
+        Ends {
+            exit,
+            attempts: recorder.attempts(),
+            reason: recorder.reason().to_owned(),
+            by,
+            push,
+        }
+    }
+}
+
+/// Sends what goes out when the run ends, the end check-in, the spans and
+/// the metrics push, each in a thread of its own and bounded by its own
+/// timeout and by `ends.by`, while backoff waits for them, or for a
+/// terminating signal, which ends the wait: that signal is returned (the
+/// sending is given up, each one still under way said so on one line, its
+/// pauses between tries cut short, and backoff dies by it).
 fn send_ends(
     pings: Option<Pings>,
     traces: Option<trace::Traces>,
@@ -510,6 +532,7 @@ fn send_ends(
         attempts,
         reason,
         by,
+        push,
     } = ends;
     let cancel = crate::http::Cancel::default();
     let mut jobs: Vec<(&str, Job)> = Vec::new();
@@ -535,6 +558,10 @@ fn send_ends(
                 t.finish(end, by, &cancel);
             }),
         ));
+    }
+    if let Some(push) = push {
+        let cancel = cancel.clone();
+        jobs.push(("the metrics push", Box::new(move || push(&cancel))));
     }
     let mut running = Vec::new();
     for (what, job) in jobs {

@@ -204,6 +204,8 @@ pub struct RunConfig {
     pub report: Option<PathBuf>,
     /// `--metrics-file`.
     pub metrics_file: Option<PathBuf>,
+    /// `--metrics-push` and its timeout.
+    pub metrics_push: Option<crate::report::push::Push>,
     /// `--budget`, opened and checked.
     pub budget: Option<Store>,
     /// `--breaker`, opened and checked.
@@ -1386,23 +1388,7 @@ fn pings(
     if args.ping_timeout.is_zero() {
         return Err(invalid(given, "0", "--ping-timeout", "must be above zero"));
     }
-    let mut check =
-        |flag: &str, url: &Option<String>| -> Result<Option<crate::http::Target>, UsageError> {
-            let Some(url) = url else {
-                return Ok(None);
-            };
-            let target = crate::http::Target::parse(url)
-                .map_err(|why| UsageError(format!("invalid {flag} URL: {why}")))?;
-            #[cfg(not(feature = "tls"))]
-            if target.is_https() {
-                return Err(UsageError(format!(
-                    "invalid {flag} URL: {}",
-                    crate::http::NO_TLS
-                )));
-            }
-            notices.extend(target.cleartext_notice(flag));
-            Ok(Some(target))
-        };
+    let mut check = |flag: &str, url: &Option<String>| url_option(flag, url.as_deref(), notices);
     let urls = crate::ping::Urls {
         base: check("--ping", &args.ping)?,
         start: check("--ping-start", &args.ping_start)?,
@@ -1423,6 +1409,57 @@ fn pings(
         ));
     }
     Ok(urls)
+}
+
+/// The URL an option (`flag`) gives, checked: an `http://` or `https://`
+/// one; one that sends a password in clear is said once. A refusal never
+/// repeats the URL, which is a credential.
+fn url_option(
+    flag: &str,
+    url: Option<&str>,
+    notices: &mut Vec<String>,
+) -> Result<Option<crate::http::Target>, UsageError> {
+    let Some(url) = url else {
+        return Ok(None);
+    };
+    let target = crate::http::Target::parse(url)
+        .map_err(|why| UsageError(format!("invalid {flag} URL: {why}")))?;
+    #[cfg(not(feature = "tls"))]
+    if target.is_https() {
+        return Err(UsageError(format!(
+            "invalid {flag} URL: {}",
+            crate::http::NO_TLS
+        )));
+    }
+    notices.extend(target.cleartext_notice(flag));
+    Ok(Some(target))
+}
+
+/// `--metrics-push` and `--metrics-push-timeout`, checked.
+fn metrics_push(
+    args: &crate::cli::OutputArgs,
+    given: &Given,
+    notices: &mut Vec<String>,
+) -> Result<Option<crate::report::push::Push>, UsageError> {
+    if args.metrics_push_timeout.is_zero() {
+        return Err(invalid(
+            given,
+            "0",
+            "--metrics-push-timeout",
+            "must be above zero",
+        ));
+    }
+    let gateway = url_option("--metrics-push", args.metrics_push.as_deref(), notices)?;
+    if gateway.is_none() && given.wrote("--metrics-push-timeout") {
+        return Err(UsageError(
+            "--metrics-push-timeout applies to the metrics push, and there is none: add --metrics-push URL"
+                .into(),
+        ));
+    }
+    Ok(gateway.map(|gateway| crate::report::push::Push {
+        gateway,
+        timeout: args.metrics_push_timeout,
+    }))
 }
 
 /// The states the run shares with other processes: `--budget`,
@@ -1516,6 +1553,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
     let (budget, breaker, throttle, lock) =
         shared_states(&cli, goal, given, &warnings, &mut notices)?;
     let pings = pings(&cli.ping, given, &mut notices)?;
+    let metrics_push = metrics_push(&cli.output, given, &mut notices)?;
     Ok(RunConfig {
         policy,
         rules,
@@ -1554,6 +1592,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         lock_exit: cli.lock.lock_exit,
         report: cli.output.report,
         metrics_file: cli.output.metrics_file,
+        metrics_push,
         command: cli.command,
     })
 }

@@ -82,13 +82,13 @@ impl Urls {
 
 /// Statuses a check-in is tried again after: the server's own trouble, or
 /// its asking to slow down.
-fn retryable(status: u16) -> bool {
+pub(crate) fn retryable(status: u16) -> bool {
     status == 429 || status >= 500
 }
 
 /// Whether a check-in got an answer that counts: a 2xx (a redirect is
 /// followed first).
-fn accepted(status: u16) -> bool {
+pub(crate) fn accepted(status: u16) -> bool {
     (200..300).contains(&status)
 }
 

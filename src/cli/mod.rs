@@ -1261,6 +1261,29 @@ pub struct OutputArgs {
     /// regular file, /dev/stdout or /dev/stderr.
     #[arg(long, value_name = "FILE", value_parser = values::summary_file)]
     pub metrics_file: Option<PathBuf>,
+
+    /// At exit, push the run's metrics to a Prometheus Pushgateway at URL
+    ///
+    /// The gauges of --metrics-file, to the group
+    /// URL/metrics/job/NAME/instance/HOST (NAME from --name, else the
+    /// program's; HOST this host's name): a PUT after a success, which
+    /// replaces the group, a POST after any other end, which keeps the
+    /// group's backoff_last_success_timestamp_seconds. Within
+    /// --metrics-push-timeout; a push that fails is one warning and never
+    /// changes the exit status. See REPORTS AND METRICS.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "BACKOFF_METRICS_PUSH",
+        hide_env_values = true
+    )]
+    pub metrics_push: Option<String>,
+
+    /// The longest the metrics push delays the end of the run, retries
+    /// included
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub metrics_push_timeout: Duration,
 }
 
 /// A value as an error message quotes it: whole, or, past 100 characters,

@@ -42,12 +42,16 @@ fn unix_time(deadline: Instant, now: Instant, wall: SystemTime) -> Option<String
 }
 
 /// backoff's own variables that may hold a secret (the store URL's
-/// password, a check-in URL), never passed on to a command or a hook (a
+/// password, a check-in's or a Pushgateway's URL), never passed on to a command or a hook (a
 /// backoff that one of them runs would take them for its own, and check
-/// in for the outer run). The policy variables
+/// in or push for the outer run). The policy variables
 /// (`BACKOFF_BASE`, ...) are passed on: they hold nothing secret, and a
 /// backoff the command starts in turn follows them too.
-const SECRET_VARIABLES: [&str; 2] = ["BACKOFF_BUDGET_STORE", "BACKOFF_PING"];
+const SECRET_VARIABLES: [&str; 3] = [
+    "BACKOFF_BUDGET_STORE",
+    "BACKOFF_PING",
+    "BACKOFF_METRICS_PUSH",
+];
 
 /// Backoff's own environment, as the standard library reads it, without
 /// its secrets and inherited variables named in `strip` or `carried`, then

@@ -1,5 +1,6 @@
 //! backoff's one HTTP client, for what it sends out itself (check-ins with
-//! `--ping`): blocking, on ureq with rustls and ring, no async runtime.
+//! `--ping`, spans, metrics pushed with `--metrics-push`): blocking, on
+//! ureq with rustls and ring, no async runtime.
 //!
 //! - **Trust**: the system's certificate authorities (`SSL_CERT_FILE` and
 //!   `SSL_CERT_DIR` override them, as for OpenSSL), plus the caller's own
@@ -284,18 +285,20 @@ pub enum Method {
     Get,
     /// POST, with a body.
     Post,
+    /// PUT, with a body.
+    Put,
 }
 
 /// A request.
 #[derive(Debug, Clone)]
 pub struct Request<'a> {
-    /// GET or POST.
+    /// GET, POST or PUT.
     pub method: Method,
     /// Where to.
     pub target: &'a Target,
     /// Its headers, besides the client's own (User-Agent).
     pub headers: &'a [(String, String)],
-    /// The body of a POST.
+    /// The body of a POST or a PUT.
     pub body: &'a [u8],
 }
 
@@ -579,37 +582,22 @@ impl Client {
             return Err(("no time left".into(), Kind::Passing));
         }
         let uri = target.wire();
-        let answer = match method {
-            Method::Get => {
-                let mut r = self
-                    .agent
-                    .get(uri)
-                    .config()
-                    .timeout_global(Some(left))
-                    .build();
-                for (k, v) in headers {
-                    r = r.header(k, v);
-                }
-                if let Some(auth) = auth {
-                    r = r.header("Authorization", auth);
-                }
-                r.call()
-            }
-            Method::Post => {
-                let mut r = self
-                    .agent
-                    .post(uri)
-                    .config()
-                    .timeout_global(Some(left))
-                    .build();
-                for (k, v) in headers {
-                    r = r.header(k, v);
-                }
-                if let Some(auth) = auth {
-                    r = r.header("Authorization", auth);
-                }
-                r.send(body)
-            }
+        let answer = if method == Method::Get {
+            let r = self
+                .agent
+                .get(uri)
+                .config()
+                .timeout_global(Some(left))
+                .build();
+            with_headers(r, headers, auth).call()
+        } else {
+            let r = if method == Method::Put {
+                self.agent.put(uri)
+            } else {
+                self.agent.post(uri)
+            };
+            let r = r.config().timeout_global(Some(left)).build();
+            with_headers(r, headers, auth).send(body)
         };
         let mut response = answer.map_err(|e| {
             if refused(&e) {
@@ -727,6 +715,21 @@ impl Client {
             bound = (bound * 2).min(MAX_PAUSE);
         }
     }
+}
+
+/// `r` with `headers`, and `auth` as its `Authorization` when given.
+fn with_headers<B>(
+    mut r: ureq::RequestBuilder<B>,
+    headers: &[(String, String)],
+    auth: Option<&str>,
+) -> ureq::RequestBuilder<B> {
+    for (k, v) in headers {
+        r = r.header(k, v);
+    }
+    if let Some(auth) = auth {
+        r = r.header("Authorization", auth);
+    }
+    r
 }
 
 /// Whether `e` is a refused connection: nobody listens there.

@@ -6,6 +6,12 @@
 //! backoff's metrics or any others, each metric's samples together under
 //! one HELP and one TYPE. A line of the previous content that is not valid
 //! exposition text is dropped, so that what is written always is.
+//!
+//! `backoff_last_success_timestamp_seconds` is the time of the last run
+//! that succeeded: a run that fails keeps the previous file's (when it is
+//! a time: finite, not negative), and a name that never succeeded has no
+//! such series. `pushed` gives the same gauges for a Pushgateway
+//! (`--metrics-push`).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -21,6 +27,7 @@ use crate::report::run_report::Recorder;
 pub fn metrics(run: &Recorder, exit: Exit, previous: Option<&str>) -> String {
     let mut file = Exposition::parse(previous.unwrap_or(""));
     let name = run.name();
+    let now = unix_seconds(run.now());
     let success = u8::from(run.succeeded());
     let (attempts, retries, slept) = (
         run.attempts() as f64,
@@ -66,7 +73,7 @@ pub fn metrics(run: &Recorder, exit: Exit, previous: Option<&str>) -> String {
         (
             "backoff_last_run_timestamp_seconds",
             "When the last run ended, in seconds since the Unix epoch.",
-            unix_seconds(run.now()),
+            now,
         ),
     ];
     let counters: [(&str, &str, f64); 4] = [
@@ -83,6 +90,13 @@ pub fn metrics(run: &Recorder, exit: Exit, previous: Option<&str>) -> String {
         file.declare(metric, help, "gauge");
         file.set(Series::of(metric, name, None), value);
     }
+    file.declare(LAST_SUCCESS, LAST_SUCCESS_HELP, "gauge");
+    let last = Series::of(LAST_SUCCESS, name, None);
+    if run.succeeded() {
+        file.set(last, now);
+    } else {
+        file.keep_if(&last, |v| v.is_finite() && v >= 0.0);
+    }
     for (metric, help, value) in counters {
         file.declare(metric, help, "counter");
         file.add(Series::of(metric, name, None), value);
@@ -94,6 +108,23 @@ pub fn metrics(run: &Recorder, exit: Exit, previous: Option<&str>) -> String {
     }
     fleet(&mut file, run, name);
     file.render()
+}
+
+/// The metric of the time of the last success.
+pub const LAST_SUCCESS: &str = "backoff_last_success_timestamp_seconds";
+
+const LAST_SUCCESS_HELP: &str = "When the last run that succeeded ended, in seconds since the Unix epoch (failed runs keep it).";
+
+/// The metrics pushed to a Pushgateway for a run that exits with `exit`
+/// (`--metrics-push`): the gauges of `metrics`, the time of the last
+/// success only when this run succeeded (a failed run's push leaves the
+/// group's own), and no counter, for a Pushgateway keeps what one run
+/// pushed, not a count that grows.
+pub fn pushed(run: &Recorder, exit: Exit) -> String {
+    let mut all = Exposition::parse(&metrics(run, exit, None));
+    all.families
+        .retain(|_, f| f.kind.as_deref().is_some_and(|k| k.ends_with(" gauge")));
+    all.render()
 }
 
 /// The series of the circuit breaker, the lock and the adaptive throttle,
@@ -358,6 +389,13 @@ impl Exposition {
         );
     }
 
+    /// Drops the sample of `series` unless its value is `good`.
+    fn keep_if(&mut self, series: &Series, good: impl Fn(f64) -> bool) {
+        if let Some(f) = self.families.get_mut(&series.metric) {
+            f.samples.retain(|s| s.series != *series || good(s.value));
+        }
+    }
+
     /// Adds `value` to the counter `series`: to what it held, when that was
     /// a count (finite, not negative), else to nothing.
     fn add(&mut self, series: Series, value: f64) {
@@ -571,6 +609,87 @@ mod tests {
             http_status: None,
         });
         r
+    }
+
+    /// A run of `name` that made one attempt, which failed with 3, at
+    /// `at` hours past the epoch.
+    fn failed_run(name: &str) -> Recorder {
+        let mut r = Recorder::new(name.to_owned(), String::new(), || {
+            epoch() + Duration::from_hours(1)
+        });
+        r.event(&Event::AttemptStarted {
+            attempt: 1,
+            max_attempts: Some(1),
+        });
+        r.event(&Event::GaveUp {
+            attempts: 1,
+            total: Duration::from_millis(5),
+            outcome: crate::classify::Outcome::Exited(3),
+            reason: crate::event::Ending::Exhausted,
+            short_of: None,
+        });
+        r
+    }
+
+    /// The value of `metric`'s series of `name` in `text`.
+    fn value_of(text: &str, metric: &str, name: &str) -> Option<f64> {
+        let series = Series::of(metric, name, None);
+        text.lines()
+            .filter_map(sample)
+            .find(|(s, _)| *s == series)
+            .map(|(_, v)| v)
+    }
+
+    #[test]
+    fn the_last_success_is_kept_across_failures_and_absent_until_one() {
+        let at = |text: &str| value_of(text, LAST_SUCCESS, "a");
+        let success = unix_seconds(epoch());
+        // Never succeeded: no series, and no HELP or TYPE without one.
+        let failed = metrics(&failed_run("a"), Exit::Code(3), None);
+        assert_eq!(at(&failed), None);
+        assert!(!failed.contains(LAST_SUCCESS), "{failed}");
+        let ok = metrics(&run("a"), Exit::SUCCESS, Some(&failed));
+        assert_eq!(at(&ok), Some(success));
+        assert_eq!(
+            value_of(&ok, "backoff_last_run_timestamp_seconds", "a"),
+            Some(success)
+        );
+        // A failure an hour later keeps it, and another name's too.
+        let b = metrics(&run("b"), Exit::SUCCESS, Some(&ok));
+        let later = metrics(&failed_run("a"), Exit::Code(3), Some(&b));
+        assert_eq!(at(&later), Some(success));
+        assert_eq!(value_of(&later, LAST_SUCCESS, "b"), Some(success));
+        assert_eq!(
+            value_of(&later, "backoff_last_run_timestamp_seconds", "a"),
+            Some(success + 3600.0)
+        );
+        check(&later);
+        // A value that is not a time is not kept.
+        for hostile in ["NaN", "-1", "+Inf", "-Inf"] {
+            let previous = format!("{LAST_SUCCESS}{{name=\"a\"}} {hostile}\n");
+            let text = metrics(&failed_run("a"), Exit::Code(3), Some(&previous));
+            assert_eq!(at(&text), None, "{hostile}: {text}");
+            check(&text);
+        }
+    }
+
+    #[test]
+    fn a_push_holds_the_gauges_and_the_last_success_only_after_one() {
+        let ok = pushed(&run("a"), Exit::SUCCESS);
+        check(&ok);
+        assert!(!ok.contains("_total"), "{ok}");
+        assert!(!ok.contains(" counter\n"), "{ok}");
+        assert_eq!(
+            value_of(&ok, LAST_SUCCESS, "a"),
+            Some(unix_seconds(epoch()))
+        );
+        assert_eq!(value_of(&ok, "backoff_last_attempts", "a"), Some(1.0));
+        let failed = pushed(&failed_run("a"), Exit::Code(3));
+        assert!(!failed.contains(LAST_SUCCESS), "{failed}");
+        assert_eq!(
+            value_of(&failed, "backoff_last_exit_status", "a"),
+            Some(3.0)
+        );
     }
 
     /// The families of a text, each with its HELP and TYPE lines counted,

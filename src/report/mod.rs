@@ -2,7 +2,8 @@
 //! GitHub annotations (`text`), the CI runners' folds, step outputs and
 //! tables (`ci`), the countdown on a terminal (`live`), the JSON events
 //! (`json`), the run report
-//! (`run_report`), the Prometheus metrics (`metrics`), the atomic writes
+//! (`run_report`), the Prometheus metrics (`metrics`) and their push to a
+//! Pushgateway (`push`), the atomic writes
 //! of those files (`atomic`), and what a reset of a shared state says
 //! (`state`). Nothing here decides what happens.
 
@@ -12,6 +13,7 @@ pub mod fold;
 pub mod json;
 pub mod live;
 pub mod metrics;
+pub mod push;
 pub mod run_report;
 pub mod state;
 pub mod text;

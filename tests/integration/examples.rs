@@ -3,7 +3,8 @@
 //!
 //! What an example names is stood in for locally: `api.example.test` and
 //! `127.0.0.1:8080` by an HTTP server of the test's own, the collector at
-//! `localhost:4318` by another that takes every export, `budget.internal`
+//! `localhost:4318` and the Pushgateway at `pushgateway:9091` by another
+//! that takes every export and push, `budget.internal`
 //! and the Redis of the wait-for recipe by a redis-server of its own, the
 //! paths of a crontab by a temporary directory, a `--splay` window by one
 //! of a second, `/usr/local/bin/` (where a crontab names backoff and its
@@ -366,6 +367,7 @@ impl Stage {
         let otlp = self.otlp.url.trim_end_matches("/resource");
         text.replace("https://api.example.test", http)
             .replace("http://localhost:4318", otlp)
+            .replace("http://pushgateway:9091", otlp)
             .replace("https://hc-ping.com", http)
             .replace("http://127.0.0.1:8080", http)
             .replace("http://localhost:8080", http)

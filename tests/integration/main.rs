@@ -29,6 +29,7 @@ mod ping_faults;
 mod pings;
 mod presets;
 mod processes;
+mod push;
 mod resets;
 mod retrying;
 mod schedule;
