@@ -10,7 +10,8 @@ use crate::classify::{Applied, Limit, Observed, Outcome, Rules, Status, StopReas
 use crate::duration::human;
 pub use crate::event::HookKind;
 use crate::event::{
-    BreakerNews, During, Ending, Event, HuntEnd, LockNews, Next, Report, Shared, ThrottleNews,
+    AlertNews, BreakerNews, During, Ending, Event, HuntEnd, LockNews, Next, Report, Shared,
+    ThrottleNews,
 };
 use crate::exit::Exit;
 pub use crate::fleet::breaker::{Admission, Circuit, RunEnd};
@@ -240,6 +241,8 @@ pub struct Plan<'a> {
     pub throttle: Option<&'a dyn AdaptiveThrottle>,
     /// `--lock`: the lock the whole run holds.
     pub lock: Option<&'a dyn RunLock>,
+    /// `--alert-after`: the count of the job's failed runs in a row, and N.
+    pub alert: Option<(&'a dyn FailureStreak, u64)>,
     /// `--lock-wait`: how long the run waits in turn for a held lock.
     pub lock_wait: Duration,
     /// `--lock-exit`: the exit status of a run that finds the lock held.
@@ -321,6 +324,18 @@ pub trait RunLock: std::fmt::Debug {
     /// How the run's hold was lost, if it was (a lease not renewed in
     /// time, a lock file removed).
     fn lost(&self) -> Option<String>;
+}
+
+/// The count of a job's failed runs in a row, shared by processes
+/// (`--alert-after`): told once when a run ends, before the hook that
+/// closes it. Each call waits at most the store's timeout, through `wait`.
+pub trait FailureStreak: std::fmt::Debug {
+    /// The job's key, for reports.
+    fn key(&self) -> &str;
+    /// Counts a run that `failed`, or starts the count again after a
+    /// success: the news (a store that cannot be used is said already), or
+    /// the terminating signal that ended the call.
+    fn tally(&self, failed: bool, wait: &mut dyn Wait) -> Result<AlertNews, i32>;
 }
 
 /// What a retry budget answered.
@@ -1202,6 +1217,11 @@ impl Loop<'_, '_> {
     fn closing(&mut self, kind: HookKind, reason: Option<Ending>, exit: Exit) -> Exit {
         self.reason = reason;
         self.record(reason);
+        // A failure tolerated under --alert-after alerts no one: its
+        // --on-give-up, the hook that alerts, does not run.
+        if self.alert(reason, exit) && kind == HookKind::GiveUp {
+            return exit;
+        }
         match self.hook(kind, None) {
             Ok(()) => exit,
             Err(signal) => {
@@ -1236,6 +1256,33 @@ impl Loop<'_, '_> {
                 },
             });
         }
+    }
+
+    /// Tells the count of the job's failed runs in a row, if there is one
+    /// (`--alert-after`), how the run ended, and reports it: whether the
+    /// run is a failure tolerated. A run that a signal ended tells nothing
+    /// of the job: the count is left as it is, and the run alerts as
+    /// without `--alert-after`.
+    fn alert(&mut self, reason: Option<Ending>, exit: Exit) -> bool {
+        let Some((streak, alert_after)) = self.plan.alert else {
+            return false;
+        };
+        let failed = match reason {
+            Some(Ending::Interrupted) => return false,
+            Some(_) => true,
+            None => exit != Exit::SUCCESS,
+        };
+        // A signal during the call: the count may not have been changed,
+        // and the run alerts; the signal is told where the run ends.
+        let Ok(news) = streak.tally(failed, self.exec) else {
+            return false;
+        };
+        self.report.event(&Event::Alert {
+            key: streak.key(),
+            alert_after,
+            news,
+        });
+        news.tolerated(alert_after).is_some()
     }
 
     /// Runs the hook `kind`, if there is one, with the variables of where
@@ -1755,6 +1802,7 @@ mod tests {
             breaker_exit: 75,
             throttle: None,
             lock: None,
+            alert: None,
             lock_wait: Duration::ZERO,
             lock_exit: 75,
             lock_token: None,
@@ -2054,6 +2102,7 @@ mod tests {
             breaker_exit: 75,
             throttle: None,
             lock: None,
+            alert: None,
             lock_wait: Duration::ZERO,
             lock_exit: 75,
             lock_token: None,

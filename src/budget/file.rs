@@ -237,7 +237,7 @@ fn find_in_home(home: &Path, xdg: Option<&str>, make: bool) -> Result<bool, Stor
 }
 
 /// What a state file held.
-enum State<T> {
+pub(super) enum State<T> {
     /// Nothing yet: a fresh state.
     Fresh,
     /// A valid state.
@@ -248,7 +248,7 @@ enum State<T> {
 
 /// The record of one kind of state file: its name's suffix, its fixed
 /// length, and how it is read and written.
-trait Record: Copy + PartialEq {
+pub(super) trait Record: Copy + PartialEq {
     /// `budget`, `breaker` or `throttle`: the file name's suffix, and the
     /// words of its messages.
     const KIND: &'static str;
@@ -298,7 +298,7 @@ impl Access {
 }
 
 /// What a reset found in a state file.
-fn found<T>(state: State<T>) -> Found<T> {
+pub(super) fn found<T>(state: State<T>) -> Found<T> {
     match state {
         State::Fresh => Found::Nothing,
         State::Held(t) => Found::Held(t),
@@ -1189,7 +1189,7 @@ impl StateFile {
     /// conflicts; else `change` is made by a thread that waits for it in the
     /// kernel's queue, while the call waits at most the timeout, and a
     /// signal ends its wait at once.
-    fn with_state<R, T>(
+    pub(super) fn with_state<R, T>(
         &self,
         access: Access,
         wait: &mut dyn Wait,
