@@ -2,26 +2,32 @@
 //! the job have failed in a row. A local monitor sees its end check-in as
 //! a log entry (`URL/log`), then the Nth failure as `URL/N`, then a
 //! success; two "hosts" (two state directories) share the count through a
-//! real Redis; a tolerated failure keeps `--output on-failure` silent and
+//! real Redis and a Redis Cluster, and runs that end at once lose no count;
+//! a run a signal ends is not counted; a tolerated failure keeps `--output on-failure` silent and
 //! calls neither `--on-give-up` nor `--ping-fail`; bad input, a record out
 //! of shape and a store that is down all alert.
 
+use std::os::unix::process::ExitStatusExt;
 use std::process::Output;
 
+use crate::cluster::Cluster;
 use crate::fleet::{Redis, free_port, redis_cli};
 use crate::pings::Monitor;
 use crate::schema::Doc;
-use crate::support::{TempDir, backoff, events, json_of, make_fifo, report_at};
+use crate::support::{
+    PATIENCE, Running, TempDir, backoff, command, events, json_of, make_fifo, output_within,
+    report_at,
+};
 
 const UUID: &str = "0c5a7d2e-4b1f-4e8a-9c3d-2f6e8a1b5c7d";
 
-/// A run of the job `nightly` under `--alert-after 2` in the state
-/// directory `host` of `dir`, with `extra` options, whose command exits
-/// `status` after a line of output.
-fn run(dir: &TempDir, host: &str, extra: &[&str], status: u8) -> Output {
-    let mut args = vec![
+/// The words of a run of the job `nightly` under `--alert-after 2` in the
+/// state directory `host` of `dir`, with `extra` options, whose command is
+/// the shell's `script`.
+fn job(dir: &TempDir, host: &str, extra: &[&str], script: &str) -> Vec<String> {
+    let mut args: Vec<String> = [
         "--budget-dir",
-        dir.join(host).to_str().unwrap().to_owned().leak(),
+        dir.join(host).to_str().unwrap(),
         "--name",
         "nightly",
         "--alert-after",
@@ -30,12 +36,22 @@ fn run(dir: &TempDir, host: &str, extra: &[&str], status: u8) -> Output {
         "0",
         "--budget-store-timeout",
         "10s",
-    ];
-    args.extend_from_slice(extra);
+    ]
+    .iter()
+    .chain(extra)
+    .map(|&a| a.to_owned())
+    .collect();
+    args.extend(["--", "sh", "-c", script].map(str::to_owned));
+    args
+}
+
+/// A run of `job` whose command exits `status` after a line of output.
+fn run(dir: &TempDir, host: &str, extra: &[&str], status: u8) -> Output {
     let script = format!("echo output of the job; exit {status}");
-    args.extend(["--", "sh", "-c"]);
-    args.push(script.leak());
-    backoff(args).current_dir(dir.path()).output().unwrap()
+    backoff(job(dir, host, extra, &script))
+        .current_dir(dir.path())
+        .output()
+        .unwrap()
 }
 
 fn stderr(out: &Output) -> String {
@@ -116,44 +132,86 @@ fn a_first_failure_is_logged_the_second_alerts_and_a_success_starts_the_count_ag
     assert_eq!(report["reason"], "exhausted");
 }
 
-#[test]
-fn two_hosts_share_the_count_through_redis() {
-    let redis = Redis::start(None);
-    let dir = TempDir::new("alert-after-redis");
+/// Two "hosts" (two state directories) on the store at `store`: a
+/// failure on each is the first and the second in a row, a success on
+/// either starts the count again for both; `count` reads the key, if it
+/// can.
+fn two_hosts_share_the_count(store: &str, count: &dyn Fn() -> Option<String>) {
+    let dir = TempDir::new("alert-after-hosts");
     let m = Monitor::start("ok");
     let url = m.url(UUID);
-    let store = redis.url();
     let on = |host: &str, status: u8| {
         run(
             &dir,
             host,
-            &["--ping", &url, "--budget-store", &store, "-q"],
+            &["--ping", &url, "--budget-store", store, "-q"],
             status,
         )
     };
     assert_eq!(on("a", 1).status.code(), Some(1));
     assert!(end_check_in(&m, 0).starts_with(&format!("POST /{UUID}/log?rid=")));
-    assert_eq!(
-        redis_cli(&redis, &["GET", "backoff:streak:nightly"]).trim(),
-        "1"
-    );
+    assert!(count().is_none_or(|c| c == "1"));
     // The other host's failure is the second in a row: it alerts.
     assert_eq!(on("b", 1).status.code(), Some(1));
     assert!(end_check_in(&m, 2).starts_with(&format!("POST /{UUID}/1?rid=")));
-    assert_eq!(
-        redis_cli(&redis, &["GET", "backoff:streak:nightly"]).trim(),
-        "2"
-    );
+    assert!(count().is_none_or(|c| c == "2"));
     // A success on either host starts it again, for both.
     assert!(on("a", 0).status.success());
-    assert_eq!(
-        redis_cli(&redis, &["EXISTS", "backoff:streak:nightly"]).trim(),
-        "0"
-    );
+    assert!(count().is_none_or(|c| c.is_empty()));
     assert_eq!(on("b", 1).status.code(), Some(1));
     assert!(end_check_in(&m, 6).starts_with(&format!("POST /{UUID}/log?rid=")));
     // Neither host kept a count of its own.
     assert!(!dir.join("a").join("nightly.streak").exists());
+    assert!(!dir.join("b").join("nightly.streak").exists());
+}
+
+#[test]
+fn two_hosts_share_the_count_through_redis() {
+    let redis = Redis::start(None);
+    two_hosts_share_the_count(&redis.url(), &|| {
+        Some(
+            redis_cli(&redis, &["GET", "backoff:streak:nightly"])
+                .trim()
+                .to_owned(),
+        )
+    });
+}
+
+#[test]
+fn two_hosts_share_the_count_through_a_redis_cluster() {
+    let cluster = Cluster::start();
+    two_hosts_share_the_count(&cluster.url(), &|| None);
+}
+
+#[test]
+fn a_run_a_signal_ends_is_not_counted_and_alerts() {
+    let dir = TempDir::new("alert-after-signal");
+    let m = Monitor::start("ok");
+    let url = m.url(UUID);
+    assert_eq!(
+        run(&dir, "host", &["--ping", &url], 1).status.code(),
+        Some(1)
+    );
+    assert!(end_check_in(&m, 0).starts_with(&format!("POST /{UUID}/log?rid=")));
+    let mut cmd = command(job(
+        &dir,
+        "host",
+        &["--ping", &url],
+        "echo started; sleep 30",
+    ));
+    cmd.current_dir(dir.path());
+    let mut running = Running::start(cmd);
+    running.wait_for("started");
+    running.signal(libc::SIGTERM);
+    let (status, _) = running.wait_exit(PATIENCE);
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
+    assert!(end_check_in(&m, 2).starts_with(&format!("POST /{UUID}/143?rid=")));
+    // Still one failure in a row: the next is the second, and alerts.
+    assert_eq!(
+        run(&dir, "host", &["--ping", &url], 1).status.code(),
+        Some(1)
+    );
+    assert!(end_check_in(&m, 4).starts_with(&format!("POST /{UUID}/1?rid=")));
 }
 
 #[test]
@@ -399,4 +457,33 @@ fn a_store_that_is_down_is_said_even_when_quiet_and_the_failure_alerts() {
     assert_eq!(out.status.code(), Some(5));
     let report = json_of(Doc::Report, &std::fs::read(&report).unwrap());
     assert_eq!(report["alert"]["decision"], "unavailable");
+}
+
+#[test]
+fn failures_that_end_at_once_are_all_counted_in_a_file_and_in_redis() {
+    let redis = Redis::start(None);
+    let dir = TempDir::new("alert-after-together");
+    let store = redis.url();
+    for extra in [vec![], vec!["--budget-store", store.as_str(), "-q"]] {
+        let runs: Vec<std::process::Child> = (0..10)
+            .map(|_| {
+                let mut cmd = command(job(&dir, "host", &extra, "exit 1"));
+                cmd.current_dir(dir.path())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null());
+                cmd.spawn().unwrap()
+            })
+            .collect();
+        for child in runs {
+            assert_eq!(output_within(child).status.code(), Some(1));
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join("host").join("nightly.streak")).unwrap(),
+        format!("backoff-streak v1 failures {:020}\n", 10)
+    );
+    assert_eq!(
+        redis_cli(&redis, &["GET", "backoff:streak:nightly"]).trim(),
+        "10"
+    );
 }
