@@ -1174,9 +1174,14 @@ fn alert(
         }
         (None, Some(key)) => key,
         (None, None) => {
-            return Err(UsageError(
-                "--alert-after counts the failed runs of a job, and this one has no name: add --name NAME (the same on every host that runs the job)".into(),
-            ));
+            let flag = if given.from_environment("alert_after") {
+                "--alert-after (from BACKOFF_ALERT_AFTER)"
+            } else {
+                "--alert-after"
+            };
+            return Err(UsageError(format!(
+                "{flag} counts the failed runs of a job, and this one has no name: add --name NAME (the same on every host that runs the job)"
+            )));
         }
     };
     if urls.base.is_none() && (urls.fail.is_some() || urls.start.is_some()) {

@@ -279,6 +279,11 @@ fn bad_values_and_a_job_without_a_name_are_refused_with_one_line() {
         ),
         (vec!["--name", "j"], Some("0"), "BACKOFF_ALERT_AFTER"),
         (
+            vec![],
+            Some("2"),
+            "--alert-after (from BACKOFF_ALERT_AFTER) counts the failed runs of a job",
+        ),
+        (
             vec!["--alert-after", "2"],
             None,
             "--alert-after counts the failed runs of a job, and this one has no name: add --name NAME",
