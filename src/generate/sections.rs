@@ -22,8 +22,8 @@ Set for the command and the hooks: the run's id, a random UUID (version 4), new 
 \fBBACKOFF_LOCK_TOKEN\fR
 Set for the command and the hooks of a run that holds a lock in Redis (\fB\-\-lock\fR with \fB\-\-budget\-store\fR): the fencing token of its acquisition, larger than every one taken of that lock before (see LOCKS).
 .TP
-\fBBACKOFF_OUTPUT\fR, \fBBACKOFF_OUTPUT_LIMIT\fR, \fBBACKOFF_SPLAY\fR, \fBBACKOFF_PING\fR
-Defaults for \fB\-\-output\fR, \fB\-\-output\-limit\fR, \fB\-\-splay\fR and \fB\-\-ping\fR (a URL that is a credential is better given there than on the command line, where process lists show it).
+\fBBACKOFF_OUTPUT\fR, \fBBACKOFF_OUTPUT_LIMIT\fR, \fBBACKOFF_SPLAY\fR, \fBBACKOFF_PING\fR, \fBBACKOFF_ALERT_AFTER\fR
+Defaults for \fB\-\-output\fR, \fB\-\-output\-limit\fR, \fB\-\-splay\fR, \fB\-\-ping\fR and \fB\-\-alert\-after\fR (a URL that is a credential is better given there than on the command line, where process lists show it).
 .TP
 \fBSSL_CERT_FILE\fR, \fBSSL_CERT_DIR\fR, \fBALL_PROXY\fR, \fBHTTPS_PROXY\fR, \fBHTTP_PROXY\fR, \fBNO_PROXY\fR
 What the check\-ins' HTTP client trusts and goes through (see CHECK\-INS); \fBSSL_CERT_FILE\fR and \fBSSL_CERT_DIR\fR also for \fBrediss://\fR stores.
