@@ -314,6 +314,8 @@ pub enum Shared {
     Throttle,
     /// `--lock`.
     Lock,
+    /// `--alert-after`'s count of failed runs in a row.
+    Alert,
 }
 
 impl Shared {
@@ -324,6 +326,7 @@ impl Shared {
             Shared::Breaker => "breaker",
             Shared::Throttle => "throttle",
             Shared::Lock => "lock",
+            Shared::Alert => "alert",
         }
     }
 
@@ -334,6 +337,7 @@ impl Shared {
             Shared::Breaker => "circuit breaker",
             Shared::Throttle => "adaptive throttle",
             Shared::Lock => "lock",
+            Shared::Alert => "failure count",
         }
     }
 }

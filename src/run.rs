@@ -1219,8 +1219,14 @@ impl Loop<'_, '_> {
         self.record(reason);
         // A failure tolerated under --alert-after alerts no one: its
         // --on-give-up, the hook that alerts, does not run.
-        if self.alert(reason, exit) && kind == HookKind::GiveUp {
-            return exit;
+        match self.alert(reason, exit) {
+            Err(signal) => {
+                let during = During::Decision(Shared::Alert);
+                self.report.event(&Event::Interrupted { signal, during });
+                return Exit::Signal(signal);
+            }
+            Ok(true) if kind == HookKind::GiveUp => return exit,
+            Ok(_) => {}
         }
         match self.hook(kind, None) {
             Ok(()) => exit,
@@ -1260,29 +1266,27 @@ impl Loop<'_, '_> {
 
     /// Tells the count of the job's failed runs in a row, if there is one
     /// (`--alert-after`), how the run ended, and reports it: whether the
-    /// run is a failure tolerated. A run that a signal ended tells nothing
-    /// of the job: the count is left as it is, and the run alerts as
-    /// without `--alert-after`.
-    fn alert(&mut self, reason: Option<Ending>, exit: Exit) -> bool {
+    /// run is a failure tolerated, or the terminating signal that ended
+    /// the call (the run then ends by it, as a signal during any decision
+    /// does). A run that a signal ended tells nothing of the job: the
+    /// count is left as it is, and the run alerts as without
+    /// `--alert-after`.
+    fn alert(&mut self, reason: Option<Ending>, exit: Exit) -> Result<bool, i32> {
         let Some((streak, alert_after)) = self.plan.alert else {
-            return false;
+            return Ok(false);
         };
         let failed = match reason {
-            Some(Ending::Interrupted) => return false,
+            Some(Ending::Interrupted) => return Ok(false),
             Some(_) => true,
             None => exit != Exit::SUCCESS,
         };
-        // A signal during the call: the count may not have been changed,
-        // and the run alerts; the signal is told where the run ends.
-        let Ok(news) = streak.tally(failed, self.exec) else {
-            return false;
-        };
+        let news = streak.tally(failed, self.exec)?;
         self.report.event(&Event::Alert {
             key: streak.key(),
             alert_after,
             news,
         });
-        news.tolerated(alert_after).is_some()
+        Ok(news.tolerated(alert_after).is_some())
     }
 
     /// Runs the hook `kind`, if there is one, with the variables of where
@@ -1900,6 +1904,85 @@ mod tests {
         // A long first failure resets nothing.
         let (_, _, events) = shaped(&[BAD], &[s(60)], Goal::default(), Some(s(30)), Some(0));
         assert!(!events.iter().any(|e| e.starts_with("Reset")));
+    }
+
+    /// A count of failed runs in a row that counts in memory, or answers
+    /// with a signal.
+    #[derive(Debug, Default)]
+    struct Streak {
+        failures: Cell<u64>,
+        signal: Option<i32>,
+        told: Cell<u64>,
+    }
+
+    impl FailureStreak for Streak {
+        fn key(&self) -> &'static str {
+            "job"
+        }
+        fn tally(&self, failed: bool, _: &mut dyn Wait) -> Result<AlertNews, i32> {
+            self.told.set(self.told.get() + 1);
+            if let Some(sig) = self.signal {
+                return Err(sig);
+            }
+            let was = self
+                .failures
+                .replace(if failed { self.failures.get() + 1 } else { 0 });
+            Ok(if failed {
+                AlertNews::Failed { failures: was + 1 }
+            } else {
+                AlertNews::Reset { was: Some(was) }
+            })
+        }
+    }
+
+    #[test]
+    fn a_tolerated_failure_runs_no_give_up_hook_the_nth_does_and_a_signal_ends_the_count() {
+        let rules = Rules::default();
+        let command = [OsString::from("cmd")];
+        let hooks = Hooks {
+            on_give_up: Some("g".into()),
+            on_success: Some("s".into()),
+            ..Hooks::default()
+        };
+        let streak = Streak::default();
+        let plan = Plan {
+            max_retries: Some(0),
+            hooks: &hooks,
+            alert: Some((&streak, 2)),
+            ..constant(Duration::from_millis(1), &rules, &command)
+        };
+        let hooks_of = |outcome: Outcome| {
+            let mut fake = Fake::new(&[outcome]);
+            let exit = run(&plan, &mut fake, &mut Events::default());
+            let kinds: Vec<HookKind> = fake.hooks_run.iter().map(|(k, _)| *k).collect();
+            (exit, kinds)
+        };
+        // Tolerated: the command's status, and no hook.
+        assert_eq!(hooks_of(BAD), (Exit::Code(1), vec![]));
+        assert_eq!(hooks_of(BAD), (Exit::Code(1), vec![HookKind::GiveUp]));
+        assert_eq!(
+            hooks_of(Outcome::Exited(0)),
+            (Exit::SUCCESS, vec![HookKind::Success])
+        );
+        assert_eq!(streak.failures.get(), 0);
+        // A signal during the count ends the run by it, before the hook.
+        let interrupted = Streak {
+            signal: Some(15),
+            ..Streak::default()
+        };
+        let plan = Plan {
+            alert: Some((&interrupted, 2)),
+            ..plan.clone()
+        };
+        let mut fake2 = Fake::new(&[BAD]);
+        let mut events = Events::default();
+        assert_eq!(run(&plan, &mut fake2, &mut events), Exit::Signal(15));
+        assert!(fake2.hooks_run.is_empty());
+        assert!(
+            events.0.iter().any(|e| e.contains("Decision(Alert)")),
+            "{:?}",
+            events.0
+        );
     }
 
     #[test]

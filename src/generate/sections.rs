@@ -263,7 +263,7 @@ One JSON object per line and event, schema version 1. Every object has \fBschema
 With \fB\-\-alert\-after\fR, when the run ends (see ALERTS): \fBkey\fR, \fBalert_after\fR, \fBdecision\fR (tolerated, alert, reset or unavailable), \fBtolerated\fR, \fBrun_failed\fR, \fBfailures\fR (failed runs in a row after the run; null when the store could not be used), \fBfailures_before\fR (for a reset) and \fBtext\fR (\fBtolerated (1 of 2)\fR).
 .TP
 \fBinterrupted\fR
-\fBsignal\fR, \fBduring\fR: attempt, delay, budget, breaker or throttle (a decision of that store), or output while held stdout was written out.
+\fBsignal\fR, \fBduring\fR: attempt, delay, budget, breaker, throttle, lock or alert (a decision of that store; alert, the count of \fB\-\-alert\-after\fR as the run ends), or output while held stdout was written out.
 .TP
 \fBundelivered\fR
 \fBbytes\fR of held stdout dropped at the time limit.
