@@ -1276,7 +1276,10 @@ impl Loop<'_, '_> {
             return Ok(false);
         };
         let failed = match reason {
+            // Nor does one whose command never ran (the throttle skipped
+            // every attempt, the lock was lost or --max-time passed first).
             Some(Ending::Interrupted) => return Ok(false),
+            Some(_) if self.ran.is_none() => return Ok(false),
             Some(_) => true,
             None => exit != Exit::SUCCESS,
         };
@@ -1936,7 +1939,8 @@ mod tests {
     }
 
     #[test]
-    fn a_tolerated_failure_runs_no_give_up_hook_the_nth_does_and_a_signal_ends_the_count() {
+    fn a_tolerated_failure_runs_no_give_up_hook_the_nth_does_and_a_run_that_ran_nothing_is_not_counted()
+     {
         let rules = Rules::default();
         let command = [OsString::from("cmd")];
         let hooks = Hooks {
@@ -1965,6 +1969,21 @@ mod tests {
             (Exit::SUCCESS, vec![HookKind::Success])
         );
         assert_eq!(streak.failures.get(), 0);
+        // A run whose command never ran (every attempt skipped) is not
+        // counted, and alerts.
+        let mut skipping = LocalThrottle::having(0, 0);
+        skipping.down = Some(false);
+        let skipped = Plan {
+            throttle: Some(&skipping),
+            ..plan.clone()
+        };
+        let mut fake = Fake::new(&[]);
+        assert_eq!(
+            run(&skipped, &mut fake, &mut Events::default()),
+            Exit::TEMPFAIL
+        );
+        assert_eq!(streak.told.get(), 3);
+        assert_eq!(fake.hooks_run.len(), 1);
         // A signal during the count ends the run by it, before the hook.
         let interrupted = Streak {
             signal: Some(15),
