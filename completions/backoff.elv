@@ -78,6 +78,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --ping-fail 'The URL of the check-in of any other end, as given (overrides --ping''s)'
             cand --ping-timeout 'The longest the check-ins delay the end of the run, in all, retries included'
             cand --ping-body-limit 'The most bytes of the end check-in''s body: its summary line, then the end of the output, cut at its front'
+            cand --alert-after 'Alert only once N runs of the job in a row have failed'
             cand --name 'Name the command in reports (default: the program''s name)'
             cand --log-format 'How backoff reports on stderr: text lines, one JSON object per event, GitHub Actions annotations and folds, or GitLab CI sections [default: github when GITHUB_ACTIONS is true, gitlab when GITLAB_CI is true, else text]'
             cand --report 'At exit, write a JSON summary of the run to FILE'

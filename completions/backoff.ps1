@@ -81,6 +81,7 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('--ping-fail', '--ping-fail', [CompletionResultType]::ParameterName, 'The URL of the check-in of any other end, as given (overrides --ping''s)')
             [CompletionResult]::new('--ping-timeout', '--ping-timeout', [CompletionResultType]::ParameterName, 'The longest the check-ins delay the end of the run, in all, retries included')
             [CompletionResult]::new('--ping-body-limit', '--ping-body-limit', [CompletionResultType]::ParameterName, 'The most bytes of the end check-in''s body: its summary line, then the end of the output, cut at its front')
+            [CompletionResult]::new('--alert-after', '--alert-after', [CompletionResultType]::ParameterName, 'Alert only once N runs of the job in a row have failed')
             [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'Name the command in reports (default: the program''s name)')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'How backoff reports on stderr: text lines, one JSON object per event, GitHub Actions annotations and folds, or GitLab CI sections [default: github when GITHUB_ACTIONS is true, gitlab when GITLAB_CI is true, else text]')
             [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'At exit, write a JSON summary of the run to FILE')

@@ -258,7 +258,7 @@ fn run_command(
     // Left to write only where the run could not be made: no deadline,
     // no signal to heed then.
     if let Some(capture) = &mut capture
-        && let Some(sig) = release_output(&cfg, capture, exit, &mut output::patiently)
+        && let Some(sig) = release_output(&cfg, capture, (exit, false), &mut output::patiently)
     {
         return Ok(Exit::Signal(sig));
     }
@@ -293,18 +293,19 @@ fn capture(cfg: &RunConfig) -> Option<Capture> {
 }
 
 /// Ends the capture of the output: backoff's stdout and stderr are its
-/// own again, and the output kept is written out unless the run succeeded,
-/// however late its reader takes it: `room` waits while a reader is
+/// own again, and the output kept is written out unless the run succeeded
+/// or is a failure tolerated (`--alert-after`: `tolerated`), however late
+/// its reader takes it: `room` waits while a reader is
 /// behind, and says when to stop. What could not be written is said once.
 /// Returns the terminating signal that ended the writing, if one did.
 /// Once done, doing it again does nothing.
 fn release_output(
     cfg: &RunConfig,
     capture: &mut Capture,
-    exit: Exit,
+    (exit, tolerated): (Exit, bool),
     room: &mut dyn FnMut(&crate::sys::fd::Out) -> output::Room,
 ) -> Option<i32> {
-    if exit == Exit::SUCCESS {
+    if exit == Exit::SUCCESS || tolerated {
         capture.discard();
         return None;
     }
@@ -435,7 +436,7 @@ fn run_configured(
     // kept output is written by the time backoff must have exited; a
     // signal ends the writing, and backoff dies by it.
     if let Some(capture) = capture
-        && let Some(sig) = release_output(cfg, capture, exit, &mut |out| {
+        && let Some(sig) = release_output(cfg, capture, (exit, recorder.tolerated()), &mut |out| {
             executor.wait_writable(out, exit_by)
         })
     {
@@ -651,6 +652,10 @@ fn plan<'a>(
             .as_ref()
             .map(|t| t as &dyn run::AdaptiveThrottle),
         lock: cfg.lock.as_ref().map(|l| l as &dyn run::RunLock),
+        alert: cfg
+            .alert
+            .as_ref()
+            .map(|(s, n)| (s as &dyn run::FailureStreak, *n)),
         lock_wait: cfg.lock_wait,
         lock_exit: cfg.lock_exit,
         lock_token: None,

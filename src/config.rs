@@ -30,7 +30,8 @@ use crate::simulate::{self, overload};
 use crate::store::file;
 use crate::store::{
     BreakerStore, Breakers, Budgets, Kind, Location, LockLimits, LockStore, Locks,
-    MAX_STORE_TIMEOUT, OpenError, Settings, Shared, Store, ThrottleStore, Throttles, redact,
+    MAX_STORE_TIMEOUT, OpenError, Settings, Shared, Store, StreakStore, Streaks, ThrottleStore,
+    Throttles, redact,
 };
 use clap::ValueEnum as _;
 
@@ -216,6 +217,9 @@ pub struct RunConfig {
     pub throttle: Option<ThrottleStore>,
     /// `--lock`, opened and checked.
     pub lock: Option<LockStore>,
+    /// `--alert-after` above 1: the count of the job's failed runs in a
+    /// row, opened, and N.
+    pub alert: Option<(StreakStore, u64)>,
     /// `--ping` and its kin.
     pub pings: crate::ping::Urls,
     /// `--ping-timeout`.
@@ -1145,6 +1149,52 @@ fn lock(
     open_store::<Locks>(key, place, limits, given, warnings).map(Some)
 }
 
+/// Opens the count of `--alert-after` N above 1, kept for the job's key:
+/// `--name`, else `--lock`'s KEY; a job with neither, or a name that
+/// cannot name a state, is refused with the fix. A check-in of a failure
+/// that cannot be a log entry (`--ping-fail` or `--ping-start` without
+/// `--ping`) is said once.
+fn alert(
+    cli: &Cli,
+    urls: &crate::ping::Urls,
+    given: &Given,
+    warnings: &Warnings,
+    notices: &mut Vec<String>,
+) -> Result<Option<(StreakStore, u64)>, UsageError> {
+    let Some(n) = cli.alert.alert_after.filter(|&n| n > 1) else {
+        return Ok(None);
+    };
+    let key = match (&cli.output.name, &cli.lock.lock) {
+        (Some(name), _) => {
+            bucket::check_key(name).map_err(|why| {
+                UsageError(format!(
+                    "--alert-after keeps its count under the job's --name, and '{}' cannot name it: {why}; give such a --name",
+                    crate::cli::quotable(name)
+                ))
+            })?;
+            name
+        }
+        (None, Some(key)) => key,
+        (None, None) => {
+            let flag = if given.from_environment("alert_after") {
+                "--alert-after (from BACKOFF_ALERT_AFTER)"
+            } else {
+                "--alert-after"
+            };
+            return Err(UsageError(format!(
+                "{flag} counts the failed runs of a job, and this one has no name: add --name NAME (the same on every host that runs the job)"
+            )));
+        }
+    };
+    if urls.base.is_none() && (urls.fail.is_some() || urls.start.is_some()) {
+        notices.push(
+            "--alert-after: a tolerated failure sends no end check-in, since --ping-fail alerts and only --ping URL has a log entry (URL/log): give --ping URL".into(),
+        );
+    }
+    let store = open_store::<Streaks>(key, &cli.budget.store.place, n, given, warnings)?;
+    Ok(Some((store, n)))
+}
+
 /// Opens `--breaker`, with its limits. `--breaker` with `--until-failure`,
 /// whose runs end by failing on purpose, is refused.
 fn breaker(
@@ -1193,7 +1243,7 @@ fn budget(
     let Some(key) = &args.budget else {
         if given.budget_store && !shared {
             return Err(UsageError(
-                "'--budget-store' needs '--budget KEY', '--breaker KEY', '--throttle KEY' or '--lock KEY'".into(),
+                "'--budget-store' needs '--budget KEY', '--breaker KEY', '--throttle KEY', '--lock KEY' or '--alert-after N'".into(),
             ));
         }
         return Ok(None);
@@ -1481,8 +1531,10 @@ fn shared_states(
     notices: &mut Vec<String>,
 ) -> Result<SharedStates, UsageError> {
     let place = &cli.budget.store.place;
-    let shared =
-        cli.breaker.breaker.is_some() || cli.throttle.throttle.is_some() || cli.lock.lock.is_some();
+    let shared = cli.breaker.breaker.is_some()
+        || cli.throttle.throttle.is_some()
+        || cli.lock.lock.is_some()
+        || cli.alert.alert_after.is_some_and(|n| n > 1);
     Ok((
         budget(&cli.budget, shared, given, warnings)?,
         breaker(&cli.breaker, place, goal, given, warnings)?,
@@ -1554,6 +1606,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         shared_states(&cli, goal, given, &warnings, &mut notices)?;
     let pings = pings(&cli.ping, given, &mut notices)?;
     let metrics_push = metrics_push(&cli.output, given, &mut notices)?;
+    let alert = alert(&cli, &pings, given, &warnings, &mut notices)?;
     Ok(RunConfig {
         policy,
         rules,
@@ -1585,6 +1638,7 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         breaker_exit: cli.breaker.breaker_exit,
         throttle,
         lock,
+        alert,
         pings,
         ping_timeout: cli.ping.ping_timeout,
         ping_body_limit: usize::try_from(cli.ping.ping_body_limit).unwrap_or(usize::MAX),

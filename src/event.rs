@@ -131,6 +131,16 @@ pub enum Event<'a> {
         /// What happened.
         news: BreakerNews,
     },
+    /// How the run's end changed the count of its job's failed runs in a
+    /// row (`--alert-after`), before the hook that closes it.
+    Alert {
+        /// The job's key.
+        key: &'a str,
+        /// `--alert-after`.
+        alert_after: u64,
+        /// What happened.
+        news: AlertNews,
+    },
     /// News of the lock (`--lock`).
     Lock {
         /// Its key.
@@ -304,6 +314,8 @@ pub enum Shared {
     Throttle,
     /// `--lock`.
     Lock,
+    /// `--alert-after`'s count of failed runs in a row.
+    Alert,
 }
 
 impl Shared {
@@ -314,6 +326,7 @@ impl Shared {
             Shared::Breaker => "breaker",
             Shared::Throttle => "throttle",
             Shared::Lock => "lock",
+            Shared::Alert => "alert",
         }
     }
 
@@ -324,6 +337,7 @@ impl Shared {
             Shared::Breaker => "circuit breaker",
             Shared::Throttle => "adaptive throttle",
             Shared::Lock => "lock",
+            Shared::Alert => "failure count",
         }
     }
 }
@@ -486,6 +500,51 @@ pub enum BreakerNews {
         /// The time, in Unix milliseconds.
         now_ms: u64,
     },
+}
+
+/// What a run's end did to the count of its job's failed runs in a row
+/// (`--alert-after`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlertNews {
+    /// A failed run, counted: the runs failed in a row now, this one
+    /// included.
+    Failed {
+        /// Failed runs in a row.
+        failures: u64,
+    },
+    /// A success: the count starts again; what it had reached (`None`: a
+    /// record out of shape, said already).
+    Reset {
+        /// The failed runs in a row before this success.
+        was: Option<u64>,
+    },
+    /// Its store could not be used (said already): a failure alerts.
+    Unavailable {
+        /// Whether the run failed.
+        failed: bool,
+    },
+}
+
+impl AlertNews {
+    /// Whether the run is a failure tolerated under `--alert-after`
+    /// `alert_after`: no alert, and its failures in a row if so.
+    pub fn tolerated(self, alert_after: u64) -> Option<u64> {
+        match self {
+            AlertNews::Failed { failures } if failures < alert_after => Some(failures),
+            _ => None,
+        }
+    }
+
+    /// Its decision as JSON names it: `tolerated`, `alert`, `reset` or
+    /// `unavailable`.
+    pub fn decision(self, alert_after: u64) -> &'static str {
+        match self {
+            AlertNews::Failed { failures } if failures < alert_after => "tolerated",
+            AlertNews::Failed { .. } => "alert",
+            AlertNews::Reset { .. } => "reset",
+            AlertNews::Unavailable { .. } => "unavailable",
+        }
+    }
 }
 
 /// What became of the lock (`--lock`).

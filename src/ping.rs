@@ -18,11 +18,14 @@
 //! be had for certain (`lock_unavailable`) sends the end check-in of that
 //! failure, with no start, and a run that ran without its lock
 //! (`--lock-fail open`) says so in its end check-in's body. A URL is a
-//! credential: what backoff says of it names only its host.
+//! credential: what backoff says of it names only its host. A failure
+//! tolerated under `--alert-after` ends with a log entry, `URL/log`, which
+//! the monitor records without alerting (none with `--ping-fail` alone,
+//! which alerts), and its body says so.
 
 use std::time::{Duration, Instant};
 
-use crate::event::{Event, LockNews, Report};
+use crate::event::{AlertNews, Event, LockNews, Report};
 use crate::exit::Exit;
 use crate::http::{Cancel, Client, Method, Request, Target};
 use crate::output::Marker;
@@ -54,6 +57,15 @@ impl Urls {
                 .as_ref()
                 .map(|b| b.join("start").with_query("rid", run_id))
         })
+    }
+
+    /// The URL of the end check-in of a failure tolerated under
+    /// `--alert-after`: a log entry (`URL/log`), which records the run and
+    /// alerts no one; none without `--ping` (`--ping-fail` alerts).
+    fn log(&self, run_id: &str) -> Option<Target> {
+        self.base
+            .as_ref()
+            .map(|b| b.join("log").with_query("rid", run_id))
     }
 
     /// The URL of the end check-in of a run that ended with `exit`.
@@ -192,6 +204,9 @@ pub struct Pings {
     /// When backoff must have exited (`--max-time` plus `--kill-after`),
     /// which ends the check-ins too.
     by: Option<Instant>,
+    /// What the run's end did to the count of its job's failed runs in a
+    /// row (`--alert-after`), and N: a failure tolerated is a log entry.
+    alert: Option<(u64, AlertNews)>,
     warnings: Warnings,
 }
 
@@ -227,6 +242,7 @@ impl Pings {
             unrun: false,
             said: Vec::new(),
             by,
+            alert: None,
             warnings,
         }
     }
@@ -316,7 +332,11 @@ impl Pings {
         deadline: Instant,
         cancel: &Cancel,
     ) -> Option<String> {
-        let target = self.urls.end(exit, &self.run_id)?;
+        let tolerated = self.alert.and_then(|(n, news)| news.tolerated(n));
+        let target = match tolerated {
+            Some(_) => self.urls.log(&self.run_id)?,
+            None => self.urls.end(exit, &self.run_id)?,
+        };
         let client = self.client.as_ref()?;
         let mut body = format!(
             "backoff: {} attempt{}, reason {reason}, exit status {}\n",
@@ -325,6 +345,19 @@ impl Pings {
             exit.shell_code()
         )
         .into_bytes();
+        if let Some((n, news @ AlertNews::Failed { failures })) = self.alert {
+            let words = crate::report::text::alert_words(n, news);
+            let line = if tolerated.is_some() {
+                format!(
+                    "backoff: {words}: a failed run, logged without an alert (--alert-after {n})\n"
+                )
+            } else {
+                format!(
+                    "backoff: {words}: {failures} runs in a row have failed (--alert-after {n})\n"
+                )
+            };
+            body.extend(line.into_bytes());
+        }
         let (tail, forgotten) = self.marker.as_ref().map(Marker::tail).unwrap_or_default();
         // A line the end of the output already holds (said there, before
         // any attempt) is not said twice.
@@ -365,6 +398,9 @@ impl Report for Pings {
                 };
                 self.said.push((line, why.clone()));
             }
+            Event::Alert {
+                alert_after, news, ..
+            } => self.alert = Some((*alert_after, *news)),
             _ => {}
         }
     }

@@ -10,7 +10,8 @@ use crate::classify::{Applied, Limit, Observed, Outcome, Rules, Status, StopReas
 use crate::duration::human;
 pub use crate::event::HookKind;
 use crate::event::{
-    BreakerNews, During, Ending, Event, HuntEnd, LockNews, Next, Report, Shared, ThrottleNews,
+    AlertNews, BreakerNews, During, Ending, Event, HuntEnd, LockNews, Next, Report, Shared,
+    ThrottleNews,
 };
 use crate::exit::Exit;
 pub use crate::fleet::breaker::{Admission, Circuit, RunEnd};
@@ -240,6 +241,8 @@ pub struct Plan<'a> {
     pub throttle: Option<&'a dyn AdaptiveThrottle>,
     /// `--lock`: the lock the whole run holds.
     pub lock: Option<&'a dyn RunLock>,
+    /// `--alert-after`: the count of the job's failed runs in a row, and N.
+    pub alert: Option<(&'a dyn FailureStreak, u64)>,
     /// `--lock-wait`: how long the run waits in turn for a held lock.
     pub lock_wait: Duration,
     /// `--lock-exit`: the exit status of a run that finds the lock held.
@@ -321,6 +324,18 @@ pub trait RunLock: std::fmt::Debug {
     /// How the run's hold was lost, if it was (a lease not renewed in
     /// time, a lock file removed).
     fn lost(&self) -> Option<String>;
+}
+
+/// The count of a job's failed runs in a row, shared by processes
+/// (`--alert-after`): told once when a run ends, before the hook that
+/// closes it. Each call waits at most the store's timeout, through `wait`.
+pub trait FailureStreak: std::fmt::Debug {
+    /// The job's key, for reports.
+    fn key(&self) -> &str;
+    /// Counts a run that `failed`, or starts the count again after a
+    /// success: the news (a store that cannot be used is said already), or
+    /// the terminating signal that ended the call.
+    fn tally(&self, failed: bool, wait: &mut dyn Wait) -> Result<AlertNews, i32>;
 }
 
 /// What a retry budget answered.
@@ -1202,6 +1217,17 @@ impl Loop<'_, '_> {
     fn closing(&mut self, kind: HookKind, reason: Option<Ending>, exit: Exit) -> Exit {
         self.reason = reason;
         self.record(reason);
+        // A failure tolerated under --alert-after alerts no one: its
+        // --on-give-up, the hook that alerts, does not run.
+        match self.alert(reason, exit) {
+            Err(signal) => {
+                let during = During::Decision(Shared::Alert);
+                self.report.event(&Event::Interrupted { signal, during });
+                return Exit::Signal(signal);
+            }
+            Ok(true) if kind == HookKind::GiveUp => return exit,
+            Ok(_) => {}
+        }
         match self.hook(kind, None) {
             Ok(()) => exit,
             Err(signal) => {
@@ -1236,6 +1262,34 @@ impl Loop<'_, '_> {
                 },
             });
         }
+    }
+
+    /// Tells the count of the job's failed runs in a row, if there is one
+    /// (`--alert-after`), how the run ended, and reports it: whether the
+    /// run is a failure tolerated, or the terminating signal that ended
+    /// the call (the run then ends by it, as a signal during any decision
+    /// does). A run that a signal ended tells nothing of the job: the
+    /// count is left as it is, and the run alerts as without
+    /// `--alert-after`.
+    fn alert(&mut self, reason: Option<Ending>, exit: Exit) -> Result<bool, i32> {
+        let Some((streak, alert_after)) = self.plan.alert else {
+            return Ok(false);
+        };
+        let failed = match reason {
+            // Nor does one whose command never ran (the throttle skipped
+            // every attempt, the lock was lost or --max-time passed first).
+            Some(Ending::Interrupted) => return Ok(false),
+            Some(_) if self.ran.is_none() => return Ok(false),
+            Some(_) => true,
+            None => exit != Exit::SUCCESS,
+        };
+        let news = streak.tally(failed, self.exec)?;
+        self.report.event(&Event::Alert {
+            key: streak.key(),
+            alert_after,
+            news,
+        });
+        Ok(news.tolerated(alert_after).is_some())
     }
 
     /// Runs the hook `kind`, if there is one, with the variables of where
@@ -1755,6 +1809,7 @@ mod tests {
             breaker_exit: 75,
             throttle: None,
             lock: None,
+            alert: None,
             lock_wait: Duration::ZERO,
             lock_exit: 75,
             lock_token: None,
@@ -1852,6 +1907,101 @@ mod tests {
         // A long first failure resets nothing.
         let (_, _, events) = shaped(&[BAD], &[s(60)], Goal::default(), Some(s(30)), Some(0));
         assert!(!events.iter().any(|e| e.starts_with("Reset")));
+    }
+
+    /// A count of failed runs in a row that counts in memory, or answers
+    /// with a signal.
+    #[derive(Debug, Default)]
+    struct Streak {
+        failures: Cell<u64>,
+        signal: Option<i32>,
+        told: Cell<u64>,
+    }
+
+    impl FailureStreak for Streak {
+        fn key(&self) -> &'static str {
+            "job"
+        }
+        fn tally(&self, failed: bool, _: &mut dyn Wait) -> Result<AlertNews, i32> {
+            self.told.set(self.told.get() + 1);
+            if let Some(sig) = self.signal {
+                return Err(sig);
+            }
+            let was = self
+                .failures
+                .replace(if failed { self.failures.get() + 1 } else { 0 });
+            Ok(if failed {
+                AlertNews::Failed { failures: was + 1 }
+            } else {
+                AlertNews::Reset { was: Some(was) }
+            })
+        }
+    }
+
+    #[test]
+    fn a_tolerated_failure_runs_no_give_up_hook_the_nth_does_and_a_run_that_ran_nothing_is_not_counted()
+     {
+        let rules = Rules::default();
+        let command = [OsString::from("cmd")];
+        let hooks = Hooks {
+            on_give_up: Some("g".into()),
+            on_success: Some("s".into()),
+            ..Hooks::default()
+        };
+        let streak = Streak::default();
+        let plan = Plan {
+            max_retries: Some(0),
+            hooks: &hooks,
+            alert: Some((&streak, 2)),
+            ..constant(Duration::from_millis(1), &rules, &command)
+        };
+        let hooks_of = |outcome: Outcome| {
+            let mut fake = Fake::new(&[outcome]);
+            let exit = run(&plan, &mut fake, &mut Events::default());
+            let kinds: Vec<HookKind> = fake.hooks_run.iter().map(|(k, _)| *k).collect();
+            (exit, kinds)
+        };
+        // Tolerated: the command's status, and no hook.
+        assert_eq!(hooks_of(BAD), (Exit::Code(1), vec![]));
+        assert_eq!(hooks_of(BAD), (Exit::Code(1), vec![HookKind::GiveUp]));
+        assert_eq!(
+            hooks_of(Outcome::Exited(0)),
+            (Exit::SUCCESS, vec![HookKind::Success])
+        );
+        assert_eq!(streak.failures.get(), 0);
+        // A run whose command never ran (every attempt skipped) is not
+        // counted, and alerts.
+        let mut skipping = LocalThrottle::having(0, 0);
+        skipping.down = Some(false);
+        let skipped = Plan {
+            throttle: Some(&skipping),
+            ..plan.clone()
+        };
+        let mut fake = Fake::new(&[]);
+        assert_eq!(
+            run(&skipped, &mut fake, &mut Events::default()),
+            Exit::TEMPFAIL
+        );
+        assert_eq!(streak.told.get(), 3);
+        assert_eq!(fake.hooks_run.len(), 1);
+        // A signal during the count ends the run by it, before the hook.
+        let interrupted = Streak {
+            signal: Some(15),
+            ..Streak::default()
+        };
+        let plan = Plan {
+            alert: Some((&interrupted, 2)),
+            ..plan.clone()
+        };
+        let mut fake2 = Fake::new(&[BAD]);
+        let mut events = Events::default();
+        assert_eq!(run(&plan, &mut fake2, &mut events), Exit::Signal(15));
+        assert!(fake2.hooks_run.is_empty());
+        assert!(
+            events.0.iter().any(|e| e.contains("Decision(Alert)")),
+            "{:?}",
+            events.0
+        );
     }
 
     #[test]
@@ -2054,6 +2204,7 @@ mod tests {
             breaker_exit: 75,
             throttle: None,
             lock: None,
+            alert: None,
             lock_wait: Duration::ZERO,
             lock_exit: 75,
             lock_token: None,

@@ -152,6 +152,9 @@ pub struct Cli {
     pub ping: PingArgs,
 
     #[command(flatten)]
+    pub alert: AlertArgs,
+
+    #[command(flatten)]
     pub output: OutputArgs,
 
     /// Keep the command in backoff's process group, for programs that need
@@ -836,6 +839,23 @@ pub struct PingArgs {
     #[arg(long, value_name = "SIZE", default_value = "10000", value_parser = values::ping_body_limit,
           env = "BACKOFF_PING_BODY_LIMIT", hide_env_values = true, allow_hyphen_values = true)]
     pub ping_body_limit: u64,
+}
+
+/// When a failed run alerts.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Check-ins")]
+pub struct AlertArgs {
+    /// Alert only once N runs of the job in a row have failed
+    ///
+    /// A failed run is tolerated while fewer than N runs of the job
+    /// (--name, else --lock's KEY) have failed in a row: its end check-in
+    /// is URL/log, not URL/N, --ping-fail and --on-give-up are not called,
+    /// --output on-failure stays silent; the exit status stays the
+    /// command's. A success starts the count again. The count is kept in
+    /// the budgets' store. See ALERTS.
+    #[arg(long, value_name = "N", env = "BACKOFF_ALERT_AFTER", hide_env_values = true,
+          value_parser = values::alert_after, allow_hyphen_values = true)]
+    pub alert_after: Option<u64>,
 }
 
 /// `backoff lock show|reset KEY`.

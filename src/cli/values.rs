@@ -440,6 +440,19 @@ pub fn budget_key(s: &str) -> Result<String, String> {
     crate::fleet::bucket::check_key(s).map(|()| s.to_owned())
 }
 
+/// Parses `--alert-after`: 1 to a million runs in a row.
+pub fn alert_after(s: &str) -> Result<u64, String> {
+    let most = crate::fleet::streak::MAX_ALERT_AFTER;
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err(
+            "must be at least 1: 0 would never alert (1 alerts on every failed run, as without --alert-after)"
+                .into(),
+        ),
+        Ok(n) if n <= most => Ok(n),
+        _ => Err(format!("must be a whole number from 1 to {most}")),
+    }
+}
+
 /// Parses `--lock-ttl`: a duration from 1s (a lease renewed every third
 /// of it needs some time for each renewal) to a day.
 pub fn lock_ttl(s: &str) -> Result<Duration, String> {

@@ -8,6 +8,7 @@
 pub mod breaker;
 pub mod bucket;
 pub mod lock;
+pub mod streak;
 pub mod throttle;
 
 /// What a reset found.

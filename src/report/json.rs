@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 
 use crate::classify::{Outcome, Status, os_error};
-use crate::event::{BreakerNews, Ending, Event, LockNews, Next, Report, ThrottleNews};
+use crate::event::{AlertNews, BreakerNews, Ending, Event, LockNews, Next, Report, ThrottleNews};
 use crate::fleet::breaker::{Admission, Circuit, RunEnd};
 use crate::report::{Verbosity, utc_rfc3339};
 use crate::signal;
@@ -253,6 +253,30 @@ pub fn holder_json(h: Option<&crate::fleet::lock::Holder>) -> Value {
             "run_id": h.run_id,
             "token": h.token,
         })
+    })
+}
+
+/// What a run's end did to the count of its job's failed runs in a row
+/// (`--alert-after` `alert_after`), as the `alert` event and the run
+/// report's `alert` object tell it: `decision` tolerated, alert, reset or
+/// unavailable, the failed runs in a row after the run (`null` when the
+/// store could not be used), and before it for a reset (`null` for a
+/// record out of shape), and `text`, as `-v` says it.
+pub fn alert_json(key: &str, alert_after: u64, news: AlertNews) -> Value {
+    let (failures, before, failed) = match news {
+        AlertNews::Failed { failures } => (Some(failures), None, true),
+        AlertNews::Reset { was } => (Some(0), was, false),
+        AlertNews::Unavailable { failed } => (None, None, failed),
+    };
+    json!({
+        "key": key,
+        "alert_after": alert_after,
+        "decision": news.decision(alert_after),
+        "tolerated": news.tolerated(alert_after).is_some(),
+        "run_failed": failed,
+        "failures": failures,
+        "failures_before": before,
+        "text": crate::report::text::alert_words(alert_after, news),
     })
 }
 
@@ -518,6 +542,15 @@ pub fn event_json(event: &Event<'_>, verbose: bool) -> Value {
         Event::Lock { key, news } => {
             let mut v = lock_json(key, news);
             v["event"] = json!("lock");
+            v
+        }
+        Event::Alert {
+            key,
+            alert_after,
+            news,
+        } => {
+            let mut v = alert_json(key, alert_after, news);
+            v["event"] = json!("alert");
             v
         }
         Event::Throttle {

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::classify::{Applied, Hint, Limit, Outcome};
 use crate::event::{
-    BreakerNews, Ending, Event, HookKind, HuntEnd, LockNews, Next, Report, ThrottleNews,
+    AlertNews, BreakerNews, Ending, Event, HookKind, HuntEnd, LockNews, Next, Report, ThrottleNews,
 };
 use crate::exit::Exit;
 use crate::fleet::breaker::{Admission, Circuit};
@@ -188,6 +188,9 @@ pub struct Recorder {
     throttle: Option<ThrottleRecord>,
     /// What became of the lock, with `--lock`: its key and the news.
     lock: Option<(String, LockNews)>,
+    /// What the run's end did to the count of its job's failed runs in a
+    /// row, with `--alert-after`: its key, N and the news.
+    alert: Option<(String, u64, AlertNews)>,
     /// How the run ended, in the words of its last line.
     ending: Option<String>,
 }
@@ -256,8 +259,30 @@ impl Recorder {
             breaker: None,
             throttle: None,
             lock: None,
+            alert: None,
             ending: None,
         }
+    }
+
+    /// Follows what the run's end did to the count of its job's failed
+    /// runs in a row (`Event::Alert`).
+    fn alerted(&mut self, event: &Event<'_>) {
+        if let Event::Alert {
+            key,
+            alert_after,
+            news,
+        } = *event
+        {
+            self.alert = Some((key.to_owned(), alert_after, news));
+        }
+    }
+
+    /// Whether the run is a failure tolerated under `--alert-after`: no
+    /// alert.
+    pub fn tolerated(&self) -> bool {
+        self.alert
+            .as_ref()
+            .is_some_and(|&(_, n, news)| news.tolerated(n).is_some())
     }
 
     /// Follows the lock's news.
@@ -522,6 +547,7 @@ impl Recorder {
             "breaker": self.breaker_json(),
             "throttle": self.throttle_json(),
             "lock": self.lock.as_ref().map(|(key, news)| crate::report::json::lock_json(key, news)),
+            "alert": self.alert.as_ref().map(|(key, n, news)| crate::report::json::alert_json(key, *n, *news)),
             "backoff_seconds": self.backoff_seconds(),
             "final_status": exit.shell_code(),
             "final_signal": match exit {
@@ -660,6 +686,7 @@ impl Report for Recorder {
             Event::Undelivered { bytes } => self.undelivered = bytes,
             Event::Breaker { key, news } => self.breaker(key, news),
             Event::Lock { key, news } => self.lock(key, news),
+            Event::Alert { .. } => self.alerted(event),
             Event::Throttle {
                 key, news, late, ..
             } => self.throttle(key, news, late),

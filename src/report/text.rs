@@ -10,7 +10,8 @@ use std::io::Write;
 use crate::classify::{Applied, HintSource, Outcome, Source, StopReason};
 use crate::duration::human;
 use crate::event::{
-    BreakerNews, During, Ending, Event, HookKind, HuntEnd, LockNews, Next, Report, ThrottleNews,
+    AlertNews, BreakerNews, During, Ending, Event, HookKind, HuntEnd, LockNews, Next, Report,
+    ThrottleNews,
 };
 use crate::fleet::breaker::{Admission, Circuit, RunEnd, State};
 use crate::fleet::lock::Forgotten;
@@ -343,6 +344,11 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
         Event::Hook { .. } => return hook_text(event, verbosity),
         Event::Breaker { key, news } if normal => return breaker_text(key, news, verbose),
         Event::Lock { key, news } if normal => return lock_text(key, news, verbose),
+        Event::Alert {
+            key,
+            alert_after,
+            news,
+        } if normal => return alert_text(key, alert_after, news, verbose),
         Event::Throttle {
             key,
             attempt,
@@ -596,6 +602,53 @@ fn lock_text(key: &str, news: &LockNews, verbose: bool) -> Option<String> {
         LockNews::Lost { why, .. } => {
             format!("lock '{key}' was lost: {why}; the run gives up")
         }
+        _ => return None,
+    })
+}
+
+/// What a run's end did to the count of its job's failed runs in a row,
+/// in a few words: `tolerated (1 of 2)`, `alerting (2 of 2)`, `alerting
+/// (3 in a row)`, `reset (was 2)`, `unavailable`.
+pub fn alert_words(alert_after: u64, news: AlertNews) -> String {
+    match news {
+        AlertNews::Failed { failures } if failures < alert_after => {
+            format!("tolerated ({failures} of {alert_after})")
+        }
+        AlertNews::Failed { failures } if failures == alert_after => {
+            format!("alerting ({failures} of {alert_after})")
+        }
+        AlertNews::Failed { failures } => format!("alerting ({failures} in a row)"),
+        AlertNews::Reset { was: Some(was) } => format!("reset (was {was})"),
+        AlertNews::Reset { was: None } => "reset (was out of shape)".to_owned(),
+        AlertNews::Unavailable { .. } => "unavailable".to_owned(),
+    }
+}
+
+/// The line of what a run's end did to the count of its job's failed runs
+/// in a row (`--alert-after`), if it has one: a failed run's always, a
+/// reset's with -v (a store that cannot be used is said where it happens).
+fn alert_text(key: &str, alert_after: u64, news: AlertNews, verbose: bool) -> Option<String> {
+    let words = alert_words(alert_after, news);
+    Some(match news {
+        AlertNews::Failed { failures } if failures < alert_after => format!(
+            "job '{key}': {words}: no alert until {} in a row have failed (--alert-after)",
+            plural(alert_after, "run")
+        ),
+        AlertNews::Failed { failures } if failures == alert_after => format!(
+            "job '{key}': {words}: {} in a row have failed (--alert-after)",
+            plural(failures, "run")
+        ),
+        AlertNews::Failed { failures } => format!(
+            "job '{key}': alerting: {} in a row have failed (--alert-after {alert_after})",
+            plural(failures, "run")
+        ),
+        AlertNews::Reset { was } if verbose => format!(
+            "job '{key}': the run succeeded: its count of failed runs in a row starts again ({})",
+            was.map_or_else(
+                || "it was out of shape".to_owned(),
+                |n| format!("it was {n}")
+            )
+        ),
         _ => return None,
     })
 }

@@ -21,7 +21,7 @@ use std::io::PipeReader;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::event::{BreakerNews, LockNews, ThrottleNews};
+use crate::event::{AlertNews, BreakerNews, LockNews, ThrottleNews};
 use crate::fleet::breaker::{Admission, Breaker, Circuit, RunEnd};
 use crate::fleet::bucket::Bucket;
 use crate::fleet::lock::Holder;
@@ -330,6 +330,22 @@ pub trait LockBackend: Backend {
     fn reset(&self, force: bool, wait: &mut dyn Wait) -> Result<LockState, StoreError>;
 }
 
+/// A store of counts of failed runs in a row (`--alert-after`), as
+/// `BudgetBackend` is of budgets.
+pub trait StreakBackend: Backend {
+    /// Counts a run that `failed`, or starts the count again after a
+    /// success, repairing a corrupt record (said): what it found and left.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used, or a signal ends the wait.
+    fn tally(
+        &self,
+        failed: bool,
+        wait: &mut dyn Wait,
+    ) -> Result<crate::fleet::streak::Tally, StoreError>;
+}
+
 /// How a store is used, whatever it keeps.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -534,6 +550,41 @@ impl Kind for Locks {
     }
 }
 
+/// Counts of a job's failed runs in a row (`--alert-after`).
+#[derive(Debug)]
+pub enum Streaks {}
+
+impl Kind for Streaks {
+    type Backend = dyn StreakBackend;
+    /// `--alert-after`.
+    type Limits = u64;
+    const NOUN: &'static str = "failure count";
+    const FLAG: &'static str = "--alert-after";
+    // A count that cannot be had alerts: never a failure swallowed.
+    fn fail(_: &u64, _: FailMode) -> FailMode {
+        FailMode::Closed
+    }
+    fn in_file(
+        dir: StateDir,
+        key: &str,
+        alert_after: u64,
+        s: Settings,
+    ) -> Result<Box<dyn StreakBackend>, String> {
+        let f = file::streak::FileStreak::open(dir, key, alert_after, s.timeout, s.warnings)?;
+        Ok(Box::new(f))
+    }
+    #[cfg(feature = "redis")]
+    fn in_redis(
+        url: &str,
+        key: &str,
+        alert_after: u64,
+        s: Settings,
+    ) -> Result<Box<dyn StreakBackend>, String> {
+        let r = redis::streak::RedisStreak::new(url, key, alert_after, s.timeout, s.warnings)?;
+        Ok(Box::new(r))
+    }
+}
+
 /// How a lock is held: the term of a lease in Redis (a file lock needs
 /// none), and what a lock that cannot be had for certain becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -567,6 +618,9 @@ pub type ThrottleStore = Shared<Throttles>;
 
 /// A lock, wherever it lives.
 pub type LockStore = Shared<Locks>;
+
+/// A count of failed runs in a row, wherever it lives.
+pub type StreakStore = Shared<Streaks>;
 
 impl<K: Kind> std::fmt::Debug for Shared<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -931,6 +985,35 @@ impl crate::run::RunLock for Shared<Locks> {
 
     fn lost(&self) -> Option<String> {
         self.backend.lost()
+    }
+}
+
+impl crate::run::FailureStreak for StreakStore {
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn tally(&self, failed: bool, wait: &mut dyn Wait) -> Result<AlertNews, i32> {
+        match self.backend.tally(failed, wait) {
+            Ok(t) if failed => Ok(AlertNews::Failed { failures: t.after }),
+            Ok(t) => Ok(AlertNews::Reset {
+                was: match t.before {
+                    Found::Nothing => Some(0),
+                    Found::Held(n) => Some(n),
+                    Found::Corrupt => None,
+                },
+            }),
+            Err(StoreError::Interrupted(sig)) => Err(sig),
+            Err(StoreError::Failed(why)) => {
+                let then = if failed {
+                    "this failure alerts, as without --alert-after"
+                } else {
+                    "the count is not started again, and the next failure may alert sooner"
+                };
+                self.fall_back(&why, then, then);
+                Ok(AlertNews::Unavailable { failed })
+            }
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! Integration tests: the real binary against real processes and signals.
 
+mod alert_after;
 mod breaker;
 mod budget;
 mod ci;

@@ -810,7 +810,7 @@ fn more_advice_followed_literally_works() {
         (
             &["--budget-store", "redis://127.0.0.1:1", "--", "true"],
             &[],
-            "needs '--budget KEY', '--breaker KEY', '--throttle KEY' or '--lock KEY'",
+            "needs '--budget KEY', '--breaker KEY', '--throttle KEY', '--lock KEY' or '--alert-after N'",
             &[
                 "--budget-store",
                 "redis://127.0.0.1:1",

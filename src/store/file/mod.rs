@@ -19,6 +19,7 @@
 mod breaker;
 mod budget;
 pub(super) mod lock;
+pub(super) mod streak;
 mod throttle;
 
 pub use breaker::FileBreaker;
@@ -198,7 +199,7 @@ fn find_in_home(home: &Path, xdg: Option<&str>, make: bool) -> Result<bool, Stor
 }
 
 /// What a state file held.
-enum State<T> {
+pub(super) enum State<T> {
     /// Nothing yet: a fresh state.
     Fresh,
     /// A valid state.
@@ -209,7 +210,7 @@ enum State<T> {
 
 /// The record of one kind of state file: its name's suffix, its fixed
 /// length, and how it is read and written.
-trait Record: Copy + PartialEq {
+pub(super) trait Record: Copy + PartialEq {
     /// `budget`, `breaker` or `throttle`: the file name's suffix, and the
     /// words of its messages.
     const KIND: &'static str;
@@ -243,7 +244,7 @@ impl Access {
 }
 
 /// What a reset found in a state file.
-fn found<T>(state: State<T>) -> Found<T> {
+pub(super) fn found<T>(state: State<T>) -> Found<T> {
     match state {
         State::Fresh => Found::Nothing,
         State::Held(t) => Found::Held(t),
@@ -570,7 +571,7 @@ impl StateFile {
     /// conflicts; else `change` is made by a thread that waits for it in the
     /// kernel's queue, while the call waits at most the timeout, and a
     /// signal ends its wait at once.
-    fn with_state<R, T>(
+    pub(super) fn with_state<R, T>(
         &self,
         access: Access,
         wait: &mut dyn Wait,
