@@ -339,8 +339,8 @@ pub struct SimulateArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Cron model")]
 pub struct CronArgs {
-    /// The window of --splay, of which each host waits its own place, as
-    /// the real --splay places it [default: 2m]
+    /// The --splay window: each host waits its own place in it, as the
+    /// real --splay places the host [default: 2m]
     #[arg(long, value_name = "DURATION", value_parser = values::duration,
           allow_hyphen_values = true)]
     pub splay: Option<Duration>,
