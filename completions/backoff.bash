@@ -964,14 +964,14 @@ _backoff_options() {
             return 0
             ;;
         backoff__subcmd__simulate)
-            opts="-h --model --clients --runs --strategy --base --cap --factor --jitter --seed --format --plot --scenario --rate --capacity --queue --timeout --brownout --outage-start --outage-length --horizon --max-retries --budget-ratio --budget-burst --breaker-failures --breaker-cooldown --throttle-window --throttle-k --help"
+            opts="-h --model --clients --runs --strategy --base --cap --factor --jitter --seed --format --plot --scenario --rate --capacity --queue --timeout --brownout --outage-start --outage-length --horizon --max-retries --budget-ratio --budget-burst --breaker-failures --breaker-cooldown --throttle-window --throttle-k --splay --job --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 _backoff_compgen -W "${opts}" -- "${cur}"
                 return 0
             fi
             case "${prev}" in
                 --model)
-                    _backoff_compgen -W "contention overload" -- "${cur}"
+                    _backoff_compgen -W "contention overload cron" -- "${cur}"
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
@@ -1150,6 +1150,20 @@ _backoff_options() {
                     return 0
                     ;;
                 --throttle-k)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --splay)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --job)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace

@@ -104,7 +104,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand schedule 'Print the delays a policy produces, and run nothing'
-            cand simulate 'Show why jitter matters, and what retries do to an overloaded server'
+            cand simulate 'Show why jitter matters, what retries do to an overloaded server, and what a fleet''s cron does to one'
             cand budget 'Show or reset a retry budget shared by processes (see --budget)'
             cand breaker 'Show or reset a circuit breaker shared by processes (see --breaker)'
             cand throttle 'Show or reset a throttle shared by processes (see --throttle)'
@@ -126,8 +126,8 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'backoff;simulate'= {
-            cand --model 'The model: Brooker''s experiment, or a server past its capacity'
-            cand --clients 'Client counts: a list (10,50,100) or a range with a step (10-190/10); the overload model takes one count [default: 10-190/10; overload: 1000]'
+            cand --model 'The model: Brooker''s experiment, a server past its capacity, or a fleet''s cron'
+            cand --clients 'Client counts: a list (10,50,100) or a range with a step (10-190/10); the overload and cron models take one count (cron: the hosts) [default: 10-190/10; overload, cron: 1000]'
             cand --runs 'Runs per client count and strategy (contention) [default: 100]'
             cand --strategy 'Strategies, comma-separated [default: contention: none, exponential, full, equal, decorrelated; overload: all but policy]'
             cand --base 'Base of the delays [default: Brooker''s 5ms; overload: 100ms]'
@@ -139,7 +139,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --plot 'Also draw the charts into an SVG file, replaced whole or left as it was (a temporary file renamed over it), and only a regular file'
             cand --scenario 'A set of the values below, each of which may be given instead [default: outage]'
             cand --rate 'Requests a second each client makes, at a fixed interval [default: 1]'
-            cand --capacity 'Attempts a second the server works through [default: 2000]'
+            cand --capacity 'Attempts a second the server works through; with --model cron, requests a second the service answers [default: 2000; cron: 100]'
             cand --queue 'Most attempts waiting in the server''s queue; more are refused at once [default: 1000; metastable: 4000]'
             cand --timeout 'How long a client waits for an attempt''s answer [default: 1s]'
             cand --brownout 'The share of the capacity left during the outage, from 0 (none) to 1 [default: 0]'
@@ -153,6 +153,8 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --breaker-cooldown 'How long that breaker stays open before a probe [default: 5s]'
             cand --throttle-window 'The window over which the adaptive throttle of "full+throttle" and "full+budget+throttle", one for all clients, counts requests and accepts, from 1s to 30 days [default: 2m]'
             cand --throttle-k 'That throttle''s K, from 1 to 1000: it skips attempts when the requests pass K times the accepts [default: 2]'
+            cand --splay 'The --splay window: each host waits its own place in it, as the real --splay places the host [default: 2m]'
+            cand --job 'How long a run of the job lasts once the service has answered its request [default: 5s]'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }

@@ -133,7 +133,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l foreground -d 'Keep the
 complete -c backoff -n "__fish_backoff_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_needs_command" -s V -l version -d 'Print version'
 complete -c backoff -n "__fish_backoff_needs_command" -a "schedule" -d 'Print the delays a policy produces, and run nothing'
-complete -c backoff -n "__fish_backoff_needs_command" -a "simulate" -d 'Show why jitter matters, and what retries do to an overloaded server'
+complete -c backoff -n "__fish_backoff_needs_command" -a "simulate" -d 'Show why jitter matters, what retries do to an overloaded server, and what a fleet\'s cron does to one'
 complete -c backoff -n "__fish_backoff_needs_command" -a "budget" -d 'Show or reset a retry budget shared by processes (see --budget)'
 complete -c backoff -n "__fish_backoff_needs_command" -a "breaker" -d 'Show or reset a circuit breaker shared by processes (see --breaker)'
 complete -c backoff -n "__fish_backoff_needs_command" -a "throttle" -d 'Show or reset a throttle shared by processes (see --throttle)'
@@ -155,9 +155,10 @@ json\t'One JSON document'
 csv\t'Comma-separated values with a header line'"
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l forever -d 'No retry limit: retry until success or a stop rule'
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l model -d 'The model: Brooker\'s experiment, or a server past its capacity' -r -f -a "contention\t'Brooker\'s experiment: clients contend to update one row'
-overload\t'Clients at a steady rate, a server of fixed capacity, an outage'"
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l clients -d 'Client counts: a list (10,50,100) or a range with a step (10-190/10); the overload model takes one count [default: 10-190/10; overload: 1000]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l model -d 'The model: Brooker\'s experiment, a server past its capacity, or a fleet\'s cron' -r -f -a "contention\t'Brooker\'s experiment: clients contend to update one row'
+overload\t'Clients at a steady rate, a server of fixed capacity, an outage'
+cron\t'Hosts whose cron fires one job at :00: --splay, --lock, --once-per'"
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l clients -d 'Client counts: a list (10,50,100) or a range with a step (10-190/10); the overload and cron models take one count (cron: the hosts) [default: 10-190/10; overload, cron: 1000]' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l runs -d 'Runs per client count and strategy (contention) [default: 100]' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l strategy -d 'Strategies, comma-separated [default: contention: none, exponential, full, equal, decorrelated; overload: all but policy]' -r -f -a "none\t'No backoff: contention reads again at once; overload does not retry'
 immediate\t'Overload: retries at once, with no delay'
@@ -181,12 +182,12 @@ complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l seed -d 'Se
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l format -d 'Output format; a contention table is followed by a terminal chart' -r -f -a "table\t'Aligned columns for people'
 json\t'One JSON document'
 csv\t'Comma-separated values with a header line'
-svg\t'The overload model\'s chart, as SVG on stdout'"
+svg\t'The overload or cron model\'s chart, as SVG on stdout'"
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l plot -d 'Also draw the charts into an SVG file, replaced whole or left as it was (a temporary file renamed over it), and only a regular file' -r -F
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l scenario -d 'A set of the values below, each of which may be given instead [default: outage]' -r -f -a "outage\t'A full outage of 10s that the server survives'
 metastable\t'The same outage and a deeper queue: the overload outlives it'"
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l rate -d 'Requests a second each client makes, at a fixed interval [default: 1]' -r -f
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l capacity -d 'Attempts a second the server works through [default: 2000]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l capacity -d 'Attempts a second the server works through; with --model cron, requests a second the service answers [default: 2000; cron: 100]' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l queue -d 'Most attempts waiting in the server\'s queue; more are refused at once [default: 1000; metastable: 4000]' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l timeout -d 'How long a client waits for an attempt\'s answer [default: 1s]' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l brownout -d 'The share of the capacity left during the outage, from 0 (none) to 1 [default: 0]' -r -f
@@ -200,6 +201,8 @@ complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l breaker-fai
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l breaker-cooldown -d 'How long that breaker stays open before a probe [default: 5s]' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l throttle-window -d 'The window over which the adaptive throttle of "full+throttle" and "full+budget+throttle", one for all clients, counts requests and accepts, from 1s to 30 days [default: 2m]' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l throttle-k -d 'That throttle\'s K, from 1 to 1000: it skips attempts when the requests pass K times the accepts [default: 2]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l splay -d 'The --splay window: each host waits its own place in it, as the real --splay places the host [default: 2m]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l job -d 'How long a run of the job lasts once the service has answered its request [default: 5s]' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -s h -l help -d 'Print help'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -f -a "show" -d 'Print the tokens left in a budget, and the burst and ratio its state records (else those of the options, said to be theirs)'

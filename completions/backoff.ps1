@@ -107,7 +107,7 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('schedule', 'schedule', [CompletionResultType]::ParameterValue, 'Print the delays a policy produces, and run nothing')
-            [CompletionResult]::new('simulate', 'simulate', [CompletionResultType]::ParameterValue, 'Show why jitter matters, and what retries do to an overloaded server')
+            [CompletionResult]::new('simulate', 'simulate', [CompletionResultType]::ParameterValue, 'Show why jitter matters, what retries do to an overloaded server, and what a fleet''s cron does to one')
             [CompletionResult]::new('budget', 'budget', [CompletionResultType]::ParameterValue, 'Show or reset a retry budget shared by processes (see --budget)')
             [CompletionResult]::new('breaker', 'breaker', [CompletionResultType]::ParameterValue, 'Show or reset a circuit breaker shared by processes (see --breaker)')
             [CompletionResult]::new('throttle', 'throttle', [CompletionResultType]::ParameterValue, 'Show or reset a throttle shared by processes (see --throttle)')
@@ -131,8 +131,8 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             break
         }
         'backoff;simulate' {
-            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'The model: Brooker''s experiment, or a server past its capacity')
-            [CompletionResult]::new('--clients', '--clients', [CompletionResultType]::ParameterName, 'Client counts: a list (10,50,100) or a range with a step (10-190/10); the overload model takes one count [default: 10-190/10; overload: 1000]')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'The model: Brooker''s experiment, a server past its capacity, or a fleet''s cron')
+            [CompletionResult]::new('--clients', '--clients', [CompletionResultType]::ParameterName, 'Client counts: a list (10,50,100) or a range with a step (10-190/10); the overload and cron models take one count (cron: the hosts) [default: 10-190/10; overload, cron: 1000]')
             [CompletionResult]::new('--runs', '--runs', [CompletionResultType]::ParameterName, 'Runs per client count and strategy (contention) [default: 100]')
             [CompletionResult]::new('--strategy', '--strategy', [CompletionResultType]::ParameterName, 'Strategies, comma-separated [default: contention: none, exponential, full, equal, decorrelated; overload: all but policy]')
             [CompletionResult]::new('--base', '--base', [CompletionResultType]::ParameterName, 'Base of the delays [default: Brooker''s 5ms; overload: 100ms]')
@@ -144,7 +144,7 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('--plot', '--plot', [CompletionResultType]::ParameterName, 'Also draw the charts into an SVG file, replaced whole or left as it was (a temporary file renamed over it), and only a regular file')
             [CompletionResult]::new('--scenario', '--scenario', [CompletionResultType]::ParameterName, 'A set of the values below, each of which may be given instead [default: outage]')
             [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'Requests a second each client makes, at a fixed interval [default: 1]')
-            [CompletionResult]::new('--capacity', '--capacity', [CompletionResultType]::ParameterName, 'Attempts a second the server works through [default: 2000]')
+            [CompletionResult]::new('--capacity', '--capacity', [CompletionResultType]::ParameterName, 'Attempts a second the server works through; with --model cron, requests a second the service answers [default: 2000; cron: 100]')
             [CompletionResult]::new('--queue', '--queue', [CompletionResultType]::ParameterName, 'Most attempts waiting in the server''s queue; more are refused at once [default: 1000; metastable: 4000]')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long a client waits for an attempt''s answer [default: 1s]')
             [CompletionResult]::new('--brownout', '--brownout', [CompletionResultType]::ParameterName, 'The share of the capacity left during the outage, from 0 (none) to 1 [default: 0]')
@@ -158,6 +158,8 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('--breaker-cooldown', '--breaker-cooldown', [CompletionResultType]::ParameterName, 'How long that breaker stays open before a probe [default: 5s]')
             [CompletionResult]::new('--throttle-window', '--throttle-window', [CompletionResultType]::ParameterName, 'The window over which the adaptive throttle of "full+throttle" and "full+budget+throttle", one for all clients, counts requests and accepts, from 1s to 30 days [default: 2m]')
             [CompletionResult]::new('--throttle-k', '--throttle-k', [CompletionResultType]::ParameterName, 'That throttle''s K, from 1 to 1000: it skips attempts when the requests pass K times the accepts [default: 2]')
+            [CompletionResult]::new('--splay', '--splay', [CompletionResultType]::ParameterName, 'The --splay window: each host waits its own place in it, as the real --splay places the host [default: 2m]')
+            [CompletionResult]::new('--job', '--job', [CompletionResultType]::ParameterName, 'How long a run of the job lasts once the service has answered its request [default: 5s]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break

@@ -856,20 +856,29 @@ fn generate_command(
 fn simulate_command(args: &cli::SimulateArgs, given: &Given) -> anyhow::Result<Exit> {
     let setup = match config::simulation(args, given, random_seed)? {
         config::Simulation::Contention(setup) => setup,
+        config::Simulation::Cron(setup) => {
+            let outcomes = simulate::cron::simulate(&setup);
+            return print_model(
+                args,
+                [
+                    &|| simulate::cron::table(&setup, &outcomes),
+                    &|| simulate::cron::csv(&setup, &outcomes),
+                    &|| simulate::cron::json(&setup, &outcomes),
+                ],
+                || svg::cron_svg(&setup, &outcomes),
+            );
+        }
         config::Simulation::Overload(setup) => {
             let outcomes = simulate::overload::simulate(&setup);
-            let drawing = || svg::overload_svg(&setup, &outcomes);
-            let text = match args.format {
-                SimFormat::Table => table::overload_table(&setup, &outcomes),
-                SimFormat::Csv => table::overload_csv(&outcomes),
-                SimFormat::Json => table::overload_json(&setup, &outcomes),
-                SimFormat::Svg => drawing().map_err(|e| UsageError(format!("cannot draw: {e}")))?,
-            };
-            print(text.as_bytes())?;
-            if let Some(path) = &args.plot {
-                plot(path, drawing())?;
-            }
-            return Ok(Exit::SUCCESS);
+            return print_model(
+                args,
+                [
+                    &|| table::overload_table(&setup, &outcomes),
+                    &|| table::overload_csv(&outcomes),
+                    &|| table::overload_json(&setup, &outcomes),
+                ],
+                || svg::overload_svg(&setup, &outcomes),
+            );
         }
     };
     let cells = simulate::simulate(&setup);
@@ -885,6 +894,27 @@ fn simulate_command(args: &cli::SimulateArgs, given: &Given) -> anyhow::Result<E
     print(text.as_bytes())?;
     if let Some(path) = &args.plot {
         plot(path, svg::svg(&setup, &cells))?;
+    }
+    Ok(Exit::SUCCESS)
+}
+
+/// Prints a model's table, CSV, JSON (`texts`, in that order) or chart as
+/// `--format` asks, and writes the chart to `--plot`'s file.
+fn print_model(
+    args: &cli::SimulateArgs,
+    texts: [&dyn Fn() -> String; 3],
+    drawing: impl Fn() -> Result<String, String>,
+) -> anyhow::Result<Exit> {
+    let [table, csv, json] = texts;
+    let text = match args.format {
+        SimFormat::Table => table(),
+        SimFormat::Csv => csv(),
+        SimFormat::Json => json(),
+        SimFormat::Svg => drawing().map_err(|e| UsageError(format!("cannot draw: {e}")))?,
+    };
+    print(text.as_bytes())?;
+    if let Some(path) = &args.plot {
+        plot(path, drawing())?;
     }
     Ok(Exit::SUCCESS)
 }

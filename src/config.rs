@@ -26,7 +26,7 @@ use crate::preset;
 use crate::report::ci::StepFiles;
 use crate::report::{Labels, LogFormat, Verbosity, Warnings};
 use crate::run::{Goal, Hints, Hooks};
-use crate::simulate::{self, overload};
+use crate::simulate::{self, cron, overload};
 use crate::store::file;
 use crate::store::{
     BreakerStore, Breakers, Budgets, Kind, Location, LockLimits, LockStore, Locks,
@@ -626,6 +626,8 @@ pub enum Simulation {
     Contention(simulate::Setup),
     /// A server past its capacity.
     Overload(overload::Setup),
+    /// A fleet's cron.
+    Cron(cron::Setup),
 }
 
 /// Builds the setup of `backoff simulate`; `seed` supplies a random seed
@@ -639,58 +641,79 @@ pub fn simulation(
     match args.model {
         SimModel::Contention => contention(args, given, seed).map(Simulation::Contention),
         SimModel::Overload => overload(args, given, seed).map(Simulation::Overload),
+        SimModel::Cron => cron(args, given, seed).map(Simulation::Cron),
     }
 }
 
-/// The options given on the command line that only the other model reads.
-fn other_model_options(args: &SimulateArgs) -> Vec<&'static str> {
+/// The name of a model on the command line.
+fn model_name(model: SimModel) -> &'static str {
+    match model {
+        SimModel::Contention => "contention",
+        SimModel::Overload => "overload",
+        SimModel::Cron => "cron",
+    }
+}
+
+/// The first option given on the command line that `args.model` does not
+/// read, with the models that do.
+fn other_model_option(
+    args: &SimulateArgs,
+    given: &Given,
+) -> Option<(&'static str, &'static [SimModel])> {
+    use SimModel::{Contention as C, Cron as R, Overload as O};
     let o = &args.overload;
-    let mut flags = Vec::new();
-    let mut note = |given: bool, flag: &'static str| {
-        if given {
-            flags.push(flag);
-        }
-    };
-    if args.model == SimModel::Contention {
-        note(o.scenario.is_some(), "--scenario");
-        note(o.rate.is_some(), "--rate");
-        note(o.capacity.is_some(), "--capacity");
-        note(o.queue.is_some(), "--queue");
-        note(o.timeout.is_some(), "--timeout");
-        note(o.brownout.is_some(), "--brownout");
-        note(o.outage_start.is_some(), "--outage-start");
-        note(o.outage_length.is_some(), "--outage-length");
-        note(o.horizon.is_some(), "--horizon");
-        note(o.max_retries.is_some(), "--max-retries");
-        note(o.budget_ratio.is_some(), "--budget-ratio");
-        note(o.budget_burst.is_some(), "--budget-burst");
-        note(o.breaker_failures.is_some(), "--breaker-failures");
-        note(o.breaker_cooldown.is_some(), "--breaker-cooldown");
-        note(o.throttle_window.is_some(), "--throttle-window");
-        note(o.throttle_k.is_some(), "--throttle-k");
-        note(args.format == SimFormat::Svg, "--format svg");
-    } else {
-        note(args.runs.is_some(), "--runs");
-        note(args.jitter.is_some(), "--jitter");
-    }
-    flags
+    let on_command_line =
+        |flag: &str| matches!(given.typed(flag), Some((_, ValueSource::CommandLine)));
+    let options: [(bool, &'static str, &'static [SimModel]); 25] = [
+        (args.runs.is_some(), "--runs", &[C]),
+        (args.jitter.is_some(), "--jitter", &[C]),
+        (!args.strategy.is_empty(), "--strategy", &[C, O]),
+        (args.base.is_some(), "--base", &[C, O]),
+        (args.cap.is_some(), "--cap", &[C, O]),
+        (on_command_line("--factor"), "--factor", &[C, O]),
+        (o.scenario.is_some(), "--scenario", &[O]),
+        (o.rate.is_some(), "--rate", &[O]),
+        (o.capacity.is_some(), "--capacity", &[O, R]),
+        (o.queue.is_some(), "--queue", &[O]),
+        (o.timeout.is_some(), "--timeout", &[O]),
+        (o.brownout.is_some(), "--brownout", &[O]),
+        (o.outage_start.is_some(), "--outage-start", &[O]),
+        (o.outage_length.is_some(), "--outage-length", &[O]),
+        (o.horizon.is_some(), "--horizon", &[O]),
+        (o.max_retries.is_some(), "--max-retries", &[O]),
+        (o.budget_ratio.is_some(), "--budget-ratio", &[O]),
+        (o.budget_burst.is_some(), "--budget-burst", &[O]),
+        (o.breaker_failures.is_some(), "--breaker-failures", &[O]),
+        (o.breaker_cooldown.is_some(), "--breaker-cooldown", &[O]),
+        (o.throttle_window.is_some(), "--throttle-window", &[O]),
+        (o.throttle_k.is_some(), "--throttle-k", &[O]),
+        (args.cron.splay.is_some(), "--splay", &[R]),
+        (args.cron.job.is_some(), "--job", &[R]),
+        (args.format == SimFormat::Svg, "--format svg", &[O, R]),
+    ];
+    options
+        .into_iter()
+        .find(|(set, _, models)| *set && !models.contains(&args.model))
+        .map(|(_, flag, models)| (flag, models))
 }
 
-/// Refuses the options of the other model, and the strategies it alone
-/// has.
+/// Refuses the options of the other models, and the strategies another
+/// model alone has.
 fn check_model(args: &SimulateArgs, given: &Given) -> Result<(), UsageError> {
-    let (this, other) = match args.model {
-        SimModel::Contention => ("contention", "overload"),
-        SimModel::Overload => ("overload", "contention"),
-    };
-    if let Some(flag) = other_model_options(args).first() {
-        let hint = if *flag == "--format svg" {
+    let this = model_name(args.model);
+    if let Some((flag, models)) = other_model_option(args, given) {
+        let hint = if flag == "--format svg" {
             " (use --plot FILE)"
         } else {
             ""
         };
+        let of: Vec<String> = models
+            .iter()
+            .map(|&m| format!("'--model {}'", model_name(m)))
+            .collect();
         return Err(UsageError(format!(
-            "'{flag}' is an option of '--model {other}', not of '--model {this}'{hint}"
+            "'{flag}' is an option of {}, not of '--model {this}'{hint}",
+            of.join(" and ")
         )));
     }
     let only_other = |s: SimStrategy| match args.model {
@@ -703,11 +726,17 @@ fn check_model(args: &SimulateArgs, given: &Given) -> Result<(), UsageError> {
                 | SimStrategy::FullBudgetThrottle
         ),
         SimModel::Overload => s == SimStrategy::Policy,
+        SimModel::Cron => true,
     };
     if let Some(&s) = args.strategy.iter().find(|&&s| only_other(s)) {
         let name = s
             .to_possible_value()
             .map_or_else(String::new, |v| v.get_name().to_owned());
+        let other = if s == SimStrategy::Policy {
+            "contention"
+        } else {
+            "overload"
+        };
         return Err(invalid(
             given,
             name,
@@ -864,6 +893,61 @@ fn overload(args: &SimulateArgs, given: &Given, seed: u64) -> Result<overload::S
     };
     check_overload_times(&setup, given)?;
     Ok(setup)
+}
+
+/// The setup of the cron model: `--clients` hosts (1000), `--capacity`
+/// requests a second (100, at most ten million), a `--job` from 10ms to a
+/// day (5s) and a `--splay` window above zero and at most `--splay`'s own
+/// most (2m).
+fn cron(args: &SimulateArgs, given: &Given, seed: u64) -> Result<cron::Setup, UsageError> {
+    check_model(args, given)?;
+    let hosts = match args.clients.as_ref().map(|c| c.0.as_slice()) {
+        None => 1000,
+        Some(&[n]) => n,
+        Some(_) => {
+            return Err(UsageError(
+                "'--clients' takes one count, the hosts, with '--model cron'".into(),
+            ));
+        }
+    };
+    let capacity = match args.overload.capacity {
+        None => 100.0,
+        Some(c) if c.is_finite() && c > 0.0 && c <= 1e7 => c,
+        Some(c) => {
+            return Err(invalid(
+                given,
+                c,
+                "--capacity",
+                "must be above 0 and at most 10000000",
+            ));
+        }
+    };
+    let job = args.cron.job.unwrap_or(Duration::from_secs(5));
+    if job < Duration::from_millis(10) || job > Duration::from_hours(24) {
+        return Err(invalid(
+            given,
+            show(job),
+            "--job",
+            "must be from 10ms to 24h",
+        ));
+    }
+    let splay = args.cron.splay.unwrap_or(Duration::from_mins(2));
+    if splay.is_zero() || splay > crate::splay::MAX_WINDOW {
+        return Err(invalid(
+            given,
+            show(splay),
+            "--splay",
+            "must be above zero and at most 24h",
+        ));
+    }
+    Ok(cron::Setup {
+        hosts,
+        capacity,
+        job,
+        splay,
+        gates: cron::Gate::ALL.to_vec(),
+        seed,
+    })
 }
 
 /// The adaptive throttle of the overload model: `--throttle-window` from

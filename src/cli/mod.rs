@@ -238,7 +238,8 @@ pub enum Sub {
     /// and mean waiting time. With --seed, also the delays one run would
     /// draw.
     Schedule(ScheduleArgs),
-    /// Show why jitter matters, and what retries do to an overloaded server
+    /// Show why jitter matters, what retries do to an overloaded server, and
+    /// what a fleet's cron does to one
     ///
     /// M. Brooker's "Exponential Backoff And Jitter" (AWS Architecture Blog,
     /// 2015): N clients contend to update one row under optimistic
@@ -252,6 +253,11 @@ pub enum Sub {
     /// capacity, an outage, and retries with or without a shared budget,
     /// breaker or adaptive throttle. Prints, per strategy, the amplification during the outage,
     /// the goodput and the time to recover (see the man page's SIMULATION).
+    ///
+    /// With --model cron: hosts whose cron fires one job at :00, run plainly,
+    /// with --splay, --lock and --once-per. Prints, per way, the runs in the
+    /// period and the peak requests a second to the service and to the
+    /// store.
     Simulate(Box<SimulateArgs>),
     /// Show or reset a retry budget shared by processes (see --budget)
     #[command(subcommand)]
@@ -270,13 +276,14 @@ pub enum Sub {
 // Options of `backoff simulate`.
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// The model: Brooker's experiment, or a server past its capacity
+    /// The model: Brooker's experiment, a server past its capacity, or a
+    /// fleet's cron
     #[arg(long, value_enum, value_name = "MODEL", default_value = "contention")]
     pub model: SimModel,
 
     /// Client counts: a list (10,50,100) or a range with a step
-    /// (10-190/10); the overload model takes one count [default: 10-190/10;
-    /// overload: 1000]
+    /// (10-190/10); the overload and cron models take one count (cron: the
+    /// hosts) [default: 10-190/10; overload, cron: 1000]
     #[arg(long, value_name = "LIST", value_parser = values::client_counts)]
     pub clients: Option<ClientCounts>,
 
@@ -324,6 +331,28 @@ pub struct SimulateArgs {
 
     #[command(flatten)]
     pub overload: OverloadArgs,
+
+    #[command(flatten)]
+    pub cron: CronArgs,
+}
+
+// The options of `backoff simulate --model cron` (see the man page's
+// SIMULATION for the model); --clients is its hosts, --capacity its
+// service's.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Cron model")]
+pub struct CronArgs {
+    /// The --splay window: each host waits its own place in it, as the
+    /// real --splay places the host [default: 2m]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub splay: Option<Duration>,
+
+    /// How long a run of the job lasts once the service has answered its
+    /// request [default: 5s]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration,
+          allow_hyphen_values = true)]
+    pub job: Option<Duration>,
 }
 
 // The options of `backoff simulate --model overload` (see the man page's
@@ -340,7 +369,8 @@ pub struct OverloadArgs {
     #[arg(long, value_name = "R", allow_hyphen_values = true)]
     pub rate: Option<f64>,
 
-    /// Attempts a second the server works through [default: 2000]
+    /// Attempts a second the server works through; with --model cron,
+    /// requests a second the service answers [default: 2000; cron: 100]
     #[arg(long, value_name = "R", allow_hyphen_values = true)]
     pub capacity: Option<f64>,
 
@@ -417,6 +447,8 @@ pub enum SimModel {
     Contention,
     /// Clients at a steady rate, a server of fixed capacity, an outage.
     Overload,
+    /// Hosts whose cron fires one job at :00: --splay, --lock, --once-per.
+    Cron,
 }
 
 /// The preset parameter sets of the overload model.
@@ -500,7 +532,7 @@ pub enum SimFormat {
     Json,
     /// Comma-separated values with a header line.
     Csv,
-    /// The overload model's chart, as SVG on stdout.
+    /// The overload or cron model's chart, as SVG on stdout.
     Svg,
 }
 

@@ -3,9 +3,12 @@
 //! 2015), run many times over client counts and strategies, spread over the
 //! machine's cores; the model of one run is in `model`. The overload model
 //! (`overload`) is a server past its capacity and the retries that keep it
-//! there. Their outputs (tables, CSV, JSON, charts) are in `table` and
-//! `svg`.
+//! there. The cron model (`cron`) is a fleet's cron firing one job at :00,
+//! and what `--splay`, `--lock` and `--once-per` make of it. Their outputs
+//! (tables, CSV, JSON, charts) are in `table` and `svg`; the cron model's
+//! text outputs are beside it.
 
+pub mod cron;
 pub mod model;
 pub mod overload;
 pub mod svg;

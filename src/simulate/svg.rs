@@ -3,8 +3,9 @@
 //! client count, one line per strategy, each with a colour, dashes and marks
 //! of its own, the legend below the charts; for the overload model the
 //! offered load and the goodput against time, one row of small charts per
-//! strategy, each column on one scale. No legend or label is drawn over the
-//! data, and a tick label has no needless `.0`.
+//! strategy, each column on one scale; for the cron model the same rows, of
+//! the requests a second to the service and to the store. No legend or
+//! label is drawn over the data, and a tick label has no needless `.0`.
 
 use std::ops::Range;
 
@@ -13,6 +14,7 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::simulate::cron;
 use crate::simulate::overload::{self, Outcome};
 use crate::simulate::table::{per_second, series};
 use crate::simulate::{Cell, Setup, Strategy};
@@ -351,15 +353,17 @@ fn overload_colour(s: overload::Strategy) -> RGBColor {
 /// Ticks per point of the overload charts (a tenth of a second).
 const BIN: usize = 10;
 
-/// The size of the overload charts: the width, the column titles above,
-/// one row per strategy, the note below, and the strategies' names on the
-/// left.
+/// The size of the overload and cron charts: the width, the column titles
+/// above, one row per strategy (or way of running the job), the note
+/// below, and the rows' names on the left.
 const OVERLOAD_WIDTH: u32 = 1100;
 const HEAD: u32 = 40;
 const ROW: u32 = 118;
 const FOOT: u32 = 56;
 const NAMES: u32 = 196;
 const ROW_FONT: i32 = 15;
+/// The cron rows' names are backoff's options, longer than a strategy's.
+const CRON_NAMES: u32 = 280;
 
 /// The overload model's charts as an SVG document: per strategy a row of
 /// two small charts against time, the offered load (attempts sent a
@@ -378,8 +382,125 @@ fn overload_drawing(
     setup: &overload::Setup,
     outcomes: &[Outcome],
 ) -> Result<(String, Frames), String> {
-    let rows = u32::try_from(outcomes.len()).unwrap_or(u32::MAX / ROW / 2);
-    let height = HEAD + rows.max(1) * ROW + FOOT;
+    let (start, end) = setup.window();
+    #[allow(clippy::cast_precision_loss)]
+    let shade = (
+        start as f64 / overload::TICKS_PER_S as f64,
+        end as f64 / overload::TICKS_PER_S as f64,
+    );
+    let columns: [fn(&Outcome) -> &Vec<u32>; 2] = [|o| &o.sent, |o| &o.good];
+    let rows: Vec<Row> = outcomes
+        .iter()
+        .map(|o| Row {
+            name: o.strategy.name().to_owned(),
+            colour: overload_colour(o.strategy),
+            values: columns.map(|pick| per_second(pick(o), BIN)),
+        })
+        .collect();
+    #[allow(clippy::cast_precision_loss)]
+    let step = BIN as f64 / overload::TICKS_PER_S as f64;
+    rows_drawing(&Panels {
+        rows,
+        step,
+        horizon: setup.horizon.as_secs_f64(),
+        shade: Some(shade),
+        floor: setup.capacity,
+        names: NAMES,
+        titles: [
+            "Offered load: attempts sent a second",
+            "Goodput: requests that succeeded a second",
+        ],
+        note: "One row per strategy; each column on one scale; the grey band is the outage.",
+    })
+}
+
+/// Colours of the cron model's ways of running the job.
+fn cron_colour(g: cron::Gate) -> RGBColor {
+    use cron::Gate as G;
+    match g {
+        G::Plain => RGBColor(0xd6, 0x27, 0x28),
+        G::Splay => RGBColor(0x1f, 0x77, 0xb4),
+        G::Lock => RGBColor(0x8c, 0x56, 0x4b),
+        G::SplayLock => RGBColor(0xff, 0x7f, 0x0e),
+        G::OncePer => RGBColor(0x94, 0x67, 0xbd),
+        G::SplayOncePer => RGBColor(0x2c, 0xa0, 0x2c),
+    }
+}
+
+/// The cron model's charts as an SVG document: per way of running the job
+/// a row of two small charts against the seconds after :00, the requests
+/// a second to the service and to the store, each column on one scale.
+///
+/// # Errors
+///
+/// When plotters fails to draw.
+pub fn cron_svg(setup: &cron::Setup, outcomes: &[cron::Outcome]) -> Result<String, String> {
+    cron_drawing(setup, outcomes).map(|(text, _)| text)
+}
+
+/// The cron charts as an SVG document, and where their parts went.
+fn cron_drawing(
+    setup: &cron::Setup,
+    outcomes: &[cron::Outcome],
+) -> Result<(String, Frames), String> {
+    let seconds = cron::horizon(outcomes);
+    let rows = outcomes
+        .iter()
+        .map(|o| Row {
+            name: o.gate.options(setup.splay),
+            colour: cron_colour(o.gate),
+            values: [
+                cron::per_second(&o.service, seconds),
+                cron::per_second(&o.store, seconds),
+            ],
+        })
+        .collect();
+    #[allow(clippy::cast_precision_loss)]
+    let horizon = seconds as f64;
+    rows_drawing(&Panels {
+        rows,
+        step: 1.0,
+        horizon,
+        shade: None,
+        floor: 1.0,
+        names: CRON_NAMES,
+        titles: [
+            "Service: requests a second",
+            "Store: requests a second (lock, once-per record)",
+        ],
+        note: "One row per crontab line; time in seconds after :00; each column on one scale.",
+    })
+}
+
+/// A row of two small charts: its name, its colour, and the values of
+/// each chart, one a `step`.
+struct Row {
+    name: String,
+    colour: RGBColor,
+    values: [Vec<f64>; 2],
+}
+
+/// Panels of two small charts against time, named on the left, each column
+/// on one scale (at least `floor`), with titles above and a note below.
+struct Panels {
+    rows: Vec<Row>,
+    /// Seconds between two values.
+    step: f64,
+    /// The end of the time axis, in seconds.
+    horizon: f64,
+    /// A band of time shaded in every chart.
+    shade: Option<(f64, f64)>,
+    floor: f64,
+    /// The width of the rows' names, in pixels.
+    names: u32,
+    titles: [&'static str; 2],
+    note: &'static str,
+}
+
+/// The rows as an SVG document, and where their parts went.
+fn rows_drawing(spec: &Panels) -> Result<(String, Frames), String> {
+    let count = u32::try_from(spec.rows.len()).unwrap_or(u32::MAX / ROW / 2);
+    let height = HEAD + count.max(1) * ROW + FOOT;
     let mut text = String::new();
     let mut frames = Frames::default();
     {
@@ -387,40 +508,27 @@ fn overload_drawing(
         let mut draw = || -> Result<(), Failed> {
             root.fill(&WHITE)?;
             let (_, rest) = root.split_vertically(HEAD);
-            let (body, foot) = rest.split_vertically(rows.max(1) * ROW);
-            let horizon = setup.horizon.as_secs_f64();
-            let (start, end) = setup.window();
-            #[allow(clippy::cast_precision_loss)]
-            let shade = (
-                start as f64 / overload::TICKS_PER_S as f64,
-                end as f64 / overload::TICKS_PER_S as f64,
-            );
-            let columns: [fn(&Outcome) -> &Vec<u32>; 2] = [|o| &o.sent, |o| &o.good];
-            let values: Vec<[Vec<f64>; 2]> = outcomes
-                .iter()
-                .map(|o| columns.map(|pick| per_second(pick(o), BIN)))
-                .collect();
+            let (body, foot) = rest.split_vertically(count.max(1) * ROW);
             let top = [0, 1].map(|col| {
-                values
+                spec.rows
                     .iter()
-                    .flat_map(|v| v[col].iter().copied())
-                    .fold(setup.capacity, f64::max)
+                    .flat_map(|r| r.values[col].iter().copied())
+                    .fold(spec.floor, f64::max)
                     * 1.05
             });
             let mut column_plots = [None, None];
-            for ((outcome, values), row) in outcomes
+            for (r, area) in spec
+                .rows
                 .iter()
-                .zip(&values)
-                .zip(body.split_evenly((outcomes.len().max(1), 1)))
+                .zip(body.split_evenly((spec.rows.len().max(1), 1)))
             {
-                let (_, charts) = row.split_horizontally(NAMES);
-                let colour = overload_colour(outcome.strategy);
+                let (_, charts) = area.split_horizontally(spec.names);
                 for (col, panel) in charts.split_evenly((1, 2)).iter().enumerate() {
                     let mut chart = ChartBuilder::on(panel)
                         .margin(6)
                         .x_label_area_size(22)
                         .y_label_area_size(56)
-                        .build_cartesian_2d(0.0..horizon, 0.0..top[col])?;
+                        .build_cartesian_2d(0.0..spec.horizon, 0.0..top[col])?;
                     chart
                         .configure_mesh()
                         .x_labels(7)
@@ -429,24 +537,27 @@ fn overload_drawing(
                         .y_label_formatter(&|v| tick(*v))
                         .light_line_style(RGBColor(0xf0, 0xf0, 0xf0))
                         .draw()?;
-                    chart.draw_series(std::iter::once(Rectangle::new(
-                        [(shade.0, 0.0), (shade.1, top[col])],
-                        RGBColor(0xd0, 0xd0, 0xd0).mix(0.5).filled(),
-                    )))?;
+                    if let Some((from, to)) = spec.shade {
+                        chart.draw_series(std::iter::once(Rectangle::new(
+                            [(from, 0.0), (to, top[col])],
+                            RGBColor(0xd0, 0xd0, 0xd0).mix(0.5).filled(),
+                        )))?;
+                    }
                     #[allow(clippy::cast_precision_loss)]
-                    let points = values[col]
+                    let points = r.values[col]
                         .iter()
                         .enumerate()
-                        .map(|(i, &y)| ((i * BIN) as f64 / overload::TICKS_PER_S as f64, y));
-                    chart.draw_series(LineSeries::new(points, colour.stroke_width(2)))?;
+                        .map(|(i, &y)| (i as f64 * spec.step, y));
+                    chart.draw_series(LineSeries::new(points, r.colour.stroke_width(2)))?;
                     let plot = Rect::of_ranges(chart.plotting_area().get_pixel_range());
                     frames.plots.push(plot);
                     column_plots[col] = Some(plot);
                     if col == 0 {
                         let at = (12, i32::midpoint(plot.top, plot.bottom));
-                        let name = outcome.strategy.name();
-                        root.draw_text(name, &label_style(ROW_FONT), at)?;
-                        frames.keys.push(Rect::of_text(name, ROW_FONT, at.0, at.1));
+                        root.draw_text(&r.name, &label_style(ROW_FONT), at)?;
+                        frames
+                            .keys
+                            .push(Rect::of_text(&r.name, ROW_FONT, at.0, at.1));
                     }
                 }
             }
@@ -455,10 +566,7 @@ fn overload_drawing(
             let small = TextStyle::from(("sans-serif", 14).into_font())
                 .pos(Pos::new(HPos::Center, VPos::Center));
             let (_, foot_top) = foot.get_base_pixel();
-            for (plot, title) in column_plots.iter().zip([
-                "Offered load: attempts sent a second",
-                "Goodput: requests that succeeded a second",
-            ]) {
+            for (plot, title) in column_plots.iter().zip(spec.titles) {
                 if let Some(plot) = plot {
                     let middle = i32::midpoint(plot.left, plot.right);
                     #[allow(clippy::cast_possible_wrap)]
@@ -466,11 +574,7 @@ fn overload_drawing(
                     root.draw_text("time (s)", &small, (middle, foot_top + 14))?;
                 }
             }
-            root.draw_text(
-                "One row per strategy; each column on one scale; the grey band is the outage.",
-                &label_style(14),
-                (12, foot_top + 40),
-            )?;
+            root.draw_text(spec.note, &label_style(14), (12, foot_top + 40))?;
             root.present()?;
             Ok(())
         };
@@ -582,9 +686,31 @@ mod tests {
     fn the_overload_rows_are_named_beside_them_never_over_them() {
         let setup = crate::simulate::overload::tests::small();
         let outcomes = overload::simulate(&setup);
-        let (text, frames) = overload_drawing(&setup, &outcomes).unwrap();
-        assert_eq!(frames.plots.len(), 2 * outcomes.len());
-        assert_eq!(frames.keys.len(), outcomes.len());
+        let drawn = overload_drawing(&setup, &outcomes).unwrap();
+        assert_rows_apart(
+            &drawn,
+            outcomes.len(),
+            &["full+budget", "full+breaker", "Goodput", "time (s)"],
+        );
+    }
+
+    #[test]
+    fn the_cron_rows_are_named_beside_them_never_over_them() {
+        let setup = crate::simulate::cron::tests::small();
+        let outcomes = cron::simulate(&setup);
+        let drawn = cron_drawing(&setup, &outcomes).unwrap();
+        assert_rows_apart(
+            &drawn,
+            outcomes.len(),
+            &["--splay 1m --once-per hour", "Service", "Store", "time (s)"],
+        );
+    }
+
+    /// `rows` rows of two charts, named beside them, no plot or name over
+    /// another, with `texts` in the drawing and no needless `.0`.
+    fn assert_rows_apart((text, frames): &(String, Frames), rows: usize, texts: &[&str]) {
+        assert_eq!(frames.plots.len(), 2 * rows);
+        assert_eq!(frames.keys.len(), rows);
         for (i, a) in frames.plots.iter().enumerate() {
             for b in &frames.plots[i + 1..] {
                 assert!(!a.intersects(*b), "{a:?} and {b:?}");
@@ -593,10 +719,10 @@ mod tests {
                 assert!(!key.intersects(*a), "{key:?} covers {a:?}");
             }
         }
-        for name in ["full+budget", "full+breaker", "Goodput", "time (s)"] {
+        for name in texts {
             assert!(text.contains(name), "{name}");
         }
-        assert_no_point_zero_label(&text);
+        assert_no_point_zero_label(text);
     }
 
     /// No text of the drawing is a number that ends in `.0`.

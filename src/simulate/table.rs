@@ -245,12 +245,20 @@ pub fn overload_table(setup: &overload::Setup, outcomes: &[Outcome]) -> String {
             o.wasted.to_string(),
         ]);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
-        .collect();
     let mut out = overload_line(setup);
     out.push('\n');
-    for row in &rows {
+    out.push_str(&aligned(&rows));
+    out
+}
+
+/// Rows of cells in columns two spaces apart, the first column's cells on
+/// the left, the others' on the right, a line each.
+pub(crate) fn aligned(rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..rows.first().map_or(0, Vec::len))
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
         let line: Vec<String> = row
             .iter()
             .zip(&widths)

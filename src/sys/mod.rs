@@ -2,7 +2,9 @@
 //! `unix` (Linux, macOS and the BSDs) and `windows`. The rest of backoff calls
 //! the functions re-exported here. Every `unsafe` block of backoff is in
 //! this module, each with a `// SAFETY:` comment. Nothing here decides
-//! anything.
+//! anything, and nothing here imports anything above it: the rest of
+//! backoff is built on this layer, never the other way (`crate::signal`
+//! names signals from `signal_names`, and `signals` reads that list here).
 
 #[cfg(unix)]
 mod unix;

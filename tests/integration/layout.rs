@@ -660,3 +660,26 @@ fn the_scan_sees_every_kind_of_path() {
         ["a", "c"]
     );
 }
+
+#[test]
+fn the_os_layer_imports_nothing_above_it() {
+    // Every path written in `sys` stays in `sys`, as written: a name of
+    // another module that `sys` would reach, even one that module only
+    // re-exports from `sys`, makes `sys` depend on what is built on it.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let files = files(&src);
+    let modules: BTreeSet<ModPath> = files.keys().cloned().collect();
+    let mut above = Vec::new();
+    for (module, path) in files
+        .iter()
+        .filter(|(m, _)| m.first().is_some_and(|m| m == "sys"))
+    {
+        let text = std::fs::read_to_string(path).expect("read a source file");
+        for r in scan(&text, module, &modules).0 {
+            if r.to.first().is_none_or(|m| m != "sys") {
+                above.push(format!("{}:{}: {}", path.display(), r.line, r.text));
+            }
+        }
+    }
+    assert!(above.is_empty(), "{}", above.join("\n"));
+}

@@ -38,6 +38,7 @@ mod schema;
 mod servers;
 mod signals;
 mod simulation;
+mod simulation_cron;
 mod splay;
 mod stalled;
 mod streams;

@@ -154,9 +154,9 @@ fn bad_simulation_input_is_refused() {
         .code(125);
 }
 
-/// The JSON document of an overload run.
-fn overload(args: &[&str]) -> Value {
-    let out = backoff(["simulate", "--model", "overload", "--format", "json"])
+/// The JSON document of a run of `model`, checked against its schema.
+pub(crate) fn model_json(model: &str, args: &[&str]) -> Value {
+    let out = backoff(["simulate", "--model", model, "--format", "json"])
         .args(args)
         .output()
         .unwrap();
@@ -164,13 +164,23 @@ fn overload(args: &[&str]) -> Value {
     crate::support::json_of(crate::schema::Doc::Simulate, &out.stdout)
 }
 
-fn strategy<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["strategies"]
+/// The JSON document of an overload run.
+fn overload(args: &[&str]) -> Value {
+    model_json("overload", args)
+}
+
+/// The item of the list `list` of `doc` whose `key` is `name`.
+pub(crate) fn item<'a>(doc: &'a Value, list: &str, key: &str, name: &str) -> &'a Value {
+    doc[list]
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["strategy"] == name)
+        .find(|s| s[key] == name)
         .unwrap_or_else(|| panic!("no {name}"))
+}
+
+fn strategy<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    item(doc, "strategies", "strategy", name)
 }
 
 const RETRYING_WITHOUT_A_LIMIT: [&str; 5] =
@@ -404,16 +414,7 @@ fn bad_overload_values_and_the_other_models_options_are_refused() {
         ["--runs", "5"],
         ["--jitter", "equal"],
     ] {
-        let out = backoff(["simulate", "--model", "overload"])
-            .args(args)
-            .assert()
-            .code(125)
-            .stderr(predicates::str::contains(format!("'{}'", args[0])))
-            .get_output()
-            .clone();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
-        assert!(out.stdout.is_empty());
+        refused_in_one_line("overload", &args);
     }
     for args in [
         &["--capacity", "10"][..],
@@ -431,4 +432,19 @@ fn bad_overload_values_and_the_other_models_options_are_refused() {
             .code(125)
             .stderr(predicates::str::contains("'--model overload'"));
     }
+}
+
+/// `backoff simulate --model MODEL ARGS` exits 125 with one line that
+/// names the option, `args[0]`, and prints nothing else.
+pub(crate) fn refused_in_one_line(model: &str, args: &[&str]) {
+    let out = backoff(["simulate", "--model", model])
+        .args(args)
+        .assert()
+        .code(125)
+        .stderr(predicates::str::contains(format!("'{}'", args[0])))
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    assert!(out.stdout.is_empty());
 }

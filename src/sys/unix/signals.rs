@@ -13,8 +13,8 @@ use std::time::Instant;
 use libc::c_int;
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
-use crate::signal::{TERMINATING, real_time};
 use crate::sys::fd::set_nonblocking;
+use crate::sys::signal_names::{TERMINATING, real_time};
 
 /// The signals backoff watches: those that end a run, job control, the
 /// end of a child, and a change of the terminal's size (which redraws the
