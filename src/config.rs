@@ -206,7 +206,7 @@ pub struct RunConfig {
     /// `--metrics-file`.
     pub metrics_file: Option<PathBuf>,
     /// `--metrics-push` and its timeout.
-    pub metrics_push: Option<crate::report::push::Push>,
+    pub metrics_push: Option<crate::push::Push>,
     /// `--budget`, opened and checked.
     pub budget: Option<Store>,
     /// `--breaker`, opened and checked.
@@ -1574,7 +1574,7 @@ fn metrics_push(
     args: &crate::cli::OutputArgs,
     given: &Given,
     notices: &mut Vec<String>,
-) -> Result<Option<crate::report::push::Push>, UsageError> {
+) -> Result<Option<crate::push::Push>, UsageError> {
     if args.metrics_push_timeout.is_zero() {
         return Err(invalid(
             given,
@@ -1590,7 +1590,7 @@ fn metrics_push(
                 .into(),
         ));
     }
-    Ok(gateway.map(|gateway| crate::report::push::Push {
+    Ok(gateway.map(|gateway| crate::push::Push {
         gateway,
         timeout: args.metrics_push_timeout,
     }))

@@ -35,6 +35,7 @@ pub mod output;
 pub mod ping;
 pub mod policy;
 pub mod preset;
+pub mod push;
 pub mod report;
 pub mod run;
 pub mod schedule;

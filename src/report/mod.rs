@@ -13,7 +13,6 @@ pub mod fold;
 pub mod json;
 pub mod live;
 pub mod metrics;
-pub mod push;
 pub mod run_report;
 pub mod state;
 pub mod text;
