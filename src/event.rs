@@ -412,6 +412,9 @@ pub enum Next {
     Found,
     /// Nothing: the run lost its lock (`--lock`), which ended the attempt.
     LockLost,
+    /// Nothing: a run of `--lock-replace` took the lock over, which ended
+    /// the attempt.
+    Replaced,
     /// Nothing: the retry would start after `--max-time`.
     Deadline {
         /// The delay the retry would have needed.
@@ -440,6 +443,8 @@ pub enum Ending {
     Found,
     /// The run lost its lock (`--lock`: a lease not renewed in time).
     LockLost,
+    /// A run of `--lock-replace` took the run's lock over.
+    Replaced,
 }
 
 impl Ending {
@@ -453,6 +458,7 @@ impl Ending {
             Ending::Budget => "budget",
             Ending::Found => "failure_found",
             Ending::LockLost => "lock_lost",
+            Ending::Replaced => "replaced",
         }
     }
 }
@@ -533,6 +539,8 @@ pub enum LockNews {
     Lost {
         /// How.
         why: String,
+        /// Whether a run of `--lock-replace` took it over.
+        replaced: bool,
         /// The fencing token the run held it with, where the store gives
         /// one.
         token: Option<u64>,

@@ -94,7 +94,8 @@ end
 if kind ~= 'hash' and kind ~= 'none' then
   return corrupt('holds a ' .. kind .. ', not a hash', '')
 end
-local f = redis.call('HMGET', KEYS[1], 'token', 'record', 'expires', 'fence', 'settle')
+local f = redis.call('HMGET', KEYS[1], 'token', 'record', 'expires', 'fence', 'settle',
+  'replaced', 'replaced_until')
 local holder, record = f[1], f[2] or ''
 if string.len(record) > 512 then
   record = ''
@@ -120,18 +121,45 @@ if f[5] then
   settle = digits(f[5], now + longest)
   if settle == nil then return corrupt('has a settling time too far ahead', record) end
 end
+-- The holder a run of --lock-replace took the lease from, until it lets
+-- go or its lease would have run out.
+local replaced, replaced_until = f[6], 0
+if f[7] then
+  replaced_until = digits(f[7], now + longest)
+  if replaced_until == nil then return corrupt('has a replaced lease that ends too far ahead', record) end
+end
+if replaced == nil or replaced_until <= now then replaced, replaced_until = nil, 0 end
 local live = holder and expires and expires > now
+if op == 'replace' and not (live and holder ~= ARGV[2]) then op = 'acquire' end
 local fence_text = ''
 if fence then fence_text = n(fence) end
 local function answer(status, r, e, note)
   return {status, r or '', n(e or 0), n(now), fence_text, '0', note or ''}
 end
-if op == 'acquire' then
+if op == 'replace' then
+  -- The lease is taken from its holder, which ends at its next renewal
+  -- and lets go; the new holder starts once it has, or once its lease
+  -- would have run out. A holder replaced before it started is waited
+  -- out too.
+  local ends = now + tonumber(ARGV[3])
+  settle = math.max(settle, replaced_until)
+  fence = math.max((fence or 0) + 1, now_us)
+  redis.call('HSET', KEYS[1], 'token', ARGV[2], 'record', ARGV[4], 'expires', n(ends),
+    'fence', n(fence), 'settle', n(settle), 'replaced', holder, 'replaced_until', n(expires))
+  return {'held', ARGV[4], n(ends), n(now), n(fence), n(math.max(settle, expires) - now), 'replacing'}
+elseif op == 'acquire' then
   local ends = now + tonumber(ARGV[3])
   if live and holder == ARGV[2] then
-    -- This run's own lease, granted to a call whose answer was lost.
+    -- This run's own lease, granted to a call whose answer was lost, or
+    -- asked again while the holder it replaced lets go.
     redis.call('HSET', KEYS[1], 'expires', n(ends))
-    return {'held', record, n(ends), n(now), fence_text, n(math.max(settle - now, 0)), 'pending'}
+    local why = 'pending'
+    if replaced then why = 'replacing' end
+    return {'held', record, n(ends), n(now), fence_text,
+      n(math.max(settle - now, replaced_until - now, 0)), why}
+  end
+  if replaced == ARGV[2] then
+    return answer('busy', record, expires, 'replaced')
   end
   if live then
     return answer('busy', record, expires)
@@ -141,7 +169,7 @@ if op == 'acquire' then
   -- A settling time still ahead (a run that took such a lock and ended
   -- before its wait was over; a lease that a reset removed) is waited
   -- out too.
-  local wait, why = math.max(settle - now, 0), 'pending'
+  local wait, why = math.max(settle - now, replaced_until - now, 0), 'pending'
   if fence == nil then
     wait, why = math.max(wait, tonumber(ARGV[3])), 'forgotten'
   end
@@ -157,7 +185,9 @@ elseif op == 'renew' then
     return answer('renewed', '', ends)
   end
   local how = 'removed'
-  if kind == 'none' or fence == nil then
+  if replaced == ARGV[2] then
+    how = 'replaced'
+  elseif kind == 'none' or fence == nil then
     how = 'forgotten'
   elseif holder == ARGV[2] then
     how = 'expired'
@@ -168,6 +198,11 @@ elseif op == 'renew' then
 elseif op == 'release' then
   if holder == ARGV[2] then
     redis.call('HDEL', KEYS[1], 'token', 'record', 'expires')
+    return answer('released', '', 0)
+  end
+  if replaced == ARGV[2] then
+    -- A holder replaced lets go: the run that took over may start.
+    redis.call('HDEL', KEYS[1], 'replaced', 'replaced_until')
     return answer('released', '', 0)
   end
   return answer('not_owner', record, expires)
@@ -184,7 +219,7 @@ elseif op == 'reset' then
   if live then
     -- Its holder runs on until its next renewal, or until the end of its
     -- term if it cannot reach the store: the next run waits until then.
-    redis.call('HSET', KEYS[1], 'settle', n(math.max(settle, expires)))
+    redis.call('HSET', KEYS[1], 'settle', n(math.max(settle, expires, replaced_until)))
     return answer('removed', record, expires)
   end
   return answer('cleared', record, expires)
@@ -252,6 +287,8 @@ pub struct RedisLock {
     script: Lua,
     held: RefCell<Option<Held>>,
     loss: Loss,
+    /// `--lock-replace`: the lease is taken from its holder.
+    replace: bool,
 }
 
 impl std::fmt::Debug for RedisLock {
@@ -282,7 +319,13 @@ impl RedisLock {
     /// # Errors
     ///
     /// When the URL is not a usable Redis URL.
-    pub fn new(url: &str, key: &str, lease: Lease, timeout: Duration) -> Result<RedisLock, String> {
+    pub fn new(
+        url: &str,
+        key: &str,
+        lease: Lease,
+        timeout: Duration,
+        replace: bool,
+    ) -> Result<RedisLock, String> {
         Ok(RedisLock {
             server: Server::shared(url)?,
             url: url.to_owned(),
@@ -292,6 +335,7 @@ impl RedisLock {
             script: Lua::decision(LOCK_SCRIPT),
             held: RefCell::new(None),
             loss: Loss::default(),
+            replace,
         })
     }
 
@@ -401,6 +445,28 @@ impl RedisLock {
         })
     }
 
+    /// Waits a little while the holder this run replaced lets go (`r`, the
+    /// answer that told so); a signal ends the wait, and the lease is given
+    /// back (within `limit`).
+    ///
+    /// # Errors
+    ///
+    /// The signal.
+    fn while_replaced(
+        &self,
+        r: &Reply,
+        token: &str,
+        wait: &mut dyn Wait,
+        limit: Duration,
+    ) -> Result<(), StoreError> {
+        let pause = r.settle.min(Duration::from_millis(100));
+        if let Waited::Signal(sig) = wait.wait_ready(None, Instant::now() + pause) {
+            self.give_back(token, &mut Unwatched, limit);
+            return Err(StoreError::Interrupted(sig));
+        }
+        Ok(())
+    }
+
     /// `why` the lock could not be had, with what became of a lease that a
     /// call whose answer was lost may have granted: given back within
     /// `limit`, or left to run out.
@@ -443,6 +509,7 @@ fn lost_how(note: &str) -> String {
         "expired" => "its lease had expired before it was renewed".to_owned(),
         "taken" => "another run holds the lock now: this run's lease ran out, was removed (backoff lock reset --force), or was lost with the store's data".to_owned(),
         "forgotten" => "the store has no trace of its lease any more (it lost its data: a restart without persistence, FLUSHALL, a failover)".to_owned(),
+        "replaced" => "another run took its lease over (--lock-replace)".to_owned(),
         _ => "its lease was removed (backoff lock reset --force)".to_owned(),
     }
 }
@@ -471,6 +538,7 @@ impl Renewal {
         // The lease surely lasts until then: its term from the moment the
         // call that began it was sent.
         let mut until = taken.saturating_add(self.lease.ttl);
+        let mut replaced = false;
         let every = self.lease.every();
         let mut next = taken.saturating_add(every);
         let why = loop {
@@ -505,7 +573,10 @@ impl Renewal {
                     until = asked.saturating_add(self.lease.ttl);
                     next = asked.saturating_add(every);
                 }
-                Some(r) if r.status == "lost" => break lost_how(&r.note),
+                Some(r) if r.status == "lost" => {
+                    replaced = r.note == "replaced";
+                    break lost_how(&r.note);
+                }
                 // Not answered: tried again soon, while there is time.
                 _ => {
                     next = since_boot().saturating_add((every / 6).max(Duration::from_millis(100)));
@@ -514,7 +585,11 @@ impl Renewal {
         };
         // A run that let go meanwhile stopped the renewals: no loss.
         if matches!(stop.try_recv(), Err(mpsc::TryRecvError::Empty)) {
-            self.loss.lose(why);
+            if replaced {
+                self.loss.replace(why);
+            } else {
+                self.loss.lose(why);
+            }
         }
     }
 }
@@ -577,8 +652,9 @@ impl LockBackend for RedisLock {
                 });
             }
             let asked = since_boot();
+            let op = if self.replace { "replace" } else { "acquire" };
             let answered = self
-                .call("acquire", &token, record, false, timeout, wait)
+                .call(op, &token, record, false, timeout, wait)
                 .and_then(|r| match r.status.as_str() {
                     "held" | "busy" => Ok(r),
                     _ => Err((
@@ -588,8 +664,24 @@ impl LockBackend for RedisLock {
                 });
             unheard = matches!(answered, Err((_, true)));
             match answered {
+                // Taken over: the holder it replaced lets go first. This
+                // run's lease is asked again (and so renewed) meanwhile.
+                Ok(r) if r.status == "held" && r.note == "replacing" && !r.settle.is_zero() => {
+                    unheard = true;
+                    if !std::mem::replace(&mut told, true) {
+                        waiting(None);
+                    }
+                    let limit = give_back_for(AFTER_SIGNAL.min(self.timeout));
+                    self.while_replaced(&r, &token, wait, limit)?;
+                    continue;
+                }
                 Ok(r) if r.status == "held" => {
                     return self.hold(&token, asked, &r, give_back_for(self.timeout));
+                }
+                // Replaced in turn before it started: it lets go at once.
+                Ok(r) if r.note == "replaced" => {
+                    self.give_back(&token, wait, give_back_for(self.timeout));
+                    return Ok(Acquired::Busy(r.holder));
                 }
                 Ok(r) => {
                     if left().is_zero() {
@@ -643,7 +735,9 @@ impl LockBackend for RedisLock {
         // A lease lost is not this run's to let go: it ran out, was
         // removed or taken, or the store cannot be reached (and the lease
         // ends by its term).
-        if self.loss.why().is_some() {
+        // One taken over by --lock-replace is let go, by this run's token,
+        // so that the run that took it over may start.
+        if self.loss.why().is_some() && !self.loss.replaced() {
             return Ok(());
         }
         // Compare and delete: a lease lost meanwhile, now another run's, is
@@ -671,6 +765,10 @@ impl LockBackend for RedisLock {
         self.loss.alarm(alarm);
     }
 
+    fn replaced(&self) -> bool {
+        self.loss.replaced()
+    }
+
     fn show(&self, wait: &mut dyn Wait) -> Result<LockState, StoreError> {
         let r = self
             .call("show", "", "", false, self.timeout, wait)
@@ -681,6 +779,7 @@ impl LockBackend for RedisLock {
             holder: r.holder,
             lease_left: held.then_some(r.left),
             corrupt: (r.status == "corrupt").then_some(r.note),
+            slots: Vec::new(),
         })
     }
 
@@ -703,6 +802,7 @@ impl LockBackend for RedisLock {
                 holder: r.holder,
                 lease_left: (status == "removed").then_some(r.left),
                 corrupt: (status == "repaired").then_some(r.note),
+                slots: Vec::new(),
             }),
         }
     }
