@@ -8,14 +8,16 @@
 pub mod file;
 mod file_lock;
 mod file_replace;
+mod file_slots;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(feature = "redis")]
 mod redis_lock;
 #[cfg(feature = "redis")]
+mod redis_slots;
+#[cfg(feature = "redis")]
 mod resp;
 pub mod secret;
-mod slots;
 #[cfg(feature = "redis")]
 mod wire;
 
@@ -552,7 +554,7 @@ impl Kind for Locks {
         s: Settings,
     ) -> Result<Box<dyn LockBackend>, String> {
         if limits.slots > 1 {
-            let f = slots::Slots::in_files(&dir, key, limits.slots, s.timeout, &s.warnings)?;
+            let f = file_slots::Slots::in_files(&dir, key, limits.slots, s.timeout, &s.warnings)?;
             return Ok(Box::new(f));
         }
         let replace = limits.replace.then(|| file_replace::patience(limits.lease));
@@ -567,7 +569,7 @@ impl Kind for Locks {
         s: Settings,
     ) -> Result<Box<dyn LockBackend>, String> {
         if limits.slots > 1 {
-            let r = slots::Slots::in_redis(url, key, limits.slots, limits.lease, s.timeout)?;
+            let r = redis_slots::RedisSlots::new(url, key, limits.slots, limits.lease, s.timeout)?;
             return Ok(Box::new(r));
         }
         let r = redis_lock::RedisLock::new(url, key, limits.lease, s.timeout, limits.replace)?;

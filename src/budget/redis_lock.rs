@@ -57,6 +57,31 @@ use crate::fleet::lock::{Forgotten, Holder, Lease, MAX_RECORD, Settle};
 use crate::run::{Wait, Waited};
 use crate::sys::since_boot;
 
+/// The first lines of the scripts of leases (the lock's, the semaphore's
+/// of `redis_slots`): the server's time, the bounds, the type of the key,
+/// and how numbers are written and read.
+macro_rules! lease_prelude {
+    () => {
+        r"
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+local max_fence = 9007199254740991
+local longest = 86400000 + 60000
+local function n(x) return string.format('%.0f', x) end
+local kind = redis.call('TYPE', KEYS[1]).ok
+-- Digits alone, at most `most`; nil for anything else.
+local function digits(raw, most)
+  if type(raw) == 'string' and #raw <= 16 and string.match(raw, '^%d+$') then
+    local v = tonumber(raw)
+    if v <= most then return v end
+  end
+  return nil
+end
+"
+    };
+}
+pub(super) use lease_prelude;
+
 /// The namespace of lock keys in Redis.
 pub const REDIS_LOCK_PREFIX: &str = "backoff:lock:";
 
@@ -74,14 +99,10 @@ pub const REDIS_LOCK_PREFIX: &str = "backoff:lock:";
 /// milliseconds on the server's clock; `fence` empty where there is none;
 /// `settle` the milliseconds an acquirer waits before it starts; `note`
 /// what was corrupt, or how a lease was lost.
-const LOCK_SCRIPT: &str = r"
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-local max_fence = 9007199254740991
-local longest = 86400000 + 60000
+const LOCK_SCRIPT: &str = concat!(
+    lease_prelude!(),
+    r"
 local op = ARGV[1]
-local function n(x) return string.format('%.0f', x) end
-local kind = redis.call('TYPE', KEYS[1]).ok
 local function corrupt(note, record)
   if op == 'reset' then
     redis.call('DEL', KEYS[1])
@@ -99,14 +120,6 @@ local f = redis.call('HMGET', KEYS[1], 'token', 'record', 'expires', 'fence', 's
 local holder, record = f[1], f[2] or ''
 if string.len(record) > 512 then
   record = ''
-end
--- Digits alone, at most `most`; nil for anything else.
-local function digits(raw, most)
-  if type(raw) == 'string' and #raw <= 16 and string.match(raw, '^%d+$') then
-    local v = tonumber(raw)
-    if v <= most then return v end
-  end
-  return nil
 end
 local fence, expires, settle = nil, nil, 0
 if f[4] then
@@ -225,7 +238,8 @@ elseif op == 'reset' then
   return answer('cleared', record, expires)
 end
 return redis.error_reply('ERR unknown operation')
-";
+"
+);
 
 /// What the lock script answered.
 #[derive(Debug)]
@@ -285,6 +299,9 @@ pub struct RedisLock {
     lease: Lease,
     timeout: Duration,
     script: Lua,
+    /// The script's text, and what its calls add to their arguments.
+    source: &'static str,
+    extra: Vec<String>,
     held: RefCell<Option<Held>>,
     loss: Loss,
     /// `--lock-replace`: the lease is taken from its holder.
@@ -326,17 +343,48 @@ impl RedisLock {
         timeout: Duration,
         replace: bool,
     ) -> Result<RedisLock, String> {
+        let mut lock =
+            RedisLock::leased(url, &format!("{REDIS_LOCK_PREFIX}{key}"), lease, timeout)?;
+        lock.replace = replace;
+        Ok(lock)
+    }
+
+    /// The leases of the Redis key `key` (its whole name) at `url`, kept
+    /// by the script `source`, whose calls all end with `extra`
+    /// (`redis_slots`' semaphore); `LOCK_SCRIPT` with nothing more
+    /// otherwise.
+    ///
+    /// # Errors
+    ///
+    /// When the URL is not a usable Redis URL.
+    pub(super) fn leased(
+        url: &str,
+        key: &str,
+        lease: Lease,
+        timeout: Duration,
+    ) -> Result<RedisLock, String> {
         Ok(RedisLock {
             server: Server::shared(url)?,
             url: url.to_owned(),
-            key: format!("{REDIS_LOCK_PREFIX}{key}"),
+            key: key.to_owned(),
             lease,
             timeout,
             script: Lua::decision(LOCK_SCRIPT),
+            source: LOCK_SCRIPT,
+            extra: Vec::new(),
             held: RefCell::new(None),
             loss: Loss::default(),
-            replace,
+            replace: false,
         })
+    }
+
+    /// The same lock, kept by the script `source`, whose calls all end
+    /// with `extra`.
+    pub(super) fn by(mut self, source: &'static str, extra: Vec<String>) -> RedisLock {
+        self.script = Lua::decision(source);
+        self.source = source;
+        self.extra = extra;
+        self
     }
 
     /// Calls the script; for a call that failed, whether it may have been
@@ -353,7 +401,7 @@ impl RedisLock {
         let answer = self.server.call_telling(
             &self.script,
             &self.key,
-            args(op, token, self.lease.ttl, record, force),
+            args(op, token, self.lease.ttl, record, force, &self.extra),
             timeout,
             wait,
         )?;
@@ -375,6 +423,8 @@ impl RedisLock {
         let (stop, stopped) = mpsc::channel::<()>();
         let renewal = Renewal {
             url: self.url.clone(),
+            source: self.source,
+            extra: self.extra.clone(),
             key: self.key.clone(),
             token: token.to_owned(),
             lease: self.lease,
@@ -491,15 +541,25 @@ impl RedisLock {
     }
 }
 
-/// The script's arguments (the call's expiry is added by the call).
-fn args(op: &str, token: &str, ttl: Duration, record: &str, force: bool) -> Vec<String> {
-    vec![
+/// The script's arguments, then `extra` (the call's expiry is added by
+/// the call).
+fn args(
+    op: &str,
+    token: &str,
+    ttl: Duration,
+    record: &str,
+    force: bool,
+    extra: &[String],
+) -> Vec<String> {
+    let mut args = vec![
         op.to_owned(),
         token.to_owned(),
         ttl.as_millis().to_string(),
         record.to_owned(),
         if force { "force" } else { "" }.to_owned(),
-    ]
+    ];
+    args.extend_from_slice(extra);
+    args
 }
 
 /// How a lease the store no longer held for this run was lost, as the
@@ -517,6 +577,8 @@ fn lost_how(note: &str) -> String {
 /// The renewals of a lease, on a thread and a connection of their own.
 struct Renewal {
     url: String,
+    source: &'static str,
+    extra: Vec<String>,
     key: String,
     token: String,
     lease: Lease,
@@ -533,7 +595,7 @@ impl Renewal {
     /// at least, so that a host that wakes from a sleep longer than the
     /// lease ends its attempt within a second.
     fn run(self, stop: &mpsc::Receiver<()>, taken: Duration) {
-        let script = Lua::decision(LOCK_SCRIPT);
+        let script = Lua::decision(self.source);
         let server = Server::open(&self.url).ok();
         // The lease surely lasts until then: its term from the moment the
         // call that began it was sent.
@@ -563,7 +625,7 @@ impl Renewal {
                 server.call(
                     &script,
                     &self.key,
-                    args("renew", &self.token, self.lease.ttl, "", false),
+                    args("renew", &self.token, self.lease.ttl, "", false, &self.extra),
                     end.saturating_sub(asked).min(every),
                     &mut Unwatched,
                 )

@@ -1,11 +1,11 @@
-//! `--lock-limit N`: a counting semaphore of N slots, each a lock of its
-//! own, with all a lock's guarantees: on one host a lock file each
-//! (`KEY.lock.1` … `KEY.lock.N`, `file_lock::FileLock`), in Redis a lease
-//! each (`backoff:lock:KEY:1` …, `redis_lock::RedisLock`, with its own
-//! fencing tokens). A run takes the first free slot, trying them in order;
-//! when every slot is held it skips, or with `--lock-wait` tries them all
-//! again after a jittered pause until one comes free or the wait is over.
-//! Each slot is let go however the run ends, as its lock is.
+//! `--lock-limit N` on one host: a counting semaphore of N slots, each a
+//! lock file of its own (`KEY.lock.1` … `KEY.lock.N`, each a
+//! `file_lock::FileLock`, with its record, its watch and its kernel lock).
+//! A run takes the first free slot, trying them in order; when every slot
+//! is held it skips, or with `--lock-wait` tries them all again after a
+//! jittered pause until one comes free or the wait is over. Each slot is
+//! let go however the run ends, as a lock file is. (In Redis the slots
+//! are one hash, `redis_slots`.)
 //!
 //! The slots are a store apart from the plain lock of KEY: every run of a
 //! KEY should give the same N.
@@ -24,7 +24,7 @@ use crate::run::{Wait, Waited};
 /// The longest pause between two looks at the slots, while waiting.
 const MOST_PAUSE: Duration = Duration::from_millis(500);
 
-/// A semaphore of locks.
+/// A semaphore of lock files.
 #[derive(Debug)]
 pub struct Slots {
     slots: Vec<Box<dyn LockBackend>>,
@@ -49,27 +49,6 @@ impl Slots {
             let name = format!("lock.{i}");
             let f = FileLock::open(dir.clone(), key, &name, timeout, warnings.clone(), None)?;
             Ok(Box::new(f))
-        })
-    }
-
-    /// The `n` slots of `key` in Redis at `url`, leases of `lease`.
-    ///
-    /// # Errors
-    ///
-    /// When the URL is not a usable Redis URL.
-    #[cfg(feature = "redis")]
-    pub fn in_redis(
-        url: &str,
-        key: &str,
-        n: u32,
-        lease: crate::fleet::lock::Lease,
-        timeout: Duration,
-    ) -> Result<Slots, String> {
-        Slots::of(n, |i| {
-            // A key has no ':', so that a slot is no other lock.
-            let slot = format!("{key}:{i}");
-            let r = crate::budget::redis_lock::RedisLock::new(url, &slot, lease, timeout, false)?;
-            Ok(Box::new(r))
         })
     }
 
