@@ -139,3 +139,68 @@ impl Replace {
         Some((target.to_owned(), Holder::parse(rest.as_bytes())))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::file::StateDir;
+
+    fn holder(run_id: &str) -> Holder {
+        Holder {
+            pid: 4242,
+            since_ms: 1,
+            token: None,
+            run_id: run_id.to_owned(),
+            host: "elsewhere.example".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_request_names_one_run_and_anything_else_is_none() -> Result<(), String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let store = dir.path().join("store");
+        let file = StateFile::new(
+            StateDir::Given(store.clone()),
+            "job",
+            "lock.replace",
+            Duration::from_secs(5),
+        );
+        let r = Replace::new(file, Duration::from_secs(35), Warnings::default());
+        assert_eq!(r.asked("old"), None);
+        // A holder of another host is asked: its pid is not this host's.
+        assert_eq!(r.ask(&holder("old"), &holder("new")), Ok(true));
+        let by = r.asked("old").ok_or("no request")?;
+        assert!(
+            by.contains("run new (pid 4242 on elsewhere.example)"),
+            "{by}"
+        );
+        assert_eq!(r.asked("new"), None);
+        // Done for another run: left; for the run it names: removed.
+        r.done("new");
+        assert!(r.asked("old").is_some());
+        r.done("old");
+        assert_eq!(r.asked("old"), None);
+        // What is not a request names nobody, however long or hostile.
+        let path = store.join("job.lock.replace");
+        for bad in [
+            vec![b'x'; 1 << 20],
+            b"backoff-lock v1 replace old".to_vec(),
+            b"backoff-lock v1 replace \nx".to_vec(),
+            b"backoff-lock v1 replace o\x1bld\n".to_vec(),
+            format!("backoff-lock v1 replace {}\n", "a".repeat(65)).into_bytes(),
+            b"backoff-lock v2 replace old\n".to_vec(),
+            vec![0xff, 0xfe, b'\n'],
+        ] {
+            std::fs::write(&path, &bad).map_err(|e| e.to_string())?;
+            assert_eq!(r.asked("old"), None, "{:?}", String::from_utf8_lossy(&bad));
+        }
+        // A request whose writer's record is out of shape still names its
+        // target.
+        std::fs::write(&path, "backoff-lock v1 replace old\ngarbage").map_err(|e| e.to_string())?;
+        assert_eq!(
+            r.asked("old").as_deref(),
+            Some("another run took it over (--lock-replace)")
+        );
+        Ok(())
+    }
+}
