@@ -153,6 +153,49 @@ fn a_run_with_lock_replace_ends_the_holder_on_this_host_and_starts_after_it() {
     assert!(!dir.join("host0/job.lock.replace").exists());
 }
 
+/// A holder of `job` (with `args`) whose attempt ignores `--signal`, and
+/// a run of `--lock-replace` from `host`: the new attempt starts once the
+/// old one is gone, killed after `--kill-after`.
+fn killed_first(dir: &TempDir, args: &[&str], host: &str) {
+    let mut old = Running::start(run_of(
+        dir,
+        "host0",
+        args,
+        "trap '' TERM; echo $$ > old; echo holding; while :; do sleep 0.05; done",
+    ));
+    old.wait_for("holding");
+    let asked = Instant::now();
+    // The new attempt looks for the old one as it starts.
+    let script = "if kill -0 \"$(cat old)\" 2>/dev/null; then echo beside; else echo alone; fi";
+    let mut new_args = args.to_vec();
+    new_args.push("--lock-replace");
+    let mut new = run_of(dir, host, &new_args, script);
+    new.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let out = output_within(new.spawn().unwrap());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "alone\n");
+    // It waited for --kill-after, the old attempt's SIGKILL.
+    assert!(asked.elapsed() >= Duration::from_millis(500));
+    let (status, _) = old.wait_exit(PATIENCE);
+    assert_eq!(status.code(), Some(75), "{:?}", old.seen);
+}
+
+#[test]
+fn a_holder_that_ignores_the_signal_is_killed_before_the_run_that_replaces_it_starts() {
+    let dir = TempDir::new("lock-replace-kill");
+    killed_first(&dir, &["--kill-after", "0.5s"], "host0");
+}
+
+#[test]
+fn a_lease_holder_that_ignores_the_signal_is_killed_before_the_run_that_takes_it_over_starts() {
+    let redis = Redis::start(None);
+    let url = redis.url();
+    let dir = TempDir::new("lock-replace-kill-redis");
+    let mut args = vec!["--budget-store", url.as_str()];
+    args.extend(SHORT);
+    args.extend(LIVE);
+    killed_first(&dir, &args, "host1");
+}
+
 #[test]
 fn a_run_of_another_host_with_lock_replace_takes_the_lease_over_in_redis() {
     let redis = Redis::start(None);
