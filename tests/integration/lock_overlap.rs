@@ -16,6 +16,14 @@ const LIVE: [&str; 2] = ["--budget-store-timeout", "10s"];
 /// A short lease, and a short --kill-after.
 const SHORT: [&str; 4] = ["--lock-ttl", "2s", "--kill-after", "0.5s"];
 
+/// The options of a short lease in the Redis at `url`.
+fn leased(url: &str) -> Vec<&str> {
+    let mut args = vec!["--budget-store", url];
+    args.extend(SHORT);
+    args.extend(LIVE);
+    args
+}
+
 /// The script of an attempt named `name` that logs its start (with its
 /// fencing token) and its end, then runs `then`, ending (and logging its
 /// end) at SIGTERM.
@@ -190,10 +198,7 @@ fn a_lease_holder_that_ignores_the_signal_is_killed_before_the_run_that_takes_it
     let redis = Redis::start(None);
     let url = redis.url();
     let dir = TempDir::new("lock-replace-kill-redis");
-    let mut args = vec!["--budget-store", url.as_str()];
-    args.extend(SHORT);
-    args.extend(LIVE);
-    killed_first(&dir, &args, "host1");
+    killed_first(&dir, &leased(&url), "host1");
 }
 
 #[test]
@@ -201,10 +206,7 @@ fn a_run_of_another_host_with_lock_replace_takes_the_lease_over_in_redis() {
     let redis = Redis::start(None);
     let url = redis.url();
     let dir = TempDir::new("lock-replace-redis");
-    let mut args = vec!["--budget-store", url.as_str()];
-    args.extend(SHORT);
-    args.extend(LIVE);
-    replaced(&dir, &args, "host1");
+    replaced(&dir, &leased(&url), "host1");
 }
 
 /// `args` run as the user nobody, by setpriv(1).
