@@ -96,10 +96,10 @@ impl Replace {
         let (target, by) = self.read()?;
         (target == run_id).then(|| {
             by.map_or_else(
-                || "another run took it over (--lock-replace)".to_owned(),
+                || "another run asked for it (--lock-replace)".to_owned(),
                 |h| {
                     format!(
-                        "run {} (pid {} on {}) took it over (--lock-replace)",
+                        "run {} (pid {} on {}) asked for it (--lock-replace)",
                         h.run_id, h.pid, h.host
                     )
                 },
@@ -171,7 +171,7 @@ mod tests {
         assert_eq!(r.ask(&holder("old"), &holder("new")), Ok(true));
         let by = r.asked("old").ok_or("no request")?;
         assert!(
-            by.contains("run new (pid 4242 on elsewhere.example)"),
+            by.contains("run new (pid 4242 on elsewhere.example) asked for it"),
             "{by}"
         );
         assert_eq!(r.asked("new"), None);
@@ -199,7 +199,7 @@ mod tests {
         std::fs::write(&path, "backoff-lock v1 replace old\ngarbage").map_err(|e| e.to_string())?;
         assert_eq!(
             r.asked("old").as_deref(),
-            Some("another run took it over (--lock-replace)")
+            Some("another run asked for it (--lock-replace)")
         );
         Ok(())
     }
