@@ -67,7 +67,7 @@ for i in "${!stores[@]}"; do
         [ "$held" = 3 ] && break
         sleep 0.05
     done
-    names+=("--lock (${labels[$i]})" "--lock-limit 4 (${labels[$i]})" "--lock-limit 4, 3 held (${labels[$i]})")
+    names+=("lock (${labels[$i]})" "lock-limit 4 (${labels[$i]})" "lock-limit 4, 3 held (${labels[$i]})")
     commands+=(
         "$backoff $store --lock bench -- true"
         "$backoff $store --lock bench --lock-limit 4 -- true"
@@ -103,11 +103,11 @@ for name, r in results.items():
     print(f"{name:32} {r['mean']*1000:8.3f} {r['stddev']*1000:9.3f} {r['median']*1000:9.3f}")
 print()
 for store in ("file", "Redis"):
-    plain = f"--lock ({store})"
+    plain = f"lock ({store})"
     if plain not in results:
         continue
-    free = ms(f"--lock-limit 4 ({store})") - ms(plain)
-    held = ms(f"--lock-limit 4, 3 held ({store})") - ms(plain)
+    free = ms(f"lock-limit 4 ({store})") - ms(plain)
+    held = ms(f"lock-limit 4, 3 held ({store})") - ms(plain)
     print(f"{store}: --lock-limit 4 over --lock: {free:+.3f} ms with its slots free, {held:+.3f} ms with 3 of 4 held")
 EOF
 } | tee "$report"
