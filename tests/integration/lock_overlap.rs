@@ -1,7 +1,7 @@
 //! Overlap policies beyond skip and wait: `--lock-replace` ends the holder
 //! and takes over (on one host, and across two "hosts" on Redis), never
 //! beside it; `--lock-limit N` lets at most N runs hold a KEY at once
-//! (files and Redis). Every attempt appends its start and end, on a clock
+//! (files, Redis and a Redis Cluster). Every attempt appends its start and end, on a clock
 //! of nanoseconds, to a shared log, from which the overlap is read.
 
 use std::process::{Child, Command, Stdio};
@@ -385,21 +385,32 @@ fn at_most_two_runs_hold_a_lock_limit_2_in_files() {
     at_most_two(&dir, 1, &[], &["--budget-dir", store.to_str().unwrap()]);
 }
 
-#[test]
-fn at_most_two_runs_hold_a_lock_limit_2_in_redis() {
-    let redis = Redis::start(None);
-    let url = redis.url();
-    let dir = TempDir::new("lock-limit-redis");
+/// `at_most_two` across two "hosts" in the store at `url`, with a lease
+/// of a second (the semaphore's first use waits one).
+fn at_most_two_in(url: &str, test: &str) {
+    let dir = TempDir::new(test);
     let mut args = vec![
         "--budget-store",
-        url.as_str(),
+        url,
         "--lock-ttl",
         "1s",
         "--kill-after",
         "0.1s",
     ];
     args.extend(LIVE);
-    at_most_two(&dir, 2, &args, &["--budget-store", url.as_str()]);
+    at_most_two(&dir, 2, &args, &["--budget-store", url]);
+}
+
+#[test]
+fn at_most_two_runs_hold_a_lock_limit_2_in_redis() {
+    let redis = Redis::start(None);
+    at_most_two_in(&redis.url(), "lock-limit-redis");
+}
+
+#[test]
+fn at_most_two_runs_hold_a_lock_limit_2_in_a_cluster() {
+    let cluster = crate::cluster::Cluster::start();
+    at_most_two_in(&cluster.url(), "lock-limit-cluster");
 }
 
 #[test]
