@@ -1,8 +1,9 @@
 //! Overlap policies beyond skip and wait: `--lock-replace` ends the holder
 //! and takes over (on one host, and across two "hosts" on Redis), never
 //! beside it; `--lock-limit N` lets at most N runs hold a KEY at once
-//! (files, Redis and a Redis Cluster). Every attempt appends its start and end, on a clock
-//! of nanoseconds, to a shared log, from which the overlap is read.
+//! (files, Redis and a Redis Cluster). Every attempt appends its start and
+//! end, on a clock of nanoseconds, to a shared log, from which the overlap
+//! is read.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
