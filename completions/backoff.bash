@@ -65,7 +65,7 @@ _backoff_options() {
 
     case "${cmd}" in
         backoff)
-            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --until-failure --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --retry-after-max --retry-after-jitter --idempotent --preset --hold-stdout --stream-stdout --replay-stdin --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --lock-ttl --lock-fail --ping --ping-start --ping-success --ping-fail --ping-timeout --ping-body-limit --alert-after --quiet --verbose --name --timestamps --log-format --report --metrics-file --metrics-push --metrics-push-timeout --foreground --generate --help --version schedule simulate budget breaker throttle lock"
+            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --until-failure --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --retry-after-max --retry-after-jitter --idempotent --preset --hold-stdout --stream-stdout --replay-stdin --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --lock-ttl --lock-fail --lock-replace --lock-limit --ping --ping-start --ping-success --ping-fail --ping-timeout --ping-body-limit --alert-after --quiet --verbose --name --timestamps --log-format --report --metrics-file --metrics-push --metrics-push-timeout --foreground --generate --help --version schedule simulate budget breaker throttle lock"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 _backoff_compgen -W "${opts}" -- "${cur}"
                 return 0
@@ -429,6 +429,13 @@ _backoff_options() {
                     ;;
                 --lock-fail)
                     _backoff_compgen -W "closed open" -- "${cur}"
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --lock-limit)
+                    COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
@@ -1321,7 +1328,7 @@ _backoff_command_start() {
                 echo $(( i + 1 ))
                 return
                 ;;
-            --base|--cap|--factor|--jitter|--max-retries|--attempts|--delays|--poll|--seed|--retry-on|--stop-on|--success-on|--until-output|--consecutive|--reset-after|--on-start|--on-retry|--on-give-up|--on-success|--hook-timeout|--timeout|--signal|--kill-after|--idle-timeout|--max-time|--splay|--retry-if-output|--stop-if-output|--retry-after-pattern|--retry-after-max|--retry-after-jitter|--preset|--output|--output-limit|--budget|--budget-ratio|--budget-burst|--budget-dir|--budget-store|--budget-store-timeout|--budget-store-fail|--breaker|--breaker-failures|--breaker-cooldown|--breaker-exit|--throttle|--throttle-window|--throttle-k|--lock|--lock-wait|--lock-exit|--lock-ttl|--lock-fail|--ping|--ping-start|--ping-success|--ping-fail|--ping-timeout|--ping-body-limit|--alert-after|--name|--log-format|--report|--metrics-file|--metrics-push|--metrics-push-timeout|--generate)
+            --base|--cap|--factor|--jitter|--max-retries|--attempts|--delays|--poll|--seed|--retry-on|--stop-on|--success-on|--until-output|--consecutive|--reset-after|--on-start|--on-retry|--on-give-up|--on-success|--hook-timeout|--timeout|--signal|--kill-after|--idle-timeout|--max-time|--splay|--retry-if-output|--stop-if-output|--retry-after-pattern|--retry-after-max|--retry-after-jitter|--preset|--output|--output-limit|--budget|--budget-ratio|--budget-burst|--budget-dir|--budget-store|--budget-store-timeout|--budget-store-fail|--breaker|--breaker-failures|--breaker-cooldown|--breaker-exit|--throttle|--throttle-window|--throttle-k|--lock|--lock-wait|--lock-exit|--lock-ttl|--lock-fail|--lock-limit|--ping|--ping-start|--ping-success|--ping-fail|--ping-timeout|--ping-body-limit|--alert-after|--name|--log-format|--report|--metrics-file|--metrics-push|--metrics-push-timeout|--generate)
                 # bash splits `--base=1s` at the `=` (COMP_WORDBREAKS).
                 if [[ ${COMP_WORDS[i + 1]} == = ]]; then
                     (( i += 3 ))

@@ -171,6 +171,8 @@ impl Opened {
                         kill_after: Duration::from_secs(5),
                     },
                     fail: backoff_cli::store::FailMode::Closed,
+                    replace: false,
+                    slots: 1,
                 };
                 Opened::Lock(open(place, &own, limits)?)
             }

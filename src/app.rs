@@ -1040,17 +1040,27 @@ fn lock_command(command: &cli::LockCommand, given: &Given) -> anyhow::Result<Exi
     use crate::store::{LockLimits, Locks};
     // Showing and clearing a lock needs no lease, and is never run
     // without it.
-    let limits = LockLimits {
+    // The slots of --lock-limit are a store of their own, whatever their
+    // number: a store opened for more than one slot finds all of them.
+    let limits = |slots| LockLimits {
         lease: crate::fleet::lock::Lease {
             ttl: Duration::from_secs(1),
             kill_after: Duration::ZERO,
         },
         fail: crate::store::FailMode::Closed,
+        replace: false,
+        slots,
     };
+    let open = |key: &str, store, slots| {
+        config::open_store::<Locks>(key, store, limits(slots), given, &Warnings::default())
+    };
+    let every_slot = crate::fleet::lock::MAX_SLOTS;
     match command {
         cli::LockCommand::Show { key, store, format } => {
-            let l = config::open_store::<Locks>(key, store, limits, given, &Warnings::default())?;
-            let state = l.show().map_err(|e| UsageError(l.error(&e)))?;
+            let l = open(key, store, 1)?;
+            let mut state = l.show().map_err(|e| UsageError(l.error(&e)))?;
+            let s = open(key, store, every_slot)?;
+            state.slots = s.show().map_err(|e| UsageError(s.error(&e)))?.slots;
             let told = state::lock_show(key, &l.describe(), &state);
             let text = match format {
                 cli::BudgetFormat::Text => format!("{}\n", told.line),
@@ -1064,8 +1074,11 @@ fn lock_command(command: &cli::LockCommand, given: &Given) -> anyhow::Result<Exi
             store,
             format,
         } => {
-            let l = config::open_store::<Locks>(key, store, limits, given, &Warnings::default())?;
-            let state = l.reset(*force).map_err(|e| UsageError(l.error(&e)))?;
+            let l = open(key, store, 1)?;
+            let s = open(key, store, every_slot)?;
+            let slots = s.reset(*force).map_err(|e| UsageError(s.error(&e)))?.slots;
+            let mut state = l.reset(*force).map_err(|e| UsageError(l.error(&e)))?;
+            state.slots = slots;
             tell(&state::lock_reset(key, &l.describe(), &state), *format)?;
         }
     }

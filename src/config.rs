@@ -1179,7 +1179,14 @@ fn throttle(
 /// The options that tune `--lock`, refused without it when the command
 /// line gives them (a value from the environment, set for many runs, is
 /// left alone).
-const LOCK_TUNING: [&str; 4] = ["--lock-wait", "--lock-ttl", "--lock-exit", "--lock-fail"];
+const LOCK_TUNING: [&str; 6] = [
+    "--lock-wait",
+    "--lock-ttl",
+    "--lock-exit",
+    "--lock-fail",
+    "--lock-replace",
+    "--lock-limit",
+];
 
 /// Opens `--lock`. `--lock-ttl` given on the command line for a lock in a
 /// file, which the kernel holds and no lease limits, is said once. A lease
@@ -1201,6 +1208,7 @@ fn lock(
             None => Ok(None),
         };
     };
+    let slots = lock_slots(args, given)?;
     let lease = crate::fleet::lock::Lease {
         ttl: args.lock_ttl,
         kill_after,
@@ -1229,6 +1237,8 @@ fn lock(
             crate::cli::LockFail::Closed => crate::store::FailMode::Closed,
             crate::cli::LockFail::Open => crate::store::FailMode::Open,
         },
+        replace: args.lock_replace,
+        slots,
     };
     open_store::<Locks>(key, place, limits, given, warnings).map(Some)
 }
@@ -1277,6 +1287,30 @@ fn alert(
     }
     let store = open_store::<Streaks>(key, &cli.budget.store.place, n, given, warnings)?;
     Ok(Some((store, n)))
+}
+
+/// The most runs that hold a lock at once (`--lock-limit`), checked, and
+/// `--lock-replace` beside it refused: a run cannot know which of several
+/// holders to end.
+fn lock_slots(args: &crate::cli::LockArgs, given: &Given) -> Result<u32, UsageError> {
+    let n = args.lock_limit;
+    if n == 0 || n > crate::fleet::lock::MAX_SLOTS {
+        return Err(invalid(
+            given,
+            n,
+            "--lock-limit",
+            format_args!(
+                "at least 1 (a plain lock) and at most {} runs at once",
+                crate::fleet::lock::MAX_SLOTS
+            ),
+        ));
+    }
+    if args.lock_replace && given.wrote("--lock-limit") {
+        return Err(UsageError(
+            "--lock-replace cannot be used with --lock-limit: with several holders there is no one run to end and take over from; leave one of them out".into(),
+        ));
+    }
+    Ok(n)
 }
 
 /// Opens `--breaker`, with its limits. `--breaker` with `--until-failure`,

@@ -426,6 +426,9 @@ pub enum Next {
     Found,
     /// Nothing: the run lost its lock (`--lock`), which ended the attempt.
     LockLost,
+    /// Nothing: a run of `--lock-replace` took the lock over, which ended
+    /// the attempt.
+    Replaced,
     /// Nothing: the retry would start after `--max-time`.
     Deadline {
         /// The delay the retry would have needed.
@@ -454,6 +457,8 @@ pub enum Ending {
     Found,
     /// The run lost its lock (`--lock`: a lease not renewed in time).
     LockLost,
+    /// A run of `--lock-replace` took the run's lock over.
+    Replaced,
 }
 
 impl Ending {
@@ -467,6 +472,7 @@ impl Ending {
             Ending::Budget => "budget",
             Ending::Found => "failure_found",
             Ending::LockLost => "lock_lost",
+            Ending::Replaced => "replaced",
         }
     }
 }
@@ -592,6 +598,8 @@ pub enum LockNews {
     Lost {
         /// How.
         why: String,
+        /// Whether a run of `--lock-replace` took it over.
+        replaced: bool,
         /// The fencing token the run held it with, where the store gives
         /// one.
         token: Option<u64>,

@@ -324,6 +324,10 @@ pub trait RunLock: std::fmt::Debug {
     /// How the run's hold was lost, if it was (a lease not renewed in
     /// time, a lock file removed).
     fn lost(&self) -> Option<String>;
+    /// Whether the hold was lost to a run of `--lock-replace`.
+    fn replaced(&self) -> bool {
+        false
+    }
 }
 
 /// The count of a job's failed runs in a row, shared by processes
@@ -842,7 +846,7 @@ impl Loop<'_, '_> {
                 max_attempts: self.max_attempts,
                 outcome,
                 elapsed,
-                next: Next::LockLost,
+                next: self.lost_next(),
                 hint: seen.hint,
                 http_status: seen.http_status,
             });
@@ -1177,14 +1181,38 @@ impl Loop<'_, '_> {
         self.plan.lock.and_then(RunLock::lost)
     }
 
+    /// What follows an attempt ended by a lock lost: nothing, told as a
+    /// lock lost or taken over.
+    fn lost_next(&self) -> Next {
+        if self.lock_replaced() {
+            Next::Replaced
+        } else {
+            Next::LockLost
+        }
+    }
+
+    /// Whether the lock the run held was taken over by a run of
+    /// `--lock-replace`.
+    fn lock_replaced(&self) -> bool {
+        self.plan.lock_held && self.plan.lock.is_some_and(RunLock::replaced)
+    }
+
     /// Ends a run that lost its lock (a lease not renewed in time, a lock
-    /// file removed) for `why`, with the last attempt, if one ran, ended as
-    /// for a timeout: says so, and gives up with reason `lock_lost` and
+    /// file removed, a run of `--lock-replace` that took it over) for
+    /// `why`, with the last attempt, if one ran, ended as for a timeout:
+    /// says so, and gives up with reason `lock_lost` (or `replaced`) and
     /// `EX_TEMPFAIL`, then runs `--on-give-up`.
     fn lost_lock(&mut self, why: String) -> Exit {
+        let replaced = self.lock_replaced();
+        let reason = if replaced {
+            Ending::Replaced
+        } else {
+            Ending::LockLost
+        };
         if let Some(lock) = self.plan.lock {
             let news = LockNews::Lost {
                 why,
+                replaced,
                 token: self.plan.lock_token,
             };
             self.report.event(&Event::Lock {
@@ -1196,11 +1224,11 @@ impl Loop<'_, '_> {
             attempts: self.count.attempts,
             total: self.exec.now().saturating_duration_since(self.start),
             outcome: self.last.unwrap_or(Outcome::Throttled),
-            reason: Ending::LockLost,
+            reason,
             short_of: None,
         };
         self.report.event(&event);
-        self.closing(HookKind::GiveUp, Some(Ending::LockLost), Exit::TEMPFAIL)
+        self.closing(HookKind::GiveUp, Some(reason), Exit::TEMPFAIL)
     }
 
     /// Ends a run that `signal` interrupted (see `interrupted`), then runs
@@ -1464,6 +1492,7 @@ fn ending(next: Next) -> Ending {
         Next::Budget => Ending::Budget,
         Next::Found => Ending::Found,
         Next::LockLost => Ending::LockLost,
+        Next::Replaced => Ending::Replaced,
         _ => Ending::Exhausted,
     }
 }

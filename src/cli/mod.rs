@@ -28,7 +28,8 @@ retries run out or a stop rule matches (with --until-failure, the failure
 found's); 1 when an --until-output condition or a --consecutive streak was
 not met; death by the same signal when the last attempt was killed by one
 (or backoff was interrupted); 75 an open --breaker circuit or the --lock
-(held by another run, unavailable, or lost) stopped the command, or
+(held by another run, unavailable, lost, or taken over by --lock-replace)
+stopped the command, or
 --throttle skipped every attempt (--breaker-exit and --lock-exit change
 it); 124 timeout; 125 backoff itself failed (bad usage); 126 command cannot
 be run; 127 command not found.
@@ -815,6 +816,27 @@ pub struct LockArgs {
     /// line that no output mode hides
     #[arg(long, value_enum, value_name = "MODE", default_value = "closed")]
     pub lock_fail: LockFail,
+
+    /// End the run that holds the lock and take it over (Kubernetes'
+    /// Replace)
+    ///
+    /// The holder ends its attempt as on a timeout (--signal, then SIGKILL
+    /// after --kill-after) and gives up with reason replaced and status
+    /// 75: on this host within 200ms, in Redis at its next renewal (within
+    /// a third of --lock-ttl). This run's first attempt starts once the
+    /// holder has let go, or its lease has run out. A holder of another
+    /// user is not ended. See LOCKS.
+    #[arg(long)]
+    pub lock_replace: bool,
+
+    /// At most N runs hold KEY at once, each in a slot of its own (a
+    /// counting semaphore); 1 is a plain lock
+    ///
+    /// The run that finds every slot taken skips (--lock-exit) or waits
+    /// (--lock-wait). Give every run of a KEY the same N. From 1 to 1000.
+    /// See LOCKS.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = clap::value_parser!(u32))]
+    pub lock_limit: u32,
 }
 
 /// `--lock-fail`: what a lock that cannot be had for certain becomes.

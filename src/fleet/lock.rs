@@ -142,6 +142,9 @@ pub struct LockState {
     /// What was out of shape in the store, when something was (`show`), or
     /// was repaired (`reset`).
     pub corrupt: Option<String>,
+    /// The slots of `--lock-limit`, each as a lock of its own, where KEY
+    /// has any.
+    pub slots: Vec<LockState>,
 }
 
 /// The timing of a lease of `ttl`, whose holder's attempt has
@@ -204,6 +207,10 @@ impl Lease {
         self.ttl >= Lease::shortest_ttl(self.kill_after)
     }
 }
+
+/// The most runs `--lock-limit` lets hold a lock at once: a lock in files
+/// is a file per slot, which a run looks through.
+pub const MAX_SLOTS: u32 = 1000;
 
 /// The largest fencing token backoff hands out: every integer up to it is
 /// exact in Redis' Lua numbers (doubles), and a JSON reader's.

@@ -75,6 +75,7 @@ fn next_json(v: &mut Value, next: Next) {
         Next::Exhausted => v["next"] = json!("exhausted"),
         Next::Found => v["next"] = json!("failure_found"),
         Next::LockLost => v["next"] = json!("lock_lost"),
+        Next::Replaced => v["next"] = json!("replaced"),
         Next::Budget => v["next"] = json!("budget"),
         Next::HintTooLong { hint, max } => {
             v["next"] = json!("hint_too_long");
@@ -184,7 +185,8 @@ fn give_up_json(event: &Event<'_>) -> Value {
             short_of,
         } => {
             // A lock lost before any attempt has no outcome to tell.
-            let outcome = if attempts == 0 && reason == Ending::LockLost {
+            let lost = matches!(reason, Ending::LockLost | Ending::Replaced);
+            let outcome = if attempts == 0 && lost {
                 Value::Null
             } else {
                 outcome_json(outcome)
@@ -290,7 +292,14 @@ pub fn lock_json(key: &str, news: &LockNews) -> Value {
         LockNews::Busy { holder, waited } => ("busy", *waited, None, holder.as_ref()),
         LockNews::Waiting { holder, .. } => ("waiting", None, None, holder.as_ref()),
         LockNews::Unavailable { .. } => ("unavailable", None, None, None),
-        LockNews::Lost { token, .. } => ("lost", None, *token, None),
+        LockNews::Lost {
+            token, replaced, ..
+        } => (
+            if *replaced { "replaced" } else { "lost" },
+            None,
+            *token,
+            None,
+        ),
     };
     let mut v = json!({
         "key": key,

@@ -235,7 +235,7 @@ pub fn lock_show(key: &str, store: &str, state: &crate::fleet::lock::LockState) 
         (None, false, None) => format!("{key}: free ({store})"),
     };
     Told {
-        line,
+        line: format!("{line}{}", slots_text(&state.slots)),
         json: json!({
             "key": key,
             "held": state.held,
@@ -243,8 +243,48 @@ pub fn lock_show(key: &str, store: &str, state: &crate::fleet::lock::LockState) 
             "store": store,
             "lease_left_seconds": state.lease_left.map(|d| d.as_secs_f64()),
             "corrupt": state.corrupt,
+            "slots": slots_json(&state.slots),
         }),
     }
+}
+
+/// The slots of `--lock-limit` that hold anything, after a lock's line:
+/// `; --lock-limit slots: 1 held by …, 2 free`.
+fn slots_text(slots: &[crate::fleet::lock::LockState]) -> String {
+    if slots.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = slots
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let what = match (&s.holder, s.held, &s.corrupt) {
+                (_, _, Some(why)) => format!("corrupt ({why})"),
+                (Some(h), true, None) => format!("held by {}", super::text::holder_text(h)),
+                (None, true, None) => "held".to_owned(),
+                (_, false, None) => "free".to_owned(),
+            };
+            format!("{} {what}", i + 1)
+        })
+        .collect();
+    format!("; --lock-limit slots: {}", each.join(", "))
+}
+
+/// The slots of `--lock-limit`, in JSON.
+fn slots_json(slots: &[crate::fleet::lock::LockState]) -> Value {
+    slots
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            json!({
+                "slot": i + 1,
+                "held": s.held,
+                "holder": super::json::holder_json(s.holder.as_ref()),
+                "lease_left_seconds": s.lease_left.map(|d| d.as_secs_f64()),
+                "corrupt": s.corrupt,
+            })
+        })
+        .collect()
 }
 
 /// `backoff lock reset`: what it found and did.
@@ -280,7 +320,11 @@ pub fn lock_reset(key: &str, store: &str, state: &crate::fleet::lock::LockState)
     if let Some(why) = &state.corrupt {
         json["why"] = json!(why);
     }
-    Told { line, json }
+    json["slots"] = slots_json(&state.slots);
+    Told {
+        line: format!("{line}{}", slots_text(&state.slots)),
+        json,
+    }
 }
 
 #[cfg(test)]

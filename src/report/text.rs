@@ -469,11 +469,16 @@ fn end_text(event: &Event<'_>, verbose: bool) -> Option<String> {
         Event::GaveUp {
             attempts: 0,
             total,
-            reason: Ending::LockLost,
+            reason: reason @ (Ending::LockLost | Ending::Replaced),
             ..
         } => format!(
-            "giving up after 0 attempts in {}: the lock was lost",
-            human(total)
+            "giving up after 0 attempts in {}: {}",
+            human(total),
+            if reason == Ending::Replaced {
+                "another run took the lock over"
+            } else {
+                "the lock was lost"
+            }
         ),
         Event::GaveUp {
             attempts,
@@ -563,14 +568,23 @@ fn lock_text(key: &str, news: &LockNews, verbose: bool) -> Option<String> {
                 waited(w)
             )
         }
-        LockNews::Waiting { holder, patience } if verbose => format!(
-            "lock '{key}' is held {}; waiting up to {} for it",
-            holder.as_ref().map_or_else(
+        LockNews::Waiting { holder, patience } if verbose => {
+            let by = holder.as_ref().map_or_else(
                 || "by another run".to_owned(),
-                |h| format!("by {}", holder_text(h))
-            ),
-            human(*patience)
-        ),
+                |h| format!("by {}", holder_text(h)),
+            );
+            // Only a run of --lock-replace waits with no --lock-wait.
+            if patience.is_zero() {
+                format!(
+                    "lock '{key}' is held {by}; it is asked to end, and this run waits until it has let go (--lock-replace)"
+                )
+            } else {
+                format!(
+                    "lock '{key}' is held {by}; waiting up to {} for it",
+                    human(*patience)
+                )
+            }
+        }
         // A wait the user feels is said; the short one after a lock file
         // was made anew only with -v.
         LockNews::Held {
@@ -599,6 +613,11 @@ fn lock_text(key: &str, news: &LockNews, verbose: bool) -> Option<String> {
                 None => held,
             }
         }
+        LockNews::Lost {
+            why,
+            replaced: true,
+            ..
+        } => format!("lock '{key}' was taken over: {why}; the run gives up (replaced)"),
         LockNews::Lost { why, .. } => {
             format!("lock '{key}' was lost: {why}; the run gives up")
         }
@@ -819,6 +838,7 @@ fn failed_text(
         }
         Next::Budget => format!("{head}; not retrying: retry budget exhausted"),
         Next::LockLost => format!("{head}; not retrying: the lock was lost"),
+        Next::Replaced => format!("{head}; not retrying: another run took the lock over"),
         Next::HintTooLong { hint, max } => format!(
             "{head}; not retrying: the server asks to wait {}, more than --retry-after-max {}",
             human(hint),

@@ -244,9 +244,25 @@ pub enum Acquired {
 struct Loss {
     why: Arc<Mutex<Option<String>>>,
     alarm: Arc<Mutex<Option<Alarm>>>,
+    replaced: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Loss {
+    /// Marks the hold taken over by a run of `--lock-replace` (`why`
+    /// names it) and wakes the run, once.
+    fn replace(&self, why: String) {
+        if self.why().is_none() {
+            self.replaced
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.lose(why);
+    }
+
+    /// Whether the hold was lost to a run of `--lock-replace`.
+    fn replaced(&self) -> bool {
+        self.why().is_some() && self.replaced.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Marks the hold lost for `why` and wakes the run, once.
     fn lose(&self, why: String) {
         let mut was = self.why.lock().unwrap_or_else(PoisonError::into_inner);
@@ -313,6 +329,11 @@ pub trait LockBackend: Backend {
     fn lost(&self) -> Option<String>;
     /// What to call when the run's hold is lost.
     fn alarm(&self, alarm: Alarm);
+    /// Whether the hold was lost to a run of `--lock-replace`, which took
+    /// the lock over.
+    fn replaced(&self) -> bool {
+        false
+    }
     /// The lock as it is.
     ///
     /// # Errors
@@ -532,10 +553,17 @@ impl Kind for Locks {
     fn in_file(
         dir: StateDir,
         key: &str,
-        _: LockLimits,
+        limits: LockLimits,
         s: Settings,
     ) -> Result<Box<dyn LockBackend>, String> {
-        let f = file::lock::FileLock::open(dir, key, s.timeout, s.warnings)?;
+        if limits.slots > 1 {
+            let f = file::slots::Slots::in_files(&dir, key, limits.slots, s.timeout, &s.warnings)?;
+            return Ok(Box::new(f));
+        }
+        let replace = limits
+            .replace
+            .then(|| file::replace::patience(limits.lease));
+        let f = file::lock::FileLock::open(dir, key, "lock", s.timeout, s.warnings, replace)?;
         Ok(Box::new(f))
     }
     #[cfg(feature = "redis")]
@@ -545,7 +573,11 @@ impl Kind for Locks {
         limits: LockLimits,
         s: Settings,
     ) -> Result<Box<dyn LockBackend>, String> {
-        let r = redis::lock::RedisLock::new(url, key, limits.lease, s.timeout)?;
+        if limits.slots > 1 {
+            let r = redis::slots::RedisSlots::new(url, key, limits.slots, limits.lease, s.timeout)?;
+            return Ok(Box::new(r));
+        }
+        let r = redis::lock::RedisLock::new(url, key, limits.lease, s.timeout, limits.replace)?;
         Ok(Box::new(r))
     }
 }
@@ -595,6 +627,10 @@ pub struct LockLimits {
     /// `--lock-fail`: closed, the command does not run; open, it runs
     /// without the lock.
     pub fail: FailMode,
+    /// `--lock-replace`: the run ends the holder and takes over.
+    pub replace: bool,
+    /// `--lock-limit`: how many runs hold the lock at once.
+    pub slots: u32,
 }
 
 /// A shared state of kind `K`, wherever it lives, with what to do when its
@@ -985,6 +1021,10 @@ impl crate::run::RunLock for Shared<Locks> {
 
     fn lost(&self) -> Option<String> {
         self.backend.lost()
+    }
+
+    fn replaced(&self) -> bool {
+        self.backend.replaced()
     }
 }
 

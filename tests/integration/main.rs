@@ -21,6 +21,7 @@ mod layout;
 mod limits;
 mod live;
 mod lock_faults;
+mod lock_overlap;
 mod locks;
 mod locks_redis;
 mod mistakes;

@@ -49,6 +49,7 @@ use crate::fleet::bucket::check_key;
 use crate::fleet::lock::{Forgotten, Holder, MAX_RECORD, Settle};
 use crate::report::Warnings;
 use crate::run::{Wait, Waited};
+use crate::store::file::replace::Replace;
 use crate::store::file::{Access, StateDir, StateFile, failed, refuse, why};
 use crate::store::{
     Acquired, Alarm, Backend, LockBackend, LockState, Loss, StoreError, deadline_after,
@@ -84,6 +85,11 @@ pub struct FileLock {
     held: Mutex<Option<(File, mpsc::Sender<()>)>>,
     /// How the lock was lost, once it was.
     loss: Loss,
+    /// With `--lock-replace`: how this run asks a holder to end.
+    replace: Option<Replace>,
+    /// The requests that may end this run, when it holds the lock: from a
+    /// run of `--lock-replace`.
+    requests: Replace,
 }
 
 impl std::fmt::Debug for FileLock {
@@ -110,8 +116,10 @@ enum Queue {
 }
 
 impl FileLock {
-    /// The lock `key` in `dir`; nothing is opened until it is used. What it
-    /// has to say goes to `warnings`.
+    /// The lock `key` in `dir`, in the file `KEY.NAME`; nothing is opened
+    /// until it is used. What it has to say goes to `warnings`. With
+    /// `replace` (`--lock-replace`), a holder is asked to end, and waited
+    /// for that long at least.
     ///
     /// # Errors
     ///
@@ -119,15 +127,24 @@ impl FileLock {
     pub fn open(
         dir: StateDir,
         key: &str,
+        name: &str,
         timeout: Duration,
         warnings: Warnings,
+        replace: Option<Duration>,
     ) -> Result<FileLock, String> {
         check_key(key)?;
+        let requests = Replace::new(
+            StateFile::new(dir.clone(), key, &format!("{name}.replace"), timeout),
+            replace.unwrap_or_default(),
+            warnings.clone(),
+        );
         Ok(FileLock {
-            file: StateFile::new(dir, key, "lock", timeout),
+            file: StateFile::new(dir, key, name, timeout),
             warnings,
             held: Mutex::new(None),
             loss: Loss::default(),
+            replace: replace.map(|_| requests.clone()),
+            requests,
         })
     }
 
@@ -166,18 +183,22 @@ impl FileLock {
                 why(&e)
             ));
         }
-        let stop = self.watch(&file, path).map_err(|e| failed(path, &e))?;
+        let stop = self
+            .watch(&file, path, &me.run_id)
+            .map_err(|e| failed(path, &e))?;
         *self.held.lock().unwrap_or_else(PoisonError::into_inner) = Some((file, stop));
         Ok(used)
     }
 
     /// Starts looking at `path` every `WATCH`: once it no longer names
-    /// `file` (removed or replaced), the lock is lost.
-    fn watch(&self, file: &File, path: &Path) -> io::Result<mpsc::Sender<()>> {
+    /// `file` (removed or replaced), the lock is lost; once a run of
+    /// `--lock-replace` asks the run `run_id` to end, it is taken over.
+    fn watch(&self, file: &File, path: &Path, run_id: &str) -> io::Result<mpsc::Sender<()>> {
         let (stop, stopped) = mpsc::channel::<()>();
         let mine = file.try_clone()?;
         let path = path.to_owned();
         let loss = self.loss.clone();
+        let (requests, run_id) = (self.requests.clone(), run_id.to_owned());
         std::thread::Builder::new()
             .name("lock watch".into())
             .stack_size(64 * 1024)
@@ -186,6 +207,10 @@ impl FileLock {
                     match stopped.recv_timeout(WATCH) {
                         Err(mpsc::RecvTimeoutError::Timeout) => {}
                         _ => return,
+                    }
+                    if let Some(by) = requests.asked(&run_id) {
+                        loss.replace(by);
+                        return;
                     }
                     // A path that cannot be looked at for now (a
                     // directory made unreadable) is looked at again.
@@ -334,8 +359,10 @@ impl LockBackend for FileLock {
         wait: &mut dyn Wait,
         waiting: &mut dyn FnMut(Option<&Holder>),
     ) -> Result<Acquired, StoreError> {
-        let give_up = deadline_after(patience);
+        let mut give_up = deadline_after(patience);
         let mut told = false;
+        // With --lock-replace: the run whose holder was asked to end.
+        let mut asked: Option<String> = None;
         for _ in 0..AGAIN {
             let (file, path) = self.open_file()?;
             let got = match file.try_state_lock() {
@@ -343,6 +370,14 @@ impl LockBackend for FileLock {
                 Err(TryLockError::Error(e)) => return Err(failed(&path, &e)),
                 Err(TryLockError::WouldBlock) => {
                     let holder = live_holder_in(&file);
+                    if let (Some(replace), Some(h), None) = (&self.replace, &holder, &asked) {
+                        if !replace.ask(h, me)? {
+                            return Ok(Acquired::Busy(holder));
+                        }
+                        asked = Some(h.run_id.clone());
+                        let most = deadline_after(replace.patience);
+                        give_up = give_up.max(by.map_or(most, |by| by.min(most)));
+                    }
                     // Nobody named who still runs: a look at the lock, or
                     // a holder about to write its record, holds it for an
                     // instant.
@@ -352,7 +387,7 @@ impl LockBackend for FileLock {
                         let grace = deadline_after(UNCLAIMED);
                         by.map_or(grace, |by| by.min(grace))
                     };
-                    if !patience.is_zero() && !told {
+                    if (!patience.is_zero() || asked.is_some()) && !told {
                         told = true;
                         waiting(holder.as_ref());
                     }
@@ -369,6 +404,9 @@ impl LockBackend for FileLock {
                 continue;
             }
             let used = self.hold(file, &path, me)?;
+            if let Some(run_id) = &asked {
+                self.requests.done(run_id);
+            }
             let settle = (!used).then_some(Settle {
                 wait: SETTLE,
                 why: Forgotten::File,
@@ -407,6 +445,10 @@ impl LockBackend for FileLock {
         self.loss.alarm(alarm);
     }
 
+    fn replaced(&self) -> bool {
+        self.loss.replaced()
+    }
+
     fn show(&self, _wait: &mut dyn Wait) -> Result<LockState, StoreError> {
         let Some((file, path)) = self.file.open_file(Access::Look)? else {
             return Ok(LockState {
@@ -414,6 +456,7 @@ impl LockBackend for FileLock {
                 holder: None,
                 lease_left: None,
                 corrupt: None,
+                slots: Vec::new(),
             });
         };
         // A shared lock for an instant, which a held lock refuses: a run
@@ -431,6 +474,7 @@ impl LockBackend for FileLock {
             holder: holder_in(&file),
             lease_left: None,
             corrupt: None,
+            slots: Vec::new(),
         })
     }
 
@@ -440,6 +484,7 @@ impl LockBackend for FileLock {
             holder: None,
             lease_left: None,
             corrupt: None,
+            slots: Vec::new(),
         };
         let Some((mut file, path)) = self.file.open_file(Access::Rewrite)? else {
             return Ok(nothing);

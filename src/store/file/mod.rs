@@ -19,6 +19,8 @@
 mod breaker;
 mod budget;
 pub(super) mod lock;
+pub(super) mod replace;
+pub(super) mod slots;
 pub(super) mod streak;
 mod throttle;
 

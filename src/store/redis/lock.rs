@@ -57,6 +57,31 @@ use crate::store::{
 };
 use crate::sys::since_boot;
 
+/// The first lines of the scripts of leases (the lock's, the semaphore's
+/// of `redis_slots`): the server's time, the bounds, the type of the key,
+/// and how numbers are written and read.
+macro_rules! lease_prelude {
+    () => {
+        r"
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+local max_fence = 9007199254740991
+local longest = 86400000 + 60000
+local function n(x) return string.format('%.0f', x) end
+local kind = redis.call('TYPE', KEYS[1]).ok
+-- Digits alone, at most `most`; nil for anything else.
+local function digits(raw, most)
+  if type(raw) == 'string' and #raw <= 16 and string.match(raw, '^%d+$') then
+    local v = tonumber(raw)
+    if v <= most then return v end
+  end
+  return nil
+end
+"
+    };
+}
+pub(super) use lease_prelude;
+
 /// The namespace of lock keys in Redis.
 pub const REDIS_LOCK_PREFIX: &str = "backoff:lock:";
 
@@ -74,14 +99,10 @@ pub const REDIS_LOCK_PREFIX: &str = "backoff:lock:";
 /// milliseconds on the server's clock; `fence` empty where there is none;
 /// `settle` the milliseconds an acquirer waits before it starts; `note`
 /// what was corrupt, or how a lease was lost.
-const LOCK_SCRIPT: &str = r"
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-local max_fence = 9007199254740991
-local longest = 86400000 + 60000
+const LOCK_SCRIPT: &str = concat!(
+    lease_prelude!(),
+    r"
 local op = ARGV[1]
-local function n(x) return string.format('%.0f', x) end
-local kind = redis.call('TYPE', KEYS[1]).ok
 local function corrupt(note, record)
   if op == 'reset' then
     redis.call('DEL', KEYS[1])
@@ -94,18 +115,11 @@ end
 if kind ~= 'hash' and kind ~= 'none' then
   return corrupt('holds a ' .. kind .. ', not a hash', '')
 end
-local f = redis.call('HMGET', KEYS[1], 'token', 'record', 'expires', 'fence', 'settle')
+local f = redis.call('HMGET', KEYS[1], 'token', 'record', 'expires', 'fence', 'settle',
+  'replaced', 'replaced_until')
 local holder, record = f[1], f[2] or ''
 if string.len(record) > 512 then
   record = ''
-end
--- Digits alone, at most `most`; nil for anything else.
-local function digits(raw, most)
-  if type(raw) == 'string' and #raw <= 16 and string.match(raw, '^%d+$') then
-    local v = tonumber(raw)
-    if v <= most then return v end
-  end
-  return nil
 end
 local fence, expires, settle = nil, nil, 0
 if f[4] then
@@ -120,18 +134,45 @@ if f[5] then
   settle = digits(f[5], now + longest)
   if settle == nil then return corrupt('has a settling time too far ahead', record) end
 end
+-- The holder a run of --lock-replace took the lease from, until it lets
+-- go or its lease would have run out.
+local replaced, replaced_until = f[6], 0
+if f[7] then
+  replaced_until = digits(f[7], now + longest)
+  if replaced_until == nil then return corrupt('has a replaced lease that ends too far ahead', record) end
+end
+if replaced == nil or replaced_until <= now then replaced, replaced_until = nil, 0 end
 local live = holder and expires and expires > now
+if op == 'replace' and not (live and holder ~= ARGV[2]) then op = 'acquire' end
 local fence_text = ''
 if fence then fence_text = n(fence) end
 local function answer(status, r, e, note)
   return {status, r or '', n(e or 0), n(now), fence_text, '0', note or ''}
 end
-if op == 'acquire' then
+if op == 'replace' then
+  -- The lease is taken from its holder, which ends at its next renewal
+  -- and lets go; the new holder starts once it has, or once its lease
+  -- would have run out. A holder replaced before it started is waited
+  -- out too.
+  local ends = now + tonumber(ARGV[3])
+  settle = math.max(settle, replaced_until)
+  fence = math.max((fence or 0) + 1, now_us)
+  redis.call('HSET', KEYS[1], 'token', ARGV[2], 'record', ARGV[4], 'expires', n(ends),
+    'fence', n(fence), 'settle', n(settle), 'replaced', holder, 'replaced_until', n(expires))
+  return {'held', ARGV[4], n(ends), n(now), n(fence), n(math.max(settle, expires) - now), 'replacing'}
+elseif op == 'acquire' then
   local ends = now + tonumber(ARGV[3])
   if live and holder == ARGV[2] then
-    -- This run's own lease, granted to a call whose answer was lost.
+    -- This run's own lease, granted to a call whose answer was lost, or
+    -- asked again while the holder it replaced lets go.
     redis.call('HSET', KEYS[1], 'expires', n(ends))
-    return {'held', record, n(ends), n(now), fence_text, n(math.max(settle - now, 0)), 'pending'}
+    local why = 'pending'
+    if replaced then why = 'replacing' end
+    return {'held', record, n(ends), n(now), fence_text,
+      n(math.max(settle - now, replaced_until - now, 0)), why}
+  end
+  if replaced == ARGV[2] then
+    return answer('busy', record, expires, 'replaced')
   end
   if live then
     return answer('busy', record, expires)
@@ -141,7 +182,7 @@ if op == 'acquire' then
   -- A settling time still ahead (a run that took such a lock and ended
   -- before its wait was over; a lease that a reset removed) is waited
   -- out too.
-  local wait, why = math.max(settle - now, 0), 'pending'
+  local wait, why = math.max(settle - now, replaced_until - now, 0), 'pending'
   if fence == nil then
     wait, why = math.max(wait, tonumber(ARGV[3])), 'forgotten'
   end
@@ -157,7 +198,9 @@ elseif op == 'renew' then
     return answer('renewed', '', ends)
   end
   local how = 'removed'
-  if kind == 'none' or fence == nil then
+  if replaced == ARGV[2] then
+    how = 'replaced'
+  elseif kind == 'none' or fence == nil then
     how = 'forgotten'
   elseif holder == ARGV[2] then
     how = 'expired'
@@ -168,6 +211,11 @@ elseif op == 'renew' then
 elseif op == 'release' then
   if holder == ARGV[2] then
     redis.call('HDEL', KEYS[1], 'token', 'record', 'expires')
+    return answer('released', '', 0)
+  end
+  if replaced == ARGV[2] then
+    -- A holder replaced lets go: the run that took over may start.
+    redis.call('HDEL', KEYS[1], 'replaced', 'replaced_until')
     return answer('released', '', 0)
   end
   return answer('not_owner', record, expires)
@@ -184,13 +232,14 @@ elseif op == 'reset' then
   if live then
     -- Its holder runs on until its next renewal, or until the end of its
     -- term if it cannot reach the store: the next run waits until then.
-    redis.call('HSET', KEYS[1], 'settle', n(math.max(settle, expires)))
+    redis.call('HSET', KEYS[1], 'settle', n(math.max(settle, expires, replaced_until)))
     return answer('removed', record, expires)
   end
   return answer('cleared', record, expires)
 end
 return redis.error_reply('ERR unknown operation')
-";
+"
+);
 
 /// What the lock script answered.
 #[derive(Debug)]
@@ -250,8 +299,13 @@ pub struct RedisLock {
     lease: Lease,
     timeout: Duration,
     script: Lua,
+    /// The script's text, and what its calls add to their arguments.
+    source: &'static str,
+    extra: Vec<String>,
     held: RefCell<Option<Held>>,
     loss: Loss,
+    /// `--lock-replace`: the lease is taken from its holder.
+    replace: bool,
 }
 
 impl std::fmt::Debug for RedisLock {
@@ -282,17 +336,55 @@ impl RedisLock {
     /// # Errors
     ///
     /// When the URL is not a usable Redis URL.
-    pub fn new(url: &str, key: &str, lease: Lease, timeout: Duration) -> Result<RedisLock, String> {
+    pub fn new(
+        url: &str,
+        key: &str,
+        lease: Lease,
+        timeout: Duration,
+        replace: bool,
+    ) -> Result<RedisLock, String> {
+        let mut lock =
+            RedisLock::leased(url, &format!("{REDIS_LOCK_PREFIX}{key}"), lease, timeout)?;
+        lock.replace = replace;
+        Ok(lock)
+    }
+
+    /// The leases of the Redis key `key` (its whole name) at `url`, kept
+    /// by the script `source`, whose calls all end with `extra`
+    /// (`redis_slots`' semaphore); `LOCK_SCRIPT` with nothing more
+    /// otherwise.
+    ///
+    /// # Errors
+    ///
+    /// When the URL is not a usable Redis URL.
+    pub(super) fn leased(
+        url: &str,
+        key: &str,
+        lease: Lease,
+        timeout: Duration,
+    ) -> Result<RedisLock, String> {
         Ok(RedisLock {
             server: Server::shared(url)?,
             url: url.to_owned(),
-            key: format!("{REDIS_LOCK_PREFIX}{key}"),
+            key: key.to_owned(),
             lease,
             timeout,
             script: Lua::decision(LOCK_SCRIPT),
+            source: LOCK_SCRIPT,
+            extra: Vec::new(),
             held: RefCell::new(None),
             loss: Loss::default(),
+            replace: false,
         })
+    }
+
+    /// The same lock, kept by the script `source`, whose calls all end
+    /// with `extra`.
+    pub(super) fn by(mut self, source: &'static str, extra: Vec<String>) -> RedisLock {
+        self.script = Lua::decision(source);
+        self.source = source;
+        self.extra = extra;
+        self
     }
 
     /// Calls the script; for a call that failed, whether it may have been
@@ -309,7 +401,7 @@ impl RedisLock {
         let answer = self.server.call_telling(
             &self.script,
             &self.key,
-            args(op, token, self.lease.ttl, record, force),
+            args(op, token, self.lease.ttl, record, force, &self.extra),
             timeout,
             wait,
         )?;
@@ -331,6 +423,8 @@ impl RedisLock {
         let (stop, stopped) = mpsc::channel::<()>();
         let renewal = Renewal {
             url: self.url.clone(),
+            source: self.source,
+            extra: self.extra.clone(),
             key: self.key.clone(),
             token: token.to_owned(),
             lease: self.lease,
@@ -401,6 +495,28 @@ impl RedisLock {
         })
     }
 
+    /// Waits a little while the holder this run replaced lets go (`r`, the
+    /// answer that told so); a signal ends the wait, and the lease is given
+    /// back (within `limit`).
+    ///
+    /// # Errors
+    ///
+    /// The signal.
+    fn while_replaced(
+        &self,
+        r: &Reply,
+        token: &str,
+        wait: &mut dyn Wait,
+        limit: Duration,
+    ) -> Result<(), StoreError> {
+        let pause = r.settle.min(Duration::from_millis(100));
+        if let Waited::Signal(sig) = wait.wait_ready(None, Instant::now() + pause) {
+            self.give_back(token, &mut Unwatched, limit);
+            return Err(StoreError::Interrupted(sig));
+        }
+        Ok(())
+    }
+
     /// `why` the lock could not be had, with what became of a lease that a
     /// call whose answer was lost may have granted: given back within
     /// `limit`, or left to run out.
@@ -425,15 +541,25 @@ impl RedisLock {
     }
 }
 
-/// The script's arguments (the call's expiry is added by the call).
-fn args(op: &str, token: &str, ttl: Duration, record: &str, force: bool) -> Vec<String> {
-    vec![
+/// The script's arguments, then `extra` (the call's expiry is added by
+/// the call).
+fn args(
+    op: &str,
+    token: &str,
+    ttl: Duration,
+    record: &str,
+    force: bool,
+    extra: &[String],
+) -> Vec<String> {
+    let mut args = vec![
         op.to_owned(),
         token.to_owned(),
         ttl.as_millis().to_string(),
         record.to_owned(),
         if force { "force" } else { "" }.to_owned(),
-    ]
+    ];
+    args.extend_from_slice(extra);
+    args
 }
 
 /// How a lease the store no longer held for this run was lost, as the
@@ -443,6 +569,7 @@ fn lost_how(note: &str) -> String {
         "expired" => "its lease had expired before it was renewed".to_owned(),
         "taken" => "another run holds the lock now: this run's lease ran out, was removed (backoff lock reset --force), or was lost with the store's data".to_owned(),
         "forgotten" => "the store has no trace of its lease any more (it lost its data: a restart without persistence, FLUSHALL, a failover)".to_owned(),
+        "replaced" => "another run took its lease over (--lock-replace)".to_owned(),
         _ => "its lease was removed (backoff lock reset --force)".to_owned(),
     }
 }
@@ -450,6 +577,8 @@ fn lost_how(note: &str) -> String {
 /// The renewals of a lease, on a thread and a connection of their own.
 struct Renewal {
     url: String,
+    source: &'static str,
+    extra: Vec<String>,
     key: String,
     token: String,
     lease: Lease,
@@ -466,11 +595,12 @@ impl Renewal {
     /// at least, so that a host that wakes from a sleep longer than the
     /// lease ends its attempt within a second.
     fn run(self, stop: &mpsc::Receiver<()>, taken: Duration) {
-        let script = Lua::decision(LOCK_SCRIPT);
+        let script = Lua::decision(self.source);
         let server = Server::open(&self.url).ok();
         // The lease surely lasts until then: its term from the moment the
         // call that began it was sent.
         let mut until = taken.saturating_add(self.lease.ttl);
+        let mut replaced = false;
         let every = self.lease.every();
         let mut next = taken.saturating_add(every);
         let why = loop {
@@ -495,7 +625,7 @@ impl Renewal {
                 server.call(
                     &script,
                     &self.key,
-                    args("renew", &self.token, self.lease.ttl, "", false),
+                    args("renew", &self.token, self.lease.ttl, "", false, &self.extra),
                     end.saturating_sub(asked).min(every),
                     &mut Unwatched,
                 )
@@ -505,7 +635,10 @@ impl Renewal {
                     until = asked.saturating_add(self.lease.ttl);
                     next = asked.saturating_add(every);
                 }
-                Some(r) if r.status == "lost" => break lost_how(&r.note),
+                Some(r) if r.status == "lost" => {
+                    replaced = r.note == "replaced";
+                    break lost_how(&r.note);
+                }
                 // Not answered: tried again soon, while there is time.
                 _ => {
                     next = since_boot().saturating_add((every / 6).max(Duration::from_millis(100)));
@@ -514,7 +647,11 @@ impl Renewal {
         };
         // A run that let go meanwhile stopped the renewals: no loss.
         if matches!(stop.try_recv(), Err(mpsc::TryRecvError::Empty)) {
-            self.loss.lose(why);
+            if replaced {
+                self.loss.replace(why);
+            } else {
+                self.loss.lose(why);
+            }
         }
     }
 }
@@ -577,8 +714,9 @@ impl LockBackend for RedisLock {
                 });
             }
             let asked = since_boot();
+            let op = if self.replace { "replace" } else { "acquire" };
             let answered = self
-                .call("acquire", &token, record, false, timeout, wait)
+                .call(op, &token, record, false, timeout, wait)
                 .and_then(|r| match r.status.as_str() {
                     "held" | "busy" => Ok(r),
                     _ => Err((
@@ -588,8 +726,24 @@ impl LockBackend for RedisLock {
                 });
             unheard = matches!(answered, Err((_, true)));
             match answered {
+                // Taken over: the holder it replaced lets go first. This
+                // run's lease is asked again (and so renewed) meanwhile.
+                Ok(r) if r.status == "held" && r.note == "replacing" && !r.settle.is_zero() => {
+                    unheard = true;
+                    if !std::mem::replace(&mut told, true) {
+                        waiting(None);
+                    }
+                    let limit = give_back_for(AFTER_SIGNAL.min(self.timeout));
+                    self.while_replaced(&r, &token, wait, limit)?;
+                    continue;
+                }
                 Ok(r) if r.status == "held" => {
                     return self.hold(&token, asked, &r, give_back_for(self.timeout));
+                }
+                // Replaced in turn before it started: it lets go at once.
+                Ok(r) if r.note == "replaced" => {
+                    self.give_back(&token, wait, give_back_for(self.timeout));
+                    return Ok(Acquired::Busy(r.holder));
                 }
                 Ok(r) => {
                     if left().is_zero() {
@@ -643,7 +797,9 @@ impl LockBackend for RedisLock {
         // A lease lost is not this run's to let go: it ran out, was
         // removed or taken, or the store cannot be reached (and the lease
         // ends by its term).
-        if self.loss.why().is_some() {
+        // One taken over by --lock-replace is let go, by this run's token,
+        // so that the run that took it over may start.
+        if self.loss.why().is_some() && !self.loss.replaced() {
             return Ok(());
         }
         // Compare and delete: a lease lost meanwhile, now another run's, is
@@ -671,6 +827,10 @@ impl LockBackend for RedisLock {
         self.loss.alarm(alarm);
     }
 
+    fn replaced(&self) -> bool {
+        self.loss.replaced()
+    }
+
     fn show(&self, wait: &mut dyn Wait) -> Result<LockState, StoreError> {
         let r = self
             .call("show", "", "", false, self.timeout, wait)
@@ -681,6 +841,7 @@ impl LockBackend for RedisLock {
             holder: r.holder,
             lease_left: held.then_some(r.left),
             corrupt: (r.status == "corrupt").then_some(r.note),
+            slots: Vec::new(),
         })
     }
 
@@ -703,6 +864,7 @@ impl LockBackend for RedisLock {
                 holder: r.holder,
                 lease_left: (status == "removed").then_some(r.left),
                 corrupt: (status == "repaired").then_some(r.note),
+                slots: Vec::new(),
             }),
         }
     }

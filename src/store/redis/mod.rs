@@ -48,6 +48,7 @@ mod breaker;
 mod budget;
 pub(super) mod lock;
 mod resp;
+pub(super) mod slots;
 pub(super) mod streak;
 mod throttle;
 mod wire;

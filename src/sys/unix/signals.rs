@@ -377,6 +377,27 @@ pub fn process_exists(pid: u32) -> bool {
     io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
+/// Whether the process `pid` of this host runs as another user than
+/// backoff (its real user, on Linux the owner of `/proc/PID`; elsewhere, a
+/// process that backoff may not signal). A process gone, or one that
+/// cannot be looked at, does not.
+pub fn another_users(pid: u32) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(id) = i32::try_from(pid) else {
+        return false;
+    };
+    if id <= 0 {
+        return false;
+    }
+    if let Ok(meta) = std::fs::metadata(format!("/proc/{pid}")) {
+        return meta.uid() != rustix::process::getuid().as_raw();
+    }
+    // SAFETY: signal 0 sends nothing; it only checks the pid, which is
+    // above 0.
+    let refused = unsafe { libc::kill(id, 0) } != 0;
+    refused && io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 /// Stops backoff itself, as SIGTSTP would have without a handler.
 pub fn stop_self() {
     let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::STOP);

@@ -212,6 +212,13 @@ pub fn signal_group(pgid: u32, sig: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether the process `pid` runs as another user than backoff: not told
+/// on Windows, where `--lock-replace` signals nothing and a state
+/// directory is one user's alone.
+pub fn another_users(_pid: u32) -> bool {
+    false
+}
+
 /// Whether the process `pid` is still running, as far as can be told: one
 /// that cannot be opened for another reason than not existing (another
 /// user's) counts as running.
