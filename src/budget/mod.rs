@@ -7,10 +7,14 @@
 
 pub mod file;
 mod file_lock;
+mod file_once;
+pub mod once;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(feature = "redis")]
 mod redis_lock;
+#[cfg(feature = "redis")]
+mod redis_once;
 #[cfg(feature = "redis")]
 mod resp;
 pub mod secret;

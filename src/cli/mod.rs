@@ -203,6 +203,8 @@ pub enum Generate {
     ManThrottle,
     /// backoff-lock(1)
     ManLock,
+    /// backoff-once(1)
+    ManOnce,
     /// bash's (with bash-completion)
     CompleteBash,
     /// zsh's
@@ -262,6 +264,10 @@ pub enum Sub {
     /// Show or reset a lock held by runs (see --lock)
     #[command(subcommand)]
     Lock(LockCommand),
+    /// Show or reset the last success of a job run once per period (see
+    /// --once-per)
+    #[command(subcommand)]
+    Once(OnceCommand),
 }
 
 // Options of `backoff simulate`.
@@ -764,6 +770,23 @@ pub struct LockArgs {
     #[arg(long, value_name = "N", default_value = "75", value_parser = clap::value_parser!(u8))]
     pub lock_exit: u8,
 
+    /// At most one successful run of the job per PERIOD, across every
+    /// host sharing the store
+    ///
+    /// PERIOD: hour, day, week (Monday to Sunday) or month of the local
+    /// clock (TZ, else the system's zone), or a DURATION from 1m to a year
+    /// (run unless a success was recorded less than DURATION ago). The
+    /// key is --lock's, else --name's; the run takes that lock, reads the
+    /// record of the job's last success, and skips (exit 0, reason done,
+    /// silent without -v, no check-in) when the period is done; a success
+    /// is recorded before the lock is let go, a failure records nothing.
+    /// A lock held by another run is the job running there: a skip with
+    /// reason running (exit 0, or --lock-exit when given), unless
+    /// --lock-wait waits for it. See ONCE PER PERIOD.
+    #[arg(long, value_name = "PERIOD", value_parser = values::once_per,
+          env = "BACKOFF_ONCE_PER", hide_env_values = true, help_heading = SHARED)]
+    pub once_per: Option<crate::fleet::once::Period>,
+
     /// How long a lease in Redis lasts unless renewed; the run renews it
     /// every third of that
     ///
@@ -865,6 +888,39 @@ pub enum LockCommand {
         /// the next run takes the lock once that holder has ended.
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Output format: a line on stderr, or one JSON object on stdout.
+        #[arg(long, value_enum, default_value = "text")]
+        format: BudgetFormat,
+    },
+}
+
+/// `backoff once show|reset KEY`.
+#[derive(Debug, Subcommand)]
+#[command(defer = true)]
+pub enum OnceCommand {
+    /// Print the last success of a job (when, on which host, its run id),
+    /// the current period, and whether it is done.
+    Show {
+        /// The job's key (its lock's).
+        #[arg(value_name = "KEY", value_parser = values::budget_key)]
+        key: String,
+        /// The period to tell of (else the one the last success recorded)
+        #[arg(long, value_name = "PERIOD", value_parser = values::once_per)]
+        once_per: Option<crate::fleet::once::Period>,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: BudgetFormat,
+    },
+    /// Remove the record of a job's last success, so that its next run
+    /// does the job whatever the period; say what it was.
+    Reset {
+        /// The job's key (its lock's).
+        #[arg(value_name = "KEY", value_parser = values::budget_key)]
+        key: String,
         #[command(flatten)]
         store: StoreArgs,
         /// Output format: a line on stderr, or one JSON object on stdout.

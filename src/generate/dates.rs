@@ -11,4 +11,5 @@ pub const DATES: &[(&str, &str)] = &[
     ("backoff-breaker", "2026-12-06"),
     ("backoff-throttle", "2026-12-06"),
     ("backoff-lock", "2026-12-06"),
+    ("backoff-once", "2026-12-06"),
 ];

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::classify::{Applied, Hint, Limit, Outcome};
 use crate::event::{
-    BreakerNews, Ending, Event, HookKind, HuntEnd, LockNews, Next, Report, ThrottleNews,
+    BreakerNews, Ending, Event, HookKind, HuntEnd, LockNews, Next, OnceNews, Report, ThrottleNews,
 };
 use crate::exit::Exit;
 use crate::fleet::breaker::{Admission, Circuit};
@@ -188,6 +188,9 @@ pub struct Recorder {
     throttle: Option<ThrottleRecord>,
     /// What became of the lock, with `--lock`: its key and the news.
     lock: Option<(String, LockNews)>,
+    /// What became of the job, with `--once-per`: its key and the last
+    /// news.
+    once: Option<(String, OnceNews)>,
     /// How the run ended, in the words of its last line.
     ending: Option<String>,
 }
@@ -256,6 +259,7 @@ impl Recorder {
             breaker: None,
             throttle: None,
             lock: None,
+            once: None,
             ending: None,
         }
     }
@@ -268,6 +272,25 @@ impl Recorder {
             _ => {}
         }
         self.lock = Some((key.to_owned(), news.clone()));
+    }
+
+    /// Follows the news of `--once-per`: the decision, then the record
+    /// (whose news a report keeps beside the decision's period).
+    fn once(&mut self, key: &str, news: &OnceNews) {
+        match news {
+            OnceNews::Decided { verdict, .. } if !verdict.runs() => self.reason = "done",
+            OnceNews::Running { .. } => self.reason = "running",
+            OnceNews::Unavailable { run: false, .. } => self.reason = "once_unavailable",
+            _ => {}
+        }
+        self.once = Some((key.to_owned(), news.clone()));
+    }
+
+    /// With `--once-per`: why the run skipped the job (`done`,
+    /// `running`), if it did; for the metrics.
+    pub fn once_outcome(&self) -> Option<Option<&'static str>> {
+        let (_, news) = self.once.as_ref()?;
+        Some(news.skips().then_some(self.reason))
     }
 
     /// With `--lock`: whether the lock kept the run out, and whether the
@@ -522,6 +545,7 @@ impl Recorder {
             "breaker": self.breaker_json(),
             "throttle": self.throttle_json(),
             "lock": self.lock.as_ref().map(|(key, news)| crate::report::json::lock_json(key, news)),
+            "once": self.once.as_ref().map(|(key, news)| crate::report::json::once_json(key, news)),
             "backoff_seconds": self.backoff_seconds(),
             "final_status": exit.shell_code(),
             "final_signal": match exit {
@@ -660,6 +684,7 @@ impl Report for Recorder {
             Event::Undelivered { bytes } => self.undelivered = bytes,
             Event::Breaker { key, news } => self.breaker(key, news),
             Event::Lock { key, news } => self.lock(key, news),
+            Event::Once { key, news } => self.once(key, news),
             Event::Throttle {
                 key, news, late, ..
             } => self.throttle(key, news, late),

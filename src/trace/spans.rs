@@ -478,6 +478,7 @@ impl Report for Tracer {
             | Event::Hook { .. }
             | Event::Breaker { .. }
             | Event::Lock { .. }
+            | Event::Once { .. }
             | Event::Throttle { .. }
             | Event::InterruptedHook { .. }
             | Event::Unstarted { .. } => {
