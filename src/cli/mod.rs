@@ -95,7 +95,7 @@ const SHARED: &str = "Shared by processes";
 pub const USAGE: &str = "\
 backoff [OPTIONS] [--] COMMAND [ARGS]...
        backoff schedule|simulate [OPTIONS]
-       backoff budget|breaker|throttle|lock show|reset KEY [OPTIONS]";
+       backoff budget|breaker|throttle|lock|once show|reset KEY [OPTIONS]";
 
 /// Run a command and retry it with capped exponential backoff and jitter.
 ///
@@ -773,18 +773,14 @@ pub struct LockArgs {
     /// At most one successful run of the job per PERIOD, across every
     /// host sharing the store
     ///
-    /// PERIOD: hour, day, week (Monday to Sunday) or month of the local
-    /// clock (TZ, else the system's zone), or a DURATION from 1m to a year
-    /// (run unless a success was recorded less than DURATION ago). The
-    /// key is --lock's, else --name's; the run takes that lock, reads the
-    /// record of the job's last success, and skips (exit 0, reason done,
-    /// silent without -v, no check-in) when the period is done; a success
-    /// is recorded before the lock is let go, a failure records nothing.
-    /// A lock held by another run is the job running there: a skip with
-    /// reason running (exit 0, or --lock-exit when given), unless
-    /// --lock-wait waits for it. See ONCE PER PERIOD.
+    /// PERIOD: hour, day, week or month of the local clock (TZ), or a
+    /// DURATION from 1m to a year (a sliding window). The key is --lock's,
+    /// else --name's; the run takes that lock and skips (0, silent) when
+    /// the period is done (reason done) or the lock is held (reason
+    /// running). A failure records nothing. See ONCE PER PERIOD.
     #[arg(long, value_name = "PERIOD", value_parser = values::once_per,
-          env = "BACKOFF_ONCE_PER", hide_env_values = true, help_heading = SHARED)]
+          env = "BACKOFF_ONCE_PER", hide_env_values = true, help_heading = SHARED,
+          allow_hyphen_values = true)]
     pub once_per: Option<crate::fleet::once::Period>,
 
     /// How long a lease in Redis lasts unless renewed; the run renews it
