@@ -579,3 +579,27 @@ fn the_cron_daemon_fires_two_hosts_entries_and_the_job_runs_once_an_hour() {
     distinct.dedup();
     assert_eq!(distinct, hours, "twice in an hour: {hours:?}");
 }
+
+#[test]
+fn a_record_made_in_another_zone_is_said_once_and_this_hosts_zone_decides() {
+    let dir = TempDir::new("once-zones");
+    let run = |tz: &str, args: &[&str]| {
+        let mut cmd = command(host_args(&dir, None, 0, "week"));
+        cmd.args(args)
+            .args(["--", "sh", "-c", "echo ran >> log"])
+            .env("TZ", tz)
+            .current_dir(dir.path());
+        cmd.output().unwrap()
+    };
+    assert!(run("UTC", &[]).status.success());
+    let out = run("Asia/Tokyo", &["-q"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("in UTC+00:00, where this host's zone (TZ) is UTC+09:00"),
+        "{err}"
+    );
+    // A week is a week in either zone but for a few hours of Sunday.
+    assert!(dir.lines("log").len() <= 2);
+}
