@@ -50,7 +50,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --retry-after-pattern 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)'
             cand --retry-after-max 'The longest a server''s hint is obeyed: a hint above it ends the run at once, with the command''s status'
             cand --retry-after-jitter 'Jitter on a server''s hint: the wait is hint × U[1, 1+J), never shorter than the hint nor longer than --retry-after-max (0: the hint exactly)'
-            cand --preset 'The retry rules of curl, wget or git (by default the program''s own)'
+            cand --preset 'The retry rules of curl, wget or git'
             cand --output 'on-failure: the output only if the run fails, for cron'
             cand --output-limit 'With --output on-failure: the most output kept, its first and last halves (B, KB, KiB, MB, MiB, GB, GiB)'
             cand --budget 'Share a retry budget with the backoff processes of the same KEY'
@@ -107,7 +107,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand breaker 'Show or reset a circuit breaker shared by processes (see --breaker)'
             cand throttle 'Show or reset a throttle shared by processes (see --throttle)'
             cand lock 'Show or reset a lock held by runs (see --lock)'
-            cand once 'Show or reset the last success of a job run once per period (see --once-per)'
+            cand once 'Show or reset a job''s last success (see --once-per)'
         }
         &'backoff;schedule'= {
             cand --base 'Upper bound of the first retry''s delay'

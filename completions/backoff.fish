@@ -63,7 +63,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l stop-if-output -d 'Neve
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-pattern -d 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-max -d 'The longest a server\'s hint is obeyed: a hint above it ends the run at once, with the command\'s status' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-jitter -d 'Jitter on a server\'s hint: the wait is hint × U[1, 1+J), never shorter than the hint nor longer than --retry-after-max (0: the hint exactly)' -r -f
-complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'The retry rules of curl, wget or git (by default the program\'s own)' -r -f -a "curl\t'HTTP retry semantics for curl: transient transport failures and HTTP 408, 425, 429 and 5xx are retried, other 4xx are not'
+complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'The retry rules of curl, wget or git' -r -f -a "curl\t'HTTP retry semantics for curl: transient transport failures and HTTP 408, 425, 429 and 5xx are retried, other 4xx are not'
 wget\t'The same for wget: network failures (exit 4), protocol errors (7), and server errors (8) of HTTP 408, 425, 429 and 5xx are retried'
 git\t'git\'s transient failures (the network, the server, a connection cut short, HTTP 429 and 5xx) are retried; a missing repository, failed authentication or a conflict is not'
 none\t'No preset, not even the one of the program\'s name'"
@@ -137,7 +137,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -a "budget" -d 'Show or re
 complete -c backoff -n "__fish_backoff_needs_command" -a "breaker" -d 'Show or reset a circuit breaker shared by processes (see --breaker)'
 complete -c backoff -n "__fish_backoff_needs_command" -a "throttle" -d 'Show or reset a throttle shared by processes (see --throttle)'
 complete -c backoff -n "__fish_backoff_needs_command" -a "lock" -d 'Show or reset a lock held by runs (see --lock)'
-complete -c backoff -n "__fish_backoff_needs_command" -a "once" -d 'Show or reset the last success of a job run once per period (see --once-per)'
+complete -c backoff -n "__fish_backoff_needs_command" -a "once" -d 'Show or reset a job\'s last success (see --once-per)'
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l base -d 'Upper bound of the first retry\'s delay' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l cap -d 'Longest delay' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant)' -r -f

@@ -53,7 +53,7 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('--retry-after-pattern', '--retry-after-pattern', [CompletionResultType]::ParameterName, 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)')
             [CompletionResult]::new('--retry-after-max', '--retry-after-max', [CompletionResultType]::ParameterName, 'The longest a server''s hint is obeyed: a hint above it ends the run at once, with the command''s status')
             [CompletionResult]::new('--retry-after-jitter', '--retry-after-jitter', [CompletionResultType]::ParameterName, 'Jitter on a server''s hint: the wait is hint × U[1, 1+J), never shorter than the hint nor longer than --retry-after-max (0: the hint exactly)')
-            [CompletionResult]::new('--preset', '--preset', [CompletionResultType]::ParameterName, 'The retry rules of curl, wget or git (by default the program''s own)')
+            [CompletionResult]::new('--preset', '--preset', [CompletionResultType]::ParameterName, 'The retry rules of curl, wget or git')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'on-failure: the output only if the run fails, for cron')
             [CompletionResult]::new('--output-limit', '--output-limit', [CompletionResultType]::ParameterName, 'With --output on-failure: the most output kept, its first and last halves (B, KB, KiB, MB, MiB, GB, GiB)')
             [CompletionResult]::new('--budget', '--budget', [CompletionResultType]::ParameterName, 'Share a retry budget with the backoff processes of the same KEY')
@@ -110,7 +110,7 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('breaker', 'breaker', [CompletionResultType]::ParameterValue, 'Show or reset a circuit breaker shared by processes (see --breaker)')
             [CompletionResult]::new('throttle', 'throttle', [CompletionResultType]::ParameterValue, 'Show or reset a throttle shared by processes (see --throttle)')
             [CompletionResult]::new('lock', 'lock', [CompletionResultType]::ParameterValue, 'Show or reset a lock held by runs (see --lock)')
-            [CompletionResult]::new('once', 'once', [CompletionResultType]::ParameterValue, 'Show or reset the last success of a job run once per period (see --once-per)')
+            [CompletionResult]::new('once', 'once', [CompletionResultType]::ParameterValue, 'Show or reset a job''s last success (see --once-per)')
             break
         }
         'backoff;schedule' {

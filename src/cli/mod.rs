@@ -264,8 +264,7 @@ pub enum Sub {
     /// Show or reset a lock held by runs (see --lock)
     #[command(subcommand)]
     Lock(LockCommand),
-    /// Show or reset the last success of a job run once per period (see
-    /// --once-per)
+    /// Show or reset a job's last success (see --once-per)
     #[command(subcommand)]
     Once(OnceCommand),
 }
@@ -1219,7 +1218,7 @@ pub struct StreamArgs {
     #[arg(long)]
     pub idempotent: bool,
 
-    /// The retry rules of curl, wget or git (by default the program's own)
+    /// The retry rules of curl, wget or git
     ///
     /// A command whose program is curl, wget or git gets its preset
     /// without this option; --preset none turns that off, and another
