@@ -45,15 +45,25 @@ impl Crontab {
         std::fs::write(&path, entries).unwrap();
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644))
             .unwrap();
-        let daemon = (!cron_running()).then(|| {
-            Command::new(cron)
-                .arg("-f")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap()
-        });
-        Crontab { path, daemon }
+        let mut crontab = Crontab { path, daemon: None };
+        crontab.keep_daemon(cron);
+        crontab
+    }
+
+    /// Starts the daemon `cron` unless one runs (another test's may have
+    /// ended since; a `cron` process left is taken for a daemon, and the
+    /// next call looks again).
+    pub fn keep_daemon(&mut self, cron: &str) {
+        if self.daemon.is_none() && !cron_running() {
+            self.daemon = Some(
+                Command::new(cron)
+                    .arg("-f")
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            );
+        }
     }
 }
 
