@@ -9,6 +9,12 @@
 #   backoff --lock KEY (Redis) -- true      a lease in a local redis-server
 #   backoff --lock KEY --ping URL -- true   the lock and both check-ins to a
 #                                           local HTTP server
+#   backoff --once-per day --lock KEY       the lock, the record read, the
+#     -- true (run)                         command, the record written (the
+#                                           record removed before each run)
+#   backoff --once-per day ... (skip)       the lock and the record read: the
+#                                           period is done, nothing runs
+#   the same two on the Redis lease
 #
 # and the lock's cost as ratios: (backoff --lock) - (backoff) against
 # (flock) - (true), the work each adds to the command it runs.
@@ -59,16 +65,37 @@ commands=(
     "$backoff -- true"
     "$backoff --budget-dir $work/store --lock bench -- true"
 )
+# What runs before each run of a command, unmeasured: nothing, but for
+# --once-per's runs that must find the period not done.
+prepares=(true true true true)
 if [ -n "$redis_url" ]; then
     names+=("backoff --lock (Redis)")
     commands+=("$backoff --budget-store $redis_url --budget-store-timeout 5s --lock bench -- true")
+    prepares+=(true)
 fi
 names+=("backoff --lock --ping")
 commands+=("$backoff --budget-dir $work/store --lock bench --ping $monitor -- true")
+prepares+=(true)
+names+=("backoff --once-per (run)" "backoff --once-per (skip)")
+commands+=(
+    "$backoff --budget-dir $work/store --lock benchrun --once-per day -- true"
+    "$backoff --budget-dir $work/store --lock benchskip --once-per day -- true"
+)
+prepares+=("rm -f $work/store/benchrun.once" true)
+if [ -n "$redis_url" ]; then
+    redis-cli -p "$port" hset backoff:lock:benchrun fence 1 >/dev/null
+    redis-cli -p "$port" hset backoff:lock:benchskip fence 1 >/dev/null
+    names+=("backoff --once-per (Redis, run)" "backoff --once-per (Redis, skip)")
+    commands+=(
+        "$backoff --budget-store $redis_url --budget-store-timeout 5s --lock benchrun --once-per day -- true"
+        "$backoff --budget-store $redis_url --budget-store-timeout 5s --lock benchskip --once-per day -- true"
+    )
+    prepares+=("redis-cli -p $port del backoff:once:benchrun" true)
+fi
 
 args=()
 for i in "${!commands[@]}"; do
-    args+=(--command-name "${names[$i]}" "${commands[$i]}")
+    args+=(--command-name "${names[$i]}" --prepare "${prepares[$i]}" "${commands[$i]}")
 done
 hyperfine -N --warmup 10 --runs "$runs" --style none \
     --export-json "$work/times.json" "${args[@]}" >/dev/null 2>&1
@@ -78,7 +105,7 @@ suffix=lock
 $quick && suffix=lock-quick
 report="bench/results/$stamp-$suffix.txt"
 {
-    echo "backoff --lock and --ping, $(date -u '+%Y-%m-%d %H:%M') UTC"
+    echo "backoff --lock, --ping and --once-per, $(date -u '+%Y-%m-%d %H:%M') UTC"
     echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
     echo "machine: $(nproc) CPUs, $(uname -sr)"
     echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -102,6 +129,12 @@ if "backoff --lock (Redis)" in results:
     print(f"a Redis lease's cost (acquire, renewal thread, release): {redis:.3f} ms  ({redis / flock:.2f}x flock's)")
 ping = ms("backoff --lock --ping") - ms("backoff --lock")
 print(f"--ping's cost (start and end check-ins, local server): {ping:.3f} ms")
+for store, lock in [("", "backoff --lock"), ("Redis, ", "backoff --lock (Redis)")]:
+    if lock not in results:
+        continue
+    for path in ["run", "skip"]:
+        once = ms(f"backoff --once-per ({store}{path})") - ms(lock)
+        print(f"--once-per's cost over {lock} ({path}): {once:.3f} ms")
 EOF
 } | tee "$report"
 echo "kept in $report" >&2

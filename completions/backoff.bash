@@ -25,6 +25,9 @@ _backoff_options() {
             backoff,lock)
                 cmd="backoff__subcmd__lock"
                 ;;
+            backoff,once)
+                cmd="backoff__subcmd__once"
+                ;;
             backoff,schedule)
                 cmd="backoff__subcmd__schedule"
                 ;;
@@ -52,6 +55,12 @@ _backoff_options() {
             backoff__subcmd__lock,show)
                 cmd="backoff__subcmd__lock__subcmd__show"
                 ;;
+            backoff__subcmd__once,reset)
+                cmd="backoff__subcmd__once__subcmd__reset"
+                ;;
+            backoff__subcmd__once,show)
+                cmd="backoff__subcmd__once__subcmd__show"
+                ;;
             backoff__subcmd__throttle,reset)
                 cmd="backoff__subcmd__throttle__subcmd__reset"
                 ;;
@@ -65,7 +74,7 @@ _backoff_options() {
 
     case "${cmd}" in
         backoff)
-            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --until-failure --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --retry-after-max --retry-after-jitter --idempotent --preset --hold-stdout --stream-stdout --replay-stdin --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --lock-ttl --lock-fail --lock-replace --lock-limit --ping --ping-start --ping-success --ping-fail --ping-timeout --ping-body-limit --alert-after --quiet --verbose --name --timestamps --log-format --report --metrics-file --metrics-push --metrics-push-timeout --foreground --generate --help --version schedule simulate budget breaker throttle lock"
+            opts="-q -v -h -V --base --cap --factor --jitter --max-retries --attempts --forever --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --until-failure --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --preserve-status --retry-if-output --stop-if-output --retry-after --retry-after-pattern --retry-after-max --retry-after-jitter --idempotent --preset --hold-stdout --stream-stdout --replay-stdin --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --once-per --lock-ttl --lock-fail --lock-replace --lock-limit --ping --ping-start --ping-success --ping-fail --ping-timeout --ping-body-limit --alert-after --quiet --verbose --name --timestamps --log-format --report --metrics-file --metrics-push --metrics-push-timeout --foreground --generate --help --version schedule simulate budget breaker throttle lock once"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 _backoff_compgen -W "${opts}" -- "${cur}"
                 return 0
@@ -420,6 +429,13 @@ _backoff_options() {
                     fi
                     return 0
                     ;;
+                --once-per)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
                 --lock-ttl)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
@@ -527,7 +543,7 @@ _backoff_options() {
                     return 0
                     ;;
                 --generate)
-                    _backoff_compgen -W "man man-schedule man-simulate man-budget man-breaker man-throttle man-lock complete-bash complete-zsh complete-fish complete-powershell complete-elvish" -- "${cur}"
+                    _backoff_compgen -W "man man-schedule man-simulate man-budget man-breaker man-throttle man-lock man-once complete-bash complete-zsh complete-fish complete-powershell complete-elvish" -- "${cur}"
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
                     fi
@@ -847,6 +863,119 @@ _backoff_options() {
                 return 0
             fi
             case "${prev}" in
+                --budget-dir)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
+                --budget-store)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --budget-store-timeout)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --budget-store-fail)
+                    _backoff_compgen -W "open closed" -- "${cur}"
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --format)
+                    _backoff_compgen -W "text json" -- "${cur}"
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            _backoff_compgen -W "${opts}" -- "${cur}"
+            return 0
+            ;;
+        backoff__subcmd__once)
+            opts="-h --help show reset"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                _backoff_compgen -W "${opts}" -- "${cur}"
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            _backoff_compgen -W "${opts}" -- "${cur}"
+            return 0
+            ;;
+        backoff__subcmd__once__subcmd__reset)
+            opts="-h --budget-dir --budget-store --budget-store-timeout --budget-store-fail --format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                _backoff_compgen -W "${opts}" -- "${cur}"
+                return 0
+            fi
+            case "${prev}" in
+                --budget-dir)
+                    _backoff_compgen -f -- "${cur}"
+                    return 0
+                    ;;
+                --budget-store)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --budget-store-timeout)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --budget-store-fail)
+                    _backoff_compgen -W "open closed" -- "${cur}"
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --format)
+                    _backoff_compgen -W "text json" -- "${cur}"
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            _backoff_compgen -W "${opts}" -- "${cur}"
+            return 0
+            ;;
+        backoff__subcmd__once__subcmd__show)
+            opts="-h --once-per --budget-dir --budget-store --budget-store-timeout --budget-store-fail --format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                _backoff_compgen -W "${opts}" -- "${cur}"
+                return 0
+            fi
+            case "${prev}" in
+                --once-per)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
                 --budget-dir)
                     _backoff_compgen -f -- "${cur}"
                     return 0
@@ -1328,7 +1457,7 @@ _backoff_command_start() {
                 echo $(( i + 1 ))
                 return
                 ;;
-            --base|--cap|--factor|--jitter|--max-retries|--attempts|--delays|--poll|--seed|--retry-on|--stop-on|--success-on|--until-output|--consecutive|--reset-after|--on-start|--on-retry|--on-give-up|--on-success|--hook-timeout|--timeout|--signal|--kill-after|--idle-timeout|--max-time|--splay|--retry-if-output|--stop-if-output|--retry-after-pattern|--retry-after-max|--retry-after-jitter|--preset|--output|--output-limit|--budget|--budget-ratio|--budget-burst|--budget-dir|--budget-store|--budget-store-timeout|--budget-store-fail|--breaker|--breaker-failures|--breaker-cooldown|--breaker-exit|--throttle|--throttle-window|--throttle-k|--lock|--lock-wait|--lock-exit|--lock-ttl|--lock-fail|--lock-limit|--ping|--ping-start|--ping-success|--ping-fail|--ping-timeout|--ping-body-limit|--alert-after|--name|--log-format|--report|--metrics-file|--metrics-push|--metrics-push-timeout|--generate)
+            --base|--cap|--factor|--jitter|--max-retries|--attempts|--delays|--poll|--seed|--retry-on|--stop-on|--success-on|--until-output|--consecutive|--reset-after|--on-start|--on-retry|--on-give-up|--on-success|--hook-timeout|--timeout|--signal|--kill-after|--idle-timeout|--max-time|--splay|--retry-if-output|--stop-if-output|--retry-after-pattern|--retry-after-max|--retry-after-jitter|--preset|--output|--output-limit|--budget|--budget-ratio|--budget-burst|--budget-dir|--budget-store|--budget-store-timeout|--budget-store-fail|--breaker|--breaker-failures|--breaker-cooldown|--breaker-exit|--throttle|--throttle-window|--throttle-k|--lock|--lock-wait|--lock-exit|--once-per|--lock-ttl|--lock-fail|--lock-limit|--ping|--ping-start|--ping-success|--ping-fail|--ping-timeout|--ping-body-limit|--alert-after|--name|--log-format|--report|--metrics-file|--metrics-push|--metrics-push-timeout|--generate)
                 # bash splits `--base=1s` at the `=` (COMP_WORDBREAKS).
                 if [[ ${COMP_WORDS[i + 1]} == = ]]; then
                     (( i += 3 ))
@@ -1351,7 +1480,7 @@ _backoff_command_start() {
             *)
                 if (( i == 1 )); then
                     case ${COMP_WORDS[i]} in
-                        schedule|simulate|budget|breaker|throttle|lock) return ;;
+                        schedule|simulate|budget|breaker|throttle|lock|once) return ;;
                     esac
                 fi
                 echo "$i"
@@ -1381,7 +1510,7 @@ _backoff() {
     fi
     local -a subcommands=()
     if (( start == 1 )); then
-        _backoff_compgen -W "schedule simulate budget breaker throttle lock" -- "$cur"
+        _backoff_compgen -W "schedule simulate budget breaker throttle lock once" -- "$cur"
         subcommands=("${COMPREPLY[@]}")
     fi
     COMPREPLY=()

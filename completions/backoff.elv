@@ -50,7 +50,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --retry-after-pattern 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)'
             cand --retry-after-max 'The longest a server''s hint is obeyed: a hint above it ends the run at once, with the command''s status'
             cand --retry-after-jitter 'Jitter on a server''s hint: the wait is hint × U[1, 1+J), never shorter than the hint nor longer than --retry-after-max (0: the hint exactly)'
-            cand --preset 'The retry rules of curl, wget or git (by default the program''s own)'
+            cand --preset 'The retry rules of curl, wget or git'
             cand --output 'on-failure: the output only if the run fails, for cron'
             cand --output-limit 'With --output on-failure: the most output kept, its first and last halves (B, KB, KiB, MB, MiB, GB, GiB)'
             cand --budget 'Share a retry budget with the backoff processes of the same KEY'
@@ -70,6 +70,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --lock 'At most one run of the same KEY at a time'
             cand --lock-wait 'How long a run waits in turn for a held lock before it gives up'
             cand --lock-exit 'Exit status of a run that finds the lock held (75, EX_TEMPFAIL)'
+            cand --once-per 'At most one successful run of the job per PERIOD, across every host sharing the store'
             cand --lock-ttl 'How long a lease in Redis lasts unless renewed; the run renews it every third of that'
             cand --lock-fail 'When the lock cannot be had for certain (its store cannot be reached, trusted or used): do not run the command and exit 75 (closed), or run it without the lock (open); either is said on a line that no output mode hides'
             cand --lock-limit 'At most N runs hold KEY at once, each in a slot of its own (a counting semaphore); 1 is a plain lock'
@@ -111,6 +112,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand breaker 'Show or reset a circuit breaker shared by processes (see --breaker)'
             cand throttle 'Show or reset a throttle shared by processes (see --throttle)'
             cand lock 'Show or reset a lock held by runs (see --lock)'
+            cand once 'Show or reset a job''s last success (see --once-per)'
         }
         &'backoff;schedule'= {
             cand --base 'Upper bound of the first retry''s delay'
@@ -260,6 +262,31 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail'
             cand --format 'Output format: a line on stderr, or one JSON object on stdout'
             cand --force 'Remove the lock even though a run holds it: the holder ends its attempt and gives up (lock_lost) when it sees it gone, within a second for a file and at its next renewal for a lease in Redis; the next run takes the lock once that holder has ended'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'backoff;once'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand show 'Print the last success of a job (when, on which host, its run id), the current period, and whether it is done'
+            cand reset 'Remove the record of a job''s last success, so that its next run does the job whatever the period; say what it was'
+        }
+        &'backoff;once;show'= {
+            cand --once-per 'The period to tell of (else the one the last success recorded)'
+            cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store-timeout 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail'
+            cand --format 'Output format'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'backoff;once;reset'= {
+            cand --budget-dir 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]'
+            cand --budget-store 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)'
+            cand --budget-store-timeout 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)'
+            cand --budget-store-fail 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail'
+            cand --format 'Output format: a line on stderr, or one JSON object on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_backoff_global_optspecs
-    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-start= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= splay= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin output= output-limit= budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= breaker= breaker-failures= breaker-cooldown= breaker-exit= throttle= throttle-window= throttle-k= lock= lock-wait= lock-exit= lock-ttl= lock-fail= lock-replace lock-limit= ping= ping-start= ping-success= ping-fail= ping-timeout= ping-body-limit= alert-after= q/quiet v/verbose name= timestamps log-format= report= metrics-file= metrics-push= metrics-push-timeout= foreground generate= h/help V/version
+    string join \n base= cap= factor= jitter= max-retries= attempts= forever delays= poll= seed= retry-on= stop-on= success-on= until-output= consecutive= until-failure= reset-after= on-start= on-retry= on-give-up= on-success= hook-timeout= timeout= signal= kill-after= idle-timeout= max-time= splay= preserve-status retry-if-output= stop-if-output= retry-after retry-after-pattern= retry-after-max= retry-after-jitter= idempotent preset= hold-stdout stream-stdout replay-stdin output= output-limit= budget= budget-ratio= budget-burst= budget-dir= budget-store= budget-store-timeout= budget-store-fail= breaker= breaker-failures= breaker-cooldown= breaker-exit= throttle= throttle-window= throttle-k= lock= lock-wait= lock-exit= once-per= lock-ttl= lock-fail= lock-replace lock-limit= ping= ping-start= ping-success= ping-fail= ping-timeout= ping-body-limit= alert-after= q/quiet v/verbose name= timestamps log-format= report= metrics-file= metrics-push= metrics-push-timeout= foreground generate= h/help V/version
 end
 
 function __fish_backoff_needs_command
@@ -10,7 +10,7 @@ function __fish_backoff_needs_command
     argparse -s (__fish_backoff_global_optspecs) -- $cmd 2>/dev/null
     or begin
         # Not parsed yet: an option waits for its value, which is completed.
-        contains -- "$cmd[-1]" --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --lock-ttl --lock-fail --lock-limit --ping --ping-start --ping-success --ping-fail --ping-timeout --ping-body-limit --alert-after --name --log-format --report --metrics-file --metrics-push --metrics-push-timeout --generate
+        contains -- "$cmd[-1]" --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --once-per --lock-ttl --lock-fail --lock-limit --ping --ping-start --ping-success --ping-fail --ping-timeout --ping-body-limit --alert-after --name --log-format --report --metrics-file --metrics-push --metrics-push-timeout --generate
         return
     end
     if set -q argv[1]
@@ -63,7 +63,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l stop-if-output -d 'Neve
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-pattern -d 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-max -d 'The longest a server\'s hint is obeyed: a hint above it ends the run at once, with the command\'s status' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l retry-after-jitter -d 'Jitter on a server\'s hint: the wait is hint × U[1, 1+J), never shorter than the hint nor longer than --retry-after-max (0: the hint exactly)' -r -f
-complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'The retry rules of curl, wget or git (by default the program\'s own)' -r -f -a "curl\t'HTTP retry semantics for curl: transient transport failures and HTTP 408, 425, 429 and 5xx are retried, other 4xx are not'
+complete -c backoff -n "__fish_backoff_needs_command" -l preset -d 'The retry rules of curl, wget or git' -r -f -a "curl\t'HTTP retry semantics for curl: transient transport failures and HTTP 408, 425, 429 and 5xx are retried, other 4xx are not'
 wget\t'The same for wget: network failures (exit 4), protocol errors (7), and server errors (8) of HTTP 408, 425, 429 and 5xx are retried'
 git\t'git\'s transient failures (the network, the server, a connection cut short, HTTP 429 and 5xx) are retried; a missing repository, failed authentication or a conflict is not'
 none\t'No preset, not even the one of the program\'s name'"
@@ -88,6 +88,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l throttle-k -d 'K: nothi
 complete -c backoff -n "__fish_backoff_needs_command" -l lock -d 'At most one run of the same KEY at a time' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l lock-wait -d 'How long a run waits in turn for a held lock before it gives up' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l lock-exit -d 'Exit status of a run that finds the lock held (75, EX_TEMPFAIL)' -r -f
+complete -c backoff -n "__fish_backoff_needs_command" -l once-per -d 'At most one successful run of the job per PERIOD, across every host sharing the store' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l lock-ttl -d 'How long a lease in Redis lasts unless renewed; the run renews it every third of that' -r -f
 complete -c backoff -n "__fish_backoff_needs_command" -l lock-fail -d 'When the lock cannot be had for certain (its store cannot be reached, trusted or used): do not run the command and exit 75 (closed), or run it without the lock (open); either is said on a line that no output mode hides' -r -f -a "closed\t'Do not run the command: exit 75, reason lock_unavailable'
 open\t'Run the command without the lock, and say so'"
@@ -115,6 +116,7 @@ man-budget\t'backoff-budget(1)'
 man-breaker\t'backoff-breaker(1)'
 man-throttle\t'backoff-throttle(1)'
 man-lock\t'backoff-lock(1)'
+man-once\t'backoff-once(1)'
 complete-bash\t'bash\'s (with bash-completion)'
 complete-zsh\t'zsh\'s'
 complete-fish\t'fish\'s'
@@ -140,6 +142,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -a "budget" -d 'Show or re
 complete -c backoff -n "__fish_backoff_needs_command" -a "breaker" -d 'Show or reset a circuit breaker shared by processes (see --breaker)'
 complete -c backoff -n "__fish_backoff_needs_command" -a "throttle" -d 'Show or reset a throttle shared by processes (see --throttle)'
 complete -c backoff -n "__fish_backoff_needs_command" -a "lock" -d 'Show or reset a lock held by runs (see --lock)'
+complete -c backoff -n "__fish_backoff_needs_command" -a "once" -d 'Show or reset a job\'s last success (see --once-per)'
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l base -d 'Upper bound of the first retry\'s delay' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l cap -d 'Longest delay' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand schedule" -l factor -d 'Growth of the bound per retry: finite, at least 1 (1 = constant)' -r -f
@@ -289,6 +292,26 @@ complete -c backoff -n "__fish_backoff_using_subcommand lock; and __fish_seen_su
 json\t'One JSON object'"
 complete -c backoff -n "__fish_backoff_using_subcommand lock; and __fish_seen_subcommand_from reset" -l force -d 'Remove the lock even though a run holds it: the holder ends its attempt and gives up (lock_lost) when it sees it gone, within a second for a file and at its next renewal for a lease in Redis; the next run takes the lock once that holder has ended'
 complete -c backoff -n "__fish_backoff_using_subcommand lock; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c backoff -n "__fish_backoff_using_subcommand once; and not __fish_seen_subcommand_from show reset" -s h -l help -d 'Print help'
+complete -c backoff -n "__fish_backoff_using_subcommand once; and not __fish_seen_subcommand_from show reset" -f -a "show" -d 'Print the last success of a job (when, on which host, its run id), the current period, and whether it is done'
+complete -c backoff -n "__fish_backoff_using_subcommand once; and not __fish_seen_subcommand_from show reset" -f -a "reset" -d 'Remove the record of a job\'s last success, so that its next run does the job whatever the period; say what it was'
+complete -c backoff -n "__fish_backoff_using_subcommand once; and __fish_seen_subcommand_from show" -l once-per -d 'The period to tell of (else the one the last success recorded)' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand once; and __fish_seen_subcommand_from show" -l budget-dir -d 'Directory of the budgets\', breakers\' and throttles\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
+complete -c backoff -n "__fish_backoff_using_subcommand once; and __fish_seen_subcommand_from show" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand once; and __fish_seen_subcommand_from show" -l budget-store-timeout -d 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand once; and __fish_seen_subcommand_from show" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail' -r -f -a "open\t'Retry under the local policy alone, and say so once'
+closed\t'Do not retry'"
+complete -c backoff -n "__fish_backoff_using_subcommand once; and __fish_seen_subcommand_from show" -l format -d 'Output format' -r -f -a "text\t'One line for people'
+json\t'One JSON object'"
+complete -c backoff -n "__fish_backoff_using_subcommand once; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c backoff -n "__fish_backoff_using_subcommand once; and __fish_seen_subcommand_from reset" -l budget-dir -d 'Directory of the budgets\', breakers\' and throttles\' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]' -r -F
+complete -c backoff -n "__fish_backoff_using_subcommand once; and __fish_seen_subcommand_from reset" -l budget-store -d 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand once; and __fish_seen_subcommand_from reset" -l budget-store-timeout -d 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand once; and __fish_seen_subcommand_from reset" -l budget-store-fail -d 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail' -r -f -a "open\t'Retry under the local policy alone, and say so once'
+closed\t'Do not retry'"
+complete -c backoff -n "__fish_backoff_using_subcommand once; and __fish_seen_subcommand_from reset" -l format -d 'Output format: a line on stderr, or one JSON object on stdout' -r -f -a "text\t'One line for people'
+json\t'One JSON object'"
+complete -c backoff -n "__fish_backoff_using_subcommand once; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help (see more with \'--help\')'
 
 # The command backoff runs, and its arguments: after `--`, or from the first
 # word that is neither an option, an option's value nor a subcommand, they
@@ -307,7 +330,7 @@ function __fish_backoff_command
                 set -e rest[1]
                 printf '%s\n' $rest
                 return 0
-            case --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --lock-ttl --lock-fail --lock-limit --ping --ping-start --ping-success --ping-fail --ping-timeout --ping-body-limit --alert-after --name --log-format --report --metrics-file --metrics-push --metrics-push-timeout --generate
+            case --base --cap --factor --jitter --max-retries --attempts --delays --poll --seed --retry-on --stop-on --success-on --until-output --consecutive --reset-after --on-start --on-retry --on-give-up --on-success --hook-timeout --timeout --signal --kill-after --idle-timeout --max-time --splay --retry-if-output --stop-if-output --retry-after-pattern --retry-after-max --retry-after-jitter --preset --output --output-limit --budget --budget-ratio --budget-burst --budget-dir --budget-store --budget-store-timeout --budget-store-fail --breaker --breaker-failures --breaker-cooldown --breaker-exit --throttle --throttle-window --throttle-k --lock --lock-wait --lock-exit --once-per --lock-ttl --lock-fail --lock-limit --ping --ping-start --ping-success --ping-fail --ping-timeout --ping-body-limit --alert-after --name --log-format --report --metrics-file --metrics-push --metrics-push-timeout --generate
                 set i (math $i + 2)
             case --until-failure
                 set -l next (math $i + 1)
@@ -319,7 +342,7 @@ function __fish_backoff_command
             case '-*'
                 set i (math $i + 1)
             case '*'
-                if test $i -eq 2; and contains -- $words[$i] schedule simulate budget breaker throttle lock
+                if test $i -eq 2; and contains -- $words[$i] schedule simulate budget breaker throttle lock once
                     return 1
                 end
                 printf '%s\n' $words[$i..-1]

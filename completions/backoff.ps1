@@ -53,7 +53,7 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('--retry-after-pattern', '--retry-after-pattern', [CompletionResultType]::ParameterName, 'Find the Retry-After value elsewhere: the first capture group of REGEX holds it (implies --retry-after)')
             [CompletionResult]::new('--retry-after-max', '--retry-after-max', [CompletionResultType]::ParameterName, 'The longest a server''s hint is obeyed: a hint above it ends the run at once, with the command''s status')
             [CompletionResult]::new('--retry-after-jitter', '--retry-after-jitter', [CompletionResultType]::ParameterName, 'Jitter on a server''s hint: the wait is hint × U[1, 1+J), never shorter than the hint nor longer than --retry-after-max (0: the hint exactly)')
-            [CompletionResult]::new('--preset', '--preset', [CompletionResultType]::ParameterName, 'The retry rules of curl, wget or git (by default the program''s own)')
+            [CompletionResult]::new('--preset', '--preset', [CompletionResultType]::ParameterName, 'The retry rules of curl, wget or git')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'on-failure: the output only if the run fails, for cron')
             [CompletionResult]::new('--output-limit', '--output-limit', [CompletionResultType]::ParameterName, 'With --output on-failure: the most output kept, its first and last halves (B, KB, KiB, MB, MiB, GB, GiB)')
             [CompletionResult]::new('--budget', '--budget', [CompletionResultType]::ParameterName, 'Share a retry budget with the backoff processes of the same KEY')
@@ -73,6 +73,7 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'At most one run of the same KEY at a time')
             [CompletionResult]::new('--lock-wait', '--lock-wait', [CompletionResultType]::ParameterName, 'How long a run waits in turn for a held lock before it gives up')
             [CompletionResult]::new('--lock-exit', '--lock-exit', [CompletionResultType]::ParameterName, 'Exit status of a run that finds the lock held (75, EX_TEMPFAIL)')
+            [CompletionResult]::new('--once-per', '--once-per', [CompletionResultType]::ParameterName, 'At most one successful run of the job per PERIOD, across every host sharing the store')
             [CompletionResult]::new('--lock-ttl', '--lock-ttl', [CompletionResultType]::ParameterName, 'How long a lease in Redis lasts unless renewed; the run renews it every third of that')
             [CompletionResult]::new('--lock-fail', '--lock-fail', [CompletionResultType]::ParameterName, 'When the lock cannot be had for certain (its store cannot be reached, trusted or used): do not run the command and exit 75 (closed), or run it without the lock (open); either is said on a line that no output mode hides')
             [CompletionResult]::new('--lock-limit', '--lock-limit', [CompletionResultType]::ParameterName, 'At most N runs hold KEY at once, each in a slot of its own (a counting semaphore); 1 is a plain lock')
@@ -114,6 +115,7 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('breaker', 'breaker', [CompletionResultType]::ParameterValue, 'Show or reset a circuit breaker shared by processes (see --breaker)')
             [CompletionResult]::new('throttle', 'throttle', [CompletionResultType]::ParameterValue, 'Show or reset a throttle shared by processes (see --throttle)')
             [CompletionResult]::new('lock', 'lock', [CompletionResultType]::ParameterValue, 'Show or reset a lock held by runs (see --lock)')
+            [CompletionResult]::new('once', 'once', [CompletionResultType]::ParameterValue, 'Show or reset a job''s last success (see --once-per)')
             break
         }
         'backoff;schedule' {
@@ -277,6 +279,34 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('--budget-store-fail', '--budget-store-fail', [CompletionResultType]::ParameterName, 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: a line on stderr, or one JSON object on stdout')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Remove the lock even though a run holds it: the holder ends its attempt and gives up (lock_lost) when it sees it gone, within a second for a file and at its next renewal for a lease in Redis; the next run takes the lock once that holder has ended')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'backoff;once' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Print the last success of a job (when, on which host, its run id), the current period, and whether it is done')
+            [CompletionResult]::new('reset', 'reset', [CompletionResultType]::ParameterValue, 'Remove the record of a job''s last success, so that its next run does the job whatever the period; say what it was')
+            break
+        }
+        'backoff;once;show' {
+            [CompletionResult]::new('--once-per', '--once-per', [CompletionResultType]::ParameterName, 'The period to tell of (else the one the last success recorded)')
+            [CompletionResult]::new('--budget-dir', '--budget-dir', [CompletionResultType]::ParameterName, 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]')
+            [CompletionResult]::new('--budget-store', '--budget-store', [CompletionResultType]::ParameterName, 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)')
+            [CompletionResult]::new('--budget-store-timeout', '--budget-store-timeout', [CompletionResultType]::ParameterName, 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)')
+            [CompletionResult]::new('--budget-store-fail', '--budget-store-fail', [CompletionResultType]::ParameterName, 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'backoff;once;reset' {
+            [CompletionResult]::new('--budget-dir', '--budget-dir', [CompletionResultType]::ParameterName, 'Directory of the budgets'', breakers'' and throttles'' state files [default: $XDG_STATE_HOME/backoff, else ~/.local/state/backoff]')
+            [CompletionResult]::new('--budget-store', '--budget-store', [CompletionResultType]::ParameterName, 'Keep budgets, breakers and throttles in Redis, shared by a fleet of hosts: redis://[user:password@]host[:port][/db], rediss:// for TLS, redis+unix:///path/to/socket[?db=N] for a Unix socket, or redis+cluster://host:port,host:port for a Redis Cluster (better given in the environment, where the password does not show in process lists)')
+            [CompletionResult]::new('--budget-store-timeout', '--budget-store-timeout', [CompletionResultType]::ParameterName, 'How long a budget, breaker, throttle or lock decision may wait: for the Redis store, or for the lock of a state file; then --budget-store-fail (--lock-fail for a lock) decides (at most 1m)')
+            [CompletionResult]::new('--budget-store-fail', '--budget-store-fail', [CompletionResultType]::ParameterName, 'When the store cannot be reached or trusted, or does not answer in time: retry under the local policy alone, run the command and send the attempt (open), or do not retry, with --breaker do not run the command, and with --throttle skip the attempt (closed). A lock has its own: --lock-fail')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: a line on stderr, or one JSON object on stdout')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break

@@ -147,6 +147,7 @@ pub fn main_with_args(args: &[OsString]) -> Exit {
         Some(Sub::Breaker(ref command)) => breaker_command(command, &given),
         Some(Sub::Throttle(ref command)) => throttle_command(command, &given),
         Some(Sub::Lock(ref command)) => lock_command(command, &given),
+        Some(Sub::Once(ref command)) => once_command(command, &given),
         Some(Sub::Simulate(ref args)) => simulate_command(args, &given),
         None => {
             // backoff's own words: those before the command (and its `--`).
@@ -660,6 +661,8 @@ fn plan<'a>(
         lock_exit: cfg.lock_exit,
         lock_token: None,
         lock_held: false,
+        once: cfg.once.as_ref().map(|o| o as &dyn run::OncePer),
+        once_exit: cfg.once_exit,
         misplaced,
         preset: cfg.preset,
         added,
@@ -841,6 +844,7 @@ fn generate_command(
         cli::Generate::ManBreaker => Item::Page("backoff-breaker"),
         cli::Generate::ManThrottle => Item::Page("backoff-throttle"),
         cli::Generate::ManLock => Item::Page("backoff-lock"),
+        cli::Generate::ManOnce => Item::Page("backoff-once"),
         cli::Generate::CompleteBash => Item::Completion(Shell::Bash),
         cli::Generate::CompleteZsh => Item::Completion(Shell::Zsh),
         cli::Generate::CompleteFish => Item::Completion(Shell::Fish),
@@ -1080,6 +1084,51 @@ fn lock_command(command: &cli::LockCommand, given: &Given) -> anyhow::Result<Exi
             let mut state = l.reset(*force).map_err(|e| UsageError(l.error(&e)))?;
             state.slots = slots;
             tell(&state::lock_reset(key, &l.describe(), &state), *format)?;
+        }
+    }
+    Ok(Exit::SUCCESS)
+}
+
+/// `backoff once show|reset KEY`.
+fn once_command(command: &cli::OnceCommand, given: &Given) -> anyhow::Result<Exit> {
+    use crate::store::once::{OnceLimits, Onces, Stored};
+    // The period only tells what is shown; a store that cannot be used is
+    // an error here.
+    let limits = |period: Option<crate::fleet::once::Period>| OnceLimits {
+        period: period.unwrap_or(crate::fleet::once::Period::Day),
+        fail: crate::store::FailMode::Closed,
+    };
+    match command {
+        cli::OnceCommand::Show {
+            key,
+            once_per,
+            store,
+            format,
+        } => {
+            let o = config::open_store::<Onces>(
+                key,
+                store,
+                limits(*once_per),
+                given,
+                &Warnings::default(),
+            )?;
+            let (stored, now_ms) = o.show().map_err(|e| UsageError(o.error(&e)))?;
+            let period = once_per.or_else(|| match &stored {
+                Stored::Record(s) => state::period_of(&s.period),
+                _ => None,
+            });
+            let told = state::once_show(key, &o.describe(), &stored, period, now_ms);
+            let text = match format {
+                cli::BudgetFormat::Text => format!("{}\n", told.line),
+                cli::BudgetFormat::Json => format!("{}\n", told.json),
+            };
+            print(text.as_bytes())?;
+        }
+        cli::OnceCommand::Reset { key, store, format } => {
+            let o =
+                config::open_store::<Onces>(key, store, limits(None), given, &Warnings::default())?;
+            let (stored, _) = o.reset().map_err(|e| UsageError(o.error(&e)))?;
+            tell(&state::once_reset(key, &o.describe(), &stored), *format)?;
         }
     }
     Ok(Exit::SUCCESS)

@@ -28,6 +28,7 @@ use crate::report::{Labels, LogFormat, Verbosity, Warnings};
 use crate::run::{Goal, Hints, Hooks};
 use crate::simulate::{self, cron, overload};
 use crate::store::file;
+use crate::store::once::{OnceLimits, OnceStore, Onces};
 use crate::store::{
     BreakerStore, Breakers, Budgets, Kind, Location, LockLimits, LockStore, Locks,
     MAX_STORE_TIMEOUT, OpenError, Settings, Shared, Store, StreakStore, Streaks, ThrottleStore,
@@ -230,6 +231,11 @@ pub struct RunConfig {
     pub lock_wait: Duration,
     /// `--lock-exit`.
     pub lock_exit: u8,
+    /// `--once-per`'s record, opened and checked.
+    pub once: Option<OnceStore>,
+    /// The exit status of a run `--once-per` skips because the job runs
+    /// elsewhere.
+    pub once_exit: u8,
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
@@ -1194,13 +1200,14 @@ const LOCK_TUNING: [&str; 6] = [
 /// could not end its attempt before the lease ran out.
 fn lock(
     args: &crate::cli::LockArgs,
+    key: Option<&String>,
     place: &StoreArgs,
     kill_after: Duration,
     given: &Given,
     warnings: &Warnings,
     notices: &mut Vec<String>,
 ) -> Result<Option<LockStore>, UsageError> {
-    let Some(key) = &args.lock else {
+    let Some(key) = key else {
         return match LOCK_TUNING.into_iter().find(|flag| given.wrote(flag)) {
             Some(flag) => Err(UsageError(format!(
                 "{flag} applies to a lock, and there is none: add --lock KEY (at most one run of the same KEY at a time), or leave {flag} out"
@@ -1311,6 +1318,53 @@ fn lock_slots(args: &crate::cli::LockArgs, given: &Given) -> Result<u32, UsageEr
         ));
     }
     Ok(n)
+}
+
+/// The key of `--once-per`, which is also its lock's: `--lock`'s, else
+/// `--name`'s; `None` without `--once-per`. Refused with neither, or with
+/// `--until-failure`, whose runs end by failing on purpose.
+fn once_key(cli: &Cli, goal: Goal) -> Result<Option<String>, UsageError> {
+    if cli.lock.once_per.is_none() {
+        return Ok(None);
+    }
+    if matches!(goal, Goal::Failure { .. }) {
+        return Err(conflict("--once-per", "--until-failure"));
+    }
+    if let Some(key) = &cli.lock.lock {
+        return Ok(Some(key.clone()));
+    }
+    let Some(name) = &cli.output.name else {
+        return Err(UsageError(
+            "'--once-per' needs the job's key: give --lock KEY (or --name NAME, which then names the job's lock and record too)".into(),
+        ));
+    };
+    crate::fleet::bucket::check_key(name).map_err(|why| {
+        UsageError(format!(
+            "'--once-per' takes the job's key from --name '{name}', which cannot be one ({why}): give --lock KEY"
+        ))
+    })?;
+    Ok(Some(name.clone()))
+}
+
+/// Opens `--once-per`'s record of `key`, in the lock's store, failing as
+/// the lock does (`--lock-fail`).
+fn once(
+    cli: &Cli,
+    key: Option<&String>,
+    given: &Given,
+    warnings: &Warnings,
+) -> Result<Option<OnceStore>, UsageError> {
+    let (Some(period), Some(key)) = (cli.lock.once_per, key) else {
+        return Ok(None);
+    };
+    let limits = OnceLimits {
+        period,
+        fail: match cli.lock.lock_fail {
+            crate::cli::LockFail::Closed => crate::store::FailMode::Closed,
+            crate::cli::LockFail::Open => crate::store::FailMode::Open,
+        },
+    };
+    open_store::<Onces>(key, &cli.budget.store.place, limits, given, warnings).map(Some)
 }
 
 /// Opens `--breaker`, with its limits. `--breaker` with `--until-failure`,
@@ -1637,6 +1691,7 @@ type SharedStates = (
     Option<BreakerStore>,
     Option<ThrottleStore>,
     Option<LockStore>,
+    Option<OnceStore>,
 );
 
 /// Opens the states the run shares (see `SharedStates`); what one of them
@@ -1649,9 +1704,11 @@ fn shared_states(
     notices: &mut Vec<String>,
 ) -> Result<SharedStates, UsageError> {
     let place = &cli.budget.store.place;
+    let once_key = once_key(cli, goal)?;
+    let lock_key = cli.lock.lock.as_ref().or(once_key.as_ref());
     let shared = cli.breaker.breaker.is_some()
         || cli.throttle.throttle.is_some()
-        || cli.lock.lock.is_some()
+        || lock_key.is_some()
         || cli.alert.alert_after.is_some_and(|n| n > 1);
     Ok((
         budget(&cli.budget, shared, given, warnings)?,
@@ -1659,13 +1716,26 @@ fn shared_states(
         throttle(&cli.throttle, place, goal, given, warnings)?,
         lock(
             &cli.lock,
+            lock_key,
             place,
             cli.time.kill_after,
             given,
             warnings,
             notices,
         )?,
+        once(cli, once_key.as_ref(), given, warnings)?,
     ))
+}
+
+/// How much the run says: `-q`, `-v` or neither.
+fn verbosity(output: &crate::cli::OutputArgs) -> Verbosity {
+    if output.quiet {
+        Verbosity::Quiet
+    } else if output.verbose {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    }
 }
 
 /// Builds the configuration of a run from the top-level command line.
@@ -1710,17 +1780,11 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         hold_stdout: streams.hold_stdout,
         dump_headers,
     });
-    let verbosity = if cli.output.quiet {
-        Verbosity::Quiet
-    } else if cli.output.verbose {
-        Verbosity::Verbose
-    } else {
-        Verbosity::Normal
-    };
+    let verbosity = verbosity(&cli.output);
     let log_format = log_format(&cli.output);
     let warnings = warnings(&cli.output, log_format, &cli.command);
     let mut notices = notices;
-    let (budget, breaker, throttle, lock) =
+    let (budget, breaker, throttle, lock, once) =
         shared_states(&cli, goal, given, &warnings, &mut notices)?;
     let pings = pings(&cli.ping, given, &mut notices)?;
     let metrics_push = metrics_push(&cli.output, given, &mut notices)?;
@@ -1762,6 +1826,14 @@ pub fn run(cli: Cli, given: &Given) -> Result<RunConfig, UsageError> {
         ping_body_limit: usize::try_from(cli.ping.ping_body_limit).unwrap_or(usize::MAX),
         lock_wait: cli.lock.lock_wait,
         lock_exit: cli.lock.lock_exit,
+        once,
+        // A job running elsewhere is no failure: 0, unless --lock-exit
+        // says otherwise.
+        once_exit: if given.gave("--lock-exit") {
+            cli.lock.lock_exit
+        } else {
+            0
+        },
         report: cli.output.report,
         metrics_file: cli.output.metrics_file,
         metrics_push,

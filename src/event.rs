@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::classify::{Applied, Hint, Outcome, StopReason};
 use crate::fleet::breaker::{Admission, Circuit, RunEnd};
 use crate::fleet::lock::{Holder, Settle};
+use crate::fleet::once::{Success, Verdict};
 use crate::fleet::throttle;
 use crate::policy::Delay;
 
@@ -147,6 +148,13 @@ pub enum Event<'a> {
         key: &'a str,
         /// What happened.
         news: &'a LockNews,
+    },
+    /// News of the once-per record (`--once-per`).
+    Once {
+        /// Its key.
+        key: &'a str,
+        /// What happened.
+        news: &'a OnceNews,
     },
     /// The adaptive throttle (`--throttle`) decided on an attempt.
     Throttle {
@@ -604,6 +612,61 @@ pub enum LockNews {
         /// one.
         token: Option<u64>,
     },
+}
+
+/// What became of a job run once per period (`--once-per`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OnceNews {
+    /// The record of the last success was read, under the job's lock:
+    /// the period is done (the run skips, reason `done`) or not (the job
+    /// runs).
+    Decided {
+        /// The period now (`fleet::once::Period::label`).
+        period: String,
+        /// The deciding clock's time, in Unix milliseconds: the period
+        /// the job runs for, if it runs.
+        at_ms: u64,
+        /// Whether it is done.
+        verdict: Verdict,
+        /// The last success, as recorded (none, or a record not believed).
+        last: Option<Success>,
+    },
+    /// The job's lock is held by another run, which does the job (or
+    /// waits to): the run skips, reason `running`.
+    Running {
+        /// Who holds it.
+        holder: Option<Holder>,
+    },
+    /// The record's store could not be used (said already): the command
+    /// runs (`--lock-fail open`), or not.
+    Unavailable {
+        /// Whether it runs.
+        run: bool,
+        /// Why.
+        why: String,
+    },
+    /// The run succeeded, and its success is recorded.
+    Recorded {
+        /// The record.
+        success: Success,
+    },
+    /// The run succeeded, but its success could not be recorded (said
+    /// already).
+    NotRecorded {
+        /// Why.
+        why: String,
+    },
+}
+
+impl OnceNews {
+    /// Whether the run skips the job because of it.
+    pub fn skips(&self) -> bool {
+        match self {
+            OnceNews::Decided { verdict, .. } => !verdict.runs(),
+            OnceNews::Running { .. } => true,
+            _ => false,
+        }
+    }
 }
 
 /// What the adaptive throttle (`--throttle`) said of an attempt.

@@ -10,8 +10,8 @@ use crate::classify::{Applied, Limit, Observed, Outcome, Rules, Status, StopReas
 use crate::duration::human;
 pub use crate::event::HookKind;
 use crate::event::{
-    AlertNews, BreakerNews, During, Ending, Event, HuntEnd, LockNews, Next, Report, Shared,
-    ThrottleNews,
+    AlertNews, BreakerNews, During, Ending, Event, HuntEnd, LockNews, Next, OnceNews, Report,
+    Shared, ThrottleNews,
 };
 use crate::exit::Exit;
 pub use crate::fleet::breaker::{Admission, Circuit, RunEnd};
@@ -251,6 +251,13 @@ pub struct Plan<'a> {
     pub lock_token: Option<u64>,
     /// Whether the run holds the lock (it may lose it).
     pub lock_held: bool,
+    /// `--once-per`: the record of the job's last success, read and
+    /// written under the lock.
+    pub once: Option<&'a dyn OncePer>,
+    /// The exit status of a run that `--once-per` skips because the job
+    /// runs elsewhere (its lock held): 0, or `--lock-exit` when given. A
+    /// period done exits 0.
+    pub once_exit: u8,
     /// An option of backoff's own among the command's arguments, if any
     /// (`cli::advice::misplaced_option`): told when the first attempt fails
     /// as on bad usage.
@@ -340,6 +347,23 @@ pub trait FailureStreak: std::fmt::Debug {
     /// success: the news (a store that cannot be used is said already), or
     /// the terminating signal that ended the call.
     fn tally(&self, failed: bool, wait: &mut dyn Wait) -> Result<AlertNews, i32>;
+}
+
+/// The record of a job run at most once per period (`--once-per`): read
+/// once the run holds the job's lock, written after a success before the
+/// lock is let go. Each call waits at most the store's timeout, through
+/// `wait`.
+pub trait OncePer: std::fmt::Debug {
+    /// Its key, for reports.
+    fn key(&self) -> &str;
+    /// Whether the period is done (`OnceNews::Decided`), or that the
+    /// store cannot be used (`Unavailable`, said already); or the
+    /// terminating signal that ended the call.
+    fn decide(&self, wait: &mut dyn Wait) -> Result<OnceNews, i32>;
+    /// Records the success of the run `run_id`, which decided to run at
+    /// `at_ms` (`Recorded`, or `NotRecorded`, said already); or the
+    /// terminating signal that ended the call.
+    fn record(&self, run_id: &str, at_ms: u64, wait: &mut dyn Wait) -> Result<OnceNews, i32>;
 }
 
 /// What a retry budget answered.
@@ -522,6 +546,18 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
             return Exit::Signal(signal);
         }
     };
+    // With --once-per, a lock held elsewhere is the job running there: a
+    // skip, not a refusal.
+    if let (Some(once), LockNews::Busy { holder, .. }) = (plan.once, &news) {
+        let news = OnceNews::Running {
+            holder: holder.clone(),
+        };
+        report.event(&Event::Once {
+            key: once.key(),
+            news: &news,
+        });
+        return Exit::Code(plan.once_exit.into());
+    }
     report.event(&Event::Lock { key, news: &news });
     let (token, settle) = match news {
         LockNews::Held { token, settle, .. } => (Some(token), settle),
@@ -547,13 +583,52 @@ pub fn run(plan: &Plan<'_>, exec: &mut dyn Executor, report: &mut dyn Report) ->
         report.event(&Event::Interrupted { signal, during });
         return Exit::Signal(signal);
     }
-    let exit = admitted(&held, exec, report, start);
+    let exit = match plan.once {
+        Some(once) => once_per(once, &held, exec, report, start),
+        None => admitted(&held, exec, report, start),
+    };
     match lock.release(exec, letting_go_by) {
         // The run told how it ended; a signal that came while the lock was
         // let go ends backoff by it, as during the end check-in.
         Some(signal) => Exit::Signal(signal),
         None => exit,
     }
+}
+
+/// A run of a job done at most once per period, under its lock: the
+/// record of the last success decides whether it runs; a success is
+/// recorded before the lock is let go. A period done exits 0, a store
+/// that cannot be used follows `--lock-fail`.
+fn once_per(
+    once: &dyn OncePer,
+    plan: &Plan<'_>,
+    exec: &mut dyn Executor,
+    report: &mut dyn Report,
+    start: Instant,
+) -> Exit {
+    let key = once.key();
+    let news = match once.decide(exec) {
+        Ok(news) => news,
+        Err(signal) => return interrupted(report, signal, During::Decision(Shared::Lock)),
+    };
+    report.event(&Event::Once { key, news: &news });
+    let at_ms = match news {
+        OnceNews::Decided { verdict, .. } if !verdict.runs() => return Exit::SUCCESS,
+        OnceNews::Decided { at_ms, .. } => Some(at_ms),
+        OnceNews::Unavailable { run: false, .. } => return Exit::TEMPFAIL,
+        _ => None,
+    };
+    let exit = admitted(plan, exec, report, start);
+    if exit == Exit::SUCCESS
+        && let Some(at_ms) = at_ms
+    {
+        match once.record(plan.run_id, at_ms, exec) {
+            Ok(news) => report.event(&Event::Once { key, news: &news }),
+            // The run succeeded: a signal now ends backoff by it.
+            Err(signal) => return Exit::Signal(signal),
+        }
+    }
+    exit
 }
 
 /// Waits before the first attempt after taking a lock that its store had
@@ -605,11 +680,7 @@ fn admitted(
     let key = breaker.key();
     let news = match breaker.admit(exec) {
         Ok(news) => news,
-        Err(signal) => {
-            let during = During::Decision(Shared::Breaker);
-            report.event(&Event::Interrupted { signal, during });
-            return Exit::Signal(signal);
-        }
+        Err(signal) => return interrupted(report, signal, During::Decision(Shared::Breaker)),
     };
     report.event(&Event::Breaker { key, news });
     let claim = match news {
@@ -1843,6 +1914,8 @@ mod tests {
             lock_exit: 75,
             lock_token: None,
             lock_held: false,
+            once: None,
+            once_exit: 0,
             misplaced: None,
             preset: None,
             added: &[],
@@ -2238,6 +2311,8 @@ mod tests {
             lock_exit: 75,
             lock_token: None,
             lock_held: false,
+            once: None,
+            once_exit: 0,
             misplaced: None,
             preset: None,
             added: &[],

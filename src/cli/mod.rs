@@ -96,7 +96,7 @@ const SHARED: &str = "Shared by processes";
 pub const USAGE: &str = "\
 backoff [OPTIONS] [--] COMMAND [ARGS]...
        backoff schedule|simulate [OPTIONS]
-       backoff budget|breaker|throttle|lock show|reset KEY [OPTIONS]";
+       backoff budget|breaker|throttle|lock|once show|reset KEY [OPTIONS]";
 
 /// Run a command and retry it with capped exponential backoff and jitter.
 ///
@@ -207,6 +207,8 @@ pub enum Generate {
     ManThrottle,
     /// backoff-lock(1)
     ManLock,
+    /// backoff-once(1)
+    ManOnce,
     /// bash's (with bash-completion)
     CompleteBash,
     /// zsh's
@@ -272,6 +274,9 @@ pub enum Sub {
     /// Show or reset a lock held by runs (see --lock)
     #[command(subcommand)]
     Lock(LockCommand),
+    /// Show or reset a job's last success (see --once-per)
+    #[command(subcommand)]
+    Once(OnceCommand),
 }
 
 // Options of `backoff simulate`.
@@ -800,6 +805,19 @@ pub struct LockArgs {
     #[arg(long, value_name = "N", default_value = "75", value_parser = clap::value_parser!(u8))]
     pub lock_exit: u8,
 
+    /// At most one successful run of the job per PERIOD, across every
+    /// host sharing the store
+    ///
+    /// PERIOD: hour, day, week or month of the local clock (TZ), or a
+    /// DURATION from 1m to a year (a sliding window). The key is --lock's,
+    /// else --name's; the run takes that lock and skips (0, silent) when
+    /// the period is done (reason done) or the lock is held (reason
+    /// running). A failure records nothing. See ONCE PER PERIOD.
+    #[arg(long, value_name = "PERIOD", value_parser = values::once_per,
+          env = "BACKOFF_ONCE_PER", hide_env_values = true, help_heading = SHARED,
+          allow_hyphen_values = true)]
+    pub once_per: Option<crate::fleet::once::Period>,
+
     /// How long a lease in Redis lasts unless renewed; the run renews it
     /// every third of that
     ///
@@ -939,6 +957,39 @@ pub enum LockCommand {
         /// the next run takes the lock once that holder has ended.
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Output format: a line on stderr, or one JSON object on stdout.
+        #[arg(long, value_enum, default_value = "text")]
+        format: BudgetFormat,
+    },
+}
+
+/// `backoff once show|reset KEY`.
+#[derive(Debug, Subcommand)]
+#[command(defer = true)]
+pub enum OnceCommand {
+    /// Print the last success of a job (when, on which host, its run id),
+    /// the current period, and whether it is done.
+    Show {
+        /// The job's key (its lock's).
+        #[arg(value_name = "KEY", value_parser = values::budget_key)]
+        key: String,
+        /// The period to tell of (else the one the last success recorded)
+        #[arg(long, value_name = "PERIOD", value_parser = values::once_per)]
+        once_per: Option<crate::fleet::once::Period>,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: BudgetFormat,
+    },
+    /// Remove the record of a job's last success, so that its next run
+    /// does the job whatever the period; say what it was.
+    Reset {
+        /// The job's key (its lock's).
+        #[arg(value_name = "KEY", value_parser = values::budget_key)]
+        key: String,
         #[command(flatten)]
         store: StoreArgs,
         /// Output format: a line on stderr, or one JSON object on stdout.
@@ -1241,7 +1292,7 @@ pub struct StreamArgs {
     #[arg(long)]
     pub idempotent: bool,
 
-    /// The retry rules of curl, wget or git (by default the program's own)
+    /// The retry rules of curl, wget or git
     ///
     /// A command whose program is curl, wget or git gets its preset
     /// without this option; --preset none turns that off, and another

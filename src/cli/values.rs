@@ -463,6 +463,24 @@ pub fn lock_ttl(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// Parses `--once-per`: `hour`, `day`, `week`, `month`, or a DURATION
+/// from 1m to a year.
+pub fn once_per(s: &str) -> Result<crate::fleet::once::Period, String> {
+    use crate::fleet::once::{LONGEST, Period, SHORTEST};
+    let t = s.trim();
+    if let Some(unit) = Period::unit(&t.to_ascii_lowercase()) {
+        return Ok(unit);
+    }
+    let d = duration(t)
+        .map_err(|_| "expected hour, day, week, month or a DURATION such as 6h".to_owned())?;
+    if d < SHORTEST || d > LONGEST {
+        return Err(
+            "a DURATION must be from 1m to a year (365d): a job run more often than once a minute needs no --once-per".into(),
+        );
+    }
+    Ok(Period::Window(d))
+}
+
 /// Parses `--breaker-failures`: 1 to a million runs.
 pub fn breaker_failures(s: &str) -> Result<u32, String> {
     s.trim()

@@ -63,12 +63,7 @@ impl Holder {
 
     /// The holder a record names; `None` when `text` is not a record.
     pub fn parse(text: &[u8]) -> Option<Holder> {
-        if text.len() > MAX_RECORD {
-            return None;
-        }
-        let text = std::str::from_utf8(text).ok()?;
-        let line = text.strip_suffix('\n').unwrap_or(text);
-        let words: Vec<&str> = line.split(' ').collect();
+        let words = words(text, MAX_RECORD)?;
         let [
             "backoff-lock",
             "v1",
@@ -230,8 +225,19 @@ pub fn next_fence(last: Option<u64>, now_us: u64) -> Option<u64> {
     (next <= MAX_FENCE).then_some(next)
 }
 
+/// The words of a one-line record of at most `max` bytes (a newline at
+/// its end left out); `None` for a longer text, or one not UTF-8.
+pub(crate) fn words(text: &[u8], max: usize) -> Option<Vec<&str>> {
+    if text.len() > max {
+        return None;
+    }
+    let text = std::str::from_utf8(text).ok()?;
+    let line = text.strip_suffix('\n').unwrap_or(text);
+    Some(line.split(' ').collect())
+}
+
 /// A decimal number of at most 19 digits, without sign or spaces.
-fn number(word: &str) -> Option<u64> {
+pub(crate) fn number(word: &str) -> Option<u64> {
     if word.is_empty() || word.len() > 19 || !word.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -242,11 +248,18 @@ fn number(word: &str) -> Option<u64> {
 /// `.`, `-`, `_`), any other replaced by `?`, at most `max` of them; `?`
 /// for nothing at all.
 fn clean(s: &str, max: usize) -> String {
+    kept(s, max, &[])
+}
+
+/// `s` with only the characters of host names and UUIDs, and those of
+/// `also`, any other replaced by `?`, at most `max` of them; `?` for
+/// nothing at all.
+pub(crate) fn kept(s: &str, max: usize, also: &[char]) -> String {
     let kept: String = s
         .chars()
         .take(max)
         .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') || also.contains(&c) {
                 c
             } else {
                 '?'

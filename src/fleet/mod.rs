@@ -1,13 +1,15 @@
 //! The rules that processes sharing a retry budget or a circuit breaker
 //! follow, as pure arithmetic on the state they share: the token bucket
 //! (`bucket`), the breaker's state machine (`breaker`), the adaptive
-//! throttle (`throttle`) and the record of a `--lock`'s holder (`lock`). Where that state lives, and how it is read and
+//! throttle (`throttle`) and the record of a `--lock`'s holder (`lock`) and of a `--once-per` job's last
+//! success (`once`). Where that state lives, and how it is read and
 //! written, is the stores' business (`store`); what a reset found there
 //! (`Found`) is told here, for the stores and the reports alike.
 
 pub mod breaker;
 pub mod bucket;
 pub mod lock;
+pub mod once;
 pub mod streak;
 pub mod throttle;
 

@@ -5,10 +5,11 @@
 /// Each page's name and date (YYYY-MM-DD).
 pub const DATES: &[(&str, &str)] = &[
     ("backoff", "2026-12-06"),
-    ("backoff-schedule", "2026-12-04"),
+    ("backoff-schedule", "2026-12-06"),
     ("backoff-simulate", "2026-12-06"),
     ("backoff-budget", "2026-12-06"),
     ("backoff-breaker", "2026-12-06"),
     ("backoff-throttle", "2026-12-06"),
     ("backoff-lock", "2026-12-06"),
+    ("backoff-once", "2026-12-06"),
 ];

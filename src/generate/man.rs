@@ -10,8 +10,8 @@ use anyhow::Context;
 
 use super::sections::{
     ALERTS, BREAKER, BUDGET, CHECK_INS, CI_LOGS, CLASSIFICATION, CRON, ENVIRONMENT, EXAMPLES,
-    EXIT_STATUS, GOALS, HOOKS, LOCKS, OUTPUT, PRESETS, PROCESSES, REPORTING, SIGNALS, SIMULATION,
-    THROTTLE, TRACES, WINDOWS,
+    EXIT_STATUS, GOALS, HOOKS, LOCKS, ONCE_PER, OUTPUT, PRESETS, PROCESSES, REPORTING, SIGNALS,
+    SIMULATION, THROTTLE, TRACES, WINDOWS,
 };
 
 /// The hand-written sections of backoff(1), in their order after the
@@ -32,6 +32,7 @@ const SECTIONS: &[&str] = &[
     BREAKER,
     THROTTLE,
     LOCKS,
+    ONCE_PER,
     SIMULATION,
     ENVIRONMENT,
     PROCESSES,
@@ -49,6 +50,7 @@ pub const MORE_ABOUT: &[(&str, &str)] = &[
     ("breaker", "CIRCUIT BREAKER"),
     ("throttle", "ADAPTIVE THROTTLE"),
     ("lock", "LOCKS"),
+    ("once", "ONCE PER PERIOD"),
 ];
 
 /// The pages of `cmd`: `backoff` and one for each subcommand

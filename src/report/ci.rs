@@ -203,7 +203,9 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 fn outcome(recorder: &Recorder, exit: Exit) -> &'static str {
     if recorder.reason() == "interrupted" {
         "cancelled"
-    } else if recorder.reason().starts_with("breaker_") || recorder.reason() == "locked" {
+    } else if recorder.reason().starts_with("breaker_")
+        || ["locked", "done", "running", "once_unavailable"].contains(&recorder.reason())
+    {
         "skipped"
     } else if exit == Exit::SUCCESS {
         "success"
@@ -327,6 +329,9 @@ fn not_run(reason: &str) -> &'static str {
         "breaker_unavailable" => "the circuit breaker's store could not be used",
         "locked" => "another run holds the lock",
         "lock_unavailable" => "the lock's store could not be used",
+        "done" => "the period's run is done (--once-per)",
+        "running" => "the job runs in another run (--once-per)",
+        "once_unavailable" => "the once-per record's store could not be used",
         "deadline" => "--max-time passed before the first attempt",
         "interrupted" => "a signal came before the first attempt",
         _ => "no attempt started",

@@ -8,7 +8,9 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 
 use crate::classify::{Outcome, Status, os_error};
-use crate::event::{AlertNews, BreakerNews, Ending, Event, LockNews, Next, Report, ThrottleNews};
+use crate::event::{
+    AlertNews, BreakerNews, Ending, Event, LockNews, Next, OnceNews, Report, ThrottleNews,
+};
 use crate::fleet::breaker::{Admission, Circuit, RunEnd};
 use crate::report::{Verbosity, utc_rfc3339};
 use crate::signal;
@@ -326,6 +328,63 @@ pub fn lock_json(key: &str, news: &LockNews) -> Value {
     v
 }
 
+/// A once-per record's last success in JSON (null for none).
+pub fn success_json(s: Option<&crate::fleet::once::Success>) -> Value {
+    s.map_or(Value::Null, |s| {
+        json!({
+            "period": s.period,
+            "decided_at": unix_ms(s.at_ms),
+            "done_at": unix_ms(s.done_ms),
+            "utc_offset_seconds": s.offset,
+            "host": s.host,
+            "run_id": s.run_id,
+        })
+    })
+}
+
+/// What became of a job run once per period, as the `once` event and the
+/// run report's `once` object tell it: `decision` due, done, running,
+/// unavailable, recorded or `not_recorded`, the period now, and the last
+/// success as recorded.
+pub fn once_json(key: &str, news: &OnceNews) -> Value {
+    use crate::fleet::once::Verdict;
+    let mut v = json!({"key": key});
+    match news {
+        OnceNews::Decided {
+            period,
+            verdict,
+            last,
+            ..
+        } => {
+            v["decision"] = json!(if verdict.runs() { "due" } else { "done" });
+            v["period"] = json!(period);
+            v["last"] = success_json(last.as_ref());
+            if let Verdict::Ahead(by) | Verdict::Future(by) = verdict {
+                v["ahead_seconds"] = json!(by.as_secs_f64());
+            }
+        }
+        OnceNews::Running { holder } => {
+            v["decision"] = json!("running");
+            v["holder"] = holder_json(holder.as_ref());
+        }
+        OnceNews::Unavailable { run, why } => {
+            v["decision"] = json!("unavailable");
+            v["run"] = json!(run);
+            v["why"] = json!(why);
+        }
+        OnceNews::Recorded { success } => {
+            v["decision"] = json!("recorded");
+            v["period"] = json!(success.period);
+            v["last"] = success_json(Some(success));
+        }
+        OnceNews::NotRecorded { why } => {
+            v["decision"] = json!("not_recorded");
+            v["why"] = json!(why);
+        }
+    }
+    v
+}
+
 /// The `breaker` (decision) and `breaker_update` (after the run) events.
 fn breaker_json(key: &str, news: BreakerNews) -> Value {
     match news {
@@ -560,6 +619,11 @@ pub fn event_json(event: &Event<'_>, verbose: bool) -> Value {
         } => {
             let mut v = alert_json(key, alert_after, news);
             v["event"] = json!("alert");
+            v
+        }
+        Event::Once { key, news } => {
+            let mut v = once_json(key, news);
+            v["event"] = json!("once");
             v
         }
         Event::Throttle {

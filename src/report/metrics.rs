@@ -170,6 +170,19 @@ fn fleet(file: &mut Exposition, run: &Recorder, name: &str) {
             );
         }
     }
+    if let Some(skipped) = run.once_outcome() {
+        let counter = "backoff_once_skipped_total";
+        file.declare(
+            counter,
+            "Runs that --once-per skipped: the period was done (reason done), or the job was running in another run (reason running).",
+            "counter",
+        );
+        for reason in ["done", "running"] {
+            let mut series = Series::of(counter, name, None);
+            series.labels.push(("reason".to_owned(), reason.to_owned()));
+            file.add(series, f64::from(u8::from(skipped == Some(reason))));
+        }
+    }
     if let Some(t) = run.throttled() {
         let (gauge, counter) = (
             "backoff_throttle_reject_probability",

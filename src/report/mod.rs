@@ -234,15 +234,7 @@ fn unix_millis(t: SystemTime) -> i128 {
 fn civil(ms: i128) -> String {
     const DAY: i128 = 86_400_000;
     let (days, of_day) = (ms.div_euclid(DAY), ms.rem_euclid(DAY));
-    // Days since 0000-03-01, in eras of 400 years (146,097 days).
-    let z = days + 719_468;
-    let (era, doe) = (z.div_euclid(146_097), z.rem_euclid(146_097));
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i128::from(month <= 2);
+    let (year, month, day) = crate::fleet::once::civil_from_days(days);
     let year = if (0..=9999).contains(&year) {
         format!("{year:04}")
     } else {

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use crate::classify::{Applied, Hint, Limit, Outcome};
 use crate::event::{
-    AlertNews, BreakerNews, Ending, Event, HookKind, HuntEnd, LockNews, Next, Report, ThrottleNews,
+    AlertNews, BreakerNews, Ending, Event, HookKind, HuntEnd, LockNews, Next, OnceNews, Report,
+    ThrottleNews,
 };
 use crate::exit::Exit;
 use crate::fleet::breaker::{Admission, Circuit};
@@ -191,6 +192,9 @@ pub struct Recorder {
     /// What the run's end did to the count of its job's failed runs in a
     /// row, with `--alert-after`: its key, N and the news.
     alert: Option<(String, u64, AlertNews)>,
+    /// What became of the job, with `--once-per`: its key and the last
+    /// news.
+    once: Option<(String, OnceNews)>,
     /// How the run ended, in the words of its last line.
     ending: Option<String>,
 }
@@ -260,6 +264,7 @@ impl Recorder {
             throttle: None,
             lock: None,
             alert: None,
+            once: None,
             ending: None,
         }
     }
@@ -293,6 +298,25 @@ impl Recorder {
             _ => {}
         }
         self.lock = Some((key.to_owned(), news.clone()));
+    }
+
+    /// Follows the news of `--once-per`: the decision, then the record
+    /// (whose news a report keeps beside the decision's period).
+    fn once(&mut self, key: &str, news: &OnceNews) {
+        match news {
+            OnceNews::Decided { verdict, .. } if !verdict.runs() => self.reason = "done",
+            OnceNews::Running { .. } => self.reason = "running",
+            OnceNews::Unavailable { run: false, .. } => self.reason = "once_unavailable",
+            _ => {}
+        }
+        self.once = Some((key.to_owned(), news.clone()));
+    }
+
+    /// With `--once-per`: why the run skipped the job (`done`,
+    /// `running`), if it did; for the metrics.
+    pub fn once_outcome(&self) -> Option<Option<&'static str>> {
+        let (_, news) = self.once.as_ref()?;
+        Some(news.skips().then_some(self.reason))
     }
 
     /// With `--lock`: whether the lock kept the run out, and whether the
@@ -548,6 +572,7 @@ impl Recorder {
             "throttle": self.throttle_json(),
             "lock": self.lock.as_ref().map(|(key, news)| crate::report::json::lock_json(key, news)),
             "alert": self.alert.as_ref().map(|(key, n, news)| crate::report::json::alert_json(key, *n, *news)),
+            "once": self.once.as_ref().map(|(key, news)| crate::report::json::once_json(key, news)),
             "backoff_seconds": self.backoff_seconds(),
             "final_status": exit.shell_code(),
             "final_signal": match exit {
@@ -687,6 +712,7 @@ impl Report for Recorder {
             Event::Breaker { key, news } => self.breaker(key, news),
             Event::Lock { key, news } => self.lock(key, news),
             Event::Alert { .. } => self.alerted(event),
+            Event::Once { key, news } => self.once(key, news),
             Event::Throttle {
                 key, news, late, ..
             } => self.throttle(key, news, late),

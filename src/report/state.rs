@@ -327,6 +327,100 @@ pub fn lock_reset(key: &str, store: &str, state: &crate::fleet::lock::LockState)
     }
 }
 
+/// The period a record's label names (`day:2026-12-06` is a day,
+/// `window:2h` a window of 2h).
+pub fn period_of(label: &str) -> Option<crate::fleet::once::Period> {
+    let (kind, _) = label.split_once(':')?;
+    match kind {
+        "window" => crate::cli::values::once_per(label.split_once(':')?.1).ok(),
+        unit => crate::fleet::once::Period::unit(unit),
+    }
+}
+
+/// `backoff once show`: the line (on stdout) and the JSON object.
+pub fn once_show(
+    key: &str,
+    store: &str,
+    stored: &crate::store::once::Stored,
+    period: Option<crate::fleet::once::Period>,
+    now_ms: u64,
+) -> Told {
+    use crate::fleet::once::decide;
+    use crate::store::once::{Stored, offset_at};
+    let last = match stored {
+        Stored::Record(s) => Some(s),
+        _ => None,
+    };
+    let current = period.map(|p| (p, p.label(now_ms, offset_at(now_ms).unwrap_or(0))));
+    let done = period.map(|p| !decide(p, last, now_ms, offset_at).runs());
+    let then = match (&current, done) {
+        (Some((_, label)), Some(true)) => format!("; {label} is done: a run now skips"),
+        (Some((_, label)), _) => format!("; {label} is not done: a run now does the job"),
+        (None, _) => String::new(),
+    };
+    let line = match stored {
+        Stored::Nothing => format!("{key}: no success recorded{then} ({store})"),
+        Stored::Record(s) => format!(
+            "{key}: last success for {} {}{then} ({store})",
+            s.period,
+            super::text::success_text(s)
+        ),
+        Stored::Hostile(why) => format!(
+            "{key}: no record to believe ({why}): a run does the job, and its success replaces it ({store})"
+        ),
+    };
+    Told {
+        line,
+        json: json!({
+            "key": key,
+            "store": store,
+            "last": super::json::success_json(last),
+            "corrupt": match stored {
+                Stored::Hostile(why) => json!(why),
+                _ => Value::Null,
+            },
+            "period": current.map(|(_, label)| label),
+            "done": done,
+        }),
+    }
+}
+
+/// `backoff once reset`: what it found and removed.
+pub fn once_reset(key: &str, store: &str, stored: &crate::store::once::Stored) -> Told {
+    use crate::store::once::Stored;
+    let (line, found) = match stored {
+        Stored::Nothing => (
+            format!("once-per '{key}': no success was recorded; nothing to reset"),
+            "nothing",
+        ),
+        Stored::Record(s) => (
+            format!(
+                "once-per '{key}': the record of its last success (for {}, {}) is removed: the next run does the job",
+                s.period,
+                super::text::success_text(s)
+            ),
+            "record",
+        ),
+        Stored::Hostile(why) => (
+            format!("once-per '{key}': what was in its place ({why}) is removed"),
+            "corrupt",
+        ),
+    };
+    let last = match stored {
+        Stored::Record(s) => Some(s),
+        _ => None,
+    };
+    Told {
+        line,
+        json: json!({
+            "key": key,
+            "store": store,
+            "found": found,
+            "last": super::json::success_json(last),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

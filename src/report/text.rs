@@ -10,8 +10,8 @@ use std::io::Write;
 use crate::classify::{Applied, HintSource, Outcome, Source, StopReason};
 use crate::duration::human;
 use crate::event::{
-    AlertNews, BreakerNews, During, Ending, Event, HookKind, HuntEnd, LockNews, Next, Report,
-    ThrottleNews,
+    AlertNews, BreakerNews, During, Ending, Event, HookKind, HuntEnd, LockNews, Next, OnceNews,
+    Report, ThrottleNews,
 };
 use crate::fleet::breaker::{Admission, Circuit, RunEnd, State};
 use crate::fleet::lock::Forgotten;
@@ -349,6 +349,7 @@ pub fn text(event: &Event<'_>, verbosity: Verbosity) -> Option<String> {
             alert_after,
             news,
         } if normal => return alert_text(key, alert_after, news, verbose),
+        Event::Once { key, news } if verbose => return once_text(key, news),
         Event::Throttle {
             key,
             attempt,
@@ -548,6 +549,54 @@ pub fn holder_text(h: &crate::fleet::lock::Holder) -> String {
             std::time::UNIX_EPOCH + std::time::Duration::from_millis(h.since_ms)
         )
     )
+}
+
+/// A once-per record's last success, for people.
+pub fn success_text(s: &crate::fleet::once::Success) -> String {
+    format!(
+        "at {} on {}, run {}",
+        crate::report::local_rfc3339(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(s.done_ms)
+        ),
+        s.host,
+        s.run_id
+    )
+}
+
+/// The line of `--once-per`'s news, with `-v` (a skip is silent without:
+/// it is what the job's schedule asks for; what cannot be believed, and a
+/// store that cannot be used, are said where they happen).
+fn once_text(key: &str, news: &OnceNews) -> Option<String> {
+    Some(match news {
+        OnceNews::Decided {
+            period,
+            verdict,
+            last,
+            ..
+        } => {
+            let last = last.as_ref().map_or_else(
+                || "no success recorded".to_owned(),
+                |s| format!("last success {}", success_text(s)),
+            );
+            let then = if verdict.runs() {
+                "not done yet: running the command"
+            } else {
+                "done: not running the command"
+            };
+            format!("once-per '{key}': {period} is {then} ({last})")
+        }
+        OnceNews::Running { holder } => format!(
+            "once-per '{key}': the job is running in another run ({}), which records it if it succeeds; not running the command",
+            holder
+                .as_ref()
+                .map_or_else(|| "its record cannot be read".to_owned(), holder_text)
+        ),
+        OnceNews::Recorded { success } => format!(
+            "once-per '{key}': this run's success is recorded for {}",
+            success.period
+        ),
+        OnceNews::Unavailable { .. } | OnceNews::NotRecorded { .. } => return None,
+    })
 }
 
 /// The line of the lock's news, if it has one (the store's own failures
@@ -973,6 +1022,13 @@ pub fn ending(event: &Event<'_>) -> Option<String> {
             news: LockNews::Busy { .. },
             ..
         } => text(event, Verbosity::Verbose),
+        Event::Once { news, .. } if news.skips() => text(event, Verbosity::Verbose),
+        Event::Once {
+            key,
+            news: OnceNews::Unavailable { run: false, why },
+        } => Some(format!(
+            "once-per record '{key}' unavailable ({why}): the command was not run"
+        )),
         Event::Lock {
             key,
             news: LockNews::Unavailable { run: false, why },

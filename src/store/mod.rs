@@ -8,6 +8,7 @@
 //! the fail modes.
 
 pub mod file;
+pub mod once;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod secret;

@@ -479,6 +479,7 @@ impl Report for Tracer {
             | Event::Breaker { .. }
             | Event::Lock { .. }
             | Event::Alert { .. }
+            | Event::Once { .. }
             | Event::Throttle { .. }
             | Event::InterruptedHook { .. }
             | Event::Unstarted { .. } => {

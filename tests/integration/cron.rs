@@ -19,10 +19,10 @@ use crate::pings::Monitor;
 use crate::support::{PATIENCE, Running, TempDir, bin, is_root, output_for};
 
 /// Longer than two minutes of cron and a job of 70 s.
-const CRON_PATIENCE: Duration = Duration::from_mins(4);
+pub const CRON_PATIENCE: Duration = Duration::from_mins(4);
 
 /// Waits until `cond` holds, within `CRON_PATIENCE`.
-fn within_minutes(what: &str, mut cond: impl FnMut() -> bool) {
+pub fn within_minutes(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + CRON_PATIENCE;
     while !cond() {
         assert!(Instant::now() < deadline, "timed out waiting for: {what}");
@@ -32,9 +32,39 @@ fn within_minutes(what: &str, mut cond: impl FnMut() -> bool) {
 
 /// The crontab entry, removed (and the daemon the test started, stopped)
 /// when dropped.
-struct Crontab {
+pub struct Crontab {
     path: std::path::PathBuf,
     daemon: Option<Child>,
+}
+
+impl Crontab {
+    /// Writes `entries` to `/etc/cron.d/NAME-PID`, and starts the daemon
+    /// `cron` unless one runs already.
+    pub fn install(name: &str, entries: &str, cron: &str) -> Crontab {
+        let path = std::path::PathBuf::from(format!("/etc/cron.d/{name}-{}", std::process::id()));
+        std::fs::write(&path, entries).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            .unwrap();
+        let mut crontab = Crontab { path, daemon: None };
+        crontab.keep_daemon(cron);
+        crontab
+    }
+
+    /// Starts the daemon `cron` unless one runs (another test's may have
+    /// ended since; a `cron` process left is taken for a daemon, and the
+    /// next call looks again).
+    pub fn keep_daemon(&mut self, cron: &str) {
+        if self.daemon.is_none() && !cron_running() {
+            self.daemon = Some(
+                Command::new(cron)
+                    .arg("-f")
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            );
+        }
+    }
 }
 
 impl Drop for Crontab {
@@ -79,18 +109,7 @@ fn the_cron_daemon_skips_the_run_that_would_overlap_and_the_monitor_hears_one_ru
         ran.display(),
         log.display()
     );
-    let path = std::path::PathBuf::from(format!("/etc/cron.d/backoff-test-{}", std::process::id()));
-    std::fs::write(&path, entry).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
-    let daemon = (!cron_running()).then(|| {
-        Command::new(cron)
-            .arg("-f")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    });
-    let mut crontab = Crontab { path, daemon };
+    let mut crontab = Crontab::install("backoff-test", &entry, cron);
     // The next minute's run finds the lock held by the first.
     within_minutes("the second run is kept out", || {
         std::fs::read_to_string(&log)

@@ -298,7 +298,7 @@ fn generate_runs_nothing_and_takes_nothing_else() {
         .stdout("")
         .stderr(predicates::str::contains(
             "invalid value 'man-bogus' for '--generate': expected one of man, man-schedule, \
-             man-simulate, man-budget, man-breaker, man-throttle, man-lock, complete-bash, complete-zsh, \
+             man-simulate, man-budget, man-breaker, man-throttle, man-lock, man-once, complete-bash, complete-zsh, \
              complete-fish, complete-powershell, complete-elvish",
         ));
     // The environment's settings are defaults, not options given.
@@ -447,7 +447,7 @@ fn each_page_has_the_synopsis_of_the_commands_it_tells_of() {
             &[
                 "backoff [OPTIONS] [--] COMMAND [ARGS]...",
                 "backoff schedule|simulate [OPTIONS]",
-                "backoff budget|breaker|throttle|lock show|reset KEY [OPTIONS]",
+                "backoff budget|breaker|throttle|lock|once show|reset KEY [OPTIONS]",
             ][..],
         ),
         ("backoff-schedule", &["backoff schedule [OPTIONS]"]),
@@ -465,6 +465,7 @@ fn each_page_has_the_synopsis_of_the_commands_it_tells_of() {
             &["backoff throttle show|reset KEY [OPTIONS]"],
         ),
         ("backoff-lock", &["backoff lock show|reset KEY [OPTIONS]"]),
+        ("backoff-once", &["backoff once show|reset KEY [OPTIONS]"]),
     ];
     let pages = man_pages();
     let names: Vec<&str> = pages.iter().map(|(name, _)| name.as_str()).collect();

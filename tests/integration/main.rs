@@ -27,6 +27,7 @@ mod locks_redis;
 mod mistakes;
 mod notices;
 mod observe;
+mod once;
 mod ping_faults;
 mod pings;
 mod presets;

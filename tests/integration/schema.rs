@@ -38,10 +38,14 @@ pub enum Doc {
     LockShow,
     /// `backoff lock reset KEY --format json`.
     LockReset,
+    /// `backoff once show KEY --format json`.
+    OnceShow,
+    /// `backoff once reset KEY --format json`.
+    OnceReset,
 }
 
 impl Doc {
-    const ALL: [Doc; 12] = [
+    const ALL: [Doc; 14] = [
         Doc::Event,
         Doc::Report,
         Doc::Schedule,
@@ -54,6 +58,8 @@ impl Doc {
         Doc::ThrottleReset,
         Doc::LockShow,
         Doc::LockReset,
+        Doc::OnceShow,
+        Doc::OnceReset,
     ];
 
     fn file(self) -> &'static str {
@@ -70,6 +76,8 @@ impl Doc {
             Doc::ThrottleReset => "throttle-reset.json",
             Doc::LockShow => "lock-show.json",
             Doc::LockReset => "lock-reset.json",
+            Doc::OnceShow => "once-show.json",
+            Doc::OnceReset => "once-reset.json",
         }
     }
 }

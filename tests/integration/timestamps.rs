@@ -181,7 +181,7 @@ fn json_events_are_unchanged() {
 /// `faketime` (libfaketime), which sets the clock of a dynamically linked
 /// program; `None`, said in one line, where it cannot: it is not installed,
 /// or the binary under test is static.
-fn faketime(test: &str) -> Option<std::path::PathBuf> {
+pub fn faketime(test: &str) -> Option<std::path::PathBuf> {
     let found = std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
             .map(|d| d.join("faketime"))

@@ -19,6 +19,7 @@
 mod breaker;
 mod budget;
 pub(super) mod lock;
+pub(super) mod once;
 pub(super) mod replace;
 pub(super) mod slots;
 pub(super) mod streak;

@@ -47,6 +47,7 @@
 mod breaker;
 mod budget;
 pub(super) mod lock;
+pub(super) mod once;
 mod resp;
 pub(super) mod slots;
 pub(super) mod streak;
