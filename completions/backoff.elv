@@ -107,7 +107,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand schedule 'Print the delays a policy produces, and run nothing'
-            cand simulate 'Show why jitter matters, what retries do to an overloaded server, and what a fleet''s cron does to one'
+            cand simulate 'Show why jitter matters, and what retries and a fleet''s cron do to a server'
             cand budget 'Show or reset a retry budget shared by processes (see --budget)'
             cand breaker 'Show or reset a circuit breaker shared by processes (see --breaker)'
             cand throttle 'Show or reset a throttle shared by processes (see --throttle)'

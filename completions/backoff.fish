@@ -137,7 +137,7 @@ complete -c backoff -n "__fish_backoff_needs_command" -l foreground -d 'Keep the
 complete -c backoff -n "__fish_backoff_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_needs_command" -s V -l version -d 'Print version'
 complete -c backoff -n "__fish_backoff_needs_command" -a "schedule" -d 'Print the delays a policy produces, and run nothing'
-complete -c backoff -n "__fish_backoff_needs_command" -a "simulate" -d 'Show why jitter matters, what retries do to an overloaded server, and what a fleet\'s cron does to one'
+complete -c backoff -n "__fish_backoff_needs_command" -a "simulate" -d 'Show why jitter matters, and what retries and a fleet\'s cron do to a server'
 complete -c backoff -n "__fish_backoff_needs_command" -a "budget" -d 'Show or reset a retry budget shared by processes (see --budget)'
 complete -c backoff -n "__fish_backoff_needs_command" -a "breaker" -d 'Show or reset a circuit breaker shared by processes (see --breaker)'
 complete -c backoff -n "__fish_backoff_needs_command" -a "throttle" -d 'Show or reset a throttle shared by processes (see --throttle)'

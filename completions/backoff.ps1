@@ -110,7 +110,7 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('schedule', 'schedule', [CompletionResultType]::ParameterValue, 'Print the delays a policy produces, and run nothing')
-            [CompletionResult]::new('simulate', 'simulate', [CompletionResultType]::ParameterValue, 'Show why jitter matters, what retries do to an overloaded server, and what a fleet''s cron does to one')
+            [CompletionResult]::new('simulate', 'simulate', [CompletionResultType]::ParameterValue, 'Show why jitter matters, and what retries and a fleet''s cron do to a server')
             [CompletionResult]::new('budget', 'budget', [CompletionResultType]::ParameterValue, 'Show or reset a retry budget shared by processes (see --budget)')
             [CompletionResult]::new('breaker', 'breaker', [CompletionResultType]::ParameterValue, 'Show or reset a circuit breaker shared by processes (see --breaker)')
             [CompletionResult]::new('throttle', 'throttle', [CompletionResultType]::ParameterValue, 'Show or reset a throttle shared by processes (see --throttle)')

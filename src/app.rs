@@ -1089,6 +1089,16 @@ fn lock_command(command: &cli::LockCommand, given: &Given) -> anyhow::Result<Exi
     Ok(Exit::SUCCESS)
 }
 
+/// The period a record's label names (`day:2026-12-06` is a day,
+/// `window:2h` a window of 2h).
+fn period_of(label: &str) -> Option<crate::fleet::once::Period> {
+    let (kind, _) = label.split_once(':')?;
+    match kind {
+        "window" => cli::values::once_per(label.split_once(':')?.1).ok(),
+        unit => crate::fleet::once::Period::unit(unit),
+    }
+}
+
 /// `backoff once show|reset KEY`.
 fn once_command(command: &cli::OnceCommand, given: &Given) -> anyhow::Result<Exit> {
     use crate::store::once::{OnceLimits, Onces, Stored};
@@ -1114,7 +1124,7 @@ fn once_command(command: &cli::OnceCommand, given: &Given) -> anyhow::Result<Exi
             )?;
             let (stored, now_ms) = o.show().map_err(|e| UsageError(o.error(&e)))?;
             let period = once_per.or_else(|| match &stored {
-                Stored::Record(s) => state::period_of(&s.period),
+                Stored::Record(s) => period_of(&s.period),
                 _ => None,
             });
             let told = state::once_show(key, &o.describe(), &stored, period, now_ms);

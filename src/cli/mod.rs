@@ -241,8 +241,8 @@ pub enum Sub {
     /// and mean waiting time. With --seed, also the delays one run would
     /// draw.
     Schedule(ScheduleArgs),
-    /// Show why jitter matters, what retries do to an overloaded server, and
-    /// what a fleet's cron does to one
+    /// Show why jitter matters, and what retries and a fleet's cron do to a
+    /// server
     ///
     /// M. Brooker's "Exponential Backoff And Jitter" (AWS Architecture Blog,
     /// 2015): N clients contend to update one row under optimistic

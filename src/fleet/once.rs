@@ -319,6 +319,17 @@ fn clean(s: &str, max: usize) -> String {
     crate::fleet::lock::kept(s, max, &[':'])
 }
 
+/// What a store holds as the record of the last success.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stored {
+    /// No record: the job never succeeded (or its record was reset).
+    Nothing,
+    /// A record.
+    Record(Success),
+    /// Something that is no record, and why it is not believed.
+    Hostile(String),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

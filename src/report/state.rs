@@ -327,26 +327,22 @@ pub fn lock_reset(key: &str, store: &str, state: &crate::fleet::lock::LockState)
     }
 }
 
-/// The period a record's label names (`day:2026-12-06` is a day,
-/// `window:2h` a window of 2h).
-pub fn period_of(label: &str) -> Option<crate::fleet::once::Period> {
-    let (kind, _) = label.split_once(':')?;
-    match kind {
-        "window" => crate::cli::values::once_per(label.split_once(':')?.1).ok(),
-        unit => crate::fleet::once::Period::unit(unit),
-    }
-}
-
 /// `backoff once show`: the line (on stdout) and the JSON object.
 pub fn once_show(
     key: &str,
     store: &str,
-    stored: &crate::store::once::Stored,
+    stored: &crate::fleet::once::Stored,
     period: Option<crate::fleet::once::Period>,
     now_ms: u64,
 ) -> Told {
+    use crate::fleet::once::Stored;
     use crate::fleet::once::decide;
-    use crate::store::once::{Stored, offset_at};
+    // The local zone's offset from UTC at a time in Unix milliseconds.
+    let offset_at = |ms: u64| {
+        crate::sys::localtime::utc_offset(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
+        )
+    };
     let last = match stored {
         Stored::Record(s) => Some(s),
         _ => None,
@@ -386,8 +382,8 @@ pub fn once_show(
 }
 
 /// `backoff once reset`: what it found and removed.
-pub fn once_reset(key: &str, store: &str, stored: &crate::store::once::Stored) -> Told {
-    use crate::store::once::Stored;
+pub fn once_reset(key: &str, store: &str, stored: &crate::fleet::once::Stored) -> Told {
+    use crate::fleet::once::Stored;
     let (line, found) = match stored {
         Stored::Nothing => (
             format!("once-per '{key}': no success was recorded; nothing to reset"),

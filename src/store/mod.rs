@@ -583,6 +583,50 @@ impl Kind for Locks {
     }
 }
 
+// `--once-per`'s record: what every store of it holds and does (the
+// kind, and the decision a run makes under its lock, are in `once`).
+
+pub use crate::fleet::once::Stored;
+
+/// A store of once-per records. Each call waits at most the store's
+/// timeout, through `wait`.
+pub trait OnceBackend: Backend {
+    /// The period it decides on.
+    fn period(&self) -> crate::fleet::once::Period;
+    /// Whether the store's clock decides (Redis), not this host's.
+    fn clocked(&self) -> bool;
+    /// The record, and the deciding clock's time, in Unix milliseconds.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be used, or a signal ends the wait.
+    fn read(&self, wait: &mut dyn Wait) -> Result<(Stored, u64), StoreError>;
+    /// Records `success`, its `done` the deciding clock's time now: the
+    /// record written.
+    ///
+    /// # Errors
+    ///
+    /// As `read`.
+    fn write(
+        &self,
+        success: &crate::fleet::once::Success,
+        wait: &mut dyn Wait,
+    ) -> Result<crate::fleet::once::Success, StoreError>;
+    /// Removes the record: what it was, and the time.
+    ///
+    /// # Errors
+    ///
+    /// As `read`.
+    fn reset(&self, wait: &mut dyn Wait) -> Result<(Stored, u64), StoreError>;
+}
+
+/// This host's time, in Unix milliseconds.
+pub fn host_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// Counts of a job's failed runs in a row (`--alert-after`).
 #[derive(Debug)]
 pub enum Streaks {}

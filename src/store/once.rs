@@ -1,6 +1,6 @@
 //! `--once-per`'s record of a job's last success, wherever it lives: in a
-//! file of the state directory on one host (`file_once`), or in Redis for
-//! a fleet (`redis_once`, decided by the server's clock). Read and written
+//! file of the state directory on one host (`file::once`), or in Redis for
+//! a fleet (`redis::once`, decided by the server's clock). Read and written
 //! only by a run that holds the job's lock, so that no two runs decide on
 //! it at once. The rules are in `fleet::once`.
 //!
@@ -13,53 +13,15 @@
 //! A store that cannot be reached is the lock's business: it fails as
 //! `--lock-fail` says.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use crate::duration::human;
 use crate::event::OnceNews;
 use crate::fleet::once::{Period, Success, Verdict, decide};
 use crate::run::Wait;
 use crate::store::file::StateDir;
-use crate::store::{Backend, FailMode, Kind, Settings, Shared, StoreError, Unwatched};
-
-/// What a store holds as the record of the last success.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Stored {
-    /// No record: the job never succeeded (or its record was reset).
-    Nothing,
-    /// A record.
-    Record(Success),
-    /// Something that is no record, and why it is not believed.
-    Hostile(String),
-}
-
-/// A store of once-per records. Each call waits at most the store's
-/// timeout, through `wait`.
-pub trait OnceBackend: Backend {
-    /// The period it decides on.
-    fn period(&self) -> Period;
-    /// Whether the store's clock decides (Redis), not this host's.
-    fn clocked(&self) -> bool;
-    /// The record, and the deciding clock's time, in Unix milliseconds.
-    ///
-    /// # Errors
-    ///
-    /// When the store cannot be used, or a signal ends the wait.
-    fn read(&self, wait: &mut dyn Wait) -> Result<(Stored, u64), StoreError>;
-    /// Records `success`, its `done` the deciding clock's time now: the
-    /// record written.
-    ///
-    /// # Errors
-    ///
-    /// As `read`.
-    fn write(&self, success: &Success, wait: &mut dyn Wait) -> Result<Success, StoreError>;
-    /// Removes the record: what it was, and the time.
-    ///
-    /// # Errors
-    ///
-    /// As `read`.
-    fn reset(&self, wait: &mut dyn Wait) -> Result<(Stored, u64), StoreError>;
-}
+use crate::store::{FailMode, Kind, Settings, Shared, StoreError, Unwatched};
+pub use crate::store::{OnceBackend, Stored, host_ms};
 
 /// Once-per records (`--once-per`).
 #[derive(Debug)]
@@ -106,13 +68,6 @@ impl Kind for Onces {
 
 /// A once-per record, wherever it lives.
 pub type OnceStore = Shared<Onces>;
-
-/// This host's time, in Unix milliseconds.
-pub fn host_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
 
 /// The local zone's offset from UTC at `ms`, in seconds.
 pub fn offset_at(ms: u64) -> Option<i64> {

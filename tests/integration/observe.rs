@@ -434,8 +434,14 @@ fn runs_of_two_names_sharing_a_metrics_file_keep_each_others_series() {
     assert!(ran(h) > 1.7e9 && ran(n) >= ran(h), "{text}");
     // Nothing else of backoff's, the other exporter's metric as it was, and
     // the line that is not one gone.
+    // Both runs succeeded, so each name has the time of its last success.
+    let succeeded = |labels| series("backoff_last_success_timestamp_seconds", labels);
+    assert!(
+        succeeded(h) > 1.7e9 && succeeded(n) >= succeeded(h),
+        "{text}"
+    );
     let ours = m.keys().filter(|k| k.starts_with("backoff_")).count();
-    assert_eq!(ours, 2 * 12 + 3, "{text}");
+    assert_eq!(ours, 2 * 13 + 3, "{text}");
     assert!(
         text.ends_with("# HELP node_thing Another exporter's.\n# TYPE node_thing gauge\nnode_thing{a=\"x\"} 3\n"),
         "{text}"

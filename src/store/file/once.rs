@@ -21,8 +21,8 @@ use crate::fleet::bucket::check_key;
 use crate::fleet::once::{MAX_RECORD, Period, Success};
 use crate::run::Wait;
 use crate::store::file::{Access, StateDir, StateFile, failed, why};
-use crate::store::once::{OnceBackend, Stored, host_ms};
 use crate::store::{Backend, StoreError};
+use crate::store::{OnceBackend, Stored, host_ms};
 use crate::sys::files;
 
 /// A once-per record kept in a file.

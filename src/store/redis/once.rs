@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use crate::fleet::once::{MAX_RECORD, Period, Success};
 use crate::run::Wait;
-use crate::store::once::{OnceBackend, Stored};
 use crate::store::redis::{Lua, Server};
 use crate::store::{Backend, StoreError};
+use crate::store::{OnceBackend, Stored};
 
 /// The namespace of once-per keys in Redis.
 pub const REDIS_ONCE_PREFIX: &str = "backoff:once:";
