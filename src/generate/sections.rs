@@ -14,7 +14,7 @@ A bare number in \fBBACKOFF_TIMEOUT\fR is seconds (the form backoff gives its co
 Turns \fB\-\-timestamps\fR on: \fB0\fR, \fBfalse\fR, \fBno\fR, \fBoff\fR (or \fBn\fR, \fBf\fR) and an empty value mean off, any other value on.
 .TP
 \fBTZ\fR
-The zone of \fB\-\-timestamps\fR' local times; without it, \fB/etc/localtime\fR.
+The zone of \fB\-\-timestamps\fR' local times and of \fB\-\-once\-per\fR's calendar periods; without it, \fB/etc/localtime\fR. A value that names no zone (\fBTZ=Nowhere/Land\fR) is UTC, as for \fBdate\fR(1) and cron.
 .TP
 \fBBACKOFF_RUN_ID\fR
 Set for the command and the hooks: the run's id, a random UUID (version 4), new for each run and the same for all its attempts and hooks; the JSON \fBstart\fR event and the run report give it as \fBrun_id\fR.
