@@ -2,6 +2,7 @@
 //! (`--lock-limit`, `--lock-replace`), and its skips beside
 //! `--alert-after` and the metrics.
 
+use crate::pings::Monitor;
 use crate::support::{TempDir, backoff};
 
 #[test]
@@ -69,4 +70,59 @@ fn a_tz_that_names_no_zone_decides_days_in_utc_and_never_panics() {
         let days = [format!("day:{before}"), format!("day:{}", utc_day())];
         assert!(days.contains(&period), "TZ={tz:.20}: {period}");
     }
+}
+
+const UUID: &str = "3b9e2f4a-7c1d-4e8f-9a2b-5c6d7e8f9a0b";
+
+/// The value of `backoff_last_success_timestamp_seconds` in the metrics
+/// file `path`.
+fn last_success(path: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .find(|l| l.starts_with("backoff_last_success_timestamp_seconds{"))
+        .unwrap_or_else(|| panic!("no last success in {text}"))
+        .to_owned()
+}
+
+#[test]
+fn a_once_per_skip_neither_counts_nor_resets_alert_after_checks_in_or_moves_the_last_success() {
+    let dir = TempDir::new("once-alert");
+    let store = dir.path().to_str().unwrap();
+    let metrics = dir.join("job.prom");
+    let m = Monitor::start("ok");
+    let url = m.url(UUID);
+    let run = |once: bool, status: u8| {
+        let mut cmd = backoff(["--name", "nightly", "--alert-after", "2", "--ping", &url]);
+        cmd.args(["--budget-dir", store, "--max-retries", "0"])
+            .args(["--metrics-file", metrics.to_str().unwrap()]);
+        if once {
+            cmd.args(["--once-per", "1h"]);
+        }
+        let script = format!("echo ran >> log; exit {status}");
+        let out = cmd
+            .args(["--", "sh", "-c", &script])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(i32::from(status)), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // The job done for the window, then a failure outside it: 1 of 2.
+    run(true, 0);
+    let done = last_success(&metrics);
+    let err = run(false, 3);
+    assert!(err.contains("tolerated (1 of 2)"), "{err}");
+    assert_eq!(m.requests(4).len(), 4);
+    // The skip: silent, no check-in, the last success where it was.
+    let err = run(true, 0);
+    assert_eq!(err, "");
+    assert_eq!(dir.lines("log").len(), 2);
+    assert_eq!(last_success(&metrics), done);
+    // The count went on from 1: this failure is the second in a row.
+    let err = run(false, 3);
+    assert!(err.contains("alerting (2 of 2)"), "{err}");
+    let got = m.requests(6);
+    assert_eq!(got.len(), 6, "{got:?}");
+    assert!(got[4].starts_with(&format!("GET /{UUID}/start")), "{got:?}");
+    assert!(got[5].starts_with(&format!("POST /{UUID}/3?")), "{got:?}");
 }
