@@ -2,8 +2,10 @@
 //! (`--lock-limit`, `--lock-replace`), and its skips beside
 //! `--alert-after` and the metrics.
 
+use std::time::Duration;
+
 use crate::pings::Monitor;
-use crate::support::{TempDir, backoff};
+use crate::support::{Running, TempDir, backoff, command};
 
 #[test]
 fn once_per_with_a_lock_limit_above_1_is_refused_with_the_fix() {
@@ -125,4 +127,36 @@ fn a_once_per_skip_neither_counts_nor_resets_alert_after_checks_in_or_moves_the_
     assert_eq!(got.len(), 6, "{got:?}");
     assert!(got[4].starts_with(&format!("GET /{UUID}/start")), "{got:?}");
     assert!(got[5].starts_with(&format!("POST /{UUID}/3?")), "{got:?}");
+}
+
+#[test]
+fn a_run_lock_replace_ends_is_not_counted_by_alert_after() {
+    let dir = TempDir::new("replace-alert");
+    let store = dir.path().to_str().unwrap();
+    let m = Monitor::start("ok");
+    let url = m.url(UUID);
+    let job = |extra: &[&str], script: &str| {
+        let mut cmd = command(["--name", "rp", "--lock", "rp", "--alert-after", "2"]);
+        cmd.args(["--ping", &url, "--budget-dir", store, "--max-retries", "0"])
+            .args(["--kill-after", "1s"])
+            .args(extra)
+            .args(["--", "sh", "-c", script])
+            .current_dir(dir.path());
+        cmd
+    };
+    let mut holder = Running::start(job(&[], "echo started; exec sleep 60"));
+    holder.wait_for("started");
+    let out = job(&["--lock-replace"], "exit 3").output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The replaced run did not count: this failure is the first.
+    assert!(err.contains("tolerated (1 of 2)"), "{err}");
+    let (status, _) = holder.wait_exit(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(75));
+    assert!(holder.stderr().iter().any(|l| l.contains("(replaced)")));
+    assert!(
+        !holder.stderr().iter().any(|l| l.contains("tolerated")),
+        "{:?}",
+        holder.stderr()
+    );
 }
