@@ -1321,14 +1321,21 @@ fn lock_slots(args: &crate::cli::LockArgs, given: &Given) -> Result<u32, UsageEr
 }
 
 /// The key of `--once-per`, which is also its lock's: `--lock`'s, else
-/// `--name`'s; `None` without `--once-per`. Refused with neither, or with
-/// `--until-failure`, whose runs end by failing on purpose.
+/// `--name`'s; `None` without `--once-per`. Refused with neither, with
+/// `--until-failure`, whose runs end by failing on purpose, or with
+/// `--lock-limit` above 1, whose holders would each run the job.
 fn once_key(cli: &Cli, goal: Goal) -> Result<Option<String>, UsageError> {
     if cli.lock.once_per.is_none() {
         return Ok(None);
     }
     if matches!(goal, Goal::Failure { .. }) {
         return Err(conflict("--once-per", "--until-failure"));
+    }
+    if cli.lock.lock_limit > 1 {
+        return Err(UsageError(format!(
+            "--once-per cannot be used with --lock-limit {}: each of the holders would find the period not done and run the job; leave --lock-limit out (--once-per takes a lock of one holder)",
+            cli.lock.lock_limit
+        )));
     }
     if let Some(key) = &cli.lock.lock {
         return Ok(Some(key.clone()));

@@ -1367,17 +1367,19 @@ impl Loop<'_, '_> {
     /// (`--alert-after`), how the run ended, and reports it: whether the
     /// run is a failure tolerated, or the terminating signal that ended
     /// the call (the run then ends by it, as a signal during any decision
-    /// does). A run that a signal ended tells nothing of the job: the
-    /// count is left as it is, and the run alerts as without
-    /// `--alert-after`.
+    /// does). A run that a signal or `--lock-replace` ended tells nothing
+    /// of the job: the count is left as it is, and the run alerts as
+    /// without `--alert-after`.
     fn alert(&mut self, reason: Option<Ending>, exit: Exit) -> Result<bool, i32> {
         let Some((streak, alert_after)) = self.plan.alert else {
             return Ok(false);
         };
         let failed = match reason {
             // Nor does one whose command never ran (the throttle skipped
-            // every attempt, the lock was lost or --max-time passed first).
-            Some(Ending::Interrupted) => return Ok(false),
+            // every attempt, the lock was lost or --max-time passed first),
+            // nor one that --lock-replace ended: it did not fail, another
+            // run took its place.
+            Some(Ending::Interrupted | Ending::Replaced) => return Ok(false),
             Some(_) if self.ran.is_none() => return Ok(false),
             Some(_) => true,
             None => exit != Exit::SUCCESS,

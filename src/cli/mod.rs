@@ -812,7 +812,8 @@ pub struct LockArgs {
     /// DURATION from 1m to a year (a sliding window). The key is --lock's,
     /// else --name's; the run takes that lock and skips (0, silent) when
     /// the period is done (reason done) or the lock is held (reason
-    /// running). A failure records nothing. See ONCE PER PERIOD.
+    /// running). A failure records nothing. Not with --lock-limit above
+    /// 1. See ONCE PER PERIOD.
     #[arg(long, value_name = "PERIOD", value_parser = values::once_per,
           env = "BACKOFF_ONCE_PER", hide_env_values = true, help_heading = SHARED,
           allow_hyphen_values = true)]

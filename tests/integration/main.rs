@@ -16,6 +16,7 @@ mod hostile;
 mod http;
 mod idle;
 mod install;
+mod job_together;
 mod kept_output;
 mod layout;
 mod limits;
