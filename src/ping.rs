@@ -333,9 +333,13 @@ impl Pings {
         cancel: &Cancel,
     ) -> Option<String> {
         let tolerated = self.alert.and_then(|(n, news)| news.tolerated(n));
-        let target = match tolerated {
-            Some(_) => self.urls.log(&self.run_id)?,
-            None => self.urls.end(exit, &self.run_id)?,
+        // A run that --lock-replace ended did not fail: the run that took
+        // its place checks in for the job. Its end is a log entry too.
+        let replaced = reason == "replaced";
+        let target = if tolerated.is_some() || replaced {
+            self.urls.log(&self.run_id)?
+        } else {
+            self.urls.end(exit, &self.run_id)?
         };
         let client = self.client.as_ref()?;
         let mut body = format!(
@@ -357,6 +361,11 @@ impl Pings {
                 )
             };
             body.extend(line.into_bytes());
+        }
+        if replaced {
+            body.extend(
+                b"backoff: replaced: a run of --lock-replace took the lock over; logged without an alert\n",
+            );
         }
         let (tail, forgotten) = self.marker.as_ref().map(Marker::tail).unwrap_or_default();
         // A line the end of the output already holds (said there, before

@@ -160,3 +160,52 @@ fn a_run_lock_replace_ends_is_not_counted_by_alert_after() {
         holder.stderr()
     );
 }
+
+#[test]
+fn a_run_lock_replace_ends_checks_in_as_a_log_entry_not_a_failure() {
+    let dir = TempDir::new("replace-ping");
+    let store = dir.path().to_str().unwrap();
+    let m = Monitor::start("ok");
+    let url = m.url(UUID);
+    let mut holder = Running::start({
+        let mut cmd = command(["--lock", "rq", "--budget-dir", store, "--kill-after", "1s"]);
+        cmd.args([
+            "--ping",
+            &url,
+            "--",
+            "sh",
+            "-c",
+            "echo started; exec sleep 60",
+        ]);
+        cmd
+    });
+    holder.wait_for("started");
+    backoff([
+        "--lock",
+        "rq",
+        "--lock-replace",
+        "--budget-dir",
+        store,
+        "--",
+        "true",
+    ])
+    .assert()
+    .success();
+    let (status, _) = holder.wait_exit(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(75));
+    // The holder's start, then its end: a log entry that says why, where
+    // a failure's status (/75) would alert.
+    let got = m.requests(2);
+    assert!(
+        got[0].starts_with(&format!("GET /{UUID}/start?rid=")),
+        "{got:?}"
+    );
+    assert!(
+        got[1].starts_with(&format!("POST /{UUID}/log?rid=")),
+        "{got:?}"
+    );
+    assert!(
+        got[1].contains("a run of --lock-replace took the lock over"),
+        "{got:?}"
+    );
+}
