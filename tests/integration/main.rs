@@ -28,6 +28,7 @@ mod mistakes;
 mod notices;
 mod observe;
 mod once;
+mod overlap_faults;
 mod ping_faults;
 mod pings;
 mod presets;
