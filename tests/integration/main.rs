@@ -42,6 +42,7 @@ mod servers;
 mod signals;
 mod simulation;
 mod simulation_cron;
+mod simulation_cron_window;
 mod splay;
 mod stalled;
 mod streams;
