@@ -157,7 +157,7 @@ set edit:completion:arg-completer[backoff] = {|@words|
             cand --breaker-cooldown 'How long that breaker stays open before a probe [default: 5s]'
             cand --throttle-window 'The window over which the adaptive throttle of "full+throttle" and "full+budget+throttle", one for all clients, counts requests and accepts, from 1s to 30 days [default: 2m]'
             cand --throttle-k 'That throttle''s K, from 1 to 1000: it skips attempts when the requests pass K times the accepts [default: 2]'
-            cand --splay 'The --splay window: each host waits its own place in it, as the real --splay places the host [default: 2m]'
+            cand --splay 'The --splay window: each host waits its own place in it, as the real --splay places the host; at most 1h, the cron''s period [default: 2m]'
             cand --job 'How long a run of the job lasts once the service has answered its request [default: 5s]'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'

@@ -206,7 +206,7 @@ complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l breaker-fai
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l breaker-cooldown -d 'How long that breaker stays open before a probe [default: 5s]' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l throttle-window -d 'The window over which the adaptive throttle of "full+throttle" and "full+budget+throttle", one for all clients, counts requests and accepts, from 1s to 30 days [default: 2m]' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l throttle-k -d 'That throttle\'s K, from 1 to 1000: it skips attempts when the requests pass K times the accepts [default: 2]' -r -f
-complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l splay -d 'The --splay window: each host waits its own place in it, as the real --splay places the host [default: 2m]' -r -f
+complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l splay -d 'The --splay window: each host waits its own place in it, as the real --splay places the host; at most 1h, the cron\'s period [default: 2m]' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -l job -d 'How long a run of the job lasts once the service has answered its request [default: 5s]' -r -f
 complete -c backoff -n "__fish_backoff_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c backoff -n "__fish_backoff_using_subcommand budget; and not __fish_seen_subcommand_from show reset" -s h -l help -d 'Print help'

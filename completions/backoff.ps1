@@ -162,7 +162,7 @@ Register-ArgumentCompleter -Native -CommandName 'backoff' -ScriptBlock {
             [CompletionResult]::new('--breaker-cooldown', '--breaker-cooldown', [CompletionResultType]::ParameterName, 'How long that breaker stays open before a probe [default: 5s]')
             [CompletionResult]::new('--throttle-window', '--throttle-window', [CompletionResultType]::ParameterName, 'The window over which the adaptive throttle of "full+throttle" and "full+budget+throttle", one for all clients, counts requests and accepts, from 1s to 30 days [default: 2m]')
             [CompletionResult]::new('--throttle-k', '--throttle-k', [CompletionResultType]::ParameterName, 'That throttle''s K, from 1 to 1000: it skips attempts when the requests pass K times the accepts [default: 2]')
-            [CompletionResult]::new('--splay', '--splay', [CompletionResultType]::ParameterName, 'The --splay window: each host waits its own place in it, as the real --splay places the host [default: 2m]')
+            [CompletionResult]::new('--splay', '--splay', [CompletionResultType]::ParameterName, 'The --splay window: each host waits its own place in it, as the real --splay places the host; at most 1h, the cron''s period [default: 2m]')
             [CompletionResult]::new('--job', '--job', [CompletionResultType]::ParameterName, 'How long a run of the job lasts once the service has answered its request [default: 5s]')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

@@ -938,12 +938,14 @@ fn cron(args: &SimulateArgs, given: &Given, seed: u64) -> Result<cron::Setup, Us
         ));
     }
     let splay = args.cron.splay.unwrap_or(Duration::from_mins(2));
-    if splay.is_zero() || splay > crate::splay::MAX_WINDOW {
+    // The model's cron fires every hour: a wider window would mix one
+    // tick's runs with the next tick's, which the model does not run.
+    if splay.is_zero() || splay > cron::PERIOD {
         return Err(invalid(
             given,
             show(splay),
             "--splay",
-            "must be above zero and at most 24h",
+            "must be above zero and at most 1h, the period of the model's cron (a wider window mixes one tick's runs with the next's)",
         ));
     }
     Ok(cron::Setup {

@@ -349,7 +349,8 @@ pub struct SimulateArgs {
 #[command(next_help_heading = "Cron model")]
 pub struct CronArgs {
     /// The --splay window: each host waits its own place in it, as the
-    /// real --splay places the host [default: 2m]
+    /// real --splay places the host; at most 1h, the cron's period
+    /// [default: 2m]
     #[arg(long, value_name = "DURATION", value_parser = values::duration,
           allow_hyphen_values = true)]
     pub splay: Option<Duration>,

@@ -84,6 +84,9 @@ impl Gate {
     }
 }
 
+/// How often the model's cron fires: every hour, at :00.
+pub const PERIOD: Duration = Duration::from_hours(1);
+
 /// The parameters of the cron model, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Setup {

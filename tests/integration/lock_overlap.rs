@@ -18,7 +18,7 @@ const LIVE: [&str; 2] = ["--budget-store-timeout", "10s"];
 const SHORT: [&str; 4] = ["--lock-ttl", "2s", "--kill-after", "0.5s"];
 
 /// The options of a short lease in the Redis at `url`.
-fn leased(url: &str) -> Vec<&str> {
+pub(crate) fn leased(url: &str) -> Vec<&str> {
     let mut args = vec!["--budget-store", url];
     args.extend(SHORT);
     args.extend(LIVE);

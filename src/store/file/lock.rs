@@ -392,7 +392,15 @@ impl LockBackend for FileLock {
                         waiting(holder.as_ref());
                     }
                     let deadline = give_up.max(believe_at);
-                    deadline > Instant::now() && wait_for(&file, &path, deadline, wait)?
+                    let waited = if deadline > Instant::now() {
+                        wait_for(&file, &path, deadline, wait)
+                    } else {
+                        Ok(false)
+                    };
+                    if let (Err(_), Some(run_id)) = (&waited, &asked) {
+                        self.requests.withdraw(run_id, me);
+                    }
+                    waited?
                 }
             };
             if !got {

@@ -117,6 +117,19 @@ impl Replace {
         }
     }
 
+    /// Takes back the request this run (`me`) made to end the run
+    /// `run_id`, when this run will not take the lock after all (a signal
+    /// ended its wait): a holder that has not seen it yet runs on. A
+    /// request made since by another run is left.
+    pub(super) fn withdraw(&self, run_id: &str, me: &Holder) {
+        if self.read().is_some_and(|(target, by)| {
+            target == run_id && by.is_some_and(|b| b.run_id == me.run_id)
+        }) && let Ok(Some((_, path))) = self.file.open_file(Access::Look)
+        {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
     /// The run id a request names, and the record of the run that wrote
     /// it; read within bounds, `None` for no request or one out of shape.
     fn read(&self) -> Option<(String, Option<Holder>)> {
