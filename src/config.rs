@@ -1339,6 +1339,18 @@ fn once_key(cli: &Cli, goal: Goal) -> Result<Option<String>, UsageError> {
             cli.lock.lock_limit
         )));
     }
+    // A splay as long as the period starts one tick's runs in different
+    // periods: each would find its own period not done.
+    if let (Some(splay), Some(once)) = (cli.time.splay, cli.lock.once_per)
+        && splay >= once.shortest()
+    {
+        return Err(UsageError(format!(
+            "--splay {} is as long as --once-per {}'s shortest period or longer: the runs of one cron tick would start in different periods, and each would do the job; give a --splay shorter than {}",
+            show(splay),
+            once.name(),
+            show(once.shortest()),
+        )));
+    }
     if let Some(key) = &cli.lock.lock {
         return Ok(Some(key.clone()));
     }

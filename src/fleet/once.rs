@@ -75,6 +75,20 @@ impl Period {
         })
     }
 
+    /// How long the shortest of its periods lasts: an hour, a day of 23
+    /// hours (the change to daylight saving time), a week or a month of
+    /// 28 days less that hour, or the window.
+    pub fn shortest(self) -> Duration {
+        const HOUR: Duration = Duration::from_hours(1);
+        match self {
+            Period::Hour => HOUR,
+            Period::Day => HOUR * 23,
+            Period::Week => HOUR * (7 * 24 - 1),
+            Period::Month => HOUR * (28 * 24 - 1),
+            Period::Window(d) => d,
+        }
+    }
+
     /// Its name, as given: `day`, `2h`.
     pub fn name(self) -> String {
         match self {

@@ -209,3 +209,35 @@ fn a_run_lock_replace_ends_checks_in_as_a_log_entry_not_a_failure() {
         "{got:?}"
     );
 }
+
+#[test]
+fn a_splay_as_long_as_the_once_per_period_is_refused_with_the_fix() {
+    let dir = TempDir::new("once-splay");
+    let store = dir.path().to_str().unwrap();
+    for (period, splay, shorter) in [
+        ("hour", "2h", "1h"),
+        ("hour", "1h", "1h"),
+        ("10m", "10m", "10m"),
+    ] {
+        let out = backoff(["--once-per", period, "--splay", splay, "--lock", "j"])
+            .args(["--budget-dir", store, "--", "sh", "-c", "echo ran >> log"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("give a --splay shorter than {shorter}")),
+            "{err}"
+        );
+    }
+    assert!(!dir.join("log").exists());
+    // A splay shorter than the period is the recipe's.
+    backoff(["--once-per", "hour", "--splay", "1s", "--lock", "j"])
+        .args(["--budget-dir", store, "--", "sh", "-c", "echo ran >> log"])
+        .current_dir(dir.path())
+        .assert()
+        .success();
+    assert_eq!(dir.lines("log"), ["ran"]);
+}
