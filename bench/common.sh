@@ -1,11 +1,14 @@
-# What bench/lock.sh, bench/traces.sh and bench/rss.sh share, sourced by
+# What bench/lock.sh, bench/overlap.sh, bench/traces.sh and bench/rss.sh share, sourced by
 # them after `set -euo pipefail` and `cd` to the repository:
 # `bench_setup NAME ARGS...`
 # reads --quick (sets $quick and $runs: 200, or 30), checks for hyperfine,
 # builds `cargo build --release` (sets $backoff) and makes a work directory
 # ($work) removed at exit with the processes listed in $pids;
 # `http_server NAME` starts a python3 HTTP server that answers 200 to every
-# GET and POST (its body read) and sets $server to its http://127.0.0.1:PORT.
+# GET and POST (its body read) and sets $server to its http://127.0.0.1:PORT;
+# `redis_server` starts a redis-server that keeps nothing on a free loopback
+# port and sets $redis_port to it (empty, and nothing started, without
+# redis-server).
 
 bench_setup() {
     bench_args "$@"
@@ -69,4 +72,17 @@ EOF
     pids+=($!)
     for _ in $(seq 100); do [ -s "$work/$name.port" ] && break; sleep 0.05; done
     server="http://127.0.0.1:$(cat "$work/$name.port")"
+}
+
+redis_server() {
+    redis_port=
+    command -v redis-server >/dev/null || return 0
+    redis_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
+        --dir "$work" >/dev/null 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do
+        redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
+        sleep 0.05
+    done
 }

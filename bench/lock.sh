@@ -41,15 +41,9 @@ http_server monitor
 monitor="$server/bench-uuid"
 
 redis_url=
-if command -v redis-server >/dev/null; then
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
-        --dir "$work" >/dev/null 2>&1 &
-    pids+=($!)
-    for _ in $(seq 100); do
-        redis-cli -p "$port" ping >/dev/null 2>&1 && break
-        sleep 0.05
-    done
+redis_server
+if [ -n "$redis_port" ]; then
+    port=$redis_port
     redis_url="redis://127.0.0.1:$port"
     # A lock the store knows: the first run of a lock the store has no
     # trace of waits --lock-ttl before its command (see LOCKS), which the
