@@ -620,13 +620,6 @@ pub trait OnceBackend: Backend {
     fn reset(&self, wait: &mut dyn Wait) -> Result<(Stored, u64), StoreError>;
 }
 
-/// This host's time, in Unix milliseconds.
-pub fn host_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 /// Counts of a job's failed runs in a row (`--alert-after`).
 #[derive(Debug)]
 pub enum Streaks {}

@@ -20,8 +20,9 @@ use crate::event::OnceNews;
 use crate::fleet::once::{Period, Success, Verdict, decide};
 use crate::run::Wait;
 use crate::store::file::StateDir;
+use crate::store::file::now_ms as host_ms;
 use crate::store::{FailMode, Kind, Settings, Shared, StoreError, Unwatched};
-pub use crate::store::{OnceBackend, Stored, host_ms};
+pub use crate::store::{OnceBackend, Stored};
 
 /// Once-per records (`--once-per`).
 #[derive(Debug)]

@@ -20,9 +20,10 @@ use std::time::Duration;
 use crate::fleet::bucket::check_key;
 use crate::fleet::once::{MAX_RECORD, Period, Success};
 use crate::run::Wait;
+use crate::store::file::now_ms as host_ms;
 use crate::store::file::{Access, StateDir, StateFile, failed, why};
 use crate::store::{Backend, StoreError};
-use crate::store::{OnceBackend, Stored, host_ms};
+use crate::store::{OnceBackend, Stored};
 use crate::sys::files;
 
 /// A once-per record kept in a file.
